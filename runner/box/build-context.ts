@@ -1,0 +1,78 @@
+import { existsSync, readFileSync } from "node:fs";
+import { cp, mkdir, mkdtemp, readdir, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { PROJECT_ROOT } from "../version.ts";
+
+/**
+ * The box image's build context, assembled in a temporary folder from exactly
+ * the files the Dockerfile names, so the build never sees the host runner,
+ * tests, node_modules or anything secret.
+ */
+export interface BuildContext {
+  dir: string;
+  /** Paths inside `dir`, for the tar stream. */
+  files: string[];
+  /** Top-level extension files baked, sorted: what run-pi will load. */
+  extensions: string[];
+}
+
+export interface ContextSources {
+  projectRoot?: string;
+  /** Replaces the project's extensions/ folder (tests drop extra tools in here). */
+  extensionsDir?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Top-level `*.ts` files of an extensions folder: exactly what run-pi passes with `-e`. */
+export async function listExtensions(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  return entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith(".ts"))
+    .map((entry) => entry.name)
+    .sort();
+}
+
+/**
+ * The host's extra CA certificates, for the build stage that fetches npm
+ * packages behind a TLS-intercepting proxy (corporate networks). Empty when
+ * there are none. ROSTER_BUILD_CA names a PEM file explicitly.
+ */
+export function hostExtraCa(env: NodeJS.ProcessEnv): string {
+  for (const candidate of [env.ROSTER_BUILD_CA, env.NODE_EXTRA_CA_CERTS]) {
+    if (candidate && existsSync(candidate)) return readFileSync(candidate, "utf8");
+  }
+  return "";
+}
+
+export async function assembleContext(sources: ContextSources = {}): Promise<BuildContext> {
+  const root = sources.projectRoot ?? PROJECT_ROOT;
+  const extensionsDir = sources.extensionsDir ?? join(root, "extensions");
+  const dir = await mkdtemp(join(tmpdir(), "roster-build-"));
+
+  await cp(join(root, "box/Dockerfile"), join(dir, "Dockerfile"));
+  await cp(join(root, "box/roster-lock"), join(dir, "roster-lock"));
+  await mkdir(join(dir, "engine"));
+  for (const name of ["package.json", "package-lock.json", "run-pi"]) {
+    await cp(join(root, "engine", name), join(dir, "engine", name));
+  }
+  await cp(extensionsDir, join(dir, "extensions"), {
+    recursive: true,
+    filter: (source) => !relative(extensionsDir, source).split("/").includes("node_modules"),
+  });
+  await mkdir(join(dir, "build-ca"));
+  await writeFile(join(dir, "build-ca/extra.crt"), hostExtraCa(sources.env ?? process.env));
+
+  const files = await walk(dir);
+  return { dir, files, extensions: await listExtensions(extensionsDir) };
+}
+
+async function walk(dir: string, prefix = ""): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(join(dir, prefix), { withFileTypes: true })) {
+    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) out.push(...(await walk(dir, path)));
+    else out.push(path);
+  }
+  return out.sort();
+}

@@ -1,0 +1,87 @@
+import type Docker from "dockerode";
+import { BOX_GID, BOX_HOME, BOX_UID, CONTAINER_LABELS, LOCKED_NETWORK } from "./layout.ts";
+
+/**
+ * The box contract as Docker options: every container roster starts — a one-shot
+ * run or a warm chat session — is made here, so the hardening lives in one place.
+ * Callers say what differs (image, command, mounts, env, limits); they cannot
+ * turn the hardening off.
+ */
+export interface BoxMount {
+  source: string;
+  target: string;
+  readOnly: boolean;
+}
+
+export interface BoxLimits {
+  pids: number;
+  memoryBytes: number;
+  cpus: number;
+}
+
+export const DEFAULT_LIMITS: BoxLimits = {
+  pids: 1024,
+  memoryBytes: 4 * 1024 ** 3,
+  cpus: 2,
+};
+
+export const TMP_SIZE_BYTES = 2 * 1024 ** 3;
+
+export interface BoxSpec {
+  image: string;
+  cmd: string[];
+  name?: string;
+  env?: Record<string, string>;
+  mounts?: BoxMount[];
+  /** Defaults to the locked network. */
+  network?: string;
+  limits?: Partial<BoxLimits>;
+  labels?: Record<string, string>;
+  workdir?: string;
+  /** Keep stdin open (warm sessions speak pi's RPC over it). */
+  interactive?: boolean;
+}
+
+export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOptions {
+  const limits = { ...DEFAULT_LIMITS, ...spec.limits };
+  const env = {
+    HOME: BOX_HOME,
+    TMPDIR: "/tmp",
+    PI_CODING_AGENT_DIR: `${BOX_HOME}/agent`,
+    ...spec.env,
+  };
+  return {
+    ...(spec.name ? { name: spec.name } : {}),
+    Image: spec.image,
+    Cmd: spec.cmd,
+    User: `${BOX_UID}:${BOX_GID}`,
+    WorkingDir: spec.workdir ?? `${BOX_HOME}/workspace`,
+    Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
+    Labels: { [CONTAINER_LABELS.runnerPid]: String(process.pid), ...spec.labels },
+    AttachStdin: spec.interactive ?? false,
+    OpenStdin: spec.interactive ?? false,
+    StdinOnce: false,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    HostConfig: {
+      NetworkMode: spec.network ?? LOCKED_NETWORK,
+      // No resolver: names are resolved by the gateway, never by the box.
+      Dns: ["127.0.0.1"],
+      ExtraHosts: ["host.docker.internal:host-gateway"],
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges"],
+      ReadonlyRootfs: true,
+      Init: true,
+      Tmpfs: { "/tmp": `rw,exec,nosuid,nodev,size=${TMP_SIZE_BYTES},mode=1777` },
+      PidsLimit: limits.pids,
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: Math.round(limits.cpus * 1e9),
+      Binds: (spec.mounts ?? []).map(
+        (mount) => `${mount.source}:${mount.target}:${mount.readOnly ? "ro" : "rw"}`,
+      ),
+      AutoRemove: false,
+    },
+  };
+}

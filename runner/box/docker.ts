@@ -1,0 +1,98 @@
+import Docker from "dockerode";
+import { errorMessage, RosterError } from "../errors.ts";
+
+/**
+ * The one place that opens a connection to the container engine. Everything
+ * else in runner/ asks this module for a client, so another backend later is a
+ * new folder, not a search-and-replace.
+ */
+
+export interface DockerEndpoint {
+  /** Human description of where we connect, for error messages. */
+  describe: string;
+  client: Docker;
+}
+
+/** Where dockerode will connect, honouring DOCKER_HOST the way the docker CLI does. */
+export function dockerEndpoint(env: NodeJS.ProcessEnv = process.env): DockerEndpoint {
+  const host = env.DOCKER_HOST;
+  if (host?.startsWith("unix://")) {
+    const socketPath = host.slice("unix://".length);
+    return { describe: `unix socket ${socketPath}`, client: new Docker({ socketPath }) };
+  }
+  if (host?.startsWith("tcp://") || host?.startsWith("http://")) {
+    const url = new URL(host.replace(/^tcp:/, "http:"));
+    return {
+      describe: `${host}`,
+      client: new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: "http" }),
+    };
+  }
+  const socketPath = "/var/run/docker.sock";
+  return { describe: `unix socket ${socketPath}`, client: new Docker({ socketPath }) };
+}
+
+export interface DockerInfo {
+  client: Docker;
+  describe: string;
+  serverVersion: string;
+  apiVersion: string;
+}
+
+/** Connects and pings; a refusal names the socket tried and how to start Docker. */
+export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promise<DockerInfo> {
+  const endpoint = dockerEndpoint(env);
+  try {
+    const version = await endpoint.client.version();
+    return {
+      client: endpoint.client,
+      describe: endpoint.describe,
+      serverVersion: version.Version,
+      apiVersion: version.ApiVersion,
+    };
+  } catch (error) {
+    throw new RosterError(
+      `Docker is not reachable at ${endpoint.describe} (${shortCause(error)}); start it with \`sudo dockerd &\` or \`sudo systemctl start docker\`, or point DOCKER_HOST at a running engine`,
+      { cause: error },
+    );
+  }
+}
+
+function shortCause(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" ? code : (errorMessage(error).split("\n")[0] ?? "unknown error");
+}
+
+/** True when an image (name:tag or id) exists locally. */
+export async function imageExists(docker: Docker, name: string): Promise<boolean> {
+  try {
+    await docker.getImage(name).inspect();
+    return true;
+  } catch (error) {
+    if ((error as { statusCode?: unknown }).statusCode === 404) return false;
+    throw error;
+  }
+}
+
+/** Collects a Docker progress stream (build, pull, import) as parsed JSON messages. */
+export async function followStream(
+  docker: Docker,
+  stream: NodeJS.ReadableStream,
+  onMessage: (message: StreamMessage) => void,
+): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    docker.modem.followProgress(
+      stream,
+      (error: Error | null) => (error ? reject(error) : resolve()),
+      (event: StreamMessage) => onMessage(event),
+    );
+  });
+}
+
+export interface StreamMessage {
+  stream?: string;
+  status?: string;
+  progress?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+  aux?: { ID?: string };
+}

@@ -1,0 +1,100 @@
+import { errorMessage } from "../errors.ts";
+import { connectDocker, dockerEndpoint } from "./docker.ts";
+import { splitList } from "./image-build.ts";
+import { BOX_IMAGE, LABELS, LOCKED_NETWORK } from "./layout.ts";
+
+/** What `roster box doctor` found: enough to tell a user what to fix first. */
+export interface DoctorReport {
+  docker: { ok: boolean; endpoint: string; version?: string; error?: string };
+  image: {
+    name: string;
+    present: boolean;
+    id?: string;
+    sizeBytes?: number;
+    created?: string;
+    engineVersion?: string;
+    base?: string;
+    extensions?: string[];
+  };
+  network: { name: string; present: boolean; subnet?: string };
+}
+
+export async function boxDoctor(
+  options: { image?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<DoctorReport> {
+  const name = options.image ?? BOX_IMAGE;
+  const endpoint = dockerEndpoint(options.env);
+  const report: DoctorReport = {
+    docker: { ok: false, endpoint: endpoint.describe },
+    image: { name, present: false },
+    network: { name: LOCKED_NETWORK, present: false },
+  };
+  let docker: Awaited<ReturnType<typeof connectDocker>>;
+  try {
+    docker = await connectDocker(options.env);
+  } catch (error) {
+    report.docker.error = errorMessage(error);
+    return report;
+  }
+  report.docker = { ok: true, endpoint: docker.describe, version: docker.serverVersion };
+
+  try {
+    const info = await docker.client.getImage(name).inspect();
+    const labels = info.Config?.Labels ?? {};
+    report.image = {
+      name,
+      present: true,
+      id: info.Id,
+      sizeBytes: info.Size,
+      created: info.Created,
+      engineVersion: labels[LABELS.engineVersion] ?? "unknown",
+      base: labels[LABELS.baseImage] ?? "unknown",
+      extensions: splitList(labels[LABELS.extensions]),
+    };
+  } catch (error) {
+    if ((error as { statusCode?: unknown }).statusCode !== 404) throw error;
+  }
+
+  try {
+    const network = await docker.client.getNetwork(LOCKED_NETWORK).inspect();
+    const subnet: unknown = network?.IPAM?.Config?.[0]?.Subnet;
+    report.network = {
+      name: LOCKED_NETWORK,
+      present: true,
+      ...(typeof subnet === "string" ? { subnet } : {}),
+    };
+  } catch (error) {
+    if ((error as { statusCode?: unknown }).statusCode !== 404) throw error;
+  }
+  return report;
+}
+
+export function formatDoctor(report: DoctorReport): string {
+  const mark = (ok: boolean) => (ok ? "ok " : "-- ");
+  const lines: string[] = [];
+  lines.push(
+    report.docker.ok
+      ? `${mark(true)} docker   ${report.docker.version} at ${report.docker.endpoint}`
+      : `${mark(false)} docker   ${report.docker.error}`,
+  );
+  const image = report.image;
+  if (image.present) {
+    lines.push(
+      `${mark(true)} image    ${image.name} (${image.id?.slice(7, 19)}, ${Math.round((image.sizeBytes ?? 0) / 1e6)} MB, built ${image.created})`,
+    );
+    lines.push(`    engine   pi ${image.engineVersion} on ${image.base}`);
+    lines.push(
+      `    tools    ${image.extensions?.length ? image.extensions.join(", ") : "(no extensions)"}`,
+    );
+  } else if (report.docker.ok) {
+    lines.push(`${mark(false)} image    ${image.name} is missing: run \`roster box build\``);
+  }
+  if (report.docker.ok) {
+    lines.push(
+      report.network.present
+        ? `${mark(true)} network  ${report.network.name} (${report.network.subnet ?? "no subnet"})`
+        : `${mark(false)} network  ${report.network.name} not created yet (the first run creates it)`,
+    );
+  }
+  return lines.join("\n");
+}

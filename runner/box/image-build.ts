@@ -1,0 +1,134 @@
+import { rm } from "node:fs/promises";
+import type Docker from "dockerode";
+import { errorMessage, RosterError } from "../errors.ts";
+import { ENGINE_PIN } from "../version.ts";
+import { assembleContext, type ContextSources } from "./build-context.ts";
+import { followStream, imageExists } from "./docker.ts";
+import { BOX_IMAGE, DEFAULT_BASE, LABELS, OFFLINE_BASE } from "./layout.ts";
+import { buildOfflineBase } from "./offline-base.ts";
+import type { Progress } from "./progress.ts";
+
+export interface BuildOptions extends ContextSources {
+  docker: Docker;
+  progress: Progress;
+  /** The base the Dockerfile builds FROM; a registry image by default. */
+  base?: string;
+  tag?: string;
+  /** Rebuild the Debian-built base even if one is cached. */
+  rebuildBase?: boolean;
+  /** Skip the layer cache. */
+  noCache?: boolean;
+}
+
+export interface BuiltImage {
+  tag: string;
+  id: string;
+  sizeBytes: number;
+  engineVersion: string;
+  extensions: string[];
+  base: string;
+  seconds: number;
+}
+
+/**
+ * Picks the base: the configured image if present or pullable; otherwise the
+ * cached Debian-built base; otherwise builds that base. Fails closed with the
+ * failing step named.
+ */
+export async function resolveBase(options: BuildOptions): Promise<string> {
+  const { docker, progress } = options;
+  const configured = options.base ?? DEFAULT_BASE;
+  if (!options.rebuildBase) {
+    if (await imageExists(docker, configured)) return configured;
+    progress.step(`base: pulling ${configured}`);
+    try {
+      const stream = await docker.pull(configured);
+      let failure: string | undefined;
+      await followStream(docker, stream, (message) => {
+        if (message.error) failure = message.error;
+      });
+      if (failure) throw new Error(failure);
+      return configured;
+    } catch (error) {
+      progress.note(
+        `base: ${configured} can't be pulled (${errorMessage(error).split("\n")[0]}); using a base built from Debian packages`,
+      );
+    }
+    if (await imageExists(docker, OFFLINE_BASE)) {
+      progress.note(`base: using the cached ${OFFLINE_BASE} (--rebuild-base makes a new one)`);
+      return OFFLINE_BASE;
+    }
+  }
+  return buildOfflineBase(docker, progress, options.env);
+}
+
+export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> {
+  const { docker, progress } = options;
+  const startedAt = Date.now();
+  const tag = options.tag ?? BOX_IMAGE;
+  const base = await resolveBase(options);
+  const context = await assembleContext(options);
+  try {
+    progress.step(`image: building ${tag} on ${base} (pi ${ENGINE_PIN})`);
+    const stream = await docker.buildImage(
+      { context: context.dir, src: context.files },
+      {
+        t: tag,
+        forcerm: true,
+        nocache: options.noCache ?? false,
+        buildargs: {
+          BASE: base,
+          ENGINE_VERSION: ENGINE_PIN,
+          EXTENSIONS: context.extensions.join(","),
+        },
+      },
+    );
+    let failure: string | undefined;
+    const recent: string[] = [];
+    await followStream(docker, stream, (message) => {
+      if (message.error) {
+        failure = message.errorDetail?.message ?? message.error;
+        return;
+      }
+      for (const line of (message.stream ?? "").split("\n")) {
+        const text = line.trimEnd();
+        if (!text) continue;
+        if (/^Step \d+\/\d+ :/.test(text)) progress.step(`image: ${truncate(text, 110)}`);
+        else progress.detail(text);
+        recent.push(text);
+        if (recent.length > 15) recent.shift();
+      }
+    });
+    if (failure) {
+      throw new RosterError(
+        `building ${tag} failed: ${failure}; the previous image is kept\n  ${recent.join("\n  ")}`,
+      );
+    }
+  } finally {
+    await rm(context.dir, { recursive: true, force: true });
+  }
+  const info = await docker.getImage(tag).inspect();
+  const labels = info.Config?.Labels ?? {};
+  return {
+    tag,
+    id: info.Id,
+    sizeBytes: info.Size,
+    engineVersion: labels[LABELS.engineVersion] ?? "unknown",
+    extensions: splitList(labels[LABELS.extensions]),
+    base,
+    seconds: (Date.now() - startedAt) / 1000,
+  };
+}
+
+export function splitList(value: string | undefined): string[] {
+  return value ? value.split(",").filter(Boolean) : [];
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1e9) return `${(bytes / 1e9).toFixed(2)} GB`;
+  return `${Math.round(bytes / 1e6)} MB`;
+}

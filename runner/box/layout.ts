@@ -1,0 +1,34 @@
+/**
+ * Names and paths shared by the image recipe (box/Dockerfile) and the host code
+ * that starts boxes. Keep them in step with the Dockerfile.
+ */
+export const BOX_IMAGE = "roster-box:latest";
+/** What a user with a container registry gets as the base. */
+export const DEFAULT_BASE = "node:24-bookworm-slim";
+/** The base built from Debian packages when no registry can be reached. */
+export const OFFLINE_BASE = "roster-base:bookworm-node24";
+
+export const ENGINE_DIR = "/opt/roster/engine";
+export const RUN_PI = `${ENGINE_DIR}/run-pi`;
+export const BOX_USER = "worker";
+export const BOX_UID = 1000;
+export const BOX_GID = 1000;
+export const BOX_HOME = "/home/worker";
+
+/** Image labels written at build time and read by `roster box doctor`. */
+export const LABELS = {
+  box: "org.roster.box",
+  engineVersion: "org.roster.engine.version",
+  extensions: "org.roster.extensions",
+  baseImage: "org.roster.base",
+} as const;
+
+/** Container labels that let orphaned boxes be found. */
+export const CONTAINER_LABELS = {
+  worker: "roster.worker",
+  run: "roster.run",
+  runnerPid: "roster.runner.pid",
+} as const;
+
+/** The locked network every box joins (created by the runner). */
+export const LOCKED_NETWORK = "roster-locked";

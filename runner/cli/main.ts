@@ -1,0 +1,38 @@
+import { Command, CommanderError } from "commander";
+import { RosterError } from "../errors.ts";
+import { ROSTER_VERSION } from "../version.ts";
+import { registerBoxCommands } from "./box-commands.ts";
+
+/**
+ * The `roster` command tree. Commands are thin: they parse, call into a runner/
+ * folder, and print. Errors a user can act on are one line; exit 2 means
+ * "refused" (bad config, bad usage), 1 a failure.
+ */
+export function buildProgram(): Command {
+  const program = new Command("roster")
+    .description("Run AI workers in locked Docker boxes with one governed door out.")
+    .version(ROSTER_VERSION, "-V, --version", "print roster's version")
+    .showHelpAfterError()
+    .exitOverride();
+  registerBoxCommands(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // help and version exit "successfully" through the same path
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    if (error instanceof RosterError) {
+      process.stderr.write(`roster: ${error.message}\n`);
+      if (error.hint) process.stderr.write(`  ${error.hint}\n`);
+      return error.exitCode;
+    }
+    throw error;
+  }
+}
