@@ -38,6 +38,12 @@ export interface BoxSpec {
   limits?: Partial<BoxLimits>;
   labels?: Record<string, string>;
   workdir?: string;
+  /**
+   * The address `host.docker.internal` names inside the box: the host's address
+   * on the box's network, where the gateway listens. Docker's `host-gateway`
+   * (the default bridge's address) when not given.
+   */
+  hostAddress?: string;
   /** Keep stdin open (warm sessions speak pi's RPC over it). */
   interactive?: boolean;
 }
@@ -68,7 +74,7 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
       NetworkMode: spec.network ?? LOCKED_NETWORK,
       // No resolver: names are resolved by the gateway, never by the box.
       Dns: ["127.0.0.1"],
-      ExtraHosts: ["host.docker.internal:host-gateway"],
+      ExtraHosts: [`host.docker.internal:${spec.hostAddress ?? "host-gateway"}`],
       CapDrop: ["ALL"],
       SecurityOpt: ["no-new-privileges"],
       ReadonlyRootfs: true,

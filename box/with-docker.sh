@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# with-docker.sh <command> [args...]
+# Runs a command with a Docker engine available: installs Debian's docker.io
+# (and debootstrap, for building a base without a registry) when absent, starts
+# dockerd when none answers, and stops the engine it started when the command
+# ends. Needs root only for what it has to install or start.
+set -euo pipefail
+
+if [[ $# -eq 0 ]]; then
+  echo "usage: box/with-docker.sh <command> [args...]" >&2
+  exit 64
+fi
+
+missing=()
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+if ((${#missing[@]})); then
+  echo "with-docker: installing ${missing[*]} from Debian" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+started=""
+log=""
+if ! docker info >/dev/null 2>&1; then
+  log="$(mktemp -t roster-dockerd.XXXXXX)"
+  echo "with-docker: starting dockerd (log: $log)" >&2
+  dockerd >"$log" 2>&1 &
+  started=$!
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    if ! kill -0 "$started" 2>/dev/null; then
+      echo "with-docker: dockerd exited while starting:" >&2
+      tail -n 20 "$log" >&2
+      exit 1
+    fi
+    sleep 1
+  done
+  if ! docker info >/dev/null 2>&1; then
+    echo "with-docker: dockerd did not answer within 60 s:" >&2
+    tail -n 20 "$log" >&2
+    exit 1
+  fi
+fi
+
+stop_started() {
+  if [[ -n $started ]]; then
+    kill "$started" 2>/dev/null || true
+    wait "$started" 2>/dev/null || true
+  fi
+}
+trap stop_started EXIT
+
+status=0
+"$@" || status=$?
+exit "$status"

@@ -1,0 +1,116 @@
+import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type Docker from "dockerode";
+import { describe, expect, it } from "vitest";
+import { listExtensions } from "../../runner/box/build-context.ts";
+import { imageExists } from "../../runner/box/docker.ts";
+import { buildBoxImage } from "../../runner/box/image-build.ts";
+import { BOX_IMAGE, LABELS, OFFLINE_BASE } from "../../runner/box/layout.ts";
+import { silentProgress } from "../../runner/box/progress.ts";
+import { RosterError } from "../../runner/errors.ts";
+import { ENGINE_PIN, PROJECT_ROOT } from "../../runner/version.ts";
+import { testDocker } from "../support/docker.ts";
+
+const docker = await testDocker();
+
+/** Runs a command as root in a plain (unhardened) container, only to inspect the image. */
+async function inspectAsRoot(client: Docker, image: string, script: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  const container = await client.createContainer({
+    Image: image,
+    Cmd: ["bash", "-c", script],
+    User: "0",
+    Tty: true,
+    HostConfig: { NetworkMode: "none" },
+  });
+  try {
+    const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    await container.start();
+    await container.wait();
+    return Buffer.concat(chunks).toString("utf8");
+  } finally {
+    await container.remove({ force: true });
+  }
+}
+
+describe.skipIf(!docker)("the box image", () => {
+  const client = docker as NonNullable<typeof docker>;
+
+  it("bakes the pinned engine and exactly the top-level extensions", async () => {
+    const info = await client.getImage(BOX_IMAGE).inspect();
+    const labels = info.Config?.Labels ?? {};
+    expect(labels[LABELS.engineVersion]).toBe(ENGINE_PIN);
+    const expected = await listExtensions(join(PROJECT_ROOT, "extensions"));
+    expect(labels[LABELS.extensions] ?? "").toBe(expected.join(","));
+    expect(info.Config?.User).toBe("worker");
+  });
+
+  it("has no file with a setuid or setgid bit", async () => {
+    const found = await inspectAsRoot(
+      client,
+      BOX_IMAGE,
+      "find / -xdev -type f \\( -perm -4000 -o -perm -2000 \\) -print; echo scanned",
+    );
+    expect(found.trim()).toBe("scanned");
+  });
+
+  it("carries the toolbelt", async () => {
+    const out = await inspectAsRoot(
+      client,
+      BOX_IMAGE,
+      "for t in git curl jq python3 rg fd make gcc pdftotext sqlite3 rsync node npm roster-lock flock; do command -v $t >/dev/null && echo have:$t || echo missing:$t; done",
+    );
+    expect(out).not.toContain("missing:");
+  });
+
+  it("bakes a dropped-in extension on rebuild", async () => {
+    const extensions = await mkdtemp(join(tmpdir(), "roster-ext-"));
+    const tag = "roster-box:test-drop-in";
+    try {
+      await cp(join(PROJECT_ROOT, "extensions"), extensions, { recursive: true });
+      await cp(
+        join(PROJECT_ROOT, "test/fixtures/extensions/echo_upper.ts"),
+        join(extensions, "echo_upper.ts"),
+      );
+      await mkdir(join(extensions, "lib"), { recursive: true });
+      await writeFile(join(extensions, "lib", "shared-note.ts"), "export const note = 1;\n");
+      const built = await buildBoxImage({
+        docker: client,
+        progress: silentProgress,
+        tag,
+        extensionsDir: extensions,
+      });
+      expect(built.extensions).toContain("echo_upper.ts");
+      // lib/ is imported by extensions, never loaded on its own
+      expect(built.extensions).not.toContain("shared-note.ts");
+      const listing = await inspectAsRoot(client, tag, "ls /opt/roster/engine/extensions/lib");
+      expect(listing).toContain("shared-note.ts");
+    } finally {
+      await client
+        .getImage(tag)
+        .remove({ force: true })
+        .catch(() => undefined);
+      await rm(extensions, { recursive: true, force: true });
+    }
+  });
+
+  it("names the failing step and keeps the previous images when the base can't be built", async () => {
+    const before = await client.getImage(BOX_IMAGE).inspect();
+    const baseBefore = (await imageExists(client, OFFLINE_BASE))
+      ? (await client.getImage(OFFLINE_BASE).inspect()).Id
+      : undefined;
+    const attempt = buildBoxImage({
+      docker: client,
+      progress: silentProgress,
+      rebuildBase: true,
+      // a mirror nobody answers on
+      env: { ...process.env, ROSTER_DEBIAN_MIRROR: "http://127.0.0.1:9/debian" },
+    });
+    await expect(attempt).rejects.toThrow(RosterError);
+    await expect(attempt).rejects.toThrow(/failed at step "debootstrap".*previous image is kept/);
+    expect((await client.getImage(BOX_IMAGE).inspect()).Id).toBe(before.Id);
+    if (baseBefore) expect((await client.getImage(OFFLINE_BASE).inspect()).Id).toBe(baseBefore);
+  });
+});

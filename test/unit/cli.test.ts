@@ -1,0 +1,53 @@
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { PROJECT_ROOT } from "../../runner/version.ts";
+
+const run = promisify(execFile);
+const bin = join(PROJECT_ROOT, "bin/roster.mjs");
+
+async function roster(args: string[], env: NodeJS.ProcessEnv = {}) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
+      env: { ...process.env, ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe("the roster command", () => {
+  it("prints its version", async () => {
+    const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as {
+      version: string;
+    };
+    const result = await roster(["--version"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toBe(pkg.version);
+  });
+
+  it.each([
+    ["box", "build"],
+    ["box", "doctor"],
+  ])(
+    "`roster %s %s` names the socket and how to start Docker when it is unreachable",
+    async (...args) => {
+      const result = await roster(args, { DOCKER_HOST: "unix:///nonexistent/roster-test.sock" });
+      expect(result.code).toBe(1);
+      const output = `${result.stderr}${result.stdout}`.trim();
+      expect(output).toContain("/nonexistent/roster-test.sock");
+      expect(output).toMatch(/start it with `sudo dockerd &`/);
+      expect(output.split("\n")).toHaveLength(1);
+    },
+  );
+
+  it("refuses an unknown command with a usage error", async () => {
+    const result = await roster(["frobnicate"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("unknown command 'frobnicate'");
+  });
+});

@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    globalSetup: ["test/support/global-setup.ts"],
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
+    // Docker suites share one engine on a 2-core machine: run files one at a time.
+    fileParallelism: false,
+    reporters: ["default"],
+  },
+});
