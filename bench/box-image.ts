@@ -43,11 +43,18 @@ try {
   rebuilds.sort((a, b) => a - b);
   console.log("| measure | value |");
   console.log("|---|---|");
-  console.log(`| cold build (no layer cache, base cached: ${cold.base}) | ${cold.seconds.toFixed(1)} s |`);
-  console.log(`| rebuild after touching one extension (median of 3) | ${rebuilds[1]?.toFixed(2)} s |`);
+  console.log(
+    `| cold build (no layer cache, base cached: ${cold.base}) | ${cold.seconds.toFixed(1)} s |`,
+  );
+  console.log(
+    `| rebuild after touching one extension (median of 3) | ${rebuilds[1]?.toFixed(2)} s |`,
+  );
   console.log(`| image size | ${formatBytes(cold.sizeBytes)} |`);
   console.log(`| cold / rebuild | ${(cold.seconds / (rebuilds[1] ?? 1)).toFixed(0)}x |`);
 } finally {
-  await client.getImage(tag).remove({ force: true }).catch(() => undefined);
+  await client
+    .getImage(tag)
+    .remove({ force: true })
+    .catch(() => undefined);
   await rm(extensions, { recursive: true, force: true });
 }
