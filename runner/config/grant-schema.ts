@@ -1,0 +1,117 @@
+import { type Static, Type } from "@sinclair/typebox";
+
+/**
+ * The operator's rules for the gateway: `[[grant]]` in org.toml (applies to
+ * every worker) and in workers/<w>/worker.toml (applies to that worker). Scope
+ * is stamped by the loader, never written by hand.
+ */
+const OneOrMany = <T extends ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>>(
+  item: T,
+) => Type.Union([item, Type.Array(item, { minItems: 1 })]);
+
+export const Verdict = Type.Union([
+  Type.Literal("allow"),
+  Type.Literal("deny"),
+  Type.Literal("tunnel"),
+]);
+export type Verdict = Static<typeof Verdict>;
+
+export const GrantMatch = Type.Object(
+  {
+    protocol: Type.Optional(OneOrMany(Type.String({ enum: ["http", "https"] }))),
+    host: Type.Optional(OneOrMany(Type.String({ minLength: 1 }))),
+    port: Type.Optional(OneOrMany(Type.Integer({ minimum: 1, maximum: 65535 }))),
+    method: Type.Optional(OneOrMany(Type.String({ minLength: 1 }))),
+    pathPrefix: Type.Optional(Type.String({ pattern: "^/" })),
+    headerContains: Type.Optional(Type.Record(Type.String(), Type.String())),
+    maxBodySize: Type.Optional(Type.Integer({ minimum: 0 })),
+    mcp: Type.Optional(
+      Type.Object(
+        {
+          method: Type.Optional(Type.String({ minLength: 1 })),
+          tool: Type.Optional(Type.String({ minLength: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type GrantMatch = Static<typeof GrantMatch>;
+
+export const InjectHeader = Type.Object(
+  {
+    header: Type.String({ minLength: 1, pattern: "^[A-Za-z0-9-]+$" }),
+    value: Type.String(),
+    hosts: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  },
+  { additionalProperties: false },
+);
+export type InjectHeader = Static<typeof InjectHeader>;
+
+export const Inject = Type.Object(
+  {
+    credential: Type.String({ minLength: 1, pattern: "^[a-z0-9_-]+$" }),
+    headers: Type.Optional(Type.Array(InjectHeader, { minItems: 1 })),
+  },
+  { additionalProperties: false },
+);
+export type Inject = Static<typeof Inject>;
+
+export const Grant = Type.Object(
+  {
+    name: Type.String({ minLength: 1 }),
+    verdict: Verdict,
+    match: Type.Optional(GrantMatch),
+    inject: Type.Optional(Inject),
+  },
+  { additionalProperties: false },
+);
+export type Grant = Static<typeof Grant>;
+
+export const BudgetMeter = Type.Object(
+  {
+    name: Type.Optional(Type.String()),
+    match: Type.Optional(
+      Type.Object(
+        {
+          rule: Type.Optional(OneOrMany(Type.String())),
+          host: Type.Optional(OneOrMany(Type.String())),
+          method: Type.Optional(OneOrMany(Type.String())),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    spend: Type.Record(Type.String(), Type.Number({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type BudgetMeter = Static<typeof BudgetMeter>;
+
+export const Window = Type.Union([
+  Type.Literal("minute"),
+  Type.Literal("hour"),
+  Type.Literal("day"),
+  Type.Literal("month"),
+]);
+export type Window = Static<typeof Window>;
+
+export const BudgetLimit = Type.Object(
+  {
+    currency: Type.String({ minLength: 1 }),
+    window: Window,
+    max: Type.Number({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type BudgetLimit = Static<typeof BudgetLimit>;
+
+/** A grant with where it came from: the loader stamps scope and source. */
+export interface ScopedGrant extends Grant {
+  scope: string;
+  source: string;
+}
+
+export interface ScopedLimit extends BudgetLimit {
+  scope: string;
+}

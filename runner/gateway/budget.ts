@@ -1,0 +1,163 @@
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BudgetMeter, ScopedLimit, Window } from "../config/grant-schema.ts";
+import { hostMatches } from "../config/host-pattern.ts";
+import { scopeApplies } from "./judge.ts";
+
+/**
+ * Budgets: meters put a fixed spend on matching calls; limits cap the spend per
+ * window (epoch-aligned; a month is 30 days) at org or worker scope. The call
+ * that crosses a limit completes; the next is refused with 402. Every spend is
+ * appended to audit/usage.jsonl and counters are rebuilt from it at start, so a
+ * restart never resets a budget.
+ */
+const WINDOW_MS: Record<Window, number> = {
+  minute: 60_000,
+  hour: 3_600_000,
+  day: 86_400_000,
+  month: 30 * 86_400_000,
+};
+
+interface UsageLine {
+  ts_ms: number;
+  subject: string;
+  currency: string;
+  amount: number;
+}
+
+export interface BudgetRefusal {
+  currency: string;
+  window: Window;
+  used: number;
+  max: number;
+  retryAfterSeconds: number;
+}
+
+const list = <T>(value: T | T[] | undefined): T[] | undefined =>
+  value === undefined ? undefined : Array.isArray(value) ? value : [value];
+
+export class Budgets {
+  private usage: UsageLine[] = [];
+  private readonly file: string;
+
+  constructor(
+    auditDir: string,
+    private meters: BudgetMeter[],
+    private limits: ScopedLimit[],
+  ) {
+    mkdirSync(auditDir, { recursive: true, mode: 0o700 });
+    this.file = join(auditDir, "usage.jsonl");
+    this.usage = readUsage(this.file);
+  }
+
+  reconfigure(meters: BudgetMeter[], limits: ScopedLimit[]): void {
+    this.meters = meters;
+    this.limits = limits;
+  }
+
+  /** The spend a call costs, per currency, from every matching meter. */
+  spendFor(call: {
+    rule: string | undefined;
+    host: string;
+    method: string;
+  }): Record<string, number> {
+    const spend: Record<string, number> = {};
+    for (const meter of this.meters) {
+      const match = meter.match ?? {};
+      const rules = list(match.rule);
+      if (rules && (call.rule === undefined || !rules.includes(call.rule))) continue;
+      const hosts = list(match.host);
+      if (hosts && !hosts.some((pattern) => hostMatches(pattern, call.host))) continue;
+      const methods = list(match.method);
+      if (
+        methods &&
+        !methods.some((m) => m === "*" || m.toUpperCase() === call.method.toUpperCase())
+      ) {
+        continue;
+      }
+      for (const [currency, amount] of Object.entries(meter.spend)) {
+        spend[currency] = (spend[currency] ?? 0) + amount;
+      }
+    }
+    return spend;
+  }
+
+  /**
+   * Checks every limit that applies to `subject` for the currencies this call
+   * spends; refuses when one is already used up, otherwise records the spend.
+   */
+  charge(
+    subject: string,
+    spend: Record<string, number>,
+    now = Date.now(),
+  ): BudgetRefusal | undefined {
+    const currencies = Object.keys(spend).filter((currency) => (spend[currency] ?? 0) > 0);
+    if (currencies.length === 0) return undefined;
+    for (const limit of this.limits) {
+      if (!currencies.includes(limit.currency) || !scopeApplies(limit.scope, subject)) continue;
+      const length = WINDOW_MS[limit.window];
+      const start = Math.floor(now / length) * length;
+      const used = this.used(limit.scope, limit.currency, start);
+      if (used >= limit.max) {
+        return {
+          currency: limit.currency,
+          window: limit.window,
+          used,
+          max: limit.max,
+          retryAfterSeconds: Math.max(1, Math.ceil((start + length - now) / 1000)),
+        };
+      }
+    }
+    const lines = currencies.map((currency) => ({
+      ts: new Date(now).toISOString(),
+      ts_ms: now,
+      subject,
+      currency,
+      amount: spend[currency] ?? 0,
+    }));
+    appendFileSync(this.file, lines.map((line) => `${JSON.stringify(line)}\n`).join(""), {
+      mode: 0o600,
+    });
+    this.usage.push(...lines);
+    return undefined;
+  }
+
+  private used(scope: string, currency: string, since: number): number {
+    let total = 0;
+    for (const line of this.usage) {
+      if (line.ts_ms >= since && line.currency === currency && scopeApplies(scope, line.subject)) {
+        total += line.amount;
+      }
+    }
+    return total;
+  }
+}
+
+function readUsage(file: string): UsageLine[] {
+  if (!existsSync(file)) return [];
+  const lines: UsageLine[] = [];
+  const horizon = Date.now() - WINDOW_MS.month * 2;
+  for (const raw of readFileSync(file, "utf8").split("\n")) {
+    if (!raw.trim()) continue;
+    try {
+      const line = JSON.parse(raw) as Partial<UsageLine>;
+      if (
+        typeof line.ts_ms === "number" &&
+        line.ts_ms >= horizon &&
+        typeof line.subject === "string" &&
+        typeof line.currency === "string" &&
+        typeof line.amount === "number"
+      ) {
+        lines.push({
+          ts_ms: line.ts_ms,
+          subject: line.subject,
+          currency: line.currency,
+          amount: line.amount,
+        });
+      }
+    } catch {
+      // a torn last line from a crash is skipped, never fatal
+    }
+  }
+  return lines;
+}

@@ -1,0 +1,148 @@
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import type { RosterPaths } from "../config/paths.ts";
+import { type ActionHandler, noActionHost } from "./action-host.ts";
+import { AuditLog } from "./audit.ts";
+import { Budgets } from "./budget.ts";
+import { CertificateAuthority } from "./ca.ts";
+import { ConfigSource } from "./config-source.ts";
+import { createProxyServers, type ServerDeps } from "./server.ts";
+import { Upstreams } from "./upstreams.ts";
+
+/**
+ * The gateway as one object: start it (the CLI's `roster gateway start`, the
+ * daemon, or `roster run` embedding it for one run), ask where it listens, stop
+ * it. Its binding is recorded in state/gateway.json for the CLI and the runner.
+ */
+export const DEFAULT_GATEWAY_PORT = 7300;
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export interface GatewayOptions {
+  paths: RosterPaths;
+  listen: ListenAddress[];
+  actions?: ActionHandler;
+  /** Shorter timeouts for tests; production defaults otherwise. */
+  timeouts?: Partial<ServerDeps["timeouts"] & { connectMs: number; upstreamHeadersMs: number }>;
+  /** Write state/gateway.json (off for throwaway embedded gateways in tests). */
+  recordState?: boolean;
+}
+
+export interface GatewayState {
+  port: number;
+  addrs: string[];
+  config_root: string;
+  pid: number;
+}
+
+export class Gateway {
+  private constructor(
+    private readonly servers: Server[],
+    private readonly inner: Server,
+    private readonly upstreams: Upstreams,
+    private readonly audit: AuditLog,
+    readonly ca: CertificateAuthority,
+    readonly addresses: ListenAddress[],
+    private readonly stateFile: string | undefined,
+  ) {}
+
+  static async start(options: GatewayOptions): Promise<Gateway> {
+    const { paths } = options;
+    const config = new ConfigSource(paths.config);
+    const loaded = config.get();
+    const section = loaded.org.gateway ?? {};
+    const ca = await CertificateAuthority.open(paths.ca);
+    const audit = new AuditLog(paths.audit);
+    const budgets = new Budgets(paths.audit, loaded.meters, loaded.limits);
+    config.onChange((next) => budgets.reconfigure(next.meters, next.limits));
+    const resolve = Object.fromEntries(
+      Object.entries(section.resolve ?? {}).map(([name, address]) => [name.toLowerCase(), address]),
+    );
+    const timeouts = options.timeouts ?? {};
+    const upstreams = new Upstreams({
+      resolve,
+      extraCaFiles: section.upstream_ca ?? [],
+      connectTimeoutMs: timeouts.connectMs ?? 10_000,
+      headersTimeoutMs: timeouts.upstreamHeadersMs ?? 120_000,
+      bodyTimeoutMs: timeouts.upstreamHeadersMs ?? 300_000,
+    });
+    const deps: ServerDeps = {
+      config,
+      audit,
+      budgets,
+      upstreams,
+      actions: options.actions ?? noActionHost,
+      vaultDir: paths.vault,
+      maxBodyBytes: section.max_body_bytes ?? 64 * 1024 * 1024,
+      ca,
+      identityDir: paths.identity,
+      configRoot: paths.config,
+      resolve,
+      timeouts: {
+        headersMs: timeouts.headersMs ?? 30_000,
+        requestMs: timeouts.requestMs ?? 300_000,
+        idleMs: timeouts.idleMs ?? 300_000,
+        keepAliveMs: timeouts.keepAliveMs ?? 30_000,
+      },
+    };
+
+    const servers: Server[] = [];
+    const bound: ListenAddress[] = [];
+    let inner: Server | undefined;
+    try {
+      for (const address of options.listen) {
+        const { outer, inner: innerServer } = createProxyServers(deps);
+        inner = innerServer;
+        await new Promise<void>((resolveListen, reject) => {
+          outer.once("error", reject);
+          outer.listen(address.port, address.host, () => {
+            outer.off("error", reject);
+            resolveListen();
+          });
+        });
+        servers.push(outer, innerServer);
+        const info = outer.address() as AddressInfo;
+        bound.push({ host: address.host, port: info.port });
+      }
+    } catch (error) {
+      for (const server of servers) server.close();
+      throw error;
+    }
+    if (!inner) throw new Error("the gateway needs at least one address to listen on");
+
+    let stateFile: string | undefined;
+    if (options.recordState ?? true) {
+      stateFile = join(paths.state, "gateway.json");
+      const state: GatewayState = {
+        port: bound[0]?.port ?? 0,
+        addrs: bound.map((entry) => entry.host),
+        config_root: paths.config,
+        pid: process.pid,
+      };
+      await mkdir(paths.state, { recursive: true });
+      await writeFile(`${stateFile}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
+      await rename(`${stateFile}.tmp`, stateFile);
+    }
+    return new Gateway(servers, inner, upstreams, audit, ca, bound, stateFile);
+  }
+
+  get port(): number {
+    return this.addresses[0]?.port ?? 0;
+  }
+
+  async stop(): Promise<void> {
+    for (const server of this.servers) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    this.inner.closeAllConnections();
+    await this.upstreams.close();
+    await this.audit.close();
+    if (this.stateFile) await rm(this.stateFile, { force: true });
+  }
+}

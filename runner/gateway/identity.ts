@@ -1,0 +1,67 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
+/**
+ * Run tokens: the only thing that tells the gateway who is asking. Minted per
+ * run, kept host-side in state/identity/<token>.json (0600, never mounted),
+ * revoked when the run ends. The box holds the token only as proxy userinfo.
+ */
+export interface Identity {
+  /** `org/<worker>` */
+  subject: string;
+  runId: string;
+}
+
+const TOKEN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export async function mintToken(dir: string, identity: Identity): Promise<string> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const token = randomUUID();
+  const file = join(dir, `${token}.json`);
+  await writeFile(
+    file,
+    `${JSON.stringify({ subject: identity.subject, run_id: identity.runId })}\n`,
+    {
+      mode: 0o600,
+    },
+  );
+  await chmod(file, 0o600);
+  return token;
+}
+
+export async function revokeToken(dir: string, token: string): Promise<void> {
+  if (!TOKEN.test(token)) return;
+  await rm(join(dir, `${token}.json`), { force: true });
+}
+
+/** The identity behind a token, or undefined for a malformed, unknown or revoked one. */
+export function resolveToken(dir: string, token: string | undefined): Identity | undefined {
+  if (!token || !TOKEN.test(token)) return undefined;
+  try {
+    const raw = JSON.parse(readFileSync(join(dir, `${token}.json`), "utf8")) as {
+      subject?: unknown;
+      run_id?: unknown;
+    };
+    if (typeof raw.subject !== "string" || typeof raw.run_id !== "string") return undefined;
+    return { subject: raw.subject, runId: raw.run_id };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The user part of `Proxy-Authorization: Basic base64(token:x)`. */
+export function tokenFromProxyAuthorization(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!match?.[1]) return undefined;
+  const decoded = Buffer.from(match[1], "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  return colon >= 0 ? decoded.slice(0, colon) : decoded;
+}
+
+/** The proxy URL a box is given: the token as userinfo, a placebo password so git doesn't prompt. */
+export function proxyUrl(token: string, host: string, port: number): string {
+  return `http://${token}:x@${host}:${port}`;
+}

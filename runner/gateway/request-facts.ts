@@ -1,0 +1,91 @@
+/**
+ * What the judge sees of a request: pure data, no sockets. The names here are
+ * what the audit log records, so they stay stable.
+ */
+export type Protocol = "http" | "https";
+
+export interface McpFacts {
+  method: string;
+  tool?: string;
+}
+
+export interface RequestFacts {
+  /** `org/<worker>` from the run token; undefined when the token is missing or unknown. */
+  subject: string | undefined;
+  runId: string | undefined;
+  protocol: Protocol;
+  method: string;
+  host: string;
+  port: number;
+  /** The path as judged: percent-decoded, dot-segments resolved. */
+  path: string;
+  query: string;
+  /** Lower-cased names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  bodySize: number;
+  mcp: McpFacts | null;
+}
+
+/** Decodes percent-escapes and resolves `.`/`..` so that a prefix check can't be walked around. */
+export function normalisePath(raw: string): string {
+  let path = raw.replace(/\\/g, "/");
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // invalid escapes stay as written; they can't decode to a dot-segment
+  }
+  const out: string[] = [];
+  for (const segment of path.split("/")) {
+    if (segment === "" || segment === ".") continue;
+    if (segment === "..") out.pop();
+    else out.push(segment);
+  }
+  const trailing = path.endsWith("/") && out.length > 0 ? "/" : "";
+  return `/${out.join("/")}${trailing}`;
+}
+
+/** Joins repeated headers and lower-cases names, the form rules match against. */
+export function flattenHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
+}
+
+/**
+ * Lifts JSON-RPC (MCP) facts from a body: the method, and for `tools/call` the
+ * tool name. A batch (an array) is refused by the caller: judging one element
+ * and forwarding many would let the rest through unjudged.
+ */
+export function liftMcp(contentType: string | undefined, body: Buffer): McpFacts | null | "batch" {
+  if (!contentType?.includes("json") || body.length === 0) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return null;
+  }
+  if (Array.isArray(parsed)) {
+    return parsed.some((item) => isJsonRpc(item)) ? "batch" : null;
+  }
+  if (!isJsonRpc(parsed)) return null;
+  const message = parsed as { method: string; params?: { name?: unknown } };
+  const tool =
+    message.method === "tools/call" && typeof message.params?.name === "string"
+      ? message.params.name
+      : undefined;
+  return tool ? { method: message.method, tool } : { method: message.method };
+}
+
+function isJsonRpc(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const message = value as { jsonrpc?: unknown; method?: unknown };
+  return (
+    typeof message.method === "string" &&
+    (message.jsonrpc === "2.0" || message.method.includes("/"))
+  );
+}

@@ -1,0 +1,311 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { isIP, connect as netConnect, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import { TLSSocket } from "node:tls";
+import { ACTIONS_HOST } from "./action-host.ts";
+import type { CertificateAuthority } from "./ca.ts";
+import { type ExchangeDeps, handleRequest, type Target, upstreamRefusal } from "./exchange.ts";
+import { type Identity, resolveToken, tokenFromProxyAuthorization } from "./identity.ts";
+import { judge } from "./judge.ts";
+import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
+import { guardedLookup } from "./ssrf.ts";
+import { handleUpgrade } from "./websocket.ts";
+
+/**
+ * The proxy's sockets: the outer listener (CONNECT, absolute-form http://,
+ * /healthz) and the inner HTTP server that parses what arrives inside a
+ * tunnel — TLS terminated with a leaf from the host CA, or plain HTTP (pi sends
+ * even http:// base URLs through CONNECT).
+ */
+export interface ServerDeps extends ExchangeDeps {
+  ca: CertificateAuthority;
+  identityDir: string;
+  configRoot: string;
+  resolve: Record<string, string>;
+  timeouts: { headersMs: number; requestMs: number; idleMs: number; keepAliveMs: number };
+}
+
+interface TunnelContext {
+  target: Target;
+  /** The CONNECT's Proxy-Authorization: re-resolved per request, so revoking a token stops a live tunnel. */
+  tokenHeader: string | undefined;
+}
+
+const tunnels = new WeakMap<object, TunnelContext>();
+
+export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Server } {
+  const identify = (header: string | undefined) =>
+    resolveToken(deps.identityDir, tokenFromProxyAuthorization(header));
+
+  const inner = createServer({ maxHeaderSize: 32 * 1024 });
+  const outer = createServer({ maxHeaderSize: 32 * 1024 });
+  for (const server of [inner, outer]) {
+    server.headersTimeout = deps.timeouts.headersMs;
+    server.requestTimeout = deps.timeouts.requestMs;
+    server.keepAliveTimeout = deps.timeouts.keepAliveMs;
+    server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+      const status =
+        error.code === "HPE_HEADER_OVERFLOW"
+          ? 431
+          : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+            ? 408
+            : 400;
+      writeRawRefusal(socket, {
+        status,
+        body: {
+          error:
+            status === 431
+              ? "request headers too large"
+              : status === 408
+                ? "request timed out"
+                : "malformed HTTP request",
+        },
+      });
+    });
+  }
+
+  inner.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const context = tunnels.get(req.socket);
+    if (!context) return sendRefusal(res, denied(undefined, "no tunnel context"));
+    const mismatch = hostMismatch(req, context.target);
+    if (mismatch) return sendRefusal(res, mismatch);
+    const identity = identify(context.tokenHeader);
+    void handleRequest(deps, req, res, context.target, identity, req.url ?? "/").catch(
+      (error: unknown) => sendRefusal(res, upstreamRefusal(error, undefined)),
+    );
+  });
+  inner.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const context = tunnels.get(req.socket);
+    if (!context) return writeRawRefusal(socket, denied(undefined, "no tunnel context"));
+    const mismatch = hostMismatch(req, context.target);
+    if (mismatch) return writeRawRefusal(socket, mismatch);
+    void handleUpgrade(
+      deps,
+      req,
+      socket,
+      head,
+      context.target,
+      identify(context.tokenHeader),
+      req.url ?? "/",
+    );
+  });
+
+  outer.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? "";
+    if (url === "/healthz") {
+      const body = JSON.stringify({ ok: true, config_root: deps.configRoot });
+      res.writeHead(200, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+      });
+      res.end(body);
+      return;
+    }
+    const absolute = parseAbsolute(url);
+    if (!absolute) {
+      return sendRefusal(res, {
+        status: 400,
+        body: {
+          error: "not a proxy request",
+          hint: "send CONNECT host:port, or an absolute http:// URL",
+        },
+      });
+    }
+    const identity = identify(req.headers["proxy-authorization"]);
+    void handleRequest(deps, req, res, absolute.target, identity, absolute.path).catch(
+      (error: unknown) => sendRefusal(res, upstreamRefusal(error, undefined)),
+    );
+  });
+  outer.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const absolute = parseAbsolute(req.url ?? "");
+    if (!absolute)
+      return writeRawRefusal(socket, { status: 400, body: { error: "not a proxy request" } });
+    const identity = identify(req.headers["proxy-authorization"]);
+    void handleUpgrade(deps, req, socket, head, absolute.target, identity, absolute.path);
+  });
+
+  outer.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    socket.on("error", () => socket.destroy());
+    const target = parseConnectTarget(req.url ?? "");
+    if (!target) {
+      writeRawRefusal(socket, {
+        status: 400,
+        body: {
+          error: `malformed CONNECT target ${JSON.stringify(req.url ?? "")}`,
+          hint: "CONNECT host:port",
+        },
+      });
+      return;
+    }
+    const tokenHeader = req.headers["proxy-authorization"];
+    const identity = identify(tokenHeader);
+    void openTunnel(deps, inner, socket, head, target, identity, tokenHeader);
+  });
+  return { outer, inner };
+}
+
+async function openTunnel(
+  deps: ServerDeps,
+  inner: Server,
+  socket: Socket,
+  head: Buffer,
+  target: { host: string; port: number },
+  identity: Identity | undefined,
+  tokenHeader: string | undefined,
+): Promise<void> {
+  const facts = {
+    subject: identity?.subject,
+    runId: identity?.runId,
+    protocol: "https" as const,
+    method: "CONNECT",
+    host: target.host,
+    port: target.port,
+    path: "",
+    query: "",
+    headers: {},
+    bodySize: 0,
+    mcp: null,
+  };
+  if (target.host !== ACTIONS_HOST) {
+    const config = deps.config.get();
+    const decision = deps.config.brokenReason(config)
+      ? undefined
+      : judge(config.grants, facts, "connect");
+    if (decision?.verdict === "tunnel" && decision.rule) {
+      await pipeTunnel(deps, socket, head, target, decision.rule.name, facts, decision.rule);
+      return;
+    }
+  }
+  socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  socket.setTimeout(deps.timeouts.idleMs, () => socket.destroy());
+  const context: TunnelContext = { target: { protocol: "https", ...target }, tokenHeader };
+  const first = head.length ? head : await firstChunk(socket);
+  if (!first) return;
+  socket.unshift(first);
+  if (first[0] === 0x16) {
+    const tls = new TLSSocket(socket, {
+      isServer: true,
+      secureContext: await deps.ca.leafContext(target.host),
+      SNICallback: (servername, callback) => {
+        deps.ca.leafContext(servername).then(
+          (context) => callback(null, context),
+          (error: Error) => callback(error),
+        );
+      },
+      ALPNProtocols: ["http/1.1"],
+    });
+    tls.on("error", () => tls.destroy());
+    tunnels.set(tls, context);
+    inner.emit("connection", tls);
+  } else {
+    context.target = { protocol: "http", ...target };
+    tunnels.set(socket, context);
+    inner.emit("connection", socket);
+  }
+}
+
+async function pipeTunnel(
+  deps: ServerDeps,
+  socket: Socket,
+  head: Buffer,
+  target: { host: string; port: number },
+  ruleName: string,
+  facts: Parameters<ExchangeDeps["audit"]["record"]>[0],
+  grant: { match?: { host?: string | string[] } },
+): Promise<void> {
+  const hosts = grant.match?.host;
+  const named = (Array.isArray(hosts) ? hosts : hosts ? [hosts] : []).some(
+    (pattern) => !pattern.includes("*") && pattern.toLowerCase() === target.host,
+  );
+  const upstream = netConnect({
+    host: target.host,
+    port: target.port,
+    lookup: guardedLookup(deps.resolve, named),
+  });
+  upstream.setTimeout(deps.timeouts.headersMs, () =>
+    upstream.destroy(new Error("connect timeout")),
+  );
+  upstream.once("connect", () => {
+    upstream.setTimeout(0);
+    deps.audit.record(facts, { verdict: "tunnel", rule: ruleName, status: 200 });
+    socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length) upstream.write(head);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  });
+  upstream.once("error", (error) => {
+    if (upstream.readyState === "open" || socket.destroyed) return socket.destroy();
+    const refusal: Refusal = upstreamRefusal({ cause: error }, ruleName);
+    deps.audit.record(facts, {
+      verdict: refusal.status === 403 ? "deny" : "tunnel",
+      rule: ruleName,
+      status: refusal.status,
+      note: String(refusal.body.error),
+    });
+    writeRawRefusal(socket, refusal);
+  });
+  socket.on("close", () => upstream.destroy());
+  upstream.on("close", () => socket.destroy());
+}
+
+function firstChunk(socket: Socket): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const onData = (chunk: Buffer) => {
+      cleanup();
+      socket.pause();
+      resolve(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(undefined);
+    };
+    const cleanup = () => {
+      socket.off("data", onData);
+      socket.off("end", onEnd);
+      socket.off("close", onEnd);
+    };
+    socket.on("data", onData);
+    socket.on("end", onEnd);
+    socket.on("close", onEnd);
+  });
+}
+
+/** `host:port` (IPv6 in brackets); undefined when malformed. */
+export function parseConnectTarget(raw: string): { host: string; port: number } | undefined {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(raw);
+  if (!match?.[1] || !match[2]) return undefined;
+  const port = Number(match[2]);
+  if (port < 1 || port > 65535) return undefined;
+  const host = match[1].startsWith("[") ? match[1].slice(1, -1) : match[1];
+  if (match[1].startsWith("[") && isIP(host) !== 6) return undefined;
+  return { host: host.toLowerCase(), port };
+}
+
+function parseAbsolute(url: string): { target: Target; path: string } | undefined {
+  if (!/^http:\/\//i.test(url)) return undefined;
+  try {
+    const parsed = new URL(url);
+    const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    return {
+      target: { protocol: "http", host, port: Number(parsed.port || 80) },
+      path: `${parsed.pathname}${parsed.search}`,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Inside a tunnel the Host header must name the CONNECT target: no fronting another host. */
+function hostMismatch(req: IncomingMessage, target: Target): Refusal | undefined {
+  const header = req.headers.host;
+  if (!header) return undefined;
+  const name = header
+    .replace(/:\d+$/, "")
+    .replace(/^\[|\]$/g, "")
+    .toLowerCase();
+  if (name === target.host) return undefined;
+  return denied(
+    undefined,
+    `the Host header (${name}) must name the host this tunnel was opened to (${target.host})`,
+  );
+}
