@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { RosterError } from "../errors.ts";
 import { ROSTER_VERSION } from "../version.ts";
 import { registerBoxCommands } from "./box-commands.ts";
+import { registerGatewayCommands } from "./gateway-commands.ts";
 
 /**
  * The `roster` command tree. Commands are thin: they parse, call into a runner/
@@ -15,6 +16,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerBoxCommands(program);
+  registerGatewayCommands(program);
   return program;
 }
 

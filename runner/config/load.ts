@@ -109,7 +109,11 @@ function checkGrantHosts(
 
 export function loadConfig(root: string): LoadedConfig {
   const errors: ConfigError[] = [];
-  const show = (path: string) => relative(process.cwd(), path) || path;
+  // paths under the working directory read short; anything else stays absolute
+  const show = (path: string) => {
+    const near = relative(process.cwd(), path);
+    return near && !near.startsWith("..") ? near : path;
+  };
   const loaded: LoadedConfig = {
     root,
     org: {},

@@ -15,7 +15,7 @@ import {
   type Protocol,
   type RequestFacts,
 } from "./request-facts.ts";
-import { findSsrfRefusal } from "./ssrf.ts";
+import { findSsrfRefusal, literalRefusal } from "./ssrf.ts";
 import { HOP_BY_HOP, type Upstreams } from "./upstreams.ts";
 import { readCredential, renderInjection, templatesFor } from "./vault.ts";
 
@@ -151,6 +151,14 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
     (pattern) =>
       !pattern.includes("*") && pattern.toLowerCase().replace(/^\[|\]$/g, "") === facts.host,
   );
+  const literal = literalRefusal(facts.host, named);
+  if (literal) {
+    return {
+      kind: "refuse",
+      decision,
+      refusal: denied(grant.name, literal.message, "denied by gateway (internal address)"),
+    };
+  }
   return { kind: "forward", decision, inject, spend, allowInternal: named };
 }
 

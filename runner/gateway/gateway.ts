@@ -100,7 +100,9 @@ export class Gateway {
         inner = innerServer;
         await new Promise<void>((resolveListen, reject) => {
           outer.once("error", reject);
-          outer.listen(address.port, address.host, () => {
+          // port 0 on later addresses reuses the first one's port: one port, several addresses
+          const port = address.port === 0 && bound[0] ? bound[0].port : address.port;
+          outer.listen(port, address.host, () => {
             outer.off("error", reject);
             resolveListen();
           });

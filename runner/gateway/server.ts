@@ -8,7 +8,7 @@ import { type ExchangeDeps, handleRequest, type Target, upstreamRefusal } from "
 import { type Identity, resolveToken, tokenFromProxyAuthorization } from "./identity.ts";
 import { judge } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
-import { guardedLookup } from "./ssrf.ts";
+import { guardedLookup, literalRefusal } from "./ssrf.ts";
 import { handleUpgrade } from "./websocket.ts";
 
 /**
@@ -201,6 +201,7 @@ async function openTunnel(
     context.target = { protocol: "http", ...target };
     tunnels.set(socket, context);
     inner.emit("connection", socket);
+    socket.resume();
   }
 }
 
@@ -217,6 +218,20 @@ async function pipeTunnel(
   const named = (Array.isArray(hosts) ? hosts : hosts ? [hosts] : []).some(
     (pattern) => !pattern.includes("*") && pattern.toLowerCase() === target.host,
   );
+  const literal = literalRefusal(target.host, named);
+  if (literal) {
+    deps.audit.record(facts, {
+      verdict: "deny",
+      rule: ruleName,
+      status: 403,
+      note: literal.message,
+    });
+    writeRawRefusal(
+      socket,
+      denied(ruleName, literal.message, "denied by gateway (internal address)"),
+    );
+    return;
+  }
   const upstream = netConnect({
     host: target.host,
     port: target.port,

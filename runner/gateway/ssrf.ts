@@ -107,3 +107,14 @@ export function findSsrfRefusal(error: unknown): SsrfRefusal | undefined {
   }
   return undefined;
 }
+
+/**
+ * Connecting to an IP literal skips `lookup` entirely, so literals are checked
+ * here, before any connection is attempted.
+ */
+export function literalRefusal(host: string, allowInternal: boolean): SsrfRefusal | undefined {
+  const bare = host.replace(/^\[|\]$/g, "");
+  if (allowInternal || !isIP(bare)) return undefined;
+  const problem = addressProblem(bare);
+  return problem ? new SsrfRefusal(host, bare, problem) : undefined;
+}

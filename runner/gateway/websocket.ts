@@ -46,9 +46,7 @@ export async function handleUpgrade(
   }
   const ruleName = ruling.decision.rule?.name;
   const headers = forwardHeaders(req.headers, ruling.inject);
-  // the handshake's own upgrade headers are hop-by-hop for plain requests, but here they are the point
-  headers.upgrade = req.headers.upgrade ?? "websocket";
-  headers.connection = "upgrade";
+  // undici writes the Connection/Upgrade pair itself from `protocol`
   try {
     const upstream = await upgrade(
       `${target.protocol}://${bracket(target.host)}:${target.port}${rawPath || "/"}`,

@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { DecisionRecord } from "./audit.ts";
+
+/**
+ * `roster gateway log`: the decision log made readable — which hosts a run
+ * reached and which it was refused.
+ */
+export interface LogFilter {
+  run?: string;
+  deniedOnly?: boolean;
+}
+
+export function readDecisions(auditDir: string, filter: LogFilter = {}): DecisionRecord[] {
+  const file = join(auditDir, "decisions.jsonl");
+  if (!existsSync(file)) return [];
+  const out: DecisionRecord[] = [];
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (!line.trim()) continue;
+    let record: DecisionRecord;
+    try {
+      record = JSON.parse(line) as DecisionRecord;
+    } catch {
+      continue;
+    }
+    if (filter.run && !(record.run_id ?? "").startsWith(filter.run)) continue;
+    if (filter.deniedOnly && record.status < 400) continue;
+    out.push(record);
+  }
+  return out;
+}
+
+export function formatDecision(record: DecisionRecord): string {
+  const r = record.request;
+  const outcome =
+    record.status >= 400 ? `REFUSED ${record.status}` : `${record.verdict} ${record.status}`;
+  const where = `${r.method} ${r.protocol}://${r.host}${r.port === 443 || r.port === 80 ? "" : `:${r.port}`}${r.path}`;
+  const rule = record.rule ? `rule ${record.rule}` : "no rule";
+  const extra = [
+    record.injected?.length ? `injected ${record.injected.join(",")}` : "",
+    record.note ? `(${record.note})` : "",
+  ]
+    .filter(Boolean)
+    .join(" ");
+  return `${record.ts.slice(0, 19)}Z ${(record.subject ?? "?").padEnd(14)} ${outcome.padEnd(12)} ${where}  [${rule}]${extra ? ` ${extra}` : ""}`;
+}
+
+/** Per host: how many requests were let through and how many refused. */
+export function summarise(records: DecisionRecord[]): string[] {
+  const hosts = new Map<string, { allowed: number; refused: number }>();
+  for (const record of records) {
+    const entry = hosts.get(record.request.host) ?? { allowed: 0, refused: 0 };
+    if (record.status >= 400) entry.refused++;
+    else entry.allowed++;
+    hosts.set(record.request.host, entry);
+  }
+  return [...hosts.entries()]
+    .sort((a, b) => a[0].localeCompare(b[0]))
+    .map(
+      ([host, counts]) =>
+        `  ${host.padEnd(40)} reached ${counts.allowed}, refused ${counts.refused}`,
+    );
+}

@@ -1,0 +1,75 @@
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { Gateway, type GatewayOptions, type ListenAddress } from "../../runner/gateway/gateway.ts";
+import { mintToken } from "../../runner/gateway/identity.ts";
+
+/** A throwaway roster root with an org.toml, and the real gateway started on it. */
+export interface GatewayEnv {
+  root: string;
+  paths: RosterPaths;
+  gateway: Gateway;
+  token(worker: string, runId?: string): Promise<string>;
+  writeOrg(toml: string): Promise<void>;
+  writeVault(name: string, credential: Record<string, string>): Promise<void>;
+  restart(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export async function startGatewayEnv(
+  orgToml: string,
+  options: { listen?: ListenAddress[]; timeouts?: GatewayOptions["timeouts"] } = {},
+): Promise<GatewayEnv> {
+  const root = await mkdtemp(join(tmpdir(), "roster-gw-"));
+  const paths = rosterPaths({ ROSTER_ROOT: root });
+  await mkdir(paths.config, { recursive: true });
+  await writeFile(join(paths.config, "org.toml"), orgToml);
+  const listen = options.listen ?? [{ host: "127.0.0.1", port: 0 }];
+  const start = () =>
+    Gateway.start({
+      paths,
+      listen,
+      recordState: true,
+      ...(options.timeouts ? { timeouts: options.timeouts } : {}),
+    });
+  const env: GatewayEnv = {
+    root,
+    paths,
+    gateway: await start(),
+    token: (worker, runId = `run-${worker}-${Date.now()}`) =>
+      mintToken(paths.identity, { subject: `org/${worker}`, runId }),
+    writeOrg: async (toml) => {
+      await writeFile(join(paths.config, "org.toml"), toml);
+      // the gateway polls for changes; give it past its check interval
+      await new Promise((resolve) => setTimeout(resolve, 600));
+    },
+    writeVault: async (name, credential) => {
+      await mkdir(paths.vault, { recursive: true, mode: 0o700 });
+      const file = join(paths.vault, `${name}.json`);
+      await writeFile(file, JSON.stringify(credential), { mode: 0o600 });
+      await chmod(file, 0o600);
+    },
+    restart: async () => {
+      const port = env.gateway.port;
+      await env.gateway.stop();
+      listen.splice(0, listen.length, ...listen.map((entry) => ({ ...entry, port })));
+      env.gateway = await start();
+    },
+    cleanup: async () => {
+      await env.gateway.stop();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+  return env;
+}
+
+export function proxyUrlFor(
+  env: GatewayEnv,
+  token: string | undefined,
+  host = "127.0.0.1",
+): string {
+  return token
+    ? `http://${token}:x@${host}:${env.gateway.port}`
+    : `http://${host}:${env.gateway.port}`;
+}
