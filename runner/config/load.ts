@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { TSchema } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
+import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { parse, TomlError } from "smol-toml";
 import { OrgConfig, WorkerConfig } from "./config-schema.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
@@ -71,8 +71,15 @@ function parseFile<T>(
       !Array.isArray(problem.value)
     ) {
       message = `write [[${field}]] (an array of tables), not [${field}]`;
-    } else if (problem.type === 42 /* ValueErrorType.ObjectAdditionalProperties */) {
+    } else if (problem.type === ValueErrorType.ObjectAdditionalProperties) {
       message = "unknown key";
+    } else if (problem.type === ValueErrorType.Union) {
+      const options = ((problem.schema as { anyOf?: { const?: unknown }[] }).anyOf ?? []).map(
+        (option) => option.const,
+      );
+      if (options.length && options.every((option) => typeof option === "string")) {
+        message = `must be one of ${options.join(", ")} (found ${JSON.stringify(problem.value)})`;
+      }
     }
     const duplicate = errors
       .slice(before)

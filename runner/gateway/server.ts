@@ -37,8 +37,13 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
   const identify = (header: string | undefined) =>
     resolveToken(deps.identityDir, tokenFromProxyAuthorization(header));
 
-  const inner = createServer({ maxHeaderSize: 32 * 1024 });
-  const outer = createServer({ maxHeaderSize: 32 * 1024 });
+  // stalled clients are found by a periodic sweep: sweep often enough for the timeouts to mean something
+  const serverOptions = {
+    maxHeaderSize: 32 * 1024,
+    connectionsCheckingInterval: Math.max(250, Math.min(30_000, deps.timeouts.headersMs / 4)),
+  };
+  const inner = createServer(serverOptions);
+  const outer = createServer(serverOptions);
   for (const server of [inner, outer]) {
     server.headersTimeout = deps.timeouts.headersMs;
     server.requestTimeout = deps.timeouts.requestMs;
