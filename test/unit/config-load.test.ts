@@ -1,0 +1,74 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { formatConfigError, loadConfig } from "../../runner/config/load.ts";
+import { locateLine } from "../../runner/config/locate.ts";
+
+const roots: string[] = [];
+async function configRoot(files: Record<string, string>): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), "roster-cfg-"));
+  roots.push(root);
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(root, path, ".."), { recursive: true });
+    await writeFile(join(root, path), text);
+  }
+  return root;
+}
+afterEach(async () => {
+  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
+});
+const rel = (root: string) => (line: string) => line.replace(`${root}/`, "");
+
+describe("config loading", () => {
+  it("stamps scope: org grants first, then each worker's, workers sorted", async () => {
+    const root = await configRoot({
+      "org.toml": '[[grant]]\nname = "o"\nverdict = "allow"\n',
+      "workers/zed/worker.toml": 'name = "zed"\n[[grant]]\nname = "z"\nverdict = "deny"\n',
+      "workers/amy/worker.toml": 'name = "amy"\n[[grant]]\nname = "a"\nverdict = "allow"\n',
+    });
+    const config = loadConfig(root);
+    expect(config.errors).toEqual([]);
+    expect(config.grants.map((g) => [g.name, g.scope])).toEqual([
+      ["o", "org"],
+      ["a", "org/amy"],
+      ["z", "org/zed"],
+    ]);
+  });
+
+  it("reports every error as file:line: field: message", async () => {
+    const root = await configRoot({
+      "org.toml": '[grant]\nname = "single table"\nverdict = "allow"\n',
+      "workers/elf/worker.toml": 'name = "elves"\n',
+      "workers/bad/worker.toml":
+        'name = "bad"\ncolour = "red"\n[[grant]]\nname = "g"\nverdict = "allow"\nmatch = { port = 70000 }\n',
+      "workers/syntax/worker.toml": 'name = "syntax"\n[[grant]\n',
+    });
+    const errors = loadConfig(root).errors.map(formatConfigError).map(rel(root));
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        "org.toml:1: grant: write [[grant]] (an array of tables), not [grant]",
+        'workers/elf/worker.toml:1: name: must equal the folder name "elf" (found "elves")',
+        "workers/bad/worker.toml:2: colour: unknown key",
+        expect.stringMatching(/^workers\/bad\/worker\.toml:6: grant\.0\.match\.port: /),
+        expect.stringMatching(/^workers\/syntax\/worker\.toml:2: \(syntax\): /),
+      ]),
+    );
+  });
+
+  it("locates values inside array tables, sub-tables and inline tables", () => {
+    const text = [
+      "[[grant]]", // 1
+      'name = "a"', // 2
+      "[[grant]]", // 3
+      'name = "b"', // 4
+      "[grant.match]", // 5
+      'host = "x"', // 6
+      "[[grant]]", // 7
+      'match = { host = "y" }', // 8
+    ].join("\n");
+    expect(locateLine(text, "/grant/1/name")).toBe(4);
+    expect(locateLine(text, "/grant/1/match/host")).toBe(6);
+    expect(locateLine(text, "/grant/2/match/host")).toBe(8);
+  });
+});

@@ -1,0 +1,194 @@
+import { describe, expect, it } from "vitest";
+import type { ScopedGrant } from "../../runner/config/grant-schema.ts";
+import { hostMatches, hostPatternProblem } from "../../runner/config/host-pattern.ts";
+import { globMatches, judge } from "../../runner/gateway/judge.ts";
+import { liftMcp, normalisePath, type RequestFacts } from "../../runner/gateway/request-facts.ts";
+import { addressProblem } from "../../runner/gateway/ssrf.ts";
+import { renderInjection, renderTemplate } from "../../runner/gateway/vault.ts";
+
+const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
+  subject: "org/elf",
+  runId: "r1",
+  protocol: "https",
+  method: "GET",
+  host: "api.example.com",
+  port: 443,
+  path: "/",
+  query: "",
+  headers: {},
+  bodySize: 0,
+  mcp: null,
+  ...over,
+});
+const grant = (g: Partial<ScopedGrant> & { name: string }): ScopedGrant => ({
+  verdict: "allow",
+  scope: "org",
+  source: "org.toml",
+  ...g,
+});
+
+describe("host patterns", () => {
+  it.each([
+    ["*", "anything.example", true],
+    ["*.example.com", "example.com", true],
+    ["*.example.com", "a.b.example.com", true],
+    ["*.example.com", "badexample.com", false],
+    ["api.example.com", "API.Example.com.", true],
+    ["api.example.com", "api.example.com.evil.test", false],
+    ["::1", "[::1]", true],
+  ])("%s matches %s: %s", (pattern, host, expected) => {
+    expect(hostMatches(pattern, host)).toBe(expected);
+  });
+
+  it.each([["a*.example.com"], ["https://x.test"], ["x.test:443"], ["bad_-.-host"], [""]])(
+    "%j is not a valid pattern",
+    (pattern) => {
+      expect(hostPatternProblem(pattern)).toBeDefined();
+    },
+  );
+});
+
+describe("paths are normalised before prefix checks", () => {
+  it.each([
+    ["/a/b/../c", "/a/c"],
+    ["/a/%2e%2e/b", "/b"],
+    ["/a/./b/", "/a/b/"],
+    ["/../../etc/passwd", "/etc/passwd"],
+    ["/a\\..\\b", "/b"],
+    ["/%zz", "/%zz"],
+  ])("%s → %s", (raw, normal) => {
+    expect(normalisePath(raw)).toBe(normal);
+  });
+});
+
+describe("the judge", () => {
+  const grants = [
+    grant({
+      name: "no-admin",
+      verdict: "deny",
+      match: { host: "api.example.com", pathPrefix: "/admin" },
+    }),
+    grant({ name: "read", match: { host: "api.example.com", method: ["GET", "HEAD"] } }),
+    grant({ name: "elf-writes", scope: "org/elf", match: { host: "*.elf.test", method: "*" } }),
+    grant({ name: "raw", verdict: "tunnel", match: { host: "db.test", port: 5432 } }),
+    grant({
+      name: "small-json",
+      match: { host: "json.test", headerContains: { "content-type": "json" }, maxBodySize: 10 },
+    }),
+    grant({
+      name: "mcp-search",
+      match: { host: "mcp.test", mcp: { method: "tools/call", tool: "search_*" } },
+    }),
+  ];
+
+  it("takes the first match; nothing matching is a deny", () => {
+    expect(judge(grants, facts({ path: "/admin/users" }), "request").rule?.name).toBe("no-admin");
+    expect(judge(grants, facts({ path: "/adminx" }), "request")).toMatchObject({
+      verdict: "allow",
+    });
+    expect(judge(grants, facts({ host: "nowhere.test" }), "request")).toMatchObject({
+      verdict: "deny",
+      rule: undefined,
+    });
+  });
+
+  it("scopes worker grants to that worker", () => {
+    expect(judge(grants, facts({ host: "x.elf.test", method: "POST" }), "request").verdict).toBe(
+      "allow",
+    );
+    expect(
+      judge(grants, facts({ subject: "org/imp", host: "x.elf.test" }), "request").verdict,
+    ).toBe("deny");
+    expect(judge(grants, facts({ subject: undefined }), "request").verdict).toBe("deny");
+  });
+
+  it("hints when only the method stands in the way", () => {
+    const decision = judge(grants, facts({ method: "DELETE" }), "request");
+    expect(decision.hint).toContain(
+      'DELETE api.example.com is blocked by method, not host: "read" allows GET, HEAD',
+    );
+  });
+
+  it("tunnels at CONNECT time and refuses intercepted requests a tunnel grant matches", () => {
+    expect(
+      judge(grants, facts({ host: "db.test", port: 5432, method: "CONNECT" }), "connect").verdict,
+    ).toBe("tunnel");
+    expect(judge(grants, facts({ host: "db.test", port: 5432 }), "request").verdict).toBe("deny");
+  });
+
+  it("checks headers, body size and MCP tools", () => {
+    const json = { host: "json.test", headers: { "content-type": "application/json" } };
+    expect(judge(grants, facts({ ...json, bodySize: 10 }), "request").verdict).toBe("allow");
+    expect(judge(grants, facts({ ...json, bodySize: 11 }), "request").verdict).toBe("deny");
+    expect(judge(grants, facts({ host: "json.test" }), "request").verdict).toBe("deny");
+    const call = (tool: string) => facts({ host: "mcp.test", mcp: { method: "tools/call", tool } });
+    expect(judge(grants, call("search_web"), "request").verdict).toBe("allow");
+    expect(judge(grants, call("delete_all"), "request").verdict).toBe("deny");
+  });
+
+  it("lifts MCP facts from JSON-RPC bodies and flags batches", () => {
+    const body = (value: unknown) => Buffer.from(JSON.stringify(value));
+    expect(
+      liftMcp(
+        "application/json",
+        body({ jsonrpc: "2.0", method: "tools/call", params: { name: "x" } }),
+      ),
+    ).toEqual({
+      method: "tools/call",
+      tool: "x",
+    });
+    expect(liftMcp("application/json", body([{ jsonrpc: "2.0", method: "a" }]))).toBe("batch");
+    expect(liftMcp("text/plain", body({ jsonrpc: "2.0", method: "a" }))).toBeNull();
+    expect(globMatches("search_*", "search_")).toBe(true);
+  });
+});
+
+describe("addresses a box may not reach without an exact grant", () => {
+  it.each([
+    ["127.0.0.1", "loopback"],
+    ["10.1.2.3", "private"],
+    ["172.20.0.1", "private"],
+    ["192.168.1.1", "private"],
+    ["169.254.169.254", "link-local or cloud metadata"],
+    ["100.64.0.1", "CGNAT"],
+    ["224.0.0.1", "multicast"],
+    ["::1", "loopback"],
+    ["fd12::1", "private (ULA)"],
+    ["::ffff:127.0.0.1", "loopback"],
+  ])("%s is %s", (address, label) => {
+    expect(addressProblem(address)).toBe(label);
+  });
+
+  it("lets public addresses through", () => {
+    expect(addressProblem("93.184.216.34")).toBeUndefined();
+    expect(addressProblem("2606:4700::1")).toBeUndefined();
+  });
+});
+
+describe("credential templates", () => {
+  const credential = { token: "t0k", user: "u" };
+  it("renders fields and nested base64", () => {
+    expect(renderTemplate("Bearer {token}", credential)).toBe("Bearer t0k");
+    expect(renderTemplate("Basic {b64:{user}:{token}}", credential)).toBe(
+      `Basic ${Buffer.from("u:t0k").toString("base64")}`,
+    );
+    expect(renderTemplate("{missing}", credential)).toBeUndefined();
+  });
+
+  it("skips entries for other hosts and lets the last entry per header win", () => {
+    const headers = renderInjection(
+      [
+        { header: "Authorization", value: "first {token}" },
+        { header: "authorization", value: "second {token}", hosts: ["other.test"] },
+        { header: "x-user", value: "{user}" },
+        { header: "x-gone", value: "{nope}" },
+      ],
+      credential,
+      "api.test",
+    );
+    expect([...headers.entries()]).toEqual([
+      ["authorization", "first t0k"],
+      ["x-user", "u"],
+    ]);
+  });
+});
