@@ -1,4 +1,4 @@
-import { type Static, Type } from "@sinclair/typebox";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { BudgetLimit, BudgetMeter, Grant } from "./grant-schema.ts";
 
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
@@ -27,8 +27,63 @@ export const BudgetSection = Type.Object(
   { additionalProperties: false },
 );
 
+export const EngineSection = Type.Object(
+  {
+    /** The box image (a local tag by default). */
+    image: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+export const BoxSection = Type.Object(
+  {
+    pids_limit: Type.Optional(Type.Integer({ minimum: 16 })),
+    /** e.g. "4g", "512m" */
+    memory: Type.Optional(Type.String({ pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$" })),
+    cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /** The host firewall rule that lets boxes reach only the gateway port. */
+    egress_lockdown: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type BoxSection = Static<typeof BoxSection>;
+
+export const ModelSection = Type.Object(
+  {
+    provider: Type.Union([
+      Type.Literal("anthropic"),
+      Type.Literal("openai"),
+      Type.Literal("openai-compatible"),
+    ]),
+    /** The model id, as the provider names it. */
+    model: Type.String({ minLength: 1 }),
+    /** Required for openai-compatible: e.g. http://10.0.0.5:8000/v1 */
+    base_url: Type.Optional(Type.String({ pattern: "^https?://" })),
+    /** Vault credential injected for the model host; defaults to the provider name (none for openai-compatible). */
+    credential: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$" })),
+    context_window: Type.Optional(Type.Integer({ minimum: 1024 })),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 16 })),
+  },
+  { additionalProperties: false },
+);
+export type ModelSection = Static<typeof ModelSection>;
+
+export const ContextSection = Type.Object(
+  {
+    identity_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
+    task_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
+    max_injected_chars: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type ContextSection = Static<typeof ContextSection>;
+
 export const OrgConfig = Type.Object(
   {
+    engine: Type.Optional(EngineSection),
+    box: Type.Optional(BoxSection),
+    model: Type.Optional(ModelSection),
+    context: Type.Optional(ContextSection),
     gateway: Type.Optional(GatewaySection),
     grant: Type.Optional(Type.Array(Grant)),
     budget: Type.Optional(BudgetSection),
@@ -40,6 +95,9 @@ export type OrgConfig = Static<typeof OrgConfig>;
 export const WorkerConfig = Type.Object(
   {
     name: Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$" }),
+    model: Type.Optional(ModelSection),
+    context: Type.Optional(ContextSection),
+    box: Type.Optional(BoxSection),
     grant: Type.Optional(Type.Array(Grant)),
     budget: Type.Optional(
       Type.Object(
@@ -51,3 +109,54 @@ export const WorkerConfig = Type.Object(
   { additionalProperties: false },
 );
 export type WorkerConfig = Static<typeof WorkerConfig>;
+
+/** An edge granting a connection to a worker (`[grant.<worker>]`) or to all (`[grant.org]`). */
+const Edges = Type.Record(
+  Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$" }),
+  Type.Object({}, { additionalProperties: false }),
+);
+
+/** connections/<name>.toml: the name is the file stem, the vault credential and the mount name. */
+export const ServiceConnection = Type.Object(
+  {
+    kind: Type.Optional(Type.Literal("service")),
+    hosts: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+    methods: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+    /** The env variable the box sees (holding a sentinel, never the secret). */
+    env: Type.Optional(Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" })),
+    inject_header: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9-]+$" })),
+    inject_value: Type.Optional(Type.String()),
+    grant: Type.Optional(Edges),
+  },
+  { additionalProperties: false },
+);
+export const HostDirConnection = Type.Object(
+  {
+    kind: Type.Literal("host-dir"),
+    path: Type.String({ pattern: "^/" }),
+    mode: Type.Optional(Type.Union([Type.Literal("ro"), Type.Literal("rw")])),
+    grant: Type.Optional(Edges),
+  },
+  { additionalProperties: false },
+);
+export const HostRepoConnection = Type.Object(
+  {
+    kind: Type.Literal("host-repo"),
+    path: Type.String({ pattern: "^/" }),
+    write: Type.Optional(Type.Union([Type.Literal("ro"), Type.Literal("gated")])),
+    grant: Type.Optional(Edges),
+  },
+  { additionalProperties: false },
+);
+export const ConnectionConfig = Type.Union([
+  ServiceConnection,
+  HostDirConnection,
+  HostRepoConnection,
+]);
+/** Validated by kind first, so errors speak of the right fields. */
+export const CONNECTION_KINDS: Record<string, TSchema> = {
+  service: ServiceConnection,
+  "host-dir": HostDirConnection,
+  "host-repo": HostRepoConnection,
+};
+export type ConnectionConfig = Static<typeof ConnectionConfig>;

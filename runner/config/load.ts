@@ -3,16 +3,32 @@ import { join, relative } from "node:path";
 import type { TSchema } from "@sinclair/typebox";
 import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { parse, TomlError } from "smol-toml";
-import { OrgConfig, WorkerConfig } from "./config-schema.ts";
+import {
+  type BoxSection,
+  CONNECTION_KINDS,
+  type ConnectionConfig,
+  type ContextSection,
+  type ModelSection,
+  OrgConfig,
+  WorkerConfig,
+} from "./config-schema.ts";
+import {
+  type ConnectionMount,
+  connectionMount,
+  grantedTo,
+  mountProblem,
+  serviceGrants,
+} from "./connections.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { hostPatternProblem } from "./host-pattern.ts";
 import { locateLine } from "./locate.ts";
+import { modelGrant } from "./model.ts";
 
 /**
- * Loads and validates the operator's config: org.toml and every
- * workers/<w>/worker.toml. Every problem is collected (not just the first) as
- * `file:line: field: message`; a config with any error is unusable, and callers
- * fail closed on it.
+ * Loads and validates the operator's config: org.toml, every
+ * workers/<w>/worker.toml and connections/<name>.toml. Every problem is
+ * collected (not just the first) as `file:line: field: message`; a config with
+ * any error is unusable, and callers fail closed on it.
  */
 export interface ConfigError {
   file: string;
@@ -29,38 +45,51 @@ export interface LoadedConfig {
   root: string;
   org: OrgConfig;
   workers: Map<string, WorkerConfig>;
-  /** Org grants first, then each worker's (workers sorted), scope stamped. */
+  connections: Map<string, ConnectionConfig>;
+  /** Connection rules, then model rules, then org grants, then each worker's (workers sorted). */
   grants: ScopedGrant[];
   meters: BudgetMeter[];
   limits: ScopedLimit[];
   errors: ConfigError[];
+  warnings: string[];
 }
 
 const ARRAY_TABLES = new Set(["grant", "meter", "limit"]);
+const CONNECTION_NAME = /^[a-z0-9_-]+$/;
 
-function parseFile<T>(
+interface Parsed<T> {
+  value: T;
+  text: string;
+}
+
+function readToml(
   file: string,
+  display: string,
+  errors: ConfigError[],
+): Parsed<unknown> | undefined {
+  const text = readFileSync(file, "utf8");
+  try {
+    return { value: parse(text), text };
+  } catch (error) {
+    if (!(error instanceof TomlError)) throw error;
+    errors.push({
+      file: display,
+      line: error.line,
+      field: "(syntax)",
+      message: error.message.split("\n")[0] ?? "invalid TOML",
+    });
+    return undefined;
+  }
+}
+
+function validate<T>(
+  parsed: Parsed<unknown>,
   display: string,
   schema: TSchema,
   errors: ConfigError[],
-): { value: T; text: string } | undefined {
-  const text = readFileSync(file, "utf8");
-  let data: unknown;
-  try {
-    data = parse(text);
-  } catch (error) {
-    if (error instanceof TomlError) {
-      errors.push({
-        file: display,
-        line: error.line,
-        field: "(syntax)",
-        message: error.message.split("\n")[0] ?? "invalid TOML",
-      });
-    } else throw error;
-    return undefined;
-  }
+): Parsed<T> | undefined {
   const before = errors.length;
-  for (const problem of Value.Errors(schema, data)) {
+  for (const problem of Value.Errors(schema, parsed.value)) {
     const field = problem.path.split("/").filter(Boolean).join(".") || "(top level)";
     const last = problem.path.split("/").at(-1) ?? "";
     let message = problem.message;
@@ -84,12 +113,10 @@ function parseFile<T>(
     const duplicate = errors
       .slice(before)
       .some((seen) => seen.field === field && seen.message === message);
-    if (!duplicate) {
-      errors.push({ file: display, line: locateLine(text, problem.path), field, message });
-    }
+    if (!duplicate)
+      errors.push({ file: display, line: locateLine(parsed.text, problem.path), field, message });
   }
-  if (errors.length > before) return undefined;
-  return { value: data as T, text };
+  return errors.length > before ? undefined : (parsed as Parsed<T>);
 }
 
 function checkGrantHosts(
@@ -114,7 +141,23 @@ function checkGrantHosts(
   });
 }
 
-export function loadConfig(root: string): LoadedConfig {
+function checkModel(
+  model: ModelSection | undefined,
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  if (model?.provider === "openai-compatible" && !model.base_url) {
+    errors.push({
+      file: display,
+      line: locateLine(text, "/model/provider"),
+      field: "model.base_url",
+      message: "required for provider openai-compatible",
+    });
+  }
+}
+
+export function loadConfig(root: string, options: { vaultDir?: string } = {}): LoadedConfig {
   const errors: ConfigError[] = [];
   // paths under the working directory read short; anything else stays absolute
   const show = (path: string) => {
@@ -125,21 +168,30 @@ export function loadConfig(root: string): LoadedConfig {
     root,
     org: {},
     workers: new Map(),
+    connections: new Map(),
     grants: [],
     meters: [],
     limits: [],
     errors,
+    warnings: [],
   };
+  const connectionGrants: ScopedGrant[] = [];
+  const modelGrants: ScopedGrant[] = [];
+  const orgGrants: ScopedGrant[] = [];
+  const workerGrants: ScopedGrant[] = [];
 
   const orgFile = join(root, "org.toml");
   if (existsSync(orgFile)) {
-    const org = parseFile<OrgConfig>(orgFile, show(orgFile), OrgConfig, errors);
+    const raw = readToml(orgFile, show(orgFile), errors);
+    const org = raw && validate<OrgConfig>(raw, show(orgFile), OrgConfig, errors);
     if (org) {
       checkGrantHosts(org.value.grant, show(orgFile), org.text, errors);
+      checkModel(org.value.model, show(orgFile), org.text, errors);
       loaded.org = org.value;
-      for (const grant of org.value.grant ?? []) {
-        loaded.grants.push({ ...grant, scope: "org", source: show(orgFile) });
-      }
+      for (const grant of org.value.grant ?? [])
+        orgGrants.push({ ...grant, scope: "org", source: show(orgFile) });
+      if (org.value.model && !errors.length)
+        modelGrants.push(modelGrant(org.value.model, "org", show(orgFile)));
       loaded.meters.push(...(org.value.budget?.meter ?? []));
       for (const limit of org.value.budget?.limit ?? [])
         loaded.limits.push({ ...limit, scope: "org" });
@@ -156,7 +208,8 @@ export function loadConfig(root: string): LoadedConfig {
   for (const name of names) {
     const file = join(workersDir, name, "worker.toml");
     if (!existsSync(file)) continue;
-    const worker = parseFile<WorkerConfig>(file, show(file), WorkerConfig, errors);
+    const raw = readToml(file, show(file), errors);
+    const worker = raw && validate<WorkerConfig>(raw, show(file), WorkerConfig, errors);
     if (!worker) continue;
     if (worker.value.name !== name || name === "org") {
       errors.push({
@@ -171,13 +224,130 @@ export function loadConfig(root: string): LoadedConfig {
       continue;
     }
     checkGrantHosts(worker.value.grant, show(file), worker.text, errors);
+    checkModel(worker.value.model, show(file), worker.text, errors);
     loaded.workers.set(name, worker.value);
-    for (const grant of worker.value.grant ?? []) {
-      loaded.grants.push({ ...grant, scope: `org/${name}`, source: show(file) });
-    }
-    for (const limit of worker.value.budget?.limit ?? []) {
+    if (worker.value.model)
+      modelGrants.unshift(modelGrant(worker.value.model, `org/${name}`, show(file)));
+    for (const grant of worker.value.grant ?? [])
+      workerGrants.push({ ...grant, scope: `org/${name}`, source: show(file) });
+    for (const limit of worker.value.budget?.limit ?? [])
       loaded.limits.push({ ...limit, scope: `org/${name}` });
+  }
+
+  const connectionsDir = join(root, "connections");
+  const connectionFiles = existsSync(connectionsDir)
+    ? readdirSync(connectionsDir)
+        .filter((f) => f.endsWith(".toml"))
+        .sort()
+    : [];
+  for (const fileName of connectionFiles) {
+    const name = fileName.slice(0, -".toml".length);
+    const file = join(connectionsDir, fileName);
+    if (!CONNECTION_NAME.test(name)) {
+      errors.push({
+        file: show(file),
+        line: 1,
+        field: "(file name)",
+        message: "connection names are lower-case letters, digits, '_' or '-'",
+      });
+      continue;
+    }
+    const raw = readToml(file, show(file), errors);
+    if (!raw) continue;
+    const kind = (raw.value as { kind?: unknown }).kind ?? "service";
+    const variant = typeof kind === "string" ? CONNECTION_KINDS[kind] : undefined;
+    if (!variant) {
+      errors.push({
+        file: show(file),
+        line: locateLine(raw.text, "/kind"),
+        field: "kind",
+        message: `must be one of service, host-dir, host-repo (found ${JSON.stringify(kind)})`,
+      });
+      continue;
+    }
+    const connection = validate<ConnectionConfig>(raw, show(file), variant, errors);
+    if (!connection) continue;
+    const problem = mountProblem(connection.value);
+    if (problem) {
+      errors.push({
+        file: show(file),
+        line: locateLine(raw.text, "/path"),
+        field: "path",
+        message: problem,
+      });
+      continue;
+    }
+    for (const edge of Object.keys(connection.value.grant ?? {})) {
+      if (edge !== "org" && !names.includes(edge)) {
+        errors.push({
+          file: show(file),
+          line: locateLine(raw.text, `/grant/${edge}`),
+          field: `grant.${edge}`,
+          message: `no worker named "${edge}"`,
+        });
+      }
+    }
+    loaded.connections.set(name, connection.value);
+    const compiled = serviceGrants(name, connection.value, show(file), options.vaultDir);
+    connectionGrants.push(...compiled.grants);
+    if (compiled.warning) loaded.warnings.push(compiled.warning);
+  }
+
+  loaded.grants = [...connectionGrants, ...modelGrants, ...orgGrants, ...workerGrants];
+  return loaded;
+}
+
+/** One worker's effective settings: org values with the worker's overlays. */
+export interface WorkerView {
+  name: string;
+  dir: string;
+  model: ModelSection | undefined;
+  context: Required<ContextSection>;
+  box: BoxSection;
+  mounts: ConnectionMount[];
+  /** Env names that carry a sentinel (service connections granted to this worker). */
+  sentinels: string[];
+  /** Names of the connections granted to this worker, for the system prompt. */
+  connections: Array<{ name: string; kind: string; detail: string }>;
+}
+
+export const CONTEXT_DEFAULTS: Required<ContextSection> = {
+  identity_max_chars: 12_000,
+  task_max_chars: 24_000,
+  max_injected_chars: 48_000,
+};
+
+export function workerView(config: LoadedConfig, name: string): WorkerView | undefined {
+  const worker = config.workers.get(name);
+  if (!worker) return undefined;
+  const view: WorkerView = {
+    name,
+    dir: join(config.root, "workers", name),
+    model: worker.model ?? config.org.model,
+    context: { ...CONTEXT_DEFAULTS, ...config.org.context, ...worker.context },
+    box: { ...config.org.box, ...worker.box },
+    mounts: [],
+    sentinels: [],
+    connections: [],
+  };
+  for (const [connectionName, connection] of config.connections) {
+    if (!grantedTo(connection, name)) continue;
+    const mount = connectionMount(connectionName, connection);
+    if (mount) {
+      view.mounts.push(mount);
+      view.connections.push({
+        name: connectionName,
+        kind: mount.kind,
+        detail: `mounted at ~/mnt/${connectionName} (${mount.readOnly ? "read-only" : "read-write"})`,
+      });
+    } else if ("hosts" in connection) {
+      if (connection.env) view.sentinels.push(connection.env);
+      view.connections.push({
+        name: connectionName,
+        kind: "service",
+        detail: `HTTPS to ${connection.hosts.join(", ")} (methods ${(connection.methods ?? ["*"]).join(", ")}); the gateway adds the credential${connection.env ? `; $${connection.env} holds a placeholder` : ""}`,
+      });
     }
   }
-  return loaded;
+  return view;
 }

@@ -15,20 +15,36 @@ export class ConfigSource {
 
   constructor(
     readonly root: string,
+    private readonly vaultDir: string | undefined = undefined,
     private readonly intervalMs = 500,
   ) {
-    this.fingerprint = fingerprintOf(root);
-    this.current = loadConfig(root);
+    this.fingerprint = this.fingerprintNow();
+    this.current = this.load();
+  }
+
+  private load(): LoadedConfig {
+    return loadConfig(this.root, this.vaultDir ? { vaultDir: this.vaultDir } : {});
+  }
+
+  /** Config files, plus which credentials exist (a stored credential enables its connection). */
+  private fingerprintNow(): string {
+    let vault = "";
+    try {
+      vault = this.vaultDir ? readdirSync(this.vaultDir).sort().join(",") : "";
+    } catch {
+      // no vault yet
+    }
+    return `${fingerprintOf(this.root)}#${vault}`;
   }
 
   get(): LoadedConfig {
     const now = Date.now();
     if (now - this.checkedAt >= this.intervalMs) {
       this.checkedAt = now;
-      const next = fingerprintOf(this.root);
+      const next = this.fingerprintNow();
       if (next !== this.fingerprint) {
         this.fingerprint = next;
-        this.current = loadConfig(this.root);
+        this.current = this.load();
         for (const listener of this.listeners) listener(this.current);
       }
     }

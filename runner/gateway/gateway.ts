@@ -53,7 +53,7 @@ export class Gateway {
 
   static async start(options: GatewayOptions): Promise<Gateway> {
     const { paths } = options;
-    const config = new ConfigSource(paths.config);
+    const config = new ConfigSource(paths.config, paths.vault);
     const loaded = config.get();
     const section = loaded.org.gateway ?? {};
     const ca = await CertificateAuthority.open(paths.ca);

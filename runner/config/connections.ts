@@ -1,0 +1,88 @@
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { ConnectionConfig } from "./config-schema.ts";
+import type { ScopedGrant } from "./grant-schema.ts";
+
+/**
+ * connections/<name>.toml compiled into what the rest of roster uses: gateway
+ * rules (`connection:<name>`) for services, mounts for host folders and repos,
+ * and sentinel env names for the box. `[grant.<worker>]` / `[grant.org]` say
+ * who gets it.
+ */
+export interface ConnectionMount {
+  name: string;
+  path: string;
+  readOnly: boolean;
+  kind: "host-dir" | "host-repo";
+}
+
+export function edgeScopes(connection: ConnectionConfig): string[] {
+  return Object.keys(connection.grant ?? {})
+    .sort()
+    .map((edge) => (edge === "org" ? "org" : `org/${edge}`));
+}
+
+export function grantedTo(connection: ConnectionConfig, worker: string): boolean {
+  const edges = Object.keys(connection.grant ?? {});
+  return edges.includes("org") || edges.includes(worker);
+}
+
+/** Rules for a service connection, one per edge; none when its secret is missing from the vault. */
+export function serviceGrants(
+  name: string,
+  connection: ConnectionConfig,
+  source: string,
+  vaultDir: string | undefined,
+): { grants: ScopedGrant[]; warning?: string } {
+  if (connection.kind !== undefined && connection.kind !== "service") return { grants: [] };
+  if (!("hosts" in connection)) return { grants: [] };
+  const hasSecret = vaultDir ? existsSync(join(vaultDir, `${name}.json`)) : true;
+  if (!hasSecret) {
+    return {
+      grants: [],
+      warning: `${source}: connection "${name}" is disabled until its credential is stored (data/vault/${name}.json)`,
+    };
+  }
+  const grants = edgeScopes(connection).map(
+    (scope): ScopedGrant => ({
+      name: `connection:${name}`,
+      verdict: "allow",
+      match: { host: connection.hosts, port: 443, method: connection.methods ?? ["*"] },
+      inject: {
+        credential: name,
+        headers: [
+          {
+            header: connection.inject_header ?? "authorization",
+            value: connection.inject_value ?? "Bearer {token}",
+          },
+        ],
+      },
+      scope,
+      source,
+    }),
+  );
+  return { grants };
+}
+
+/** Problems with a host folder or repo that should stop a config from loading. */
+export function mountProblem(connection: ConnectionConfig): string | undefined {
+  if (connection.kind !== "host-dir" && connection.kind !== "host-repo") return undefined;
+  if (!existsSync(connection.path) || !statSync(connection.path).isDirectory()) {
+    return `${connection.path} is not an existing directory`;
+  }
+  return undefined;
+}
+
+export function connectionMount(
+  name: string,
+  connection: ConnectionConfig,
+): ConnectionMount | undefined {
+  if (connection.kind === "host-dir") {
+    return { name, path: connection.path, readOnly: connection.mode !== "rw", kind: "host-dir" };
+  }
+  if (connection.kind === "host-repo") {
+    // gated pushes go through the action host (to come); the checkout itself is never writable
+    return { name, path: connection.path, readOnly: true, kind: "host-repo" };
+  }
+  return undefined;
+}
