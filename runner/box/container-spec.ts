@@ -44,6 +44,8 @@ export interface BoxSpec {
    * (the default bridge's address) when not given.
    */
   hostAddress?: string;
+  /** uid:gid to run as; the image's non-root user by default. Never root. */
+  user?: { uid: number; gid: number };
   /** Keep stdin open (warm sessions speak pi's RPC over it). */
   interactive?: boolean;
 }
@@ -60,7 +62,7 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
     ...(spec.name ? { name: spec.name } : {}),
     Image: spec.image,
     Cmd: spec.cmd,
-    User: `${BOX_UID}:${BOX_GID}`,
+    User: `${spec.user && spec.user.uid !== 0 ? spec.user.uid : BOX_UID}:${spec.user && spec.user.uid !== 0 ? spec.user.gid : BOX_GID}`,
     WorkingDir: spec.workdir ?? `${BOX_HOME}/workspace`,
     Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
     Labels: { [CONTAINER_LABELS.runnerPid]: String(process.pid), ...spec.labels },

@@ -3,6 +3,7 @@ import { RosterError } from "../errors.ts";
 import { ROSTER_VERSION } from "../version.ts";
 import { registerBoxCommands } from "./box-commands.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
+import { registerRunCommands } from "./run-commands.ts";
 
 /**
  * The `roster` command tree. Commands are thin: they parse, call into a runner/
@@ -17,6 +18,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerBoxCommands(program);
   registerGatewayCommands(program);
+  registerRunCommands(program);
   return program;
 }
 

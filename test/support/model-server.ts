@@ -69,6 +69,11 @@ export class ModelServer {
     this.steps.push(...steps);
   }
 
+  /** Drops turns not yet played (a test that ended early leaves none behind for the next). */
+  reset(): void {
+    this.steps.length = 0;
+  }
+
   /** Turns not yet played. */
   get remaining(): number {
     return this.steps.length;

@@ -1,0 +1,153 @@
+import { createInterface } from "node:readline/promises";
+import type { Command } from "commander";
+import { connectDocker } from "../box/docker.ts";
+import { initRoots } from "../config/init.ts";
+import { formatConfigError, loadConfig } from "../config/load.ts";
+import { rosterPaths } from "../config/paths.ts";
+import { RosterError } from "../errors.ts";
+import { storeCredential } from "../runs/credentials.ts";
+import { reapAndRecord, runOneShot } from "../runs/oneshot.ts";
+import { findRun } from "../runs/run-record.ts";
+import { formatRows, runRows, showRun } from "../runs/runs-view.ts";
+
+export function registerRunCommands(program: Command): void {
+  program
+    .command("init")
+    .description("create the config, data and state roots with one worker, elf (never overwrites)")
+    .action(async () => {
+      const paths = rosterPaths();
+      const created = await initRoots(paths);
+      process.stdout.write(
+        created.length
+          ? `created:\n${created.map((p) => `  ${p}`).join("\n")}\n`
+          : `already set up at ${paths.config}\n`,
+      );
+    });
+
+  program
+    .command("validate")
+    .description("check every config file; prints file:line: field: message per problem")
+    .option("--json", "print the problems as JSON")
+    .action((flags: { json?: boolean }) => {
+      const paths = rosterPaths();
+      const config = loadConfig(paths.config, { vaultDir: paths.vault });
+      if (flags.json) {
+        process.stdout.write(
+          `${JSON.stringify({ ok: config.errors.length === 0, errors: config.errors, warnings: config.warnings })}\n`,
+        );
+      } else {
+        for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
+        for (const error of config.errors) process.stdout.write(`${formatConfigError(error)}\n`);
+        if (config.errors.length === 0)
+          process.stdout.write(
+            `config ok (${paths.config}): ${config.workers.size} worker(s), ${config.grants.length} rule(s)\n`,
+          );
+      }
+      if (config.errors.length) process.exitCode = 2;
+    });
+
+  program
+    .command("login <credential>")
+    .description(
+      "store a model key in the vault (from ANTHROPIC_API_KEY / OPENAI_API_KEY, or a prompt)",
+    )
+    .action(async (credential: string) => {
+      const paths = rosterPaths();
+      const envName =
+        credential === "anthropic"
+          ? "ANTHROPIC_API_KEY"
+          : credential === "openai"
+            ? "OPENAI_API_KEY"
+            : undefined;
+      let key = envName ? process.env[envName] : undefined;
+      if (!key) {
+        if (!process.stdin.isTTY) {
+          throw new RosterError(
+            `no key for "${credential}": set ${envName ?? "the key"} or run this in a terminal to type it`,
+            { exitCode: 2 },
+          );
+        }
+        const rl = createInterface({ input: process.stdin, output: process.stderr });
+        key = (await rl.question(`key for ${credential}: `)).trim();
+        rl.close();
+      }
+      if (!key) throw new RosterError("no key given; nothing stored", { exitCode: 2 });
+      await storeCredential(paths.vault, credential, { key });
+      process.stdout.write(
+        `stored credential "${credential}" in ${paths.vault} (mode 0600; only the gateway reads it)\n`,
+      );
+    });
+
+  program
+    .command("run <worker> <prompt...>")
+    .description("run a worker once in a locked box and print its answer")
+    .option("--ceiling <minutes>", "wall-clock limit in minutes", "30")
+    .option("--json", "stream pi's JSON events on stdout instead of the readable view")
+    .action(async (worker: string, words: string[], flags: { ceiling: string; json?: boolean }) => {
+      const ceiling = Number(flags.ceiling);
+      if (!(ceiling > 0))
+        throw new RosterError(
+          `--ceiling must be a positive number of minutes (got "${flags.ceiling}")`,
+          { exitCode: 2 },
+        );
+      const prompt = words.join(" ").trim();
+      if (!prompt) throw new RosterError("the prompt is empty", { exitCode: 2 });
+      const paths = rosterPaths();
+      const created = await initRoots(paths);
+      if (created.some((path) => path.endsWith("org.toml")))
+        process.stderr.write(`roster: initialised ${paths.config} from org.example.toml\n`);
+      const abort = new AbortController();
+      const onSignal = () => abort.abort();
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+      try {
+        const result = await runOneShot({
+          paths,
+          worker,
+          prompt,
+          ceilingMinutes: ceiling,
+          json: flags.json ?? false,
+          signal: abort.signal,
+          write: (text) => process.stdout.write(text),
+          note: (text) => process.stderr.write(`${text}\n`),
+        });
+        if (!flags.json && result.record) {
+          const r = result.record;
+          process.stderr.write(
+            `run ${r.id}: ${r.state} (${r.ended_by}${r.exit_code !== undefined ? `, exit ${r.exit_code}` : ""})\n`,
+          );
+        }
+        process.exitCode = result.exitCode;
+      } finally {
+        process.off("SIGINT", onSignal);
+        process.off("SIGTERM", onSignal);
+      }
+    });
+
+  const runs = program.command("runs").description("run records");
+  runs
+    .command("ls")
+    .description("recent runs, newest first")
+    .option("--worker <worker>", "only this worker's runs")
+    .option("--limit <n>", "how many", "20")
+    .option("--json", "print JSON rows")
+    .action(async (flags: { worker?: string; limit: string; json?: boolean }) => {
+      const paths = rosterPaths();
+      try {
+        const { client } = await connectDocker();
+        await reapAndRecord(client, paths, (text) => process.stderr.write(`${text}\n`));
+      } catch {
+        // without Docker the records are still worth showing
+      }
+      const rows = runRows(paths.state, flags.worker, Number(flags.limit) || 20);
+      process.stdout.write(flags.json ? `${JSON.stringify(rows)}\n` : `${formatRows(rows)}\n`);
+    });
+  runs
+    .command("show <run>")
+    .description("one run: its record, task, conversation and files (any unique prefix of its id)")
+    .action((prefix: string) => {
+      const found = findRun(rosterPaths().state, prefix);
+      if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });
+      process.stdout.write(`${showRun(found)}\n`);
+    });
+}

@@ -1,0 +1,105 @@
+import { chown, mkdir, readdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { BOX_CA, BOX_CA_BUNDLE, SENTINEL } from "../box/box-env.ts";
+import type { BoxMount } from "../box/container-spec.ts";
+import { BOX_GID, BOX_HOME, BOX_UID } from "../box/layout.ts";
+import type { WorkerView } from "../config/load.ts";
+import { piAgentConfig } from "../config/model.ts";
+import type { RosterPaths } from "../config/paths.ts";
+
+/**
+ * The run's $HOME: one tree, where who wrote it decides the mode.
+ *
+ *   ~            rw  fresh each run: workspace/, session/, agent/ (pi config), dotfiles
+ *   ~/store      rw  the worker's durable folder, survives runs
+ *   ~/mnt/<c>    ro|rw  granted host folders and repos
+ *   ~/self       ro  config/ (worker.toml, identity.md), schedule.json, journal/, runs/
+ *
+ * The box runs as the image's non-root user; the host prepares everything for
+ * that uid (chown when the runner is root, as CI is).
+ */
+export interface BoxUser {
+  uid: number;
+  gid: number;
+}
+
+/** The image's user when we can hand files to it (root, or already that uid); else the runner's own uid. */
+export function boxUser(): BoxUser {
+  const uid = process.getuid?.() ?? BOX_UID;
+  const gid = process.getgid?.() ?? BOX_GID;
+  return uid === 0 ? { uid: BOX_UID, gid: BOX_GID } : { uid, gid };
+}
+
+export interface RunHome {
+  home: string;
+  mounts: BoxMount[];
+  user: BoxUser;
+}
+
+export async function buildRunHome(options: {
+  paths: RosterPaths;
+  worker: WorkerView;
+  runDir: string;
+}): Promise<RunHome> {
+  const { paths, worker, runDir } = options;
+  const user = boxUser();
+  const home = join(runDir, "home");
+  const self = join(runDir, "self");
+  const store = join(paths.data, "workers", worker.name, "store");
+  const workerRuns = join(paths.state, "runs", worker.name);
+
+  for (const dir of [
+    "workspace",
+    "session",
+    "agent",
+    "store",
+    ...worker.mounts.map((m) => `mnt/${m.name}`),
+  ]) {
+    await mkdir(join(home, dir), { recursive: true });
+  }
+  if (worker.model) {
+    const agent = piAgentConfig(worker.model, SENTINEL);
+    await writeFile(join(home, "agent/models.json"), `${JSON.stringify(agent.models, null, 2)}\n`);
+    await writeFile(
+      join(home, "agent/settings.json"),
+      `${JSON.stringify(agent.settings, null, 2)}\n`,
+    );
+  }
+  await mkdir(join(store, ".locks"), { recursive: true });
+  for (const dir of ["config", "runs", "journal"])
+    await mkdir(join(self, dir), { recursive: true });
+  await writeFile(join(self, "schedule.json"), "{}\n");
+  await writeFile(join(self, "journal/journal.jsonl"), "");
+
+  const root = process.getuid?.() === 0;
+  if (root) {
+    await chownTree(home, user);
+    await chown(store, user.uid, user.gid);
+    await chownTree(join(store, ".locks"), user);
+  }
+
+  const mounts: BoxMount[] = [
+    { source: home, target: BOX_HOME, readOnly: false },
+    { source: store, target: `${BOX_HOME}/store`, readOnly: false },
+    { source: self, target: `${BOX_HOME}/self`, readOnly: true },
+    { source: worker.dir, target: `${BOX_HOME}/self/config`, readOnly: true },
+    { source: workerRuns, target: `${BOX_HOME}/self/runs`, readOnly: true },
+    ...worker.mounts.map((mount) => ({
+      source: mount.path,
+      target: `${BOX_HOME}/mnt/${mount.name}`,
+      readOnly: mount.readOnly,
+    })),
+    { source: join(paths.ca, "ca.crt"), target: BOX_CA, readOnly: true },
+    { source: join(paths.ca, "bundle.crt"), target: BOX_CA_BUNDLE, readOnly: true },
+  ];
+  return { home, mounts, user };
+}
+
+async function chownTree(dir: string, user: BoxUser): Promise<void> {
+  await chown(dir, user.uid, user.gid);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await chownTree(path, user);
+    else await chown(path, user.uid, user.gid);
+  }
+}

@@ -1,0 +1,105 @@
+import { randomUUID } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
+/**
+ * The permanent record of a run: state/runs/<worker>/<run-id>/run.json, always
+ * written whole (temp file + rename) so a reader never sees half a record.
+ * `ended_by` values are stable names: logs and tools key on them.
+ */
+export type RunState = "running" | "done" | "failed";
+export type EndedBy = "exit" | "ceiling" | "signal" | "idle" | "error";
+
+export interface RunRecord {
+  id: string;
+  worker: string;
+  kind: "box" | "task" | "session";
+  state: RunState;
+  started_at: string;
+  ended_at?: string;
+  ended_by?: EndedBy;
+  exit_code?: number;
+  error?: string;
+  ceiling_min?: number;
+  container?: string;
+}
+
+/** UTC timestamp + random suffix: sorts by time, unique without coordination. */
+export function newRunId(now = new Date()): string {
+  const stamp = now.toISOString().slice(0, 19).replace(/[:T]/g, "-");
+  return `${stamp}-${randomUUID().replace(/-/g, "").slice(0, 8)}`;
+}
+
+export function runDir(stateRoot: string, worker: string, id: string): string {
+  return join(stateRoot, "runs", worker, id);
+}
+
+export async function writeRecord(dir: string, record: RunRecord): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, "run.json");
+  await writeFile(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
+  await rename(`${file}.tmp`, file);
+}
+
+export function readRecord(dir: string): RunRecord | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dir, "run.json"), "utf8")) as RunRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Finishes a record: a ceiling, a signal, an error or a non-zero exit is a failure. */
+export function finished(
+  record: RunRecord,
+  endedBy: EndedBy,
+  exitCode?: number,
+  error?: string,
+): RunRecord {
+  const failed =
+    endedBy === "ceiling" || endedBy === "error" || endedBy === "signal" || (exitCode ?? 0) !== 0;
+  return {
+    ...record,
+    state: failed ? "failed" : "done",
+    ended_at: new Date().toISOString(),
+    ended_by: endedBy,
+    ...(exitCode !== undefined ? { exit_code: exitCode } : {}),
+    ...(error ? { error } : {}),
+  };
+}
+
+export interface RunLocation {
+  worker: string;
+  id: string;
+  dir: string;
+}
+
+/** Every run directory, newest first. */
+export function listRuns(stateRoot: string, worker?: string): RunLocation[] {
+  const root = join(stateRoot, "runs");
+  if (!existsSync(root)) return [];
+  const workers = worker ? [worker] : readdirSync(root).sort();
+  const out: RunLocation[] = [];
+  for (const name of workers) {
+    const dir = join(root, name);
+    if (!existsSync(dir)) continue;
+    for (const id of readdirSync(dir)) {
+      if (existsSync(join(dir, id, "run.json"))) out.push({ worker: name, id, dir: join(dir, id) });
+    }
+  }
+  return out.sort((a, b) => b.id.localeCompare(a.id));
+}
+
+/** A run by any unique prefix of its id. */
+export function findRun(stateRoot: string, prefix: string): RunLocation | { error: string } {
+  const matches = listRuns(stateRoot).filter((run) => run.id.startsWith(prefix));
+  if (matches.length === 1 && matches[0]) return matches[0];
+  if (matches.length === 0) return { error: `no run matches "${prefix}"` };
+  return {
+    error: `"${prefix}" matches ${matches.length} runs: ${matches
+      .slice(0, 5)
+      .map((m) => m.id)
+      .join(", ")}…`,
+  };
+}

@@ -1,0 +1,126 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
+import { listRuns, type RunLocation, type RunRecord, readRecord } from "./run-record.ts";
+
+/** `roster runs ls` and `roster runs show`: run records made readable. */
+export interface RunRow {
+  id: string;
+  worker: string;
+  kind: string;
+  state: string;
+  started_at: string;
+  ended_at: string | null;
+  ended_by: string | null;
+  exit_code: number | null;
+  error: string | null;
+}
+
+export function runRows(stateRoot: string, worker?: string, limit = 20): RunRow[] {
+  return listRuns(stateRoot, worker)
+    .slice(0, limit)
+    .flatMap((run) => {
+      const record = readRecord(run.dir);
+      return record ? [rowOf(record)] : [];
+    });
+}
+
+function rowOf(record: RunRecord): RunRow {
+  return {
+    id: record.id,
+    worker: record.worker,
+    kind: record.kind,
+    state: record.state,
+    started_at: record.started_at,
+    ended_at: record.ended_at ?? null,
+    ended_by: record.ended_by ?? null,
+    exit_code: record.exit_code ?? null,
+    error: record.error ?? null,
+  };
+}
+
+export function formatRows(rows: RunRow[]): string {
+  if (rows.length === 0) return "no runs yet";
+  const header = ["RUN", "WORKER", "STATE", "ENDED BY", "STARTED (UTC)"];
+  const lines = rows.map((row) => [
+    row.id,
+    row.worker,
+    row.state,
+    row.ended_by ?? "-",
+    row.started_at.slice(0, 19).replace("T", " "),
+  ]);
+  const widths = header.map((title, i) =>
+    Math.max(title.length, ...lines.map((line) => (line[i] ?? "").length)),
+  );
+  return [header, ...lines]
+    .map((line) =>
+      line
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+function eventsOf(dir: string): PiEvent[] {
+  const file = join(dir, "events.jsonl");
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .map(parseEvent)
+    .filter((event): event is PiEvent => event !== undefined);
+}
+
+/** The conversation from the event stream: user, assistant text, tool calls and their results. */
+export function conversation(dir: string): string[] {
+  const out: string[] = [];
+  for (const event of eventsOf(dir)) {
+    if (event.type === "message_end") {
+      const message = event.message as {
+        role?: string;
+        content?: unknown;
+        stopReason?: string;
+        errorMessage?: string;
+      };
+      const text = textOf(message.content).trim();
+      if (message.role === "user" && text) out.push(`user: ${text}`);
+      if (message.role === "assistant" && text) out.push(`assistant: ${text}`);
+      if (message.role === "assistant" && message.stopReason === "error")
+        out.push(`assistant: (model error: ${message.errorMessage ?? "unknown"})`);
+    } else if (event.type === "tool_execution_start") {
+      out.push(`tool ${String(event.toolName)} ${JSON.stringify(event.args ?? {})}`);
+    } else if (event.type === "tool_execution_end") {
+      const result = event.result as { content?: unknown } | undefined;
+      const text = textOf(result?.content).replace(/\s+/g, " ").trim();
+      out.push(
+        `  ${event.isError ? "error" : "result"}: ${text.length > 300 ? `${text.slice(0, 299)}…` : text}`,
+      );
+    }
+  }
+  return out;
+}
+
+export function showRun(run: RunLocation): string {
+  const record = readRecord(run.dir);
+  if (!record) return `run ${run.id}: no record`;
+  const lines = [
+    `run       ${record.id}`,
+    `worker    ${record.worker}`,
+    `state     ${record.state}${record.ended_by ? ` (ended by ${record.ended_by})` : ""}`,
+    `started   ${record.started_at}`,
+    `ended     ${record.ended_at ?? "-"}`,
+    `exit      ${record.exit_code ?? "-"}`,
+    ...(record.error ? [`error     ${record.error}`] : []),
+    `path      ${run.dir}`,
+  ];
+  const input = join(run.dir, "prompt/input.md");
+  if (existsSync(input)) lines.push("", "task:", readFileSync(input, "utf8").trim());
+  const talk = conversation(run.dir);
+  if (talk.length) lines.push("", "conversation:", ...talk.slice(-50));
+  lines.push("", "files:");
+  for (const name of readdirSync(run.dir).sort()) {
+    const stat = statSync(join(run.dir, name));
+    lines.push(`  ${name}${stat.isDirectory() ? "/" : `  ${stat.size} bytes`}`);
+  }
+  return lines.join("\n");
+}

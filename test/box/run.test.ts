@@ -1,0 +1,225 @@
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { SENTINEL } from "../../runner/box/box-env.ts";
+import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer, type ScriptStep } from "../support/model-server.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+const docker = await testDocker();
+
+/** A turn that runs one bash command, and a turn that answers with the command's output. */
+const bash = (command: string): ScriptStep => ({
+  toolCalls: [{ name: "bash", arguments: { command } }],
+});
+const answerWithToolOutput: ScriptStep = (request) => {
+  const tool = [...(request.body.messages ?? [])]
+    .reverse()
+    .find((message) => message.role === "tool");
+  const content =
+    typeof tool?.content === "string" ? tool.content : JSON.stringify(tool?.content ?? "");
+  return { text: `TOOL OUTPUT:\n${content}` };
+};
+
+describe.skipIf(!docker)("roster run", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+  let shared: string;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    shared = await mkdtemp(join(tmpdir(), "roster-mnt-"));
+    await mkdir(join(shared, "ro"));
+    await mkdir(join(shared, "rw"));
+    await writeFile(join(shared, "ro/readme.txt"), "read me\n");
+    const { chmod } = await import("node:fs/promises");
+    await chmod(join(shared, "rw"), 0o777);
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "REAL-MODEL-KEY-42",
+    });
+    await writeFile(
+      join(deployment.paths.config, "connections/reference.toml"),
+      `kind = "host-dir"\npath = "${join(shared, "ro")}"\nmode = "ro"\n[grant.elf]\n`,
+    );
+    await writeFile(
+      join(deployment.paths.config, "connections/scratch.toml"),
+      `kind = "host-dir"\npath = "${join(shared, "rw")}"\nmode = "rw"\n[grant.org]\n`,
+    );
+  });
+  beforeEach(() => model.reset());
+  afterAll(async () => {
+    await model?.stop();
+    await deployment?.cleanup();
+    if (shared) await rm(shared, { recursive: true, force: true });
+  });
+
+  it("runs elf end to end: the model gets the compiled prompt through the gateway with the real key", async () => {
+    model.play({ text: "Hello from the scripted model." });
+    const result = await deployment.roster(["run", "elf", "Say hello"]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout.trim()).toBe("Hello from the scripted model.");
+
+    const request = model.requests.at(-1);
+    expect(request?.headers.authorization).toBe("Bearer REAL-MODEL-KEY-42");
+    expect(JSON.stringify(model.requests)).not.toContain(SENTINEL);
+    const system = request?.body.messages?.find((message) => message.role === "system");
+    const systemText = JSON.stringify(system?.content);
+    expect(systemText).toContain("[ROSTER SYSTEM BLOCK: IDENTITY]");
+    expect(systemText).toContain("You are elf, a careful general-purpose worker.");
+    expect(systemText).toContain("[ROSTER SYSTEM BLOCK: RUNTIME POLICY]");
+    expect(systemText).toContain("scratch (host-dir): mounted at ~/mnt/scratch (read-write)");
+
+    const [run] = listRuns(deployment.paths.state, "elf");
+    expect(run).toBeDefined();
+    const record = run ? readRecord(run.dir) : undefined;
+    expect(record).toMatchObject({ state: "done", ended_by: "exit", exit_code: 0, kind: "box" });
+    expect(readFileSync(join(run?.dir ?? "", "prompt/input.md"), "utf8")).toBe("Say hello");
+    expect(readFileSync(join(run?.dir ?? "", "prompt/system.md"), "utf8")).toContain(
+      "RUNTIME SCOPE",
+    );
+
+    const ls = await deployment.roster(["runs", "ls", "--json"]);
+    expect(JSON.parse(ls.stdout)[0]).toMatchObject({ id: record?.id, state: "done" });
+    const show = await deployment.roster(["runs", "show", (record?.id ?? "").slice(0, 22)]);
+    expect(show.stdout).toContain("assistant: Hello from the scripted model.");
+    expect(show.stdout).toContain("user: Say hello");
+  });
+
+  it("mounts each part of $HOME with the mode its writer decides", async () => {
+    const probe = [
+      'w() { if ( : > "$1" ) 2>/dev/null; then echo "$2=writable"; else echo "$2=refused"; fi; }',
+      "echo persisted > ~/store/marker && echo store=written",
+      "echo x > ~/.roster-dotfile",
+      "w ~/self/x self; w ~/self/config/x self-config; w ~/mnt/reference/x mnt-ro; w ~/mnt/scratch/x mnt-rw",
+      "w /opt/roster/engine/x engine; w /x root; w ~/workspace/x workspace",
+      "cat ~/mnt/reference/readme.txt",
+    ].join("; ");
+    model.play(bash(probe), answerWithToolOutput);
+    const first = await deployment.roster(["run", "elf", "probe the mounts"]);
+    expect(first.code, first.stderr).toBe(0);
+    for (const expected of [
+      "store=written",
+      "self=refused",
+      "self-config=refused",
+      "mnt-ro=refused",
+      "mnt-rw=writable",
+      "engine=refused",
+      "root=refused",
+      "workspace=writable",
+      "read me",
+    ]) {
+      expect(first.stdout).toContain(expected);
+    }
+    expect(existsSync(join(shared, "rw/x"))).toBe(true);
+
+    model.play(
+      bash("cat ~/store/marker; ls -a ~ | grep -c roster-dotfile || true"),
+      answerWithToolOutput,
+    );
+    const second = await deployment.roster(["run", "elf", "look again"]);
+    expect(second.stdout).toContain("persisted");
+    expect(second.stdout).toMatch(/\n0\s*$/m);
+  });
+
+  it("locks the box in: no direct TCP to the host, no DNS, only the gateway", async () => {
+    const { createServer } = await import("node:net");
+    const bystander = createServer((socket) => socket.end("you should not see this\n"));
+    await new Promise<void>((resolve) => bystander.listen(0, "0.0.0.0", resolve));
+    const port = (bystander.address() as { port: number }).port;
+    try {
+      const probe = [
+        `timeout 5 bash -c 'exec 3<>/dev/tcp/host.docker.internal/${port} && cat <&3' && echo tcp=open || echo tcp=blocked`,
+        "timeout 3 getent hosts example.com && echo dns=works || echo dns=none",
+        "curl -s -o /dev/null -w 'gateway=%{http_code}\\n' https://example.invalid/ || true",
+      ].join("; ");
+      model.play(bash(probe), answerWithToolOutput);
+      const result = await deployment.roster(["run", "elf", "try to get out"]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain("tcp=blocked");
+      expect(result.stdout).not.toContain("you should not see this");
+      expect(result.stdout).toContain("dns=none");
+      // the gateway answered (a refusal for a host no grant allows... or a 502 from an unresolvable name)
+      expect(result.stdout).toMatch(/gateway=(403|502)/);
+    } finally {
+      bystander.close();
+    }
+  });
+
+  it("kills a run at its ceiling: exit 2, recorded as ceiling", async () => {
+    model.play(bash("sleep 120"), { text: "never" });
+    const started = Date.now();
+    const result = await deployment.roster(["run", "--ceiling", "0.1", "elf", "sleep forever"]);
+    const elapsed = Date.now() - started;
+    expect(result.code).toBe(2);
+    expect(elapsed).toBeLessThan(30_000);
+    const [run] = listRuns(deployment.paths.state, "elf");
+    expect(run ? readRecord(run.dir) : undefined).toMatchObject({
+      state: "failed",
+      ended_by: "ceiling",
+    });
+  });
+
+  it("reaps the box of a runner that was killed, and finishes its record", async () => {
+    model.play(bash("sleep 300"));
+    const asked = model.requests.length;
+    const child = deployment.spawnRoster(["run", "elf", "hang around"]);
+    const client = docker as NonNullable<typeof docker>;
+    let containerId: string | undefined;
+    for (let i = 0; i < 120 && !containerId; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const boxes = await client.listContainers({ filters: { label: ["roster.worker=elf"] } });
+      if (boxes.length && model.requests.length > asked) containerId = boxes[0]?.Id;
+    }
+    expect(containerId).toBeDefined();
+    child.kill("SIGKILL");
+    await new Promise((resolve) => child.once("exit", resolve));
+    const [orphanRun] = listRuns(deployment.paths.state, "elf");
+    expect(orphanRun ? readRecord(orphanRun.dir)?.state : undefined).toBe("running");
+
+    const ls = await deployment.roster(["runs", "ls"]);
+    expect(ls.stderr).toContain("reaped an orphaned box of elf");
+    const remaining = await client.listContainers({
+      all: true,
+      filters: { label: ["roster.worker=elf"] },
+    });
+    expect(remaining).toHaveLength(0);
+    expect(orphanRun ? readRecord(orphanRun.dir) : undefined).toMatchObject({
+      state: "failed",
+      ended_by: "error",
+    });
+  });
+
+  it("refuses broken config with file:line, exit 2, nothing started", async () => {
+    const worker = join(deployment.paths.config, "workers/elf/worker.toml");
+    const before = readFileSync(worker, "utf8");
+    await writeFile(worker, `${before}\nsurprise = true\n`);
+    try {
+      const runsBefore = listRuns(deployment.paths.state).length;
+      const result = await deployment.roster(["run", "elf", "anything"]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/workers\/elf\/worker\.toml:3: surprise: unknown key/);
+      expect(listRuns(deployment.paths.state)).toHaveLength(runsBefore);
+      const validate = await deployment.roster(["validate"]);
+      expect(validate.code).toBe(2);
+      expect(validate.stdout).toMatch(/worker\.toml:3: surprise: unknown key/);
+    } finally {
+      await writeFile(worker, before);
+    }
+  });
+
+  it("refuses before any container starts when the model credential is missing", async () => {
+    await rm(join(deployment.paths.vault, "local-model.json"));
+    const requests = model.requests.length;
+    const runsBefore = listRuns(deployment.paths.state).length;
+    const result = await deployment.roster(["run", "elf", "anything"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      'no model credential "local-model" for openai-compatible: run `roster login local-model`',
+    );
+    expect(model.requests.length).toBe(requests);
+    expect(listRuns(deployment.paths.state)).toHaveLength(runsBefore);
+  });
+});

@@ -1,0 +1,76 @@
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { initRoots } from "../../runner/config/init.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { storeCredential } from "../../runner/runs/credentials.ts";
+import { PROJECT_ROOT } from "../../runner/version.ts";
+
+/** A throwaway deployment (ROSTER_ROOT) made by `roster init`, pointed at the scripted model. */
+export interface RosterRoot {
+  root: string;
+  paths: RosterPaths;
+  gatewayPort: number;
+  roster(
+    args: string[],
+    options?: { timeoutMs?: number },
+  ): Promise<{ code: number; stdout: string; stderr: string }>;
+  spawnRoster(args: string[]): ReturnType<typeof spawn>;
+  cleanup(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function makeRosterRoot(
+  modelBaseUrl: string,
+  options: { modelKey?: string; extraOrg?: string } = {},
+): Promise<RosterRoot> {
+  const root = await mkdtemp(join(tmpdir(), "roster-root-"));
+  const paths = rosterPaths({ ROSTER_ROOT: root });
+  await initRoots(paths);
+  const gatewayPort = await freePort();
+  const example = await readFile(join(paths.config, "org.toml"), "utf8");
+  const org = example
+    .replace(
+      /\[model\][\s\S]*?\n\[engine\]/,
+      `[model]\nprovider = "openai-compatible"\nmodel = "scripted-1"\nbase_url = "${modelBaseUrl}"\n${options.modelKey ? 'credential = "local-model"\n' : ""}\n[engine]`,
+    )
+    .replace("port = 7300", `port = ${gatewayPort}`);
+  await writeFile(join(paths.config, "org.toml"), `${org}\n${options.extraOrg ?? ""}`);
+  if (options.modelKey)
+    await storeCredential(paths.vault, "local-model", { key: options.modelKey });
+  const env = { ...process.env, ROSTER_ROOT: root };
+  const bin = join(PROJECT_ROOT, "bin/roster.mjs");
+  return {
+    root,
+    paths,
+    gatewayPort,
+    roster: (args, opts = {}) =>
+      new Promise((resolve) => {
+        execFile(
+          process.execPath,
+          [bin, ...args],
+          { env, timeout: opts.timeoutMs ?? 180_000, maxBuffer: 32 * 1024 * 1024 },
+          (error, stdout, stderr) => {
+            const code = error ? ((error as { code?: unknown }).code as number | undefined) : 0;
+            resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
+          },
+        );
+      }),
+    spawnRoster: (args) =>
+      spawn(process.execPath, [bin, ...args], { env, stdio: ["ignore", "pipe", "pipe"] }),
+    cleanup: () => rm(root, { recursive: true, force: true }),
+  };
+}
