@@ -114,6 +114,9 @@ describe.skipIf(!docker)("roster run", () => {
       expect(first.stdout).toContain(expected);
     }
     expect(existsSync(join(shared, "rw/x"))).toBe(true);
+    // the live view shows the tool call and its result as they happen, on stderr
+    expect(first.stderr).toContain("→ bash");
+    expect(first.stderr).toContain("← ");
 
     model.play(
       bash("cat ~/store/marker; ls -a ~ | grep -c roster-dotfile || true"),
@@ -190,6 +193,32 @@ describe.skipIf(!docker)("roster run", () => {
       state: "failed",
       ended_by: "error",
     });
+  });
+
+  it("stops the box on SIGTERM and records the signal", async () => {
+    model.play(bash("sleep 300"));
+    const asked = model.requests.length;
+    const child = deployment.spawnRoster(["run", "elf", "wait for a signal"]);
+    for (let i = 0; i < 120 && model.requests.length <= asked; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    child.kill("SIGTERM");
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(130);
+    const [run] = listRuns(deployment.paths.state, "elf");
+    expect(run ? readRecord(run.dir) : undefined).toMatchObject({ state: "failed", ended_by: "signal" });
+    const client = docker as NonNullable<typeof docker>;
+    expect(await client.listContainers({ all: true, filters: { label: ["roster.worker=elf"] } })).toHaveLength(0);
+  });
+
+  it("streams pi's events with --json", async () => {
+    model.play({ text: "json mode" });
+    const result = await deployment.roster(["run", "--json", "elf", "events please"]);
+    expect(result.code, result.stderr).toBe(0);
+    const events = result.stdout.trim().split("\n").map((line) => JSON.parse(line) as { type: string });
+    expect(events[0]?.type).toBe("session");
+    expect(events.at(-1)?.type).toBe("agent_settled");
   });
 
   it("refuses broken config with file:line, exit 2, nothing started", async () => {
