@@ -207,16 +207,24 @@ describe.skipIf(!docker)("roster run", () => {
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(code).toBe(130);
     const [run] = listRuns(deployment.paths.state, "elf");
-    expect(run ? readRecord(run.dir) : undefined).toMatchObject({ state: "failed", ended_by: "signal" });
+    expect(run ? readRecord(run.dir) : undefined).toMatchObject({
+      state: "failed",
+      ended_by: "signal",
+    });
     const client = docker as NonNullable<typeof docker>;
-    expect(await client.listContainers({ all: true, filters: { label: ["roster.worker=elf"] } })).toHaveLength(0);
+    expect(
+      await client.listContainers({ all: true, filters: { label: ["roster.worker=elf"] } }),
+    ).toHaveLength(0);
   });
 
   it("streams pi's events with --json", async () => {
     model.play({ text: "json mode" });
     const result = await deployment.roster(["run", "--json", "elf", "events please"]);
     expect(result.code, result.stderr).toBe(0);
-    const events = result.stdout.trim().split("\n").map((line) => JSON.parse(line) as { type: string });
+    const events = result.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string });
     expect(events[0]?.type).toBe("session");
     expect(events.at(-1)?.type).toBe("agent_settled");
   });

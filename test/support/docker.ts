@@ -18,7 +18,13 @@ export async function testDocker(): Promise<Docker | undefined> {
   }
 }
 
-/** The locked network (made by the runner's own code) and the host's address on it. */
+/**
+ * A locked network of the tests' own (made by the runner's code, masquerade
+ * off) and the host's address on it. Not `roster-locked`: the runner's host
+ * firewall rule on that one allows a single gateway port, which belongs to
+ * whichever runner test installed it last.
+ */
+export const TEST_NETWORK = "roster-test-locked";
 export async function testNetwork(docker: Docker): Promise<LockedNetwork> {
-  return ensureLockedNetwork(docker);
+  return ensureLockedNetwork(docker, TEST_NETWORK);
 }

@@ -1,13 +1,8 @@
 import type Docker from "dockerode";
 import type { BoxMount } from "../../runner/box/container-spec.ts";
-import {
-  BOX_HOME,
-  BOX_IMAGE,
-  ENGINE_DIR,
-  LOCKED_NETWORK,
-  RUN_PI,
-} from "../../runner/box/layout.ts";
+import { BOX_HOME, BOX_IMAGE, ENGINE_DIR, RUN_PI } from "../../runner/box/layout.ts";
 import { runBox } from "../../runner/box/lifecycle.ts";
+import { TEST_NETWORK } from "./docker.ts";
 
 /** Runs a command in a hardened box (the runner's own container spec) and collects its output. */
 export interface BoxRun {
@@ -48,7 +43,7 @@ export async function runInBox(
     {
       image: BOX_IMAGE,
       cmd,
-      network: options.network ?? LOCKED_NETWORK,
+      network: options.network ?? TEST_NETWORK,
       ...(options.hostAddress ? { hostAddress: options.hostAddress } : {}),
       mounts,
       env: { ROSTER_STORE_DIR: `${BOX_HOME}/store`, ...options.env },
