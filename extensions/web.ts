@@ -1,0 +1,79 @@
+/**
+ * web_search and fetch_pages: the worker's eyes on the web. Every byte goes
+ * through the box's proxy — the gateway decides what may be reached; a refusal
+ * comes back as words the model can act on.
+ */
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "@sinclair/typebox";
+import { fetchPages, normaliseUrls, PAGE_DEFAULTS, renderPages } from "./lib/pages.ts";
+import { renderResults, type SearchBackend, SearchFailure } from "./lib/search/backend.ts";
+import { DuckDuckGo } from "./lib/search/duckduckgo.ts";
+
+const backend: SearchBackend = new DuckDuckGo();
+
+export default function (pi: ExtensionAPI) {
+  pi.registerTool({
+    name: "web_search",
+    label: "Web search",
+    description:
+      "Search the web. Give one or more short queries; you get ranked results (title, URL, snippet) per query. " +
+      "Snippets are not enough to answer from: pick the most promising URLs and read them with fetch_pages, " +
+      "then answer from what you read. A query refused by policy says so; don't retry it.",
+    parameters: Type.Object({
+      searches: Type.Array(Type.String({ minLength: 1 }), {
+        minItems: 1,
+        maxItems: 5,
+        description: "search queries, run one after another",
+      }),
+    }),
+    async execute(_id, params, signal) {
+      const sections: string[] = [];
+      for (const query of params.searches) {
+        try {
+          sections.push(renderResults(query, await backend.search(query, signal)));
+        } catch (error) {
+          const reason =
+            error instanceof SearchFailure ? error.message : `failed: ${(error as Error).message}`;
+          sections.push(renderResults(query, { error: reason }));
+        }
+      }
+      return {
+        content: [{ type: "text", text: sections.join("\n\n") }],
+        details: { backend: backend.name },
+      };
+    },
+  });
+
+  pi.registerTool({
+    name: "fetch_pages",
+    label: "Fetch pages",
+    description:
+      "Read web pages. Give http(s) URLs (from web_search or the task); each comes back as markdown of its main " +
+      "content with its title and final URL (text, JSON and PDF too), in the order asked. Long pages are cut; the " +
+      "cut says which start offset reads on. A page refused by policy says so; don't retry it.",
+    parameters: Type.Object({
+      urls: Type.Array(Type.String({ minLength: 1 }), {
+        minItems: 1,
+        maxItems: 10,
+        description: "page URLs",
+      }),
+      start: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          description: "character offset to start reading at, to continue a cut page",
+        }),
+      ),
+    }),
+    async execute(_id, params, signal) {
+      const { urls, rejected } = normaliseUrls(params.urls);
+      const pages = await fetchPages(urls, { ...PAGE_DEFAULTS, start: params.start ?? 0, signal });
+      return {
+        content: [{ type: "text", text: renderPages(pages, rejected) }],
+        details: {
+          urls: pages.map((page) => page.url),
+          errors: pages.filter((page) => page.error).length,
+        },
+      };
+    },
+  });
+}
