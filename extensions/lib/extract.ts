@@ -42,7 +42,10 @@ function absolutise(markdown: string, url: string): string {
 }
 
 export function htmlToMarkdown(html: string, url: string): Extracted {
-  const { document } = parseHTML(html);
+  let { document } = parseHTML(html);
+  // linkedom needs a root element; markup without one (or plain text served as HTML) gets wrapped
+  if (!document.documentElement)
+    document = parseHTML(`<!doctype html><html><body>${html}</body></html>`).document;
   for (const node of document.querySelectorAll(NEVER_CONTENT)) node.remove();
   const fallbackTitle = (document.querySelector("title")?.textContent ?? "").trim();
   let article: ReturnType<Readability<string>["parse"]> = null;

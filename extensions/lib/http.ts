@@ -77,23 +77,27 @@ function decoderFor(encoding: string | undefined): Transform | undefined {
   }
 }
 
-/** Reads a stream into at most `maxBytes`; stops early (and says so) instead of buffering more. */
+/**
+ * Reads a stream into `chunks`, at most `maxBytes`; stops early (and says so)
+ * instead of buffering more. The caller owns `chunks`, so what arrived before a
+ * timeout is still there.
+ */
 async function readCapped(
   stream: AsyncIterable<Buffer>,
   maxBytes: number,
-): Promise<{ body: Buffer; truncated: boolean }> {
-  const chunks: Buffer[] = [];
+  chunks: Buffer[],
+): Promise<boolean> {
   let size = 0;
   for await (const chunk of stream) {
     const room = maxBytes - size;
     if (chunk.length >= room) {
       chunks.push(chunk.subarray(0, room));
-      return { body: Buffer.concat(chunks), truncated: true };
+      return true;
     }
     chunks.push(chunk);
     size += chunk.length;
   }
-  return { body: Buffer.concat(chunks), truncated: false };
+  return false;
 }
 
 export async function fetchWithLimits(
@@ -138,30 +142,32 @@ export async function fetchWithLimits(
       continue;
     }
     const decoder = decoderFor(headers["content-encoding"]);
-    const source: AsyncIterable<Buffer> = decoder ? response.body.pipe(decoder) : response.body;
+    if (decoder) {
+      response.body.on("error", (error) => decoder.destroy(error));
+      response.body.pipe(decoder);
+    }
+    const source: AsyncIterable<Buffer> = decoder ?? response.body;
+    const chunks: Buffer[] = [];
+    const page = (truncated: boolean, timedOut: boolean): Fetched => ({
+      url: current,
+      status: response.statusCode,
+      headers,
+      body: Buffer.concat(chunks),
+      truncated,
+      timedOut,
+    });
     try {
-      const { body, truncated } = await readCapped(source, limits.maxBytes);
-      if (truncated) response.body.destroy();
-      return {
-        url: current,
-        status: response.statusCode,
-        headers,
-        body,
-        truncated,
-        timedOut: false,
-      };
+      const truncated = await readCapped(source, limits.maxBytes, chunks);
+      if (truncated) {
+        response.body.destroy();
+        decoder?.destroy();
+      }
+      return page(truncated, false);
     } catch (error) {
       response.body.destroy();
-      if (deadline.aborted || limits.signal?.aborted) {
-        return {
-          url: current,
-          status: response.statusCode,
-          headers,
-          body: Buffer.alloc(0),
-          truncated: true,
-          timedOut: true,
-        };
-      }
+      decoder?.destroy();
+      if (deadline.aborted || limits.signal?.aborted) return page(false, true);
+      if (chunks.length) return page(true, false);
       throw new FetchFailure(`reading the body failed: ${(error as Error).message}`, url);
     }
   }

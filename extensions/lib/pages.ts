@@ -111,6 +111,7 @@ async function render(
     };
   }
   const text = decodeText(fetched.body, fetched.headers["content-type"]);
+  if (!text.trim()) return { title: "", text: withNotes("(the page is empty)") };
   if (
     type === "text/html" ||
     type === "application/xhtml+xml" ||
