@@ -17,9 +17,11 @@ const fixture = (name: string) =>
 export async function startDuckDuckGo(options: {
   tls: boolean;
   pageHost: string;
+  port?: number;
 }): Promise<Upstream> {
   return Upstream.start({
     tls: options.tls,
+    ...(options.port !== undefined ? { port: options.port } : {}),
     names: ["html.duckduckgo.com"],
     handler: (req, res) => {
       const url = new URL(req.url ?? "/", "https://html.duckduckgo.com");

@@ -43,6 +43,7 @@ export class Upstream {
     tls: boolean;
     names?: string[];
     host?: string;
+    port?: number;
     handler?: Handler;
   }): Promise<Upstream> {
     const certificate = options.tls
@@ -65,7 +66,9 @@ export class Upstream {
       ? createHttpsServer({ key: certificate.keyPem, cert: certificate.certPem }, listener)
       : createHttpServer(listener);
     upstream = new Upstream(server, certificate);
-    await new Promise<void>((resolve) => server.listen(0, options.host ?? "127.0.0.1", resolve));
+    await new Promise<void>((resolve) =>
+      server.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve),
+    );
     return upstream;
   }
 
