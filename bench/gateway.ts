@@ -1,0 +1,205 @@
+/**
+ * The gateway's cost, side by side in one run on loopback with keep-alive:
+ * direct HTTPS, through roster's gateway (TLS intercepted, judged, audited), and
+ * through mitmproxy (Debian's `mitmproxy`, also intercepting). Small (1 KB) and
+ * large (1 MB) responses; requests/s, p50/p99 latency, and the proxy process's
+ * CPU per request. Needs mitmdump on PATH.
+ *   npx tsx bench/gateway.ts
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { Agent, type Dispatcher, ProxyAgent, request } from "undici";
+import { rosterPaths } from "../runner/config/paths.ts";
+import { mintToken } from "../runner/gateway/identity.ts";
+import { PROJECT_ROOT } from "../runner/version.ts";
+import { freePort } from "../test/support/roster-root.ts";
+import { makeServerCertificate } from "../test/support/test-ca.ts";
+
+const CONCURRENCY = 8;
+const SIZES = [
+  { name: "1 KB", bytes: 1024, requests: 3000 },
+  { name: "1 MB", bytes: 1024 * 1024, requests: 300 },
+];
+
+const work = await mkdtemp(join(tmpdir(), "roster-bench-gw-"));
+const certificate = await makeServerCertificate(["127.0.0.1"]);
+const upstreamCa = join(work, "upstream-ca.pem");
+await writeFile(upstreamCa, certificate.caPem);
+const bodies = new Map(SIZES.map((size) => [`/${size.bytes}`, Buffer.alloc(size.bytes, 0x61)]));
+const upstream = createServer(
+  { key: certificate.keyPem, cert: certificate.certPem },
+  (req, res) => {
+    const body = bodies.get(req.url ?? "") ?? Buffer.alloc(0);
+    res.writeHead(200, {
+      "content-type": "application/octet-stream",
+      "content-length": body.length,
+    });
+    res.end(body);
+  },
+);
+upstream.keepAliveTimeout = 60_000;
+await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+const origin = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+
+function cpuMs(pid: number | undefined): number {
+  if (!pid) return 0;
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 1/100 s
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      await request(`http://127.0.0.1:${port}/healthz`, { headersTimeout: 500 }).then((r) =>
+        r.body.dump(),
+      );
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`nothing answered on ${port}`);
+}
+
+// roster's gateway, as its own process (`roster gateway start`)
+const root = join(work, "roster");
+const paths = rosterPaths({ ROSTER_ROOT: root });
+await mkdir(paths.config, { recursive: true });
+await writeFile(
+  join(paths.config, "org.toml"),
+  `[gateway]\nupstream_ca = ["${upstreamCa}"]\n\n[[grant]]\nname = "bench"\nverdict = "allow"\nmatch = { host = "127.0.0.1" }\n`,
+);
+const gatewayPort = await freePort();
+const gateway = spawn(
+  process.execPath,
+  [join(PROJECT_ROOT, "bin/roster.mjs"), "gateway", "start", "--addr", `127.0.0.1:${gatewayPort}`],
+  {
+    env: { ...process.env, ROSTER_ROOT: root },
+    stdio: "ignore",
+  },
+);
+await waitForPort(gatewayPort);
+const token = await mintToken(paths.identity, { subject: "org/bench", runId: "bench" });
+const rosterCa = readFileSync(join(paths.ca, "ca.crt"), "utf8");
+
+// mitmproxy, intercepting too, trusting the same upstream CA
+const mitmPort = await freePort();
+const mitmDir = join(work, "mitm");
+const mitm: ChildProcess = spawn(
+  "mitmdump",
+  [
+    "-q",
+    "--listen-host",
+    "127.0.0.1",
+    "--listen-port",
+    String(mitmPort),
+    "--set",
+    `confdir=${mitmDir}`,
+    "--set",
+    `ssl_verify_upstream_trusted_ca=${upstreamCa}`,
+  ],
+  { stdio: "ignore" },
+);
+for (let i = 0; i < 100; i++) {
+  try {
+    readFileSync(join(mitmDir, "mitmproxy-ca-cert.pem"));
+    break;
+  } catch {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+await new Promise((resolve) => setTimeout(resolve, 1000));
+const mitmCa = readFileSync(join(mitmDir, "mitmproxy-ca-cert.pem"), "utf8");
+
+interface Route {
+  name: string;
+  dispatcher: Dispatcher;
+  pid: number | undefined;
+}
+const routes: Route[] = [
+  {
+    name: "direct HTTPS",
+    dispatcher: new Agent({ connect: { ca: certificate.caPem }, keepAliveTimeout: 60_000 }),
+    pid: undefined,
+  },
+  {
+    name: "roster gateway",
+    dispatcher: new ProxyAgent({
+      uri: `http://${token}:x@127.0.0.1:${gatewayPort}`,
+      requestTls: { ca: rosterCa },
+    }),
+    pid: gateway.pid,
+  },
+  {
+    name: "mitmproxy",
+    dispatcher: new ProxyAgent({ uri: `http://127.0.0.1:${mitmPort}`, requestTls: { ca: mitmCa } }),
+    pid: mitm.pid,
+  },
+];
+
+async function load(route: Route, path: string, total: number) {
+  const latencies: number[] = [];
+  let next = 0;
+  let failures = 0;
+  const cpuBefore = cpuMs(route.pid);
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < total) {
+        next++;
+        const t0 = performance.now();
+        try {
+          const response = await request(`${origin}${path}`, { dispatcher: route.dispatcher });
+          await response.body.arrayBuffer();
+          if (response.statusCode !== 200) failures++;
+        } catch {
+          failures++;
+        }
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
+  return {
+    rps: total / seconds,
+    p50: q(0.5),
+    p99: q(0.99),
+    cpuPerRequest: (cpuMs(route.pid) - cpuBefore) / total,
+    failures,
+  };
+}
+
+try {
+  console.log(`loopback, keep-alive, ${CONCURRENCY} concurrent clients, Node ${process.version}\n`);
+  console.log(
+    "| response | route | req/s | p50 ms | p99 ms | added p50 ms | proxy CPU ms/req | req/s vs direct | failures |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  for (const size of SIZES) {
+    for (const route of routes) await load(route, `/${size.bytes}`, Math.min(200, size.requests)); // warm up pools and leaf certs
+    let direct: Awaited<ReturnType<typeof load>> | undefined;
+    for (const route of routes) {
+      const result = await load(route, `/${size.bytes}`, size.requests);
+      direct ??= result;
+      console.log(
+        `| ${size.name} | ${route.name} | ${result.rps.toFixed(0)} | ${result.p50.toFixed(2)} | ${result.p99.toFixed(2)} | ${(result.p50 - direct.p50).toFixed(2)} | ${route.pid ? result.cpuPerRequest.toFixed(3) : "-"} | ${(result.rps / direct.rps).toFixed(2)}x | ${result.failures} |`,
+      );
+    }
+  }
+} finally {
+  for (const route of routes) await route.dispatcher.close();
+  gateway.kill("SIGTERM");
+  mitm.kill("SIGTERM");
+  upstream.closeAllConnections();
+  upstream.close();
+  await rm(work, { recursive: true, force: true });
+}
