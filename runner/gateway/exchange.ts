@@ -6,7 +6,7 @@ import type { AuditLog } from "./audit.ts";
 import type { Budgets } from "./budget.ts";
 import type { ConfigSource } from "./config-source.ts";
 import type { Identity } from "./identity.ts";
-import { type Decision, judge } from "./judge.ts";
+import { type Decision, grantNamesHost, judge } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
 import {
   flattenHeaders,
@@ -146,11 +146,7 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
       };
     }
   }
-  const hosts = grant.match?.host;
-  const named = (Array.isArray(hosts) ? hosts : hosts ? [hosts] : []).some(
-    (pattern) =>
-      !pattern.includes("*") && pattern.toLowerCase().replace(/^\[|\]$/g, "") === facts.host,
-  );
+  const named = grantNamesHost(grant, facts.host);
   const literal = literalRefusal(facts.host, named);
   if (literal) {
     return {
@@ -160,6 +156,20 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
     };
   }
   return { kind: "forward", decision, inject, spend, allowInternal: named };
+}
+
+/** One audit line for a refusal; budget and credential refusals were allowed by a rule first. */
+export function recordRefusal(
+  deps: ExchangeDeps,
+  facts: RequestFacts,
+  ruling: Extract<Ruling, { kind: "refuse" }>,
+): void {
+  deps.audit.record(facts, {
+    verdict: ruling.note ? "allow" : "deny",
+    rule: ruling.decision?.rule?.name,
+    status: ruling.refusal.status,
+    ...(ruling.note ? { note: ruling.note } : {}),
+  });
 }
 
 async function readBody(req: IncomingMessage, max: number): Promise<Buffer | "too-large"> {
@@ -238,12 +248,7 @@ export async function handleRequest(
   }
   const ruling = rule(deps, facts, body);
   if (ruling.kind === "refuse") {
-    deps.audit.record(facts, {
-      verdict: ruling.note ? "allow" : "deny",
-      rule: ruling.decision?.rule?.name,
-      status: ruling.refusal.status,
-      ...(ruling.note ? { note: ruling.note } : {}),
-    });
+    recordRefusal(deps, facts, ruling);
     sendRefusal(res, ruling.refusal);
     return;
   }

@@ -120,3 +120,18 @@ function methodHint(grants: ScopedGrant[], facts: RequestFacts, phase: Phase): s
   const allowed = (list(near.match?.method) ?? ["*"]).join(", ");
   return `${facts.method} ${facts.host} is blocked by method, not host: "${near.name}" allows ${allowed} — the admin can widen match.method on the "${near.name}" grant (${near.source})`;
 }
+
+/**
+ * Whether a grant names this host exactly (no wildcard): the operator's way of
+ * saying "this internal address, on purpose", which lifts the SSRF guard.
+ */
+export function grantNamesHost(
+  grant: { match?: { host?: string | string[] } },
+  host: string,
+): boolean {
+  return (list(grant.match?.host) ?? []).some(
+    (pattern) =>
+      !pattern.includes("*") &&
+      pattern.toLowerCase().replace(/^\[|\]$/g, "") === host.toLowerCase(),
+  );
+}

@@ -6,7 +6,7 @@ import { ACTIONS_HOST } from "./action-host.ts";
 import type { CertificateAuthority } from "./ca.ts";
 import { type ExchangeDeps, handleRequest, type Target, upstreamRefusal } from "./exchange.ts";
 import { type Identity, resolveToken, tokenFromProxyAuthorization } from "./identity.ts";
-import { judge } from "./judge.ts";
+import { grantNamesHost, judge } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
 import { guardedLookup, literalRefusal } from "./ssrf.ts";
 import { handleUpgrade } from "./websocket.ts";
@@ -219,10 +219,7 @@ async function pipeTunnel(
   facts: Parameters<ExchangeDeps["audit"]["record"]>[0],
   grant: { match?: { host?: string | string[] } },
 ): Promise<void> {
-  const hosts = grant.match?.host;
-  const named = (Array.isArray(hosts) ? hosts : hosts ? [hosts] : []).some(
-    (pattern) => !pattern.includes("*") && pattern.toLowerCase() === target.host,
-  );
+  const named = grantNamesHost(grant, target.host);
   const literal = literalRefusal(target.host, named);
   if (literal) {
     deps.audit.record(facts, {

@@ -7,6 +7,7 @@ import {
   buildFacts,
   type ExchangeDeps,
   forwardHeaders,
+  recordRefusal,
   rule,
   type Target,
   upstreamRefusal,
@@ -35,12 +36,7 @@ export async function handleUpgrade(
   }
   const ruling = rule(deps, facts, Buffer.alloc(0));
   if (ruling.kind === "refuse") {
-    deps.audit.record(facts, {
-      verdict: ruling.note ? "allow" : "deny",
-      rule: ruling.decision?.rule?.name,
-      status: ruling.refusal.status,
-      ...(ruling.note ? { note: ruling.note } : {}),
-    });
+    recordRefusal(deps, facts, ruling);
     writeRawRefusal(socket, ruling.refusal);
     return;
   }

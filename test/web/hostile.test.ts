@@ -145,7 +145,7 @@ describe("hostile pages", () => {
 
   it("passes JSON through, pretty-printed, and reports HTTP errors", async () => {
     expect((await read("/json")).text).toBe('{\n  "a": 1,\n  "b": [\n    true,\n    null\n  ]\n}');
-    expect((await read("/missing")).error).toBe("HTTP 404 from 127.0.0.1:" + new URL(base).port);
+    expect((await read("/missing")).error).toBe(`HTTP 404 from 127.0.0.1:${new URL(base).port}`);
   });
 
   it("normalises what the model passes and skips malformed URLs legibly", async () => {
