@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { connectDocker } from "../box/docker.ts";
 import { ensureLockedNetwork } from "../box/network.ts";
+import { loadConfig } from "../config/load.ts";
 import { rosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { formatDecision, readDecisions, summarise } from "../gateway/audit-view.ts";
@@ -20,13 +21,21 @@ export function parseAddr(value: string, previous: ListenAddress[] = []): Listen
   return [...previous, { host: match[1].replace(/^\[|\]$/g, ""), port }];
 }
 
-/** Loopback plus the locked network's bridge address (where boxes reach the host). */
-async function defaultListen(): Promise<ListenAddress[]> {
-  const listen: ListenAddress[] = [{ host: "127.0.0.1", port: DEFAULT_GATEWAY_PORT }];
+/**
+ * `[gateway] listen` when set; else loopback plus the locked network's bridge
+ * address (where boxes reach the host), on `[gateway] port` (7300).
+ */
+async function defaultListen(configRoot: string): Promise<ListenAddress[]> {
+  const section = loadConfig(configRoot).org.gateway ?? {};
+  if (section.listen?.length) {
+    return section.listen.reduce<ListenAddress[]>((all, entry) => parseAddr(entry, all), []);
+  }
+  const port = section.port ?? DEFAULT_GATEWAY_PORT;
+  const listen: ListenAddress[] = [{ host: "127.0.0.1", port }];
   try {
     const { client } = await connectDocker();
     const network = await ensureLockedNetwork(client);
-    listen.push({ host: network.gateway, port: DEFAULT_GATEWAY_PORT });
+    listen.push({ host: network.gateway, port });
   } catch (error) {
     process.stderr.write(`roster: listening on loopback only (${errorMessage(error)})\n`);
   }
@@ -42,7 +51,7 @@ export function registerGatewayCommands(program: Command): void {
     .option("--addr <host:port>", "address to listen on (repeatable)", parseAddr)
     .action(async (flags: { addr?: ListenAddress[] }) => {
       const paths = rosterPaths();
-      const listen = flags.addr ?? (await defaultListen());
+      const listen = flags.addr ?? (await defaultListen(paths.config));
       const running = await Gateway.start({ paths, listen });
       process.stdout.write(
         `gateway listening on ${running.addresses.map((a) => `${a.host}:${a.port}`).join(", ")} (config ${paths.config})\n`,

@@ -78,6 +78,16 @@ export const ContextSection = Type.Object(
 );
 export type ContextSection = Static<typeof ContextSection>;
 
+/** A credential exposed to boxes as an env variable holding a sentinel (the gateway injects the real value). */
+export const Expose = Type.Object(
+  {
+    credential: Type.String({ pattern: "^[a-z0-9_-]+$" }),
+    env: Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" }),
+  },
+  { additionalProperties: false },
+);
+export type Expose = Static<typeof Expose>;
+
 export const OrgConfig = Type.Object(
   {
     engine: Type.Optional(EngineSection),
@@ -86,6 +96,7 @@ export const OrgConfig = Type.Object(
     context: Type.Optional(ContextSection),
     gateway: Type.Optional(GatewaySection),
     grant: Type.Optional(Type.Array(Grant)),
+    expose: Type.Optional(Type.Array(Expose)),
     budget: Type.Optional(BudgetSection),
   },
   { additionalProperties: false },
@@ -99,6 +110,7 @@ export const WorkerConfig = Type.Object(
     context: Type.Optional(ContextSection),
     box: Type.Optional(BoxSection),
     grant: Type.Optional(Type.Array(Grant)),
+    expose: Type.Optional(Type.Array(Expose)),
     budget: Type.Optional(
       Type.Object(
         { limit: Type.Optional(Type.Array(BudgetLimit)) },

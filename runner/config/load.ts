@@ -141,6 +141,28 @@ function checkGrantHosts(
   });
 }
 
+/** Env names the box contract owns: an exposure may not shadow them. */
+const RESERVED_ENV =
+  /^(HOME|TMPDIR|PATH|PI_CODING_AGENT_DIR|ANTHROPIC_API_KEY|OPENAI_API_KEY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|GIT_SSL_CAINFO|PIP_CERT|NODE_USE_ENV_PROXY|NO_PROXY|HTTPS?_PROXY|GIT_CONFIG_.*|ROSTER_.*)$/;
+
+function checkExposes(
+  exposes: { env: string }[] | undefined,
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  (exposes ?? []).forEach((expose, index) => {
+    if (RESERVED_ENV.test(expose.env)) {
+      errors.push({
+        file: display,
+        line: locateLine(text, `/expose/${index}/env`),
+        field: `expose.${index}.env`,
+        message: `${expose.env} is reserved by the box contract; pick another name`,
+      });
+    }
+  });
+}
+
 function checkModel(
   model: ModelSection | undefined,
   display: string,
@@ -187,6 +209,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     if (org) {
       checkGrantHosts(org.value.grant, show(orgFile), org.text, errors);
       checkModel(org.value.model, show(orgFile), org.text, errors);
+      checkExposes(org.value.expose, show(orgFile), org.text, errors);
       loaded.org = org.value;
       for (const grant of org.value.grant ?? [])
         orgGrants.push({ ...grant, scope: "org", source: show(orgFile) });
@@ -225,6 +248,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     }
     checkGrantHosts(worker.value.grant, show(file), worker.text, errors);
     checkModel(worker.value.model, show(file), worker.text, errors);
+    checkExposes(worker.value.expose, show(file), worker.text, errors);
     loaded.workers.set(name, worker.value);
     if (worker.value.model)
       modelGrants.unshift(modelGrant(worker.value.model, `org/${name}`, show(file)));
@@ -330,6 +354,9 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
     sentinels: [],
     connections: [],
   };
+  for (const expose of [...(config.org.expose ?? []), ...(worker.expose ?? [])]) {
+    if (!view.sentinels.includes(expose.env)) view.sentinels.push(expose.env);
+  }
   for (const [connectionName, connection] of config.connections) {
     if (!grantedTo(connection, name)) continue;
     const mount = connectionMount(connectionName, connection);

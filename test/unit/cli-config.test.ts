@@ -1,0 +1,100 @@
+import { execFile } from "node:child_process";
+import { readFileSync, statSync } from "node:fs";
+import { appendFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { PROJECT_ROOT } from "../../runner/version.ts";
+
+const roots: string[] = [];
+afterEach(async () => {
+  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
+});
+
+async function rosterIn(root: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [join(PROJECT_ROOT, "bin/roster.mjs"), ...args],
+      {
+        env: {
+          ...process.env,
+          ANTHROPIC_API_KEY: "",
+          OPENAI_API_KEY: "",
+          ...env,
+          ROSTER_ROOT: root,
+        },
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (error as { code?: unknown }).code : 0;
+        resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
+      },
+    );
+  });
+}
+
+async function freshRoot(): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), "roster-cli-"));
+  roots.push(root);
+  return root;
+}
+
+describe("roster init, validate and login", () => {
+  it("init creates the roots with elf from the example, and never overwrites", async () => {
+    const root = await freshRoot();
+    const first = await rosterIn(root, ["init"]);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain("config/workers/elf/identity.md");
+    const org = join(root, "config/org.toml");
+    expect(readFileSync(org, "utf8")).toBe(
+      readFileSync(join(PROJECT_ROOT, "org.example.toml"), "utf8"),
+    );
+    await appendFile(org, "\n# edited by the operator\n");
+    const second = await rosterIn(root, ["init"]);
+    expect(second.stdout).toContain("already set up");
+    expect(readFileSync(org, "utf8")).toContain("# edited by the operator");
+    expect((await rosterIn(root, ["validate"])).stdout).toMatch(/config ok .* 1 worker\(s\)/);
+  });
+
+  it("validate names file, line and field, and exits 2", async () => {
+    const root = await freshRoot();
+    await rosterIn(root, ["init"]);
+    await writeFile(
+      join(root, "config/workers/elf/worker.toml"),
+      'name = "elf"\n\n[[expose]]\ncredential = "github"\nenv = "HTTPS_PROXY"\n',
+    );
+    const result = await rosterIn(root, ["validate", "--json"]);
+    expect(result.code).toBe(2);
+    const report = JSON.parse(result.stdout) as {
+      ok: boolean;
+      errors: Array<{ file: string; line: number; field: string; message: string }>;
+    };
+    expect(report.ok).toBe(false);
+    expect(report.errors).toEqual([
+      expect.objectContaining({
+        line: 5,
+        field: "expose.0.env",
+        message: "HTTPS_PROXY is reserved by the box contract; pick another name",
+      }),
+    ]);
+  });
+
+  it("login stores the key from the environment in the vault, 0600, and nowhere else", async () => {
+    const root = await freshRoot();
+    const result = await rosterIn(root, ["login", "anthropic"], {
+      ANTHROPIC_API_KEY: "sk-test-123",
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const file = join(root, "data/vault/anthropic.json");
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ key: "sk-test-123" });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(result.stdout).not.toContain("sk-test-123");
+  });
+
+  it("login without a key and without a terminal refuses and stores nothing", async () => {
+    const root = await freshRoot();
+    const result = await rosterIn(root, ["login", "anthropic"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('no key for "anthropic": set ANTHROPIC_API_KEY');
+  });
+});
