@@ -229,6 +229,46 @@ describe.skipIf(!docker)("roster run", () => {
     expect(events.at(-1)?.type).toBe("agent_settled");
   });
 
+  it("gives exposed credentials to the box only as a sentinel", async () => {
+    const worker = join(deployment.paths.config, "workers/elf/worker.toml");
+    const before = readFileSync(worker, "utf8");
+    await writeFile(worker, `${before}\n[[expose]]\ncredential = "github"\nenv = "GITHUB_TOKEN"\n`);
+    try {
+      model.play(
+        bash('echo "token=$GITHUB_TOKEN"; env | grep -c REAL-MODEL-KEY || true'),
+        answerWithToolOutput,
+      );
+      const result = await deployment.roster(["run", "elf", "show the token"]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain(`token=${SENTINEL}`);
+      expect(result.stdout).toMatch(/\n0\s*$/m);
+    } finally {
+      await writeFile(worker, before);
+    }
+  });
+
+  it("fails the run instead of cutting an identity over its limit", async () => {
+    const worker = join(deployment.paths.config, "workers/elf/worker.toml");
+    const before = readFileSync(worker, "utf8");
+    await writeFile(worker, `${before}\n[context]\nidentity_max_chars = 10\n`);
+    try {
+      const requests = model.requests.length;
+      const result = await deployment.roster(["run", "elf", "anything"]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(
+        /identity\.md is \d+ characters, over \[context\] identity_max_chars = 10/,
+      );
+      expect(model.requests.length).toBe(requests);
+      const [run] = listRuns(deployment.paths.state, "elf");
+      expect(run ? readRecord(run.dir) : undefined).toMatchObject({
+        state: "failed",
+        ended_by: "error",
+      });
+    } finally {
+      await writeFile(worker, before);
+    }
+  });
+
   it("refuses broken config with file:line, exit 2, nothing started", async () => {
     const worker = join(deployment.paths.config, "workers/elf/worker.toml");
     const before = readFileSync(worker, "utf8");

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDocker } from "../support/docker.ts";
 import { startDuckDuckGo } from "../support/duckduckgo-stand-in.ts";
 import { ModelServer } from "../support/model-server.ts";
+import { minimalPdf } from "../support/pdf.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 import { Upstream } from "../support/upstream.ts";
 
@@ -34,7 +35,12 @@ describe.skipIf(!docker || !root)(
       docs = await Upstream.start({
         tls: true,
         names: ["docs.test"],
-        handler: (_req, res) => {
+        handler: (req, res) => {
+          if (req.url === "/paper.pdf") {
+            res.writeHead(200, { "content-type": "application/pdf" });
+            res.end(minimalPdf("Findings of the roster paper"));
+            return;
+          }
           res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
           res.end(ARTICLE);
         },
@@ -83,7 +89,13 @@ describe.skipIf(!docker || !root)(
             toolCalls: [
               {
                 name: "fetch_pages",
-                arguments: { urls: [firstUrl, "https://blocked.example/post"] },
+                arguments: {
+                  urls: [
+                    firstUrl,
+                    "https://blocked.example/post",
+                    `https://docs.test:${docs.port}/paper.pdf`,
+                  ],
+                },
               },
             ],
           };
@@ -108,6 +120,8 @@ describe.skipIf(!docker || !root)(
       expect(run.stdout).toMatch(
         /could not read this page: denied by policy \(rule no-blogs\): policy said no/,
       );
+      // the box's pdftotext read the PDF
+      expect(run.stdout).toContain("Findings of the roster paper");
       // the live view marked the refusal
       expect(run.stderr).toContain("→ fetch_pages");
     });
