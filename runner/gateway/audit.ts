@@ -1,12 +1,13 @@
-import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { RequestFacts } from "./request-facts.ts";
 
 /**
  * One JSON line per decision in audit/decisions.jsonl. Secrets never reach the
  * file: the values of credential-bearing headers are redacted and bodies are
- * never stored. Lines go through one append stream, one write per line, so
- * concurrent requests never tear a line.
+ * never stored. Each line is one synchronous write() on an O_APPEND descriptor:
+ * whole under any concurrency (other processes appending included), and on
+ * disk before the response goes back, so a crash loses no decision.
  */
 export type AuditVerdict = "allow" | "deny" | "tunnel";
 
@@ -57,11 +58,11 @@ function decisionId(): string {
 }
 
 export class AuditLog {
-  private readonly stream: WriteStream;
+  private fd: number | undefined;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    this.stream = createWriteStream(join(dir, "decisions.jsonl"), { flags: "a", mode: 0o600 });
+    this.fd = openSync(join(dir, "decisions.jsonl"), "a", 0o600);
   }
 
   record(
@@ -98,11 +99,12 @@ export class AuditLog {
       ...(outcome.injected?.length ? { injected: outcome.injected } : {}),
       ...(outcome.note ? { note: outcome.note } : {}),
     };
-    this.stream.write(`${JSON.stringify(record)}\n`);
+    if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify(record)}\n`);
     return record;
   }
 
   async close(): Promise<void> {
-    await new Promise<void>((resolve) => this.stream.end(resolve));
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
   }
 }
