@@ -5,11 +5,16 @@
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "@sinclair/typebox";
-import { fetchPages, normaliseUrls, PAGE_DEFAULTS, renderPages } from "./lib/pages.ts";
-import { renderResults, type SearchBackend, SearchFailure } from "./lib/search/backend.ts";
-import { DuckDuckGo } from "./lib/search/duckduckgo.ts";
+import type { SearchBackend } from "./lib/search/backend.ts";
 
-const backend: SearchBackend = new DuckDuckGo();
+// The parsers (cheerio, linkedom, Readability, turndown) load on first use, not
+// when pi starts: most runs never touch the web, and every run pays pi's start.
+let backend: SearchBackend | undefined;
+async function searchBackend(): Promise<SearchBackend> {
+  const { DuckDuckGo } = await import("./lib/search/duckduckgo.ts");
+  backend ??= new DuckDuckGo();
+  return backend;
+}
 
 export default function (pi: ExtensionAPI) {
   pi.registerTool({
@@ -27,10 +32,12 @@ export default function (pi: ExtensionAPI) {
       }),
     }),
     async execute(_id, params, signal) {
+      const { renderResults, SearchFailure } = await import("./lib/search/backend.ts");
+      const engine = await searchBackend();
       const sections: string[] = [];
       for (const query of params.searches) {
         try {
-          sections.push(renderResults(query, await backend.search(query, signal)));
+          sections.push(renderResults(query, await engine.search(query, signal)));
         } catch (error) {
           const reason =
             error instanceof SearchFailure ? error.message : `failed: ${(error as Error).message}`;
@@ -39,7 +46,7 @@ export default function (pi: ExtensionAPI) {
       }
       return {
         content: [{ type: "text", text: sections.join("\n\n") }],
-        details: { backend: backend.name },
+        details: { backend: engine.name },
       };
     },
   });
@@ -65,6 +72,9 @@ export default function (pi: ExtensionAPI) {
       ),
     }),
     async execute(_id, params, signal) {
+      const { fetchPages, normaliseUrls, PAGE_DEFAULTS, renderPages } = await import(
+        "./lib/pages.ts"
+      );
       const { urls, rejected } = normaliseUrls(params.urls);
       const pages = await fetchPages(urls, { ...PAGE_DEFAULTS, start: params.start ?? 0, signal });
       return {

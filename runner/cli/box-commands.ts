@@ -1,9 +1,7 @@
 import type { Command } from "commander";
-import { connectDocker } from "../box/docker.ts";
-import { boxDoctor, formatDoctor } from "../box/doctor.ts";
-import { buildBoxImage, formatBytes } from "../box/image-build.ts";
 import { BOX_IMAGE, DEFAULT_BASE } from "../box/layout.ts";
-import { consoleProgress } from "../box/progress.ts";
+
+// Implementations load when a command runs, so `roster --help` stays instant.
 
 interface BuildFlags {
   base: string;
@@ -34,6 +32,9 @@ export function registerBoxCommands(program: Command): void {
     .option("-v, --verbose", "show every line of build output")
     .option("--json", "print the result as JSON on stdout")
     .action(async (flags: BuildFlags) => {
+      const { connectDocker } = await import("../box/docker.ts");
+      const { buildBoxImage, formatBytes } = await import("../box/image-build.ts");
+      const { consoleProgress } = await import("../box/progress.ts");
       const { client } = await connectDocker();
       const built = await buildBoxImage({
         docker: client,
@@ -66,6 +67,7 @@ export function registerBoxCommands(program: Command): void {
     .option("--image <image>", "box image to inspect", BOX_IMAGE)
     .option("--json", "print the report as JSON on stdout")
     .action(async (flags: DoctorFlags) => {
+      const { boxDoctor, formatDoctor } = await import("../box/doctor.ts");
       const report = await boxDoctor({ image: flags.image });
       process.stdout.write(
         flags.json ? `${JSON.stringify(report)}\n` : `${formatDoctor(report)}\n`,

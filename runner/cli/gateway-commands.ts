@@ -1,11 +1,9 @@
 import type { Command } from "commander";
-import { connectDocker } from "../box/docker.ts";
-import { ensureLockedNetwork } from "../box/network.ts";
-import { loadConfig } from "../config/load.ts";
 import { rosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { formatDecision, readDecisions, summarise } from "../gateway/audit-view.ts";
-import { DEFAULT_GATEWAY_PORT, Gateway, type ListenAddress } from "../gateway/gateway.ts";
+import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
+import type { ListenAddress } from "../gateway/gateway.ts";
 
 export function parseAddr(value: string, previous: ListenAddress[] = []): ListenAddress[] {
   const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(value);
@@ -26,6 +24,7 @@ export function parseAddr(value: string, previous: ListenAddress[] = []): Listen
  * address (where boxes reach the host), on `[gateway] port` (7300).
  */
 async function defaultListen(configRoot: string): Promise<ListenAddress[]> {
+  const { loadConfig } = await import("../config/load.ts");
   const section = loadConfig(configRoot).org.gateway ?? {};
   if (section.listen?.length) {
     return section.listen.reduce<ListenAddress[]>((all, entry) => parseAddr(entry, all), []);
@@ -33,6 +32,8 @@ async function defaultListen(configRoot: string): Promise<ListenAddress[]> {
   const port = section.port ?? DEFAULT_GATEWAY_PORT;
   const listen: ListenAddress[] = [{ host: "127.0.0.1", port }];
   try {
+    const { connectDocker } = await import("../box/docker.ts");
+    const { ensureLockedNetwork } = await import("../box/network.ts");
     const { client } = await connectDocker();
     const network = await ensureLockedNetwork(client);
     listen.push({ host: network.gateway, port });
@@ -52,6 +53,7 @@ export function registerGatewayCommands(program: Command): void {
     .action(async (flags: { addr?: ListenAddress[] }) => {
       const paths = rosterPaths();
       const listen = flags.addr ?? (await defaultListen(paths.config));
+      const { Gateway } = await import("../gateway/gateway.ts");
       const running = await Gateway.start({ paths, listen });
       process.stdout.write(
         `gateway listening on ${running.addresses.map((a) => `${a.host}:${a.port}`).join(", ")} (config ${paths.config})\n`,

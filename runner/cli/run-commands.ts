@@ -1,12 +1,9 @@
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
-import { connectDocker } from "../box/docker.ts";
 import { initRoots } from "../config/init.ts";
-import { formatConfigError, loadConfig } from "../config/load.ts";
 import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import { storeCredential } from "../runs/credentials.ts";
-import { reapAndRecord, runOneShot } from "../runs/oneshot.ts";
 import { findRun } from "../runs/run-record.ts";
 import { formatRows, runRows, showRun } from "../runs/runs-view.ts";
 
@@ -28,7 +25,8 @@ export function registerRunCommands(program: Command): void {
     .command("validate")
     .description("check every config file; prints file:line: field: message per problem")
     .option("--json", "print the problems as JSON")
-    .action((flags: { json?: boolean }) => {
+    .action(async (flags: { json?: boolean }) => {
+      const { formatConfigError, loadConfig } = await import("../config/load.ts");
       const paths = rosterPaths();
       const config = loadConfig(paths.config, { vaultDir: paths.vault });
       if (flags.json) {
@@ -101,6 +99,7 @@ export function registerRunCommands(program: Command): void {
       process.once("SIGINT", onSignal);
       process.once("SIGTERM", onSignal);
       try {
+        const { runOneShot } = await import("../runs/oneshot.ts");
         const result = await runOneShot({
           paths,
           worker,
@@ -134,6 +133,8 @@ export function registerRunCommands(program: Command): void {
     .action(async (flags: { worker?: string; limit: string; json?: boolean }) => {
       const paths = rosterPaths();
       try {
+        const { connectDocker } = await import("../box/docker.ts");
+        const { reapAndRecord } = await import("../runs/oneshot.ts");
         const { client } = await connectDocker();
         await reapAndRecord(client, paths, (text) => process.stderr.write(`${text}\n`));
       } catch {

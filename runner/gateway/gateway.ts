@@ -16,7 +16,7 @@ import { Upstreams } from "./upstreams.ts";
  * daemon, or `roster run` embedding it for one run), ask where it listens, stop
  * it. Its binding is recorded in state/gateway.json for the CLI and the runner.
  */
-export const DEFAULT_GATEWAY_PORT = 7300;
+export { DEFAULT_GATEWAY_PORT } from "./defaults.ts";
 
 export interface ListenAddress {
   host: string;
