@@ -18,17 +18,8 @@ export interface DecisionRecord {
   rule: string | null;
   subject: string | null;
   run_id: string | null;
-  request: {
-    protocol: string;
-    method: string;
-    host: string;
-    port: number;
-    path: string;
-    query: string;
-    headers: Record<string, string>;
-    bodySize: number;
-    mcp: RequestFacts["mcp"];
-  };
+  /** The request facts as judged (header values of credentials redacted). */
+  request: Omit<RequestFacts, "subject" | "runId">;
   status: number;
   spend?: Record<string, number>;
   injected?: string[];
