@@ -318,6 +318,22 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
   }
 
   loaded.grants = [...connectionGrants, ...modelGrants, ...orgGrants, ...workerGrants];
+  if (options.vaultDir) {
+    const vaultDir = options.vaultDir;
+    const exposures = [
+      ...(loaded.org.expose ?? []).map((expose) => ({ expose, where: "org.toml" })),
+      ...[...loaded.workers].flatMap(([name, worker]) =>
+        (worker.expose ?? []).map((expose) => ({ expose, where: `workers/${name}/worker.toml` })),
+      ),
+    ];
+    for (const { expose, where } of exposures) {
+      if (!existsSync(join(vaultDir, `${expose.credential}.json`))) {
+        loaded.warnings.push(
+          `${where}: ${expose.env} exposes credential "${expose.credential}", which is not in the vault: the box gets a placeholder nothing will replace`,
+        );
+      }
+    }
+  }
   return loaded;
 }
 

@@ -56,6 +56,18 @@ describe("config loading", () => {
     );
   });
 
+  it("warns when an exposure names a credential the vault doesn't hold", async () => {
+    const root = await configRoot({
+      "org.toml": '[[expose]]\ncredential = "github"\nenv = "GITHUB_TOKEN"\n',
+      "vault/present.json": "{}",
+    });
+    const config = loadConfig(root, { vaultDir: join(root, "vault") });
+    expect(config.errors).toEqual([]);
+    expect(config.warnings).toEqual([
+      'org.toml: GITHUB_TOKEN exposes credential "github", which is not in the vault: the box gets a placeholder nothing will replace',
+    ]);
+  });
+
   it("locates values inside array tables, sub-tables and inline tables", () => {
     const text = [
       "[[grant]]", // 1
