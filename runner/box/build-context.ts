@@ -34,12 +34,20 @@ export async function listExtensions(dir: string): Promise<string[]> {
 }
 
 /**
- * The host's extra CA certificates, for the build stage that fetches npm
- * packages behind a TLS-intercepting proxy (corporate networks). Empty when
- * there are none. ROSTER_BUILD_CA names a PEM file explicitly.
+ * The host's CA certificates, for the build stage that fetches npm packages
+ * behind a TLS-intercepting proxy (corporate networks put the proxy's CA in the
+ * host's store). ROSTER_BUILD_CA names a PEM file explicitly; then Node's and
+ * OpenSSL's variables; then the system bundle. Empty when there is none.
  */
-export function hostExtraCa(env: NodeJS.ProcessEnv): string {
-  for (const candidate of [env.ROSTER_BUILD_CA, env.NODE_EXTRA_CA_CERTS]) {
+export const SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt";
+
+export function hostExtraCa(env: NodeJS.ProcessEnv, systemBundle = SYSTEM_CA_BUNDLE): string {
+  for (const candidate of [
+    env.ROSTER_BUILD_CA,
+    env.NODE_EXTRA_CA_CERTS,
+    env.SSL_CERT_FILE,
+    systemBundle,
+  ]) {
     if (candidate && existsSync(candidate)) return readFileSync(candidate, "utf8");
   }
   return "";
