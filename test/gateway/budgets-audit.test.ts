@@ -1,14 +1,11 @@
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { viaProxy } from "../support/proxy-clients.ts";
 import { Upstream } from "../support/upstream.ts";
 
-const exec = promisify(execFile);
 let upstream: Upstream;
 let env: GatewayEnv;
 
@@ -105,29 +102,16 @@ describe("the decision log", () => {
     const token = await env.token("elf", "run-logview-42");
     await viaProxy(proxyUrlFor(env, token), `http://free.test:${upstream.port}/ok`);
     await viaProxy(proxyUrlFor(env, token), `http://elsewhere.test:${upstream.port}/no`);
-    const { stdout } = await exec(
-      process.execPath,
-      [join(PROJECT_ROOT, "bin/roster.mjs"), "gateway", "log", "--run", "run-logview"],
-      {
-        env: { ...process.env, ROSTER_ROOT: env.root },
-      },
-    );
+    const { stdout } = await runRoster(["gateway", "log", "--run", "run-logview"], {
+      ROSTER_ROOT: env.root,
+    });
     expect(stdout).toMatch(/allow 200\s+GET http:\/\/free\.test:\d+\/ok\s+\[rule free\]/);
     expect(stdout).toMatch(/REFUSED 403\s+GET http:\/\/elsewhere\.test:\d+\/no\s+\[no rule\]/);
     expect(stdout).toMatch(/elsewhere\.test\s+reached 0, refused 1/);
-    const denied = await exec(
-      process.execPath,
-      [
-        join(PROJECT_ROOT, "bin/roster.mjs"),
-        "gateway",
-        "log",
-        "--run",
-        "run-logview",
-        "--denied",
-        "--json",
-      ],
+    const denied = await runRoster(
+      ["gateway", "log", "--run", "run-logview", "--denied", "--json"],
       {
-        env: { ...process.env, ROSTER_ROOT: env.root },
+        ROSTER_ROOT: env.root,
       },
     );
     const records = denied.stdout

@@ -1,4 +1,3 @@
-import { execFile, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -6,7 +5,7 @@ import { join } from "node:path";
 import { initRoots } from "../../runner/config/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { runRoster, spawnRoster } from "./cli.ts";
 
 /** A throwaway deployment (ROSTER_ROOT) made by `roster init`, pointed at the scripted model. */
 export interface RosterRoot {
@@ -17,7 +16,7 @@ export interface RosterRoot {
     args: string[],
     options?: { timeoutMs?: number },
   ): Promise<{ code: number; stdout: string; stderr: string }>;
-  spawnRoster(args: string[]): ReturnType<typeof spawn>;
+  spawnRoster(args: string[]): ReturnType<typeof spawnRoster>;
   cleanup(): Promise<void>;
 }
 
@@ -51,26 +50,13 @@ export async function makeRosterRoot(
   await writeFile(join(paths.config, "org.toml"), `${org}\n${options.extraOrg ?? ""}`);
   if (options.modelKey)
     await storeCredential(paths.vault, "local-model", { key: options.modelKey });
-  const env = { ...process.env, ROSTER_ROOT: root };
-  const bin = join(PROJECT_ROOT, "bin/roster.mjs");
+  const env = { ROSTER_ROOT: root };
   return {
     root,
     paths,
     gatewayPort,
-    roster: (args, opts = {}) =>
-      new Promise((resolve) => {
-        execFile(
-          process.execPath,
-          [bin, ...args],
-          { env, timeout: opts.timeoutMs ?? 180_000, maxBuffer: 32 * 1024 * 1024 },
-          (error, stdout, stderr) => {
-            const code = error ? ((error as { code?: unknown }).code as number | undefined) : 0;
-            resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
-          },
-        );
-      }),
-    spawnRoster: (args) =>
-      spawn(process.execPath, [bin, ...args], { env, stdio: ["ignore", "pipe", "pipe"] }),
+    roster: (args, opts = {}) => runRoster(args, env, opts.timeoutMs),
+    spawnRoster: (args) => spawnRoster(args, env),
     cleanup: () => rm(root, { recursive: true, force: true }),
   };
 }

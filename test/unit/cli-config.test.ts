@@ -1,36 +1,19 @@
-import { execFile } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import { appendFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../../runner/version.ts";
+import { runRoster } from "../support/cli.ts";
 
 const roots: string[] = [];
 afterEach(async () => {
   for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
 });
 
-async function rosterIn(root: string, args: string[], env: NodeJS.ProcessEnv = {}) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(
-      process.execPath,
-      [join(PROJECT_ROOT, "bin/roster.mjs"), ...args],
-      {
-        env: {
-          ...process.env,
-          ANTHROPIC_API_KEY: "",
-          OPENAI_API_KEY: "",
-          ...env,
-          ROSTER_ROOT: root,
-        },
-      },
-      (error, stdout, stderr) => {
-        const code = error ? (error as { code?: unknown }).code : 0;
-        resolve({ code: typeof code === "number" ? code : 1, stdout, stderr });
-      },
-    );
-  });
+/** The CLI against its own root, with no model key leaking in from the environment. */
+function rosterIn(root: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+  return runRoster(args, { ANTHROPIC_API_KEY: "", OPENAI_API_KEY: "", ...env, ROSTER_ROOT: root });
 }
 
 async function freshRoot(): Promise<string> {

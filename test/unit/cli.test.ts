@@ -1,24 +1,10 @@
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../../runner/version.ts";
+import { runRoster } from "../support/cli.ts";
 
-const run = promisify(execFile);
-const bin = join(PROJECT_ROOT, "bin/roster.mjs");
-
-async function roster(args: string[], env: NodeJS.ProcessEnv = {}) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], {
-      env: { ...process.env, ...env },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+const roster = runRoster;
 
 describe("the roster command", () => {
   it("prints its version", async () => {
