@@ -13,6 +13,19 @@ export const GatewaySection = Type.Object(
     resolve: Type.Optional(Type.Record(Type.String(), Type.String())),
     /** Largest request body buffered for judging, in bytes. */
     max_body_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** How long the gateway waits on each side; defaults in GATEWAY_TIMEOUT_DEFAULTS. */
+    timeouts: Type.Optional(
+      Type.Object(
+        {
+          connect_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+          upstream_headers_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+          upstream_body_idle_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+          client_headers_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+          client_idle_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

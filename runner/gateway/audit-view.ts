@@ -38,6 +38,9 @@ export function formatDecision(record: DecisionRecord): string {
   const rule = record.rule ? `rule ${record.rule}` : "no rule";
   const extra = [
     record.injected?.length ? `injected ${record.injected.join(",")}` : "",
+    record.outcome && record.outcome !== "complete"
+      ? `${record.outcome.toUpperCase()} after ${record.bytes ?? 0} bytes`
+      : "",
     record.note ? `(${record.note})` : "",
   ]
     .filter(Boolean)

@@ -11,6 +11,21 @@ import type { RequestFacts } from "./request-facts.ts";
  */
 export type AuditVerdict = "allow" | "deny" | "tunnel";
 
+/** How a forwarded body ended: whole, cut short upstream (FIN/RST, stall), or abandoned by the box. */
+export type TransferOutcome = "complete" | "truncated" | "aborted";
+
+export interface AuditOutcome {
+  verdict: AuditVerdict;
+  rule: string | undefined;
+  status: number;
+  spend?: Record<string, number>;
+  injected?: string[];
+  note?: string;
+  /** Response body bytes passed to the box (forwarded exchanges and tunnels). */
+  bytes?: number;
+  outcome?: TransferOutcome;
+}
+
 export interface DecisionRecord {
   decision_id: string;
   ts: string;
@@ -24,6 +39,8 @@ export interface DecisionRecord {
   spend?: Record<string, number>;
   injected?: string[];
   note?: string;
+  bytes?: number;
+  outcome?: TransferOutcome;
 }
 
 const REDACTED = new Set([
@@ -48,25 +65,75 @@ function decisionId(): string {
   return `${process.hrtime.bigint().toString(16)}-${counter.toString(16)}`;
 }
 
+/**
+ * The one writer of an exchange's audit line: whatever paths the exchange
+ * takes (refused, forwarded, cut short, abandoned, the gateway stopping), at
+ * most one line is written, so "one line per decision" holds by structure.
+ */
+export class DecisionLine {
+  private held: AuditOutcome | undefined;
+  private done = false;
+
+  constructor(
+    private readonly log: AuditLog,
+    private readonly facts: RequestFacts,
+  ) {}
+
+  /** Writes the line now; later calls are ignored. */
+  write(outcome: AuditOutcome): void {
+    if (this.done) return;
+    this.done = true;
+    this.log.release(this);
+    this.log.record(this.facts, outcome);
+  }
+
+  /** The decision is made but the transfer goes on: written by `finish`, or as aborted if the gateway stops first. */
+  hold(outcome: AuditOutcome): void {
+    if (this.done) return;
+    this.held = outcome;
+    this.log.track(this);
+  }
+
+  finish(transfer: { outcome: TransferOutcome; bytes: number; note?: string }): void {
+    const held = this.held;
+    if (!held) return;
+    this.write({
+      ...held,
+      bytes: transfer.bytes,
+      outcome: transfer.outcome,
+      ...(transfer.note ? { note: transfer.note } : {}),
+    });
+  }
+
+  /** For the log's shutdown: a held transfer the gateway is about to cut. */
+  abandon(note: string): void {
+    if (this.held) this.finish({ outcome: "aborted", bytes: 0, note });
+  }
+}
+
 export class AuditLog {
   private fd: number | undefined;
+  private readonly open = new Set<DecisionLine>();
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.fd = openSync(join(dir, "decisions.jsonl"), "a", 0o600);
   }
 
-  record(
-    facts: RequestFacts,
-    outcome: {
-      verdict: AuditVerdict;
-      rule: string | undefined;
-      status: number;
-      spend?: Record<string, number>;
-      injected?: string[];
-      note?: string;
-    },
-  ): DecisionRecord {
+  /** A line for one exchange; see DecisionLine. */
+  line(facts: RequestFacts): DecisionLine {
+    return new DecisionLine(this, facts);
+  }
+
+  track(line: DecisionLine): void {
+    this.open.add(line);
+  }
+
+  release(line: DecisionLine): void {
+    this.open.delete(line);
+  }
+
+  record(facts: RequestFacts, outcome: AuditOutcome): DecisionRecord {
     const record: DecisionRecord = {
       decision_id: decisionId(),
       ts: new Date().toISOString(),
@@ -89,12 +156,14 @@ export class AuditLog {
       ...(outcome.spend && Object.keys(outcome.spend).length ? { spend: outcome.spend } : {}),
       ...(outcome.injected?.length ? { injected: outcome.injected } : {}),
       ...(outcome.note ? { note: outcome.note } : {}),
+      ...(outcome.outcome ? { outcome: outcome.outcome, bytes: outcome.bytes ?? 0 } : {}),
     };
     if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify(record)}\n`);
     return record;
   }
 
   async close(): Promise<void> {
+    for (const line of [...this.open]) line.abandon("the gateway stopped mid-transfer");
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }

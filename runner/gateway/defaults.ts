@@ -1,2 +1,19 @@
 /** The gateway's well-known port: boxes reach it at host.docker.internal:7300 unless [gateway] port says otherwise. */
 export const DEFAULT_GATEWAY_PORT = 7300;
+
+/**
+ * How long the gateway waits, in ms, unless `[gateway.timeouts]` says
+ * otherwise. The upstream's headers may be slow (a model thinking before its
+ * first byte); silence in the middle of a body is bounded separately, and a
+ * box connection idle both ways is closed with whatever it was relaying.
+ */
+export const GATEWAY_TIMEOUT_DEFAULTS = {
+  connectMs: 10_000,
+  upstreamHeadersMs: 120_000,
+  upstreamBodyIdleMs: 120_000,
+  headersMs: 30_000,
+  requestMs: 300_000,
+  idleMs: 300_000,
+  keepAliveMs: 30_000,
+};
+export type GatewayTimeouts = typeof GATEWAY_TIMEOUT_DEFAULTS;

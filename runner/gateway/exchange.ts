@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { errors as undiciErrors } from "undici";
 import { ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
-import type { AuditLog } from "./audit.ts";
+import type { AuditLog, AuditOutcome, DecisionLine } from "./audit.ts";
 import type { Budgets } from "./budget.ts";
 import type { ConfigSource } from "./config-source.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
+import { relayBody } from "./relay.ts";
+import { readBody } from "./request-body.ts";
 import {
   flattenHeaders,
   liftMcp,
@@ -16,13 +17,15 @@ import {
   type RequestFacts,
 } from "./request-facts.ts";
 import { findSsrfRefusal, literalRefusal } from "./ssrf.ts";
-import { HOP_BY_HOP, type Upstreams } from "./upstreams.ts";
+import { HOP_BY_HOP, UpstreamError, type Upstreams } from "./upstreams.ts";
 import { readCredential, renderInjection, templatesFor } from "./vault.ts";
 
 /**
  * One request through the door: read it, judge it, meter it, inject the real
  * credential, forward it, and write down what happened — exactly one audit
- * line per request, whatever the outcome.
+ * line per request, whatever the outcome (one DecisionLine owns it), written
+ * when the outcome is known: at the refusal, or when the body has ended,
+ * been cut short or been abandoned.
  */
 export interface Target {
   protocol: Protocol;
@@ -158,29 +161,14 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
   return { kind: "forward", decision, inject, spend, allowInternal: named };
 }
 
-/** One audit line for a refusal; budget and credential refusals were allowed by a rule first. */
-export function recordRefusal(
-  deps: ExchangeDeps,
-  facts: RequestFacts,
-  ruling: Extract<Ruling, { kind: "refuse" }>,
-): void {
-  deps.audit.record(facts, {
+/** The audit line for a refusal; budget and credential refusals were allowed by a rule first. */
+export function refusalOutcome(ruling: Extract<Ruling, { kind: "refuse" }>): AuditOutcome {
+  return {
     verdict: ruling.note ? "allow" : "deny",
     rule: ruling.decision?.rule?.name,
     status: ruling.refusal.status,
     ...(ruling.note ? { note: ruling.note } : {}),
-  });
-}
-
-async function readBody(req: IncomingMessage, max: number): Promise<Buffer | "too-large"> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > max) return "too-large";
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+  };
 }
 
 export function forwardHeaders(
@@ -197,6 +185,25 @@ export function forwardHeaders(
   return out;
 }
 
+/** 413 from the header or the first byte over the limit; the connection is closed after it. */
+function refuseTooLarge(
+  deps: ExchangeDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  line: DecisionLine,
+): void {
+  line.write({ verdict: "deny", rule: undefined, status: 413, note: "body too large" });
+  const refusal = denied(
+    undefined,
+    `request bodies over ${deps.maxBodyBytes} bytes are refused; send less per request`,
+    "request body too large",
+  );
+  refusal.status = 413;
+  res.shouldKeepAlive = false;
+  res.once("finish", () => req.socket.destroy());
+  sendRefusal(res, refusal, { close: true });
+}
+
 export async function handleRequest(
   deps: ExchangeDeps,
   req: IncomingMessage,
@@ -205,21 +212,21 @@ export async function handleRequest(
   identity: Identity | undefined,
   rawPath: string,
 ): Promise<void> {
-  const body = await readBody(req, deps.maxBodyBytes);
-  const facts = buildFacts(
-    req,
-    target,
-    identity,
-    rawPath,
-    body === "too-large" ? Buffer.alloc(0) : body,
-  );
+  const read = await readBody(req, deps.maxBodyBytes);
+  if (read.kind === "aborted") return;
+  const body = read.kind === "body" ? read.body : Buffer.alloc(0);
+  const facts = buildFacts(req, target, identity, rawPath, body);
+  if (read.kind === "too-large") {
+    facts.bodySize = read.size;
+    return refuseTooLarge(deps, req, res, deps.audit.line(facts));
+  }
 
   if (facts.host === ACTIONS_HOST) {
     const reply = await deps.actions.handle({
       method: facts.method,
       path: facts.path,
       headers: facts.headers,
-      body: body === "too-large" ? Buffer.alloc(0) : body,
+      body,
       caller: identity,
     });
     const text = JSON.stringify(reply.body);
@@ -230,87 +237,84 @@ export async function handleRequest(
     res.end(text);
     return;
   }
-  if (body === "too-large") {
-    const refusal = denied(
-      undefined,
-      `request bodies over ${deps.maxBodyBytes} bytes are refused`,
-      "request body too large",
-    );
-    refusal.status = 413;
-    deps.audit.record(facts, {
-      verdict: "deny",
-      rule: undefined,
-      status: 413,
-      note: "body too large",
-    });
-    sendRefusal(res, refusal);
-    return;
-  }
+  const line = deps.audit.line(facts);
   const ruling = rule(deps, facts, body);
   if (ruling.kind === "refuse") {
-    recordRefusal(deps, facts, ruling);
+    line.write(refusalOutcome(ruling));
     sendRefusal(res, ruling.refusal);
     return;
   }
 
   const ruleName = ruling.decision.rule?.name;
   const injected = [...ruling.inject.keys()];
+  let reply: Awaited<ReturnType<Upstreams["send"]>>;
   try {
-    const upstream = await deps.upstreams.agent(ruling.allowInternal).request({
-      origin: `${target.protocol}://${bracket(target.host)}:${target.port}`,
+    reply = await deps.upstreams.send(target, ruling.allowInternal, {
+      method: facts.method,
       path: rawPath || "/",
-      method: facts.method as "GET",
       headers: forwardHeaders(req.headers, ruling.inject),
-      body: body.length > 0 ? body : null,
+      body,
     });
-    const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(upstream.headers)) {
-      if (value !== undefined && !HOP_BY_HOP.has(name.toLowerCase())) headers[name] = value;
-    }
-    deps.audit.record(facts, {
-      verdict: "allow",
-      rule: ruleName,
-      status: upstream.statusCode,
-      spend: ruling.spend,
-      injected,
-    });
-    res.writeHead(upstream.statusCode, headers);
-    for await (const chunk of upstream.body) {
-      if (!res.write(chunk)) await new Promise((resolve) => res.once("drain", resolve));
-    }
-    res.end();
   } catch (error) {
     const refusal = upstreamRefusal(error, ruleName);
-    if (!res.headersSent) {
-      deps.audit.record(facts, {
-        verdict: refusal.status === 403 ? "deny" : "allow",
-        rule: ruleName,
-        status: refusal.status,
-        note: String(refusal.body.error),
-      });
-    }
+    line.write({
+      verdict: refusal.status === 403 ? "deny" : "allow",
+      rule: ruleName,
+      status: refusal.status,
+      note: String(refusal.body.error),
+    });
     sendRefusal(res, refusal);
+    return;
   }
+  // an upgrade answer to a plain request can't be relayed: drop it
+  if (reply.kind === "upgrade") {
+    reply.socket.destroy();
+    line.write({ verdict: "allow", rule: ruleName, status: 502, note: "unexpected upgrade" });
+    sendRefusal(res, {
+      status: 502,
+      body: { error: "upstream: unexpected 101", rule: ruleName ?? null },
+    });
+    return;
+  }
+  const { response } = reply;
+  const status = response.statusCode ?? 502;
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name.toLowerCase())) headers[name] = value;
+  }
+  line.hold({ verdict: "allow", rule: ruleName, status, spend: ruling.spend, injected });
+  if (res.destroyed) {
+    // the box left while the upstream was answering
+    response.destroy();
+    line.finish({
+      outcome: "aborted",
+      bytes: 0,
+      note: "the box closed the connection before the response",
+    });
+    return;
+  }
+  res.writeHead(status, headers);
+  await relayBody(response, res, deps.upstreams.options.bodyIdleTimeoutMs, (transfer) =>
+    line.finish(transfer),
+  );
 }
 
 export function upstreamRefusal(error: unknown, rule: string | undefined): Refusal {
   const ssrf = findSsrfRefusal(error);
   if (ssrf) return denied(rule, `${ssrf.message}`, "denied by gateway (internal address)");
-  if (
-    error instanceof undiciErrors.HeadersTimeoutError ||
-    error instanceof undiciErrors.BodyTimeoutError
-  ) {
-    return { status: 504, body: { error: "upstream: no answer in time", rule: rule ?? null } };
+  if (error instanceof UpstreamError && error.kind !== "failed") {
+    return { status: 504, body: { error: error.message, rule: rule ?? null } };
   }
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  const detail = cause?.code ?? cause?.message ?? (error as Error).message;
-  return { status: 502, body: { error: `upstream: ${detail}`, rule: rule ?? null } };
+  const detail = error instanceof Error ? error.message : String(error);
+  return {
+    status: 502,
+    body: {
+      error: detail.startsWith("upstream:") ? detail : `upstream: ${detail}`,
+      rule: rule ?? null,
+    },
+  };
 }
 
 export function bracket(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
-}
-
-export function refuseUpgrade(socket: Duplex, refusal: Refusal): void {
-  writeRawRefusal(socket, refusal);
 }

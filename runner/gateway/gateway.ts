@@ -2,12 +2,14 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import type { GatewaySection } from "../config/config-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { type ActionHandler, noActionHost } from "./action-host.ts";
 import { AuditLog } from "./audit.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
 import { ConfigSource } from "./config-source.ts";
+import { GATEWAY_TIMEOUT_DEFAULTS, type GatewayTimeouts } from "./defaults.ts";
 import { createProxyServers, type ServerDeps } from "./server.ts";
 import { Upstreams } from "./upstreams.ts";
 
@@ -27,8 +29,8 @@ export interface GatewayOptions {
   paths: RosterPaths;
   listen: ListenAddress[];
   actions?: ActionHandler;
-  /** Shorter timeouts for tests; production defaults otherwise. */
-  timeouts?: Partial<ServerDeps["timeouts"] & { connectMs: number; upstreamHeadersMs: number }>;
+  /** Overrides over `[gateway.timeouts]` and the defaults (tests use short ones). */
+  timeouts?: Partial<GatewayTimeouts>;
   /** Write state/gateway.json (off for throwaway embedded gateways in tests). */
   recordState?: boolean;
 }
@@ -63,13 +65,13 @@ export class Gateway {
     const resolve = Object.fromEntries(
       Object.entries(section.resolve ?? {}).map(([name, address]) => [name.toLowerCase(), address]),
     );
-    const timeouts = options.timeouts ?? {};
+    const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
     const upstreams = new Upstreams({
       resolve,
       extraCaFiles: section.upstream_ca ?? [],
-      connectTimeoutMs: timeouts.connectMs ?? 10_000,
-      headersTimeoutMs: timeouts.upstreamHeadersMs ?? 120_000,
-      bodyTimeoutMs: timeouts.upstreamHeadersMs ?? 300_000,
+      connectTimeoutMs: timeouts.connectMs,
+      headersTimeoutMs: timeouts.upstreamHeadersMs,
+      bodyIdleTimeoutMs: timeouts.upstreamBodyIdleMs,
     });
     const deps: ServerDeps = {
       config,
@@ -83,12 +85,7 @@ export class Gateway {
       identityDir: paths.identity,
       configRoot: paths.config,
       resolve,
-      timeouts: {
-        headersMs: timeouts.headersMs ?? 30_000,
-        requestMs: timeouts.requestMs ?? 300_000,
-        idleMs: timeouts.idleMs ?? 300_000,
-        keepAliveMs: timeouts.keepAliveMs ?? 30_000,
-      },
+      timeouts,
     };
 
     const servers: Server[] = [];
@@ -147,4 +144,29 @@ export class Gateway {
     await this.audit.close();
     if (this.stateFile) await rm(this.stateFile, { force: true });
   }
+}
+
+/** Defaults, then org.toml's `[gateway.timeouts]` (seconds), then the caller's overrides (ms). */
+function resolveTimeouts(
+  section: GatewaySection["timeouts"],
+  overrides: Partial<GatewayTimeouts> = {},
+): GatewayTimeouts {
+  const secs = (value: number | undefined) => (value === undefined ? undefined : value * 1000);
+  const fromConfig: Partial<GatewayTimeouts> = {
+    connectMs: secs(section?.connect_secs),
+    upstreamHeadersMs: secs(section?.upstream_headers_secs),
+    upstreamBodyIdleMs: secs(section?.upstream_body_idle_secs),
+    headersMs: secs(section?.client_headers_secs),
+    idleMs: secs(section?.client_idle_secs),
+  };
+  const merged = { ...GATEWAY_TIMEOUT_DEFAULTS };
+  for (const layer of [fromConfig, overrides]) {
+    for (const [key, value] of Object.entries(layer) as [
+      keyof GatewayTimeouts,
+      number | undefined,
+    ][]) {
+      if (value !== undefined) merged[key] = value;
+    }
+  }
+  return merged;
 }

@@ -32,15 +32,20 @@ export function refusalHeaders(refusal: Refusal): Record<string, string> {
   return headers;
 }
 
-export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
+export function sendRefusal(
+  res: ServerResponse,
+  refusal: Refusal,
+  options: { close?: boolean } = {},
+): void {
   const body = JSON.stringify(refusal.body);
-  if (res.headersSent) {
+  if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
   }
   res.writeHead(refusal.status, {
     ...refusalHeaders(refusal),
     "content-length": Buffer.byteLength(body),
+    ...(options.close ? { connection: "close" } : {}),
   });
   res.end(body);
 }

@@ -4,10 +4,13 @@ import type { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
 import { ACTIONS_HOST } from "./action-host.ts";
 import type { CertificateAuthority } from "./ca.ts";
+import type { GatewayTimeouts } from "./defaults.ts";
 import { type ExchangeDeps, handleRequest, type Target, upstreamRefusal } from "./exchange.ts";
 import { type Identity, resolveToken, tokenFromProxyAuthorization } from "./identity.ts";
 import { grantNamesHost, judge } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
+import type { RequestFacts } from "./request-facts.ts";
+import { spliceSockets } from "./splice.ts";
 import { guardedLookup, literalRefusal } from "./ssrf.ts";
 import { handleUpgrade } from "./websocket.ts";
 
@@ -22,7 +25,7 @@ export interface ServerDeps extends ExchangeDeps {
   identityDir: string;
   configRoot: string;
   resolve: Record<string, string>;
-  timeouts: { headersMs: number; requestMs: number; idleMs: number; keepAliveMs: number };
+  timeouts: GatewayTimeouts;
 }
 
 interface TunnelContext {
@@ -48,6 +51,8 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
     server.headersTimeout = deps.timeouts.headersMs;
     server.requestTimeout = deps.timeouts.requestMs;
     server.keepAliveTimeout = deps.timeouts.keepAliveMs;
+    // a box that stops reading or sending for this long loses the connection, and its upstream with it
+    server.timeout = deps.timeouts.idleMs;
     server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
       const status =
         error.code === "HPE_HEADER_OVERFLOW"
@@ -84,7 +89,7 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
     if (!context) return writeRawRefusal(socket, denied(undefined, "no tunnel context"));
     const mismatch = hostMismatch(req, context.target);
     if (mismatch) return writeRawRefusal(socket, mismatch);
-    void handleUpgrade(
+    handleUpgrade(
       deps,
       req,
       socket,
@@ -92,7 +97,7 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
       context.target,
       identify(context.tokenHeader),
       req.url ?? "/",
-    );
+    ).catch(() => socket.destroy());
   });
 
   outer.on("request", (req: IncomingMessage, res: ServerResponse) => {
@@ -126,7 +131,9 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
     if (!absolute)
       return writeRawRefusal(socket, { status: 400, body: { error: "not a proxy request" } });
     const identity = identify(req.headers["proxy-authorization"]);
-    void handleUpgrade(deps, req, socket, head, absolute.target, identity, absolute.path);
+    handleUpgrade(deps, req, socket, head, absolute.target, identity, absolute.path).catch(() =>
+      socket.destroy(),
+    );
   });
 
   outer.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => {
@@ -144,7 +151,9 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
     }
     const tokenHeader = req.headers["proxy-authorization"];
     const identity = identify(tokenHeader);
-    void openTunnel(deps, inner, socket, head, target, identity, tokenHeader);
+    openTunnel(deps, inner, socket, head, target, identity, tokenHeader).catch(() =>
+      socket.destroy(),
+    );
   });
   return { outer, inner };
 }
@@ -200,6 +209,7 @@ async function openTunnel(
       ALPNProtocols: ["http/1.1"],
     });
     tls.on("error", () => tls.destroy());
+    tls.on("close", () => socket.destroy());
     tunnels.set(tls, context);
     inner.emit("connection", tls);
   } else {
@@ -216,18 +226,14 @@ async function pipeTunnel(
   head: Buffer,
   target: { host: string; port: number },
   ruleName: string,
-  facts: Parameters<ExchangeDeps["audit"]["record"]>[0],
+  facts: RequestFacts,
   grant: { match?: { host?: string | string[] } },
 ): Promise<void> {
+  const line = deps.audit.line(facts);
   const named = grantNamesHost(grant, target.host);
   const literal = literalRefusal(target.host, named);
   if (literal) {
-    deps.audit.record(facts, {
-      verdict: "deny",
-      rule: ruleName,
-      status: 403,
-      note: literal.message,
-    });
+    line.write({ verdict: "deny", rule: ruleName, status: 403, note: literal.message });
     writeRawRefusal(
       socket,
       denied(ruleName, literal.message, "denied by gateway (internal address)"),
@@ -239,30 +245,43 @@ async function pipeTunnel(
     port: target.port,
     lookup: guardedLookup(deps.resolve, named),
   });
-  upstream.setTimeout(deps.timeouts.headersMs, () =>
-    upstream.destroy(new Error("connect timeout")),
-  );
-  upstream.once("connect", () => {
-    upstream.setTimeout(0);
-    deps.audit.record(facts, { verdict: "tunnel", rule: ruleName, status: 200 });
-    socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    if (head.length) upstream.write(head);
-    upstream.pipe(socket);
-    socket.pipe(upstream);
+  const connected = await new Promise<Error | undefined>((resolve) => {
+    const timer = setTimeout(() => resolve(new Error("connect timeout")), deps.timeouts.connectMs);
+    upstream.once("connect", () => {
+      clearTimeout(timer);
+      resolve(undefined);
+    });
+    upstream.once("error", (error) => {
+      clearTimeout(timer);
+      resolve(error);
+    });
+    socket.once("close", () => {
+      clearTimeout(timer);
+      resolve(new Error("the box left before the tunnel opened"));
+    });
   });
-  upstream.once("error", (error) => {
-    if (upstream.readyState === "open" || socket.destroyed) return socket.destroy();
-    const refusal: Refusal = upstreamRefusal({ cause: error }, ruleName);
-    deps.audit.record(facts, {
+  upstream.on("error", () => upstream.destroy());
+  if (connected || socket.destroyed) {
+    upstream.destroy();
+    const refusal: Refusal = upstreamRefusal(connected ?? new Error("box gone"), ruleName);
+    line.write({
       verdict: refusal.status === 403 ? "deny" : "tunnel",
       rule: ruleName,
       status: refusal.status,
       note: String(refusal.body.error),
     });
     writeRawRefusal(socket, refusal);
+    return;
+  }
+  line.hold({ verdict: "tunnel", rule: ruleName, status: 200 });
+  socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  if (head.length) upstream.write(head);
+  const ended = await spliceSockets(socket, upstream, deps.timeouts.idleMs);
+  line.finish({
+    outcome: !ended.error ? "complete" : ended.endedBy === "box" ? "aborted" : "truncated",
+    bytes: ended.toBox,
+    ...(ended.endedBy === "idle" ? { note: `idle for ${deps.timeouts.idleMs} ms` } : {}),
   });
-  socket.on("close", () => upstream.destroy());
-  upstream.on("close", () => socket.destroy());
 }
 
 function firstChunk(socket: Socket): Promise<Buffer | undefined> {

@@ -1,13 +1,27 @@
 import { readFileSync } from "node:fs";
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+} from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Socket } from "node:net";
 import { rootCertificates } from "node:tls";
-import { Agent } from "undici";
 import { guardedLookup } from "./ssrf.ts";
 
 /**
- * Connection pools to the outside (undici, keep-alive per origin). Two pools:
- * the guarded one refuses internal addresses at connect time; the other is used
- * only when the deciding grant names the exact host, which is the operator
- * saying "this internal service, on purpose".
+ * Connection pools to the outside (Node's own http/https clients, keep-alive
+ * per origin). Two pools: the guarded one refuses internal addresses at
+ * connect time; the other is used only when the deciding grant names the
+ * exact host, which is the operator saying "this internal service, on purpose".
+ *
+ * Why not undici: undici 7's HTTP/1 parser asserts (and kills the process from
+ * a socket event no `try` can catch) when an upstream sends FIN while the
+ * response body is paused under back-pressure — an ordinary slow client plus
+ * an ordinary `Connection: close` server. The fix ships only in undici 8,
+ * which needs Node >= 22.19. Node's client pauses the socket instead and
+ * treats FIN as data like any other event, on every Node the host supports.
  */
 export interface UpstreamOptions {
   /** Static name → address answers, before DNS. */
@@ -15,41 +29,145 @@ export interface UpstreamOptions {
   /** PEM files trusted for upstream TLS beside the system roots. */
   extraCaFiles: string[];
   connectTimeoutMs: number;
+  /** From the request being sent to the response's status line and headers. */
   headersTimeoutMs: number;
-  bodyTimeoutMs: number;
+  /** Longest silence tolerated in the middle of a response body. */
+  bodyIdleTimeoutMs: number;
+}
+
+export interface UpstreamTarget {
+  protocol: "http" | "https";
+  host: string;
+  port: number;
+}
+
+export interface UpstreamRequest {
+  method: string;
+  path: string;
+  headers: OutgoingHttpHeaders;
+  body: Buffer | undefined;
+  /** For WebSocket: resolve with the upgraded socket instead of a response. */
+  upgrade?: boolean;
+}
+
+/** Why an upstream exchange failed before its body began; mapped to 502/504 by the caller. */
+export class UpstreamError extends Error {
+  constructor(
+    message: string,
+    readonly kind: "connect-timeout" | "headers-timeout" | "failed",
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export type UpstreamReply =
+  | { kind: "response"; response: IncomingMessage }
+  | { kind: "upgrade"; response: IncomingMessage; socket: Socket; head: Buffer };
+
+interface Pools {
+  http: HttpAgent;
+  https: HttpsAgent;
 }
 
 export class Upstreams {
-  private readonly guarded: Agent;
-  private readonly named: Agent;
+  private readonly guarded: Pools;
+  private readonly named: Pools;
 
-  constructor(options: UpstreamOptions) {
+  constructor(readonly options: UpstreamOptions) {
     const ca = [
       ...rootCertificates,
       ...options.extraCaFiles.map((file) => readFileSync(file, "utf8")),
     ];
-    const make = (allowInternal: boolean) =>
-      new Agent({
-        connect: {
-          ca,
-          timeout: options.connectTimeoutMs,
-          lookup: guardedLookup(lowerKeys(options.resolve), allowInternal),
-        },
-        headersTimeout: options.headersTimeoutMs,
-        bodyTimeout: options.bodyTimeoutMs,
-        keepAliveTimeout: 30_000,
-      });
+    const resolve = lowerKeys(options.resolve);
+    const make = (allowInternal: boolean): Pools => {
+      const lookup = guardedLookup(resolve, allowInternal);
+      const common = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: 64, lookup };
+      return { http: new HttpAgent(common), https: new HttpsAgent({ ...common, ca }) };
+    };
     this.guarded = make(false);
     this.named = make(true);
   }
 
-  agent(allowInternal: boolean): Agent {
-    return allowInternal ? this.named : this.guarded;
+  /**
+   * Sends one request and resolves when the upstream's response headers (or
+   * its 101 for an upgrade) arrive. Connect and header waits are bounded; every
+   * failure rejects, and the request is destroyed so no socket is left open.
+   */
+  send(
+    target: UpstreamTarget,
+    allowInternal: boolean,
+    init: UpstreamRequest,
+  ): Promise<UpstreamReply> {
+    const pools = allowInternal ? this.named : this.guarded;
+    const { connectTimeoutMs, headersTimeoutMs } = this.options;
+    return new Promise((resolve, reject) => {
+      const options = {
+        host: target.host,
+        port: target.port,
+        method: init.method,
+        path: init.path,
+        headers: init.headers,
+        agent: target.protocol === "https" ? pools.https : pools.http,
+      };
+      const request = target.protocol === "https" ? httpsRequest(options) : httpRequest(options);
+      let settled = false;
+      const fail = (error: UpstreamError) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(headersTimer);
+        clearTimeout(connectTimer);
+        request.destroy();
+        reject(error);
+      };
+      let connectTimer: NodeJS.Timeout | undefined;
+      const headersTimer = setTimeout(
+        () => fail(new UpstreamError("upstream: no answer in time", "headers-timeout")),
+        headersTimeoutMs,
+      );
+      request.once("socket", (socket: Socket) => {
+        if (!socket.connecting) return;
+        connectTimer = setTimeout(
+          () => fail(new UpstreamError("upstream: connect timed out", "connect-timeout")),
+          connectTimeoutMs,
+        );
+        socket.once("connect", () => clearTimeout(connectTimer));
+      });
+      request.once("error", (error) =>
+        fail(new UpstreamError(`upstream: ${describe(error)}`, "failed", { cause: error })),
+      );
+      request.once("response", (response: IncomingMessage) => {
+        if (settled) return void response.destroy();
+        settled = true;
+        clearTimeout(headersTimer);
+        clearTimeout(connectTimer);
+        // errors after this point belong to the body: the caller's pipeline sees them
+        request.on("error", () => {});
+        resolve({ kind: "response", response });
+      });
+      request.once("upgrade", (response: IncomingMessage, socket: Socket, head: Buffer) => {
+        if (settled) return void socket.destroy();
+        settled = true;
+        clearTimeout(headersTimer);
+        clearTimeout(connectTimer);
+        request.on("error", () => {});
+        resolve({ kind: "upgrade", response, socket, head });
+      });
+      request.end(init.body && init.body.length > 0 ? init.body : undefined);
+    });
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.guarded.close(), this.named.close()]);
+    for (const pools of [this.guarded, this.named]) {
+      pools.http.destroy();
+      pools.https.destroy();
+    }
   }
+}
+
+function describe(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  return code ?? message ?? String(error);
 }
 
 function lowerKeys(map: Record<string, string>): Record<string, string> {

@@ -1,24 +1,24 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { upgrade } from "undici";
 import { ACTIONS_HOST } from "./action-host.ts";
 import {
-  bracket,
   buildFacts,
   type ExchangeDeps,
   forwardHeaders,
-  recordRefusal,
+  refusalOutcome,
   rule,
   type Target,
   upstreamRefusal,
 } from "./exchange.ts";
 import type { Identity } from "./identity.ts";
 import { denied, writeRawRefusal } from "./refusals.ts";
+import { spliceSockets } from "./splice.ts";
 
 /**
  * WebSocket upgrades: judged on the handshake like any request (body size 0),
  * replayed upstream with injection through the same guarded pools, then the
- * two sockets are piped both ways.
+ * two sockets are spliced both ways until either side ends. The audit line is
+ * written when the connection ends, with the bytes that reached the box.
  */
 export async function handleUpgrade(
   deps: ExchangeDeps,
@@ -29,63 +29,79 @@ export async function handleUpgrade(
   identity: Identity | undefined,
   rawPath: string,
 ): Promise<void> {
+  socket.on("error", () => socket.destroy());
   const facts = buildFacts(req, target, identity, rawPath, Buffer.alloc(0));
   if (facts.host === ACTIONS_HOST) {
     writeRawRefusal(socket, denied(undefined, "the action host speaks plain HTTPS, not WebSocket"));
     return;
   }
+  const line = deps.audit.line(facts);
   const ruling = rule(deps, facts, Buffer.alloc(0));
   if (ruling.kind === "refuse") {
-    recordRefusal(deps, facts, ruling);
+    line.write(refusalOutcome(ruling));
     writeRawRefusal(socket, ruling.refusal);
     return;
   }
   const ruleName = ruling.decision.rule?.name;
   const headers = forwardHeaders(req.headers, ruling.inject);
-  // undici writes the Connection/Upgrade pair itself from `protocol`
+  headers.connection = "Upgrade";
+  headers.upgrade = String(req.headers.upgrade ?? "websocket");
+  let reply: Awaited<ReturnType<ExchangeDeps["upstreams"]["send"]>>;
   try {
-    const upstream = await upgrade(
-      `${target.protocol}://${bracket(target.host)}:${target.port}${rawPath || "/"}`,
-      {
-        dispatcher: deps.upstreams.agent(ruling.allowInternal),
-        method: "GET",
-        headers,
-        protocol: String(req.headers.upgrade ?? "websocket"),
-      },
-    );
-    deps.audit.record(facts, {
-      verdict: "allow",
-      rule: ruleName,
-      status: 101,
-      spend: ruling.spend,
-      injected: [...ruling.inject.keys()],
+    reply = await deps.upstreams.send(target, ruling.allowInternal, {
+      method: "GET",
+      path: rawPath || "/",
+      headers,
+      body: undefined,
     });
-    const lines = ["HTTP/1.1 101 Switching Protocols"];
-    for (const [name, value] of Object.entries(upstream.headers)) {
-      for (const one of Array.isArray(value) ? value : [value]) {
-        if (one !== undefined) lines.push(`${name}: ${one}`);
-      }
-    }
-    socket.write(`${lines.join("\r\n")}\r\n\r\n`);
-    if (head.length) upstream.socket.write(head);
-    upstream.socket.pipe(socket);
-    socket.pipe(upstream.socket);
-    const close = () => {
-      upstream.socket.destroy();
-      socket.destroy();
-    };
-    upstream.socket.on("error", close);
-    socket.on("error", close);
-    upstream.socket.on("close", close);
-    socket.on("close", close);
   } catch (error) {
     const refusal = upstreamRefusal(error, ruleName);
-    deps.audit.record(facts, {
+    line.write({
       verdict: refusal.status === 403 ? "deny" : "allow",
       rule: ruleName,
       status: refusal.status,
       note: String(refusal.body.error),
     });
     writeRawRefusal(socket, refusal);
+    return;
   }
+  if (reply.kind === "response") {
+    // the upstream declined the upgrade: pass its status on, without a body
+    const status = reply.response.statusCode ?? 502;
+    reply.response.destroy();
+    line.write({ verdict: "allow", rule: ruleName, status, note: "upstream refused the upgrade" });
+    writeRawRefusal(socket, {
+      status: 502,
+      body: {
+        error: `upstream: answered ${status} instead of switching protocols`,
+        rule: ruleName ?? null,
+      },
+    });
+    return;
+  }
+  line.hold({
+    verdict: "allow",
+    rule: ruleName,
+    status: 101,
+    spend: ruling.spend,
+    injected: [...ruling.inject.keys()],
+  });
+  if (socket.destroyed) {
+    reply.socket.destroy();
+    line.finish({ outcome: "aborted", bytes: 0, note: "the box left during the handshake" });
+    return;
+  }
+  const lines = ["HTTP/1.1 101 Switching Protocols"];
+  const raw = reply.response.rawHeaders;
+  for (let index = 0; index + 1 < raw.length; index += 2)
+    lines.push(`${raw[index]}: ${raw[index + 1]}`);
+  socket.write(`${lines.join("\r\n")}\r\n\r\n`);
+  if (reply.head.length) socket.write(reply.head);
+  if (head.length) reply.socket.write(head);
+  // a WebSocket may be quiet for long stretches: the box socket's own idle timeout bounds it
+  const ended = await spliceSockets(socket, reply.socket);
+  line.finish({
+    outcome: !ended.error ? "complete" : ended.endedBy === "upstream" ? "truncated" : "aborted",
+    bytes: ended.toBox,
+  });
 }

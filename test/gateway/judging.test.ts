@@ -6,6 +6,7 @@ import { HttpsProxyAgent } from "https-proxy-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import { revokeToken } from "../../runner/gateway/identity.ts";
+import { waitForDecision } from "../support/audit.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { curl, viaProxy } from "../support/proxy-clients.ts";
 import { Upstream } from "../support/upstream.ts";
@@ -223,11 +224,13 @@ describe("the gateway judges every request", () => {
     });
     expect(reply).toMatch(/^HTTP\/1.1 200/);
     expect(api.seen.at(-1)?.url).toBe("/through-tunnel");
-    expect(decisions().at(-1)).toMatchObject({
-      verdict: "tunnel",
-      rule: "raw",
-      request: { method: "CONNECT" },
-    });
+    // the tunnel's line is written when it closes, with what reached the box
+    const line = await waitForDecision(
+      env.paths.audit,
+      (record) => record.rule === "raw" && record.request.method === "CONNECT",
+    );
+    expect(line).toMatchObject({ verdict: "tunnel", outcome: "complete" });
+    expect(line.bytes).toBeGreaterThan(reply.length);
   });
 
   it("refuses loopback, metadata and private addresses unless a grant names that exact host", async () => {
@@ -335,6 +338,10 @@ match = { host = "127.0.0.1" }
     client.close();
     wss.close();
     expect(messages).toEqual(["auth=Bearer REAL-SECRET-123", "echo:ping"]);
-    expect(decisions().at(-1)).toMatchObject({ rule: "api-read", status: 101 });
+    const line = await waitForDecision(
+      env.paths.audit,
+      (record) => record.status === 101 && record.request.path === "/ws",
+    );
+    expect(line).toMatchObject({ rule: "api-read", outcome: "complete" });
   });
 });
