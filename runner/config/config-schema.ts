@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { BudgetLimit, BudgetMeter, Grant } from "./grant-schema.ts";
+import { BudgetLimit, BudgetMeter, Grant, OrgGrant } from "./grant-schema.ts";
 
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
 export const GatewaySection = Type.Object(
@@ -81,6 +81,15 @@ export const ModelSection = Type.Object(
 );
 export type ModelSection = Static<typeof ModelSection>;
 
+/**
+ * A worker.toml [model]: every key optional, over the org's. The loader lets a
+ * worker pick model, max_tokens and context_window only; provider, base_url and
+ * credential must be absent or equal the org's, since they decide where the
+ * injected model credential goes.
+ */
+export const WorkerModelSection = Type.Partial(ModelSection, { additionalProperties: false });
+export type WorkerModelSection = Static<typeof WorkerModelSection>;
+
 export const ContextSection = Type.Object(
   {
     identity_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -108,7 +117,7 @@ export const OrgConfig = Type.Object(
     model: Type.Optional(ModelSection),
     context: Type.Optional(ContextSection),
     gateway: Type.Optional(GatewaySection),
-    grant: Type.Optional(Type.Array(Grant)),
+    grant: Type.Optional(Type.Array(OrgGrant)),
     expose: Type.Optional(Type.Array(Expose)),
     budget: Type.Optional(BudgetSection),
   },
@@ -119,7 +128,7 @@ export type OrgConfig = Static<typeof OrgConfig>;
 export const WorkerConfig = Type.Object(
   {
     name: Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$" }),
-    model: Type.Optional(ModelSection),
+    model: Type.Optional(WorkerModelSection),
     context: Type.Optional(ContextSection),
     box: Type.Optional(BoxSection),
     grant: Type.Optional(Type.Array(Grant)),

@@ -2,8 +2,9 @@ import { type Static, Type } from "@sinclair/typebox";
 
 /**
  * The operator's rules for the gateway: `[[grant]]` in org.toml (applies to
- * every worker) and in workers/<w>/worker.toml (applies to that worker). Scope
- * is stamped by the loader, never written by hand.
+ * every worker, or to those its `workers` lists) and in workers/<w>/worker.toml
+ * (deny grants only, applying to that worker). Scope is stamped by the loader,
+ * never written by hand.
  */
 const OneOrMany = <T extends ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>>(
   item: T,
@@ -58,16 +59,34 @@ export const Inject = Type.Object(
 );
 export type Inject = Static<typeof Inject>;
 
-export const Grant = Type.Object(
+const grantFields = {
+  name: Type.String({ minLength: 1 }),
+  verdict: Verdict,
+  match: Type.Optional(GrantMatch),
+  inject: Type.Optional(Inject),
+};
+
+/** A grant as a worker.toml may write it (the loader accepts only deny grants there). */
+export const Grant = Type.Object(grantFields, { additionalProperties: false });
+export type Grant = Static<typeof Grant>;
+
+/**
+ * A grant in org.toml. `workers` scopes it to the named workers: the way to
+ * allow something for one worker, since a worker.toml may only narrow.
+ */
+export const OrgGrant = Type.Object(
   {
-    name: Type.String({ minLength: 1 }),
-    verdict: Verdict,
-    match: Type.Optional(GrantMatch),
-    inject: Type.Optional(Inject),
+    ...grantFields,
+    workers: Type.Optional(
+      Type.Array(Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$" }), {
+        minItems: 1,
+        uniqueItems: true,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
-export type Grant = Static<typeof Grant>;
+export type OrgGrant = Static<typeof OrgGrant>;
 
 export const BudgetMeter = Type.Object(
   {

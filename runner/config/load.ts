@@ -23,6 +23,14 @@ import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { hostPatternProblem } from "./host-pattern.ts";
 import { locateLine } from "./locate.ts";
 import { modelGrant } from "./model.ts";
+import {
+  checkNarrowing,
+  narrowedModel,
+  narrowestBox,
+  narrowestContext,
+  scopeOrgGrants,
+  workerDenyGrants,
+} from "./narrowing.ts";
 
 /**
  * Loads and validates the operator's config: org.toml, every
@@ -46,7 +54,7 @@ export interface LoadedConfig {
   org: OrgConfig;
   workers: Map<string, WorkerConfig>;
   connections: Map<string, ConnectionConfig>;
-  /** Connection rules, then model rules, then org grants, then each worker's (workers sorted). */
+  /** Workers' deny grants first, so no broader allow pre-empts them; then connection, model, org. */
   grants: ScopedGrant[];
   meters: BudgetMeter[];
   limits: ScopedLimit[];
@@ -199,8 +207,16 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
   };
   const connectionGrants: ScopedGrant[] = [];
   const modelGrants: ScopedGrant[] = [];
-  const orgGrants: ScopedGrant[] = [];
+  let orgGrants: ScopedGrant[] = [];
   const workerGrants: ScopedGrant[] = [];
+
+  const workersDir = join(root, "workers");
+  const names = existsSync(workersDir)
+    ? readdirSync(workersDir, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory())
+        .map((entry) => entry.name)
+        .sort()
+    : [];
 
   const orgFile = join(root, "org.toml");
   if (existsSync(orgFile)) {
@@ -211,8 +227,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
       checkModel(org.value.model, show(orgFile), org.text, errors);
       checkExposes(org.value.expose, show(orgFile), org.text, errors);
       loaded.org = org.value;
-      for (const grant of org.value.grant ?? [])
-        orgGrants.push({ ...grant, scope: "org", source: show(orgFile) });
+      orgGrants = scopeOrgGrants(org.value.grant, names, show(orgFile), org.text, errors);
       if (org.value.model && !errors.length)
         modelGrants.push(modelGrant(org.value.model, "org", show(orgFile)));
       loaded.meters.push(...(org.value.budget?.meter ?? []));
@@ -221,13 +236,6 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     }
   }
 
-  const workersDir = join(root, "workers");
-  const names = existsSync(workersDir)
-    ? readdirSync(workersDir, { withFileTypes: true })
-        .filter((entry) => entry.isDirectory())
-        .map((entry) => entry.name)
-        .sort()
-    : [];
   for (const name of names) {
     const file = join(workersDir, name, "worker.toml");
     if (!existsSync(file)) continue;
@@ -247,13 +255,11 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
       continue;
     }
     checkGrantHosts(worker.value.grant, show(file), worker.text, errors);
-    checkModel(worker.value.model, show(file), worker.text, errors);
     checkExposes(worker.value.expose, show(file), worker.text, errors);
+    errors.push(...checkNarrowing(loaded.org, worker.value, show(file), worker.text));
     loaded.workers.set(name, worker.value);
-    if (worker.value.model)
-      modelGrants.unshift(modelGrant(worker.value.model, `org/${name}`, show(file)));
-    for (const grant of worker.value.grant ?? [])
-      workerGrants.push({ ...grant, scope: `org/${name}`, source: show(file) });
+    // no model grant of its own: a worker's [model] keeps the org's endpoint and credential
+    workerGrants.push(...workerDenyGrants(worker.value, show(file)));
     for (const limit of worker.value.budget?.limit ?? [])
       loaded.limits.push({ ...limit, scope: `org/${name}` });
   }
@@ -317,7 +323,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     if (compiled.warning) loaded.warnings.push(compiled.warning);
   }
 
-  loaded.grants = [...connectionGrants, ...modelGrants, ...orgGrants, ...workerGrants];
+  loaded.grants = [...workerGrants, ...connectionGrants, ...modelGrants, ...orgGrants];
   if (options.vaultDir) {
     const vaultDir = options.vaultDir;
     const exposures = [
@@ -337,13 +343,13 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
   return loaded;
 }
 
-/** One worker's effective settings: org values with the worker's overlays. */
+/** One worker's effective settings: org values, narrowed (never widened) by the worker's. */
 export interface WorkerView {
   name: string;
   dir: string;
   model: ModelSection | undefined;
   context: Required<ContextSection>;
-  box: BoxSection;
+  box: Required<BoxSection>;
   mounts: ConnectionMount[];
   /** Env names that carry a sentinel (service connections granted to this worker). */
   sentinels: string[];
@@ -351,21 +357,17 @@ export interface WorkerView {
   connections: Array<{ name: string; kind: string; detail: string }>;
 }
 
-export const CONTEXT_DEFAULTS: Required<ContextSection> = {
-  identity_max_chars: 12_000,
-  task_max_chars: 24_000,
-  max_injected_chars: 48_000,
-};
-
 export function workerView(config: LoadedConfig, name: string): WorkerView | undefined {
   const worker = config.workers.get(name);
   if (!worker) return undefined;
   const view: WorkerView = {
     name,
     dir: join(config.root, "workers", name),
-    model: worker.model ?? config.org.model,
-    context: { ...CONTEXT_DEFAULTS, ...config.org.context, ...worker.context },
-    box: { ...config.org.box, ...worker.box },
+    // computed as the narrowest of org and worker, not validated-then-spread, so a
+    // config that somehow skipped checkNarrowing still gets no more than the org's
+    model: narrowedModel(config.org.model, worker.model),
+    context: narrowestContext(config.org.context, worker.context),
+    box: narrowestBox(config.org.box, worker.box),
     mounts: [],
     sentinels: [],
     connections: [],

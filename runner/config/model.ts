@@ -37,9 +37,25 @@ const KNOWN: Record<
   },
 };
 
+/**
+ * Where the model's requests go and which vault credential rides along, with
+ * the provider's defaults filled in: what a worker's [model] may not change.
+ */
+export function modelDestination(model: ModelSection): {
+  base_url: string | undefined;
+  credential: string | undefined;
+} {
+  const known = model.provider === "openai-compatible" ? undefined : KNOWN[model.provider];
+  return {
+    base_url: model.base_url ?? known?.baseUrl,
+    credential: model.credential ?? (known ? model.provider : undefined),
+  };
+}
+
 export function modelEndpoint(model: ModelSection): ModelEndpoint {
   const known = model.provider === "openai-compatible" ? undefined : KNOWN[model.provider];
-  const baseUrl = model.base_url ?? known?.baseUrl ?? "";
+  const destination = modelDestination(model);
+  const baseUrl = destination.base_url ?? "";
   const url = new URL(baseUrl);
   const protocol = url.protocol === "http:" ? "http" : "https";
   return {
@@ -49,7 +65,7 @@ export function modelEndpoint(model: ModelSection): ModelEndpoint {
     host: url.hostname.replace(/^\[|\]$/g, "").toLowerCase(),
     port: Number(url.port || (protocol === "http" ? 80 : 443)),
     baseUrl,
-    credential: model.credential ?? (known ? model.provider : undefined),
+    credential: destination.credential,
     keyEnv: known?.keyEnv,
   };
 }

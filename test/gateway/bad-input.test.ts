@@ -91,7 +91,7 @@ describe("bad input gets a legible answer, never a hang or a bare reset", () => 
     await mkdir(join(root, "workers/elf"), { recursive: true });
     await writeFile(
       join(root, "workers/elf/worker.toml"),
-      'name = "elf"\n\n[[grant]]\nname = "ok"\nverdict = "allow"\nmatch = { host = "fine.test" }\n\n[[grant]]\nname = "bad"\nverdict = "allow"\n[grant.match]\nmethod = "GET"\nhost = "http://evil.test/"\n',
+      'name = "elf"\n\n[[grant]]\nname = "ok"\nverdict = "deny"\nmatch = { host = "fine.test" }\n\n[[grant]]\nname = "bad"\nverdict = "deny"\n[grant.match]\nmethod = "GET"\nhost = "http://evil.test/"\n',
     );
     await writeFile(
       join(root, "org.toml"),

@@ -21,18 +21,20 @@ afterEach(async () => {
 const rel = (root: string) => (line: string) => line.replace(`${root}/`, "");
 
 describe("config loading", () => {
-  it("stamps scope: org grants first, then each worker's, workers sorted", async () => {
+  it("stamps scope: workers' deny grants first (workers sorted), then org grants, per-worker ones scoped", async () => {
     const root = await configRoot({
-      "org.toml": '[[grant]]\nname = "o"\nverdict = "allow"\n',
+      "org.toml":
+        '[[grant]]\nname = "o"\nverdict = "allow"\n\n[[grant]]\nname = "a"\nverdict = "allow"\nworkers = ["amy"]\n',
       "workers/zed/worker.toml": 'name = "zed"\n[[grant]]\nname = "z"\nverdict = "deny"\n',
-      "workers/amy/worker.toml": 'name = "amy"\n[[grant]]\nname = "a"\nverdict = "allow"\n',
+      "workers/amy/worker.toml": 'name = "amy"\n[[grant]]\nname = "y"\nverdict = "deny"\n',
     });
     const config = loadConfig(root);
     expect(config.errors).toEqual([]);
     expect(config.grants.map((g) => [g.name, g.scope])).toEqual([
+      ["y", "org/amy"],
+      ["z", "org/zed"],
       ["o", "org"],
       ["a", "org/amy"],
-      ["z", "org/zed"],
     ]);
   });
 
@@ -41,7 +43,7 @@ describe("config loading", () => {
       "org.toml": '[grant]\nname = "single table"\nverdict = "allow"\n',
       "workers/elf/worker.toml": 'name = "elves"\n',
       "workers/bad/worker.toml":
-        'name = "bad"\ncolour = "red"\n[[grant]]\nname = "g"\nverdict = "allow"\nmatch = { port = 70000 }\n',
+        'name = "bad"\ncolour = "red"\n[[grant]]\nname = "g"\nverdict = "deny"\nmatch = { port = 70000 }\n',
       "workers/syntax/worker.toml": 'name = "syntax"\n[[grant]\n',
     });
     const errors = loadConfig(root).errors.map(formatConfigError).map(rel(root));

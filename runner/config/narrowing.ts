@@ -1,0 +1,251 @@
+import { DEFAULT_LIMITS } from "../box/container-spec.ts";
+import type {
+  BoxSection,
+  ContextSection,
+  ModelSection,
+  OrgConfig,
+  WorkerConfig,
+  WorkerModelSection,
+} from "./config-schema.ts";
+import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
+import type { ConfigError } from "./load.ts";
+import { locateLine } from "./locate.ts";
+import { formatMemory, parseMemory } from "./memory.ts";
+import { modelDestination } from "./model.ts";
+
+/**
+ * Config narrows downward: org.toml grants, a worker.toml may only narrow
+ * (lower limits, deny grants, never a protection switched off). A worker may
+ * one day propose edits to its own worker.toml, so nothing it can write there
+ * may give it more than the org does. The loader reports every widening
+ * (checkNarrowing); workerView computes limits with the narrowest-of helpers
+ * below, so even a config that skipped validation gets no more than the org's.
+ */
+
+/** What the runner applies when org.toml leaves a [box] key unset. */
+export const BOX_DEFAULTS: Required<BoxSection> = {
+  pids_limit: DEFAULT_LIMITS.pids,
+  memory: formatMemory(DEFAULT_LIMITS.memoryBytes),
+  cpus: DEFAULT_LIMITS.cpus,
+  egress_lockdown: true,
+};
+
+/** What the runner applies when org.toml leaves a [context] key unset. */
+export const CONTEXT_DEFAULTS: Required<ContextSection> = {
+  identity_max_chars: 12_000,
+  task_max_chars: 24_000,
+  max_injected_chars: 48_000,
+};
+
+const CONTEXT_KEYS = Object.keys(CONTEXT_DEFAULTS) as Array<keyof ContextSection>;
+
+/** The worker's number when it is a real, smaller limit; otherwise the org's. */
+function lower(org: number, worker: number | undefined, least: number): number {
+  return worker !== undefined && Number.isFinite(worker) && worker >= least && worker < org
+    ? worker
+    : org;
+}
+
+/**
+ * The box limits a worker gets: the lower of org (or default) and worker for
+ * each number, and the lockdown on when either side keeps it on.
+ */
+export function narrowestBox(
+  org: BoxSection | undefined,
+  worker: BoxSection | undefined,
+): Required<BoxSection> {
+  const base = { ...BOX_DEFAULTS, ...org };
+  // a size that does not parse would reach Docker as 0 bytes, which it reads as "no limit"
+  const orgBytes = parseMemory(base.memory);
+  const orgMemory = orgBytes > 0 ? base.memory : BOX_DEFAULTS.memory;
+  const workerBytes = worker?.memory ? parseMemory(worker.memory) : 0;
+  return {
+    // Docker reads a pids limit of 0 or less as unlimited, so only positive values narrow
+    pids_limit: lower(base.pids_limit, worker?.pids_limit, 1),
+    memory:
+      worker?.memory && workerBytes > 0 && workerBytes < parseMemory(orgMemory)
+        ? worker.memory
+        : orgMemory,
+    cpus: lower(base.cpus, worker?.cpus, Number.MIN_VALUE),
+    egress_lockdown: base.egress_lockdown !== false || worker?.egress_lockdown === true,
+  };
+}
+
+/** The prompt size limits a worker gets: the lower of org (or default) and worker. */
+export function narrowestContext(
+  org: ContextSection | undefined,
+  worker: ContextSection | undefined,
+): Required<ContextSection> {
+  const base = { ...CONTEXT_DEFAULTS, ...org };
+  const out = { ...base };
+  for (const key of CONTEXT_KEYS) out[key] = lower(base[key], worker?.[key], 0);
+  return out;
+}
+
+/**
+ * The worker's model: the org's, with only the worker's choice of model id and
+ * token sizes laid over it. Provider, base_url and credential always stay the
+ * org's, so the injected credential goes only where org.toml sends it.
+ */
+export function narrowedModel(
+  org: ModelSection | undefined,
+  worker: WorkerModelSection | undefined,
+): ModelSection | undefined {
+  if (!org) return undefined;
+  const model: ModelSection = { ...org };
+  if (worker?.model !== undefined) model.model = worker.model;
+  if (worker?.max_tokens !== undefined) model.max_tokens = worker.max_tokens;
+  if (worker?.context_window !== undefined) model.context_window = worker.context_window;
+  return model;
+}
+
+/**
+ * org.toml grants with their scope stamped: "org" for every worker, or one
+ * `org/<name>` copy per worker a `workers` list names, in place (order is
+ * what the judge goes by). A name that is no worker is an error.
+ */
+export function scopeOrgGrants(
+  grants: OrgGrant[] | undefined,
+  workerNames: string[],
+  file: string,
+  text: string,
+  errors: ConfigError[],
+): ScopedGrant[] {
+  const scoped: ScopedGrant[] = [];
+  (grants ?? []).forEach((orgGrant, index) => {
+    const { workers, ...grant } = orgGrant;
+    if (!workers) {
+      scoped.push({ ...grant, scope: "org", source: file });
+      return;
+    }
+    for (const name of workers) {
+      if (workerNames.includes(name)) {
+        scoped.push({ ...grant, scope: `org/${name}`, source: file });
+      } else {
+        errors.push({
+          file,
+          line: locateLine(text, `/grant/${index}/workers`),
+          field: `grant.${index}.workers`,
+          message: `no worker named "${name}" (workers are the folders under workers/)`,
+        });
+      }
+    }
+  });
+  return scoped;
+}
+
+/**
+ * A worker's grants as the gateway gets them: deny grants only. The loader has
+ * already reported any other kind as an error; dropping them here as well
+ * means a widening grant can never reach the judge.
+ */
+export function workerDenyGrants(worker: WorkerConfig, file: string): ScopedGrant[] {
+  return (worker.grant ?? [])
+    .filter((grant) => grant.verdict === "deny" && !grant.inject)
+    .map((grant) => ({ ...grant, scope: `org/${worker.name}`, source: file }));
+}
+
+const NARROW_ONLY = "a worker's config may only narrow the org's";
+
+/** Every place a worker.toml asks for more than org.toml grants, as config errors. */
+export function checkNarrowing(
+  org: OrgConfig,
+  worker: WorkerConfig,
+  file: string,
+  text: string,
+): ConfigError[] {
+  const errors: ConfigError[] = [];
+  const at = (pointer: string, message: string) =>
+    errors.push({
+      file,
+      line: locateLine(text, pointer),
+      field: pointer.split("/").filter(Boolean).join("."),
+      message,
+    });
+  const allowed = (value: unknown, isDefault: boolean) =>
+    `${JSON.stringify(value)}${isDefault ? " by default" : ""}`;
+  const tooMuch = (pointer: string, value: unknown, orgValue: unknown, isDefault: boolean) =>
+    at(
+      pointer,
+      `${JSON.stringify(value)} is more than org.toml allows (${allowed(orgValue, isDefault)}); ${NARROW_ONLY}`,
+    );
+
+  const box = worker.box ?? {};
+  const orgBox = org.box ?? {};
+  const effectiveBox = { ...BOX_DEFAULTS, ...orgBox };
+  if (box.pids_limit !== undefined && box.pids_limit > effectiveBox.pids_limit)
+    tooMuch(
+      "/box/pids_limit",
+      box.pids_limit,
+      effectiveBox.pids_limit,
+      orgBox.pids_limit === undefined,
+    );
+  if (box.memory !== undefined && parseMemory(box.memory) > parseMemory(effectiveBox.memory))
+    tooMuch("/box/memory", box.memory, effectiveBox.memory, orgBox.memory === undefined);
+  if (box.cpus !== undefined && box.cpus > effectiveBox.cpus)
+    tooMuch("/box/cpus", box.cpus, effectiveBox.cpus, orgBox.cpus === undefined);
+  if (box.egress_lockdown === false && effectiveBox.egress_lockdown !== false)
+    at(
+      "/box/egress_lockdown",
+      `false switches off a protection org.toml keeps on (${allowed(true, orgBox.egress_lockdown === undefined)}); ${NARROW_ONLY}`,
+    );
+
+  const context = worker.context ?? {};
+  for (const key of CONTEXT_KEYS) {
+    const value = context[key];
+    const orgValue = org.context?.[key];
+    const limit = orgValue ?? CONTEXT_DEFAULTS[key];
+    if (value !== undefined && value > limit)
+      tooMuch(`/context/${key}`, value, limit, orgValue === undefined);
+  }
+
+  (worker.grant ?? []).forEach((grant, index) => {
+    const elsewhere = `a [[grant]] with workers = ["${worker.name}"]`;
+    if (grant.verdict !== "deny")
+      at(
+        `/grant/${index}/verdict`,
+        `"${grant.name}" is ${grant.verdict === "allow" ? "an allow" : "a tunnel"} grant; a worker's config may only add deny grants (a per-worker allowance belongs in org.toml: ${elsewhere})`,
+      );
+    if (grant.inject)
+      at(
+        `/grant/${index}/inject`,
+        `"${grant.name}" injects credential "${grant.inject.credential}"; a worker's config may not inject credentials (that belongs in org.toml: ${elsewhere})`,
+      );
+  });
+
+  checkModel(org.model, worker.model, at);
+  return errors;
+}
+
+const MODEL_DESTINATION = ["provider", "base_url", "credential"] as const;
+const MODEL_CHOICE =
+  "a worker may pick model, max_tokens and context_window; provider, base_url and credential decide where the model credential goes, and only org.toml says that";
+
+function checkModel(
+  org: ModelSection | undefined,
+  worker: WorkerModelSection | undefined,
+  at: (pointer: string, message: string) => void,
+): void {
+  if (!worker) return;
+  if (!org) {
+    const set = MODEL_DESTINATION.filter((key) => worker[key] !== undefined);
+    for (const key of set)
+      at(
+        `/model/${key}`,
+        `${JSON.stringify(worker[key])}: org.toml grants no model (it has no [model]); ${MODEL_CHOICE}`,
+      );
+    if (!set.length)
+      at("/model", `org.toml grants no model (it has no [model]) for this to adjust`);
+    return;
+  }
+  const orgValues = { provider: org.provider, ...modelDestination(org) };
+  for (const key of MODEL_DESTINATION) {
+    const value = worker[key];
+    if (value === undefined || value === orgValues[key]) continue;
+    const orgValue = orgValues[key];
+    at(
+      `/model/${key}`,
+      `${JSON.stringify(value)} is not org.toml's (${orgValue === undefined ? "none" : JSON.stringify(orgValue)}); ${MODEL_CHOICE}`,
+    );
+  }
+}
