@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { rosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { formatDecision, readDecisions, summarise } from "../gateway/audit-view.ts";
@@ -50,8 +50,15 @@ export function registerGatewayCommands(program: Command): void {
     .command("start")
     .description("run the gateway in the foreground")
     .option("--addr <host:port>", "address to listen on (repeatable)", parseAddr)
-    .action(async (flags: { addr?: ListenAddress[] }) => {
+    // roster run's own gateway, a child of the run (runner/gateway/embedded.ts)
+    .addOption(new Option("--embedded").hideHelp())
+    .action(async (flags: { addr?: ListenAddress[]; embedded?: boolean }) => {
       const paths = rosterPaths();
+      if (flags.embedded) {
+        if (!flags.addr) throw new RosterError("--embedded needs --addr", { exitCode: 2 });
+        const { serveEmbedded } = await import("../gateway/embedded.ts");
+        return serveEmbedded(paths, flags.addr);
+      }
       const listen = flags.addr ?? (await defaultListen(paths.config));
       const { Gateway } = await import("../gateway/gateway.ts");
       const running = await Gateway.start({ paths, listen });

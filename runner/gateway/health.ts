@@ -18,15 +18,25 @@ export async function runningGateway(
     return undefined;
   }
   if (!state.addrs?.some((addr) => addr !== "127.0.0.1" && addr !== "::1")) return undefined;
+  const health = await askHealth(state.port, 2000);
+  return health?.config_root === configRoot ? state : undefined;
+}
+
+/**
+ * One /healthz question on loopback: the answer when the gateway says ok within
+ * `timeoutMs`, else undefined. Cheap enough to ask every few seconds of a run.
+ */
+export async function askHealth(
+  port: number,
+  timeoutMs: number,
+): Promise<{ config_root?: string } | undefined> {
   try {
-    const response = await request(`http://127.0.0.1:${state.port}/healthz`, {
-      headersTimeout: 2000,
-      bodyTimeout: 2000,
+    const response = await request(`http://127.0.0.1:${port}/healthz`, {
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
     });
     const body = (await response.body.json()) as { ok?: boolean; config_root?: string };
-    return response.statusCode === 200 && body.ok && body.config_root === configRoot
-      ? state
-      : undefined;
+    return response.statusCode === 200 && body.ok ? body : undefined;
   } catch {
     return undefined;
   }

@@ -15,13 +15,13 @@ import { formatConfigError, loadConfig, type WorkerView, workerView } from "../c
 import { modelEndpoint } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
-import { DEFAULT_GATEWAY_PORT, Gateway } from "../gateway/gateway.ts";
-import { runningGateway } from "../gateway/health.ts";
+import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { readCredential } from "../gateway/vault.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import { compilePrompt } from "../prompt/compile.ts";
 import { storeCredential } from "./credentials.ts";
+import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
 import { assistantText, describeEvent, LineSplitter, parseEvent } from "./pi-events.ts";
 import {
   finished,
@@ -36,7 +36,8 @@ import {
  * `roster run <worker> "<prompt>"`: one governed run, end to end. Fails closed,
  * in order: config, network and firewall, gateway, CA, image, model credential.
  * Whatever happens, the container is removed, the token revoked and the record
- * finished.
+ * finished; if the gateway goes away mid-run the box is killed at once and the
+ * run fails with that cause (a box never outlives its door).
  */
 export interface OneShotOptions {
   paths: RosterPaths;
@@ -131,27 +132,8 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
     await ensureEgressLockdown(network.subnet, port);
   }
 
-  // gateway: a running daemon's, or one embedded for this run
-  let embedded: Gateway | undefined;
-  const running = await runningGateway(paths.state, paths.config);
-  let gatewayPort = running?.port;
-  if (!running) {
-    try {
-      embedded = await Gateway.start({
-        paths,
-        listen: [
-          { host: "127.0.0.1", port },
-          { host: network.gateway, port },
-        ],
-        recordState: false,
-      });
-      gatewayPort = embedded.port;
-    } catch (error) {
-      throw refuse(
-        `the gateway is not healthy and could not be started on port ${port}: ${errorMessage(error)} (is another process using it? set [gateway] port)`,
-      );
-    }
-  }
+  // gateway: a running daemon's, or one embedded for this run; watched until released
+  const lease = await leaseGateway({ paths, port, bridge: network.gateway, env });
   try {
     if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
       throw refuse(
@@ -184,12 +166,13 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
       worker,
       identity,
       network.gateway,
-      gatewayPort ?? port,
+      lease,
       image,
       endpoint.keyEnv,
     );
   } finally {
-    await embedded?.stop();
+    // after the box is gone: an embedded gateway is stopped only once nothing needs it
+    await lease.release();
   }
 }
 
@@ -199,7 +182,7 @@ async function startRun(
   worker: WorkerView,
   identity: string,
   hostAddress: string,
-  gatewayPort: number,
+  gateway: GatewayLease,
   image: string,
   keyEnv: string | undefined,
 ): Promise<OneShotResult> {
@@ -239,7 +222,7 @@ async function startRun(
     const env = boxEnvironment({
       token,
       gatewayHost: "host.docker.internal",
-      gatewayPort,
+      gatewayPort: gateway.port,
       runId: id,
       sentinels: [...worker.sentinels, ...(keyEnv ? [keyEnv] : [])],
     });
@@ -287,6 +270,7 @@ async function startRun(
       {
         deadlineMs: options.ceilingMinutes * 60_000,
         ...(options.signal ? { signal: options.signal } : {}),
+        fault: gateway.lost,
         onStdout: (chunk) => {
           events.write(chunk);
           for (const line of splitter.push(chunk.toString("utf8"))) onLine(line);
@@ -298,6 +282,13 @@ async function startRun(
     await Promise.all(
       [events, stderr].map((stream) => new Promise((resolve) => stream.end(resolve))),
     );
+    if (outcome.endedBy === "error") {
+      // the box was killed because its gateway went away: a failure of the run, not the worker
+      const cause = `${errorMessage(gateway.lost.reason)} during the run; the box was stopped`;
+      record = finished(record, "error", undefined, cause);
+      await writeRecord(dir, record);
+      throw new RosterError(cause, { exitCode: 1 });
+    }
     record = finished(record, outcome.endedBy, outcome.exitCode);
     if (outcome.endedBy === "ceiling")
       record.error = `killed at the ${options.ceilingMinutes}-minute ceiling`;
@@ -307,8 +298,10 @@ async function startRun(
       outcome.endedBy === "ceiling" ? 2 : outcome.endedBy === "signal" ? 130 : outcome.exitCode;
     return { exitCode, record, answer };
   } catch (error) {
-    record = finished(record, "error", undefined, errorMessage(error));
-    await writeRecord(dir, record);
+    if (record.state === "running") {
+      record = finished(record, "error", undefined, errorMessage(error));
+      await writeRecord(dir, record);
+    }
     throw error;
   } finally {
     if (token) await revokeToken(paths.identity, token);

@@ -1,0 +1,198 @@
+import { type ChildProcess, fork } from "node:child_process";
+import { join } from "node:path";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage, RosterError } from "../errors.ts";
+import { PROJECT_ROOT } from "../version.ts";
+import { Gateway, type ListenAddress } from "./gateway.ts";
+
+/**
+ * The gateway `roster run` embeds when no standalone one is running, as a
+ * child process (`roster gateway start --embedded`) rather than inside the
+ * run's own process: a gateway crash then cannot take the run's bookkeeping
+ * down with it, and the run can see the gateway die and stop its box at once.
+ *
+ * Both halves of the protocol live here. Over the fork's IPC channel the child
+ * sends exactly one message, ready (with its bound addresses) or failed (with
+ * the reason); it stops when the channel closes, which happens when the parent
+ * disconnects it or exits in any way, so it never outlives its run.
+ */
+type ChildMessage =
+  | { type: "ready"; addresses: ListenAddress[]; configRoot: string }
+  | { type: "failed"; error: string };
+
+/** How the child ended: the exit code, or the signal that killed it. */
+export interface GatewayExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export function describeExit(exit: GatewayExit): string {
+  return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code ?? "unknown"}`;
+}
+
+export interface EmbeddedGateway {
+  pid: number;
+  port: number;
+  addresses: ListenAddress[];
+  /** Called once when the child ends for any reason other than stop(). */
+  onExit(listener: (exit: GatewayExit) => void): void;
+  /** Asks the child to stop (closing the channel), then kills it if it lingers. */
+  stop(): Promise<void>;
+}
+
+const ROSTER_BIN = join(PROJECT_ROOT, "bin/roster.mjs");
+const READY_TIMEOUT_MS = 60_000;
+const STOP_GRACE_MS = 5_000;
+
+/**
+ * Starts the child and waits for it to listen. Rejects with the child's own
+ * reason (e.g. EADDRINUSE) when it can't. The child finds the roots from `env`
+ * the way every roster command does; it reports its config root so a run whose
+ * `paths` disagree with its environment is refused rather than half-governed.
+ */
+export async function launchEmbeddedGateway(options: {
+  paths: RosterPaths;
+  listen: ListenAddress[];
+  env: NodeJS.ProcessEnv;
+}): Promise<EmbeddedGateway> {
+  const args = ["gateway", "start", "--embedded"];
+  for (const address of options.listen) args.push("--addr", formatAddr(address));
+  // stdout is ignored so nothing the child prints can mix with the run's answer;
+  // stderr is inherited so a gateway bug still shows its stack. execArgv is
+  // cleared because bin/roster.mjs loads TypeScript itself.
+  const child = fork(ROSTER_BIN, args, {
+    env: options.env,
+    execArgv: [],
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+  // a failed kill or send is reported as 'error'; the exit watch covers what matters
+  child.on("error", () => undefined);
+  const exited = new Promise<GatewayExit>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+  });
+
+  let ready: Extract<ChildMessage, { type: "ready" }>;
+  try {
+    ready = await waitForReady(child, exited);
+    if (ready.configRoot !== options.paths.config) {
+      throw new Error(
+        `it serves ${ready.configRoot}, not ${options.paths.config} (the environment names other roots)`,
+      );
+    }
+  } catch (error) {
+    await stopChild(child, exited);
+    throw error;
+  }
+
+  let stopping = false;
+  const listeners: ((exit: GatewayExit) => void)[] = [];
+  void exited.then((exit) => {
+    if (stopping) return;
+    for (const listener of listeners) listener(exit);
+  });
+  return {
+    pid: child.pid ?? 0,
+    port: ready.addresses[0]?.port ?? 0,
+    addresses: ready.addresses,
+    onExit: (listener) => {
+      listeners.push(listener);
+    },
+    stop: async () => {
+      stopping = true;
+      await stopChild(child, exited);
+    },
+  };
+}
+
+function waitForReady(
+  child: ChildProcess,
+  exited: Promise<GatewayExit>,
+): Promise<Extract<ChildMessage, { type: "ready" }>> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: ChildMessage) => {
+      done();
+      if (message.type === "ready") resolve(message);
+      else reject(new Error(message.error));
+    };
+    const onError = (error: Error) => {
+      done();
+      reject(error);
+    };
+    const timer = setTimeout(
+      () => onError(new Error(`it did not report ready within ${READY_TIMEOUT_MS / 1000} s`)),
+      READY_TIMEOUT_MS,
+    );
+    // the first of message, error, exit or timeout settles it; the rest are no-ops
+    const done = () => {
+      clearTimeout(timer);
+      child.off("message", onMessage);
+      child.off("error", onError);
+    };
+    child.on("message", onMessage);
+    child.on("error", onError);
+    void exited.then((exit) =>
+      onError(new Error(`it exited (${describeExit(exit)}) before it was ready`)),
+    );
+  });
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<GatewayExit>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  if (child.connected) child.disconnect();
+  else child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+function formatAddr(address: ListenAddress): string {
+  return address.host.includes(":")
+    ? `[${address.host}]:${address.port}`
+    : `${address.host}:${address.port}`;
+}
+
+/**
+ * The child's side: `roster gateway start --embedded`. Listens, says so over
+ * IPC, and serves until the channel closes (or SIGTERM). It writes no
+ * state/gateway.json: it belongs to one run and must not be found and used by
+ * another.
+ */
+export async function serveEmbedded(paths: RosterPaths, listen: ListenAddress[]): Promise<void> {
+  const send = process.send?.bind(process);
+  if (!send) {
+    throw new RosterError(
+      "--embedded is roster run's own: it needs the IPC channel of its parent",
+      {
+        exitCode: 2,
+      },
+    );
+  }
+  // Ctrl-C reaches the whole foreground process group; the parent answers it by
+  // stopping its box first and then this gateway, so the box is never left
+  // without its door while it still runs.
+  process.on("SIGINT", () => undefined);
+  let gateway: Gateway;
+  try {
+    gateway = await Gateway.start({ paths, listen, recordState: false });
+  } catch (error) {
+    process.exitCode = 1;
+    // the parent closes the channel once it has the reason; then this exits
+    send({ type: "failed", error: errorMessage(error) } satisfies ChildMessage);
+    return;
+  }
+  const stopped = new Promise<void>((resolve) => {
+    process.once("disconnect", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  send({
+    type: "ready",
+    addresses: gateway.addresses,
+    configRoot: paths.config,
+  } satisfies ChildMessage);
+  await stopped;
+  // Exit even if a stray socket would keep the loop alive: when the parent is
+  // gone, nobody else would ever end this process.
+  setTimeout(() => process.exit(0), STOP_GRACE_MS).unref();
+  await gateway.stop().catch(() => undefined);
+  process.exit(0);
+}

@@ -1,0 +1,84 @@
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage, RosterError } from "../errors.ts";
+import { describeExit, launchEmbeddedGateway } from "../gateway/embedded.ts";
+import { askHealth, runningGateway } from "../gateway/health.ts";
+
+/**
+ * The gateway a one-shot run holds for its duration: a running standalone one
+ * when it answers, else one embedded for this run as a child process. Either
+ * way the lease watches it, because a box must never run on without its door:
+ * `lost` aborts, with the cause as its reason, the moment the embedded child
+ * exits or the standalone one stops answering /healthz, and the run stops its
+ * box on that signal.
+ */
+export interface GatewayLease {
+  /** The port boxes reach the gateway on. */
+  port: number;
+  /** Aborted (reason: an Error naming the cause) if the gateway goes away before release. */
+  lost: AbortSignal;
+  /** Stops watching; stops the embedded gateway (after the box, so never before it). */
+  release(): Promise<void>;
+}
+
+/** How often a standalone gateway is asked whether it is still there. */
+const HEALTH_EVERY_MS = 2_000;
+const HEALTH_TIMEOUT_MS = 1_500;
+/** Misses in a row before it counts as gone: one slow answer under load is not a death. */
+const HEALTH_MISSES = 2;
+
+export async function leaseGateway(options: {
+  paths: RosterPaths;
+  /** `[gateway] port`: where an embedded gateway listens. */
+  port: number;
+  /** The locked network's bridge address: boxes reach the host there. */
+  bridge: string;
+  env: NodeJS.ProcessEnv;
+}): Promise<GatewayLease> {
+  const { paths, port } = options;
+  const lost = new AbortController();
+  const running = await runningGateway(paths.state, paths.config);
+  if (running) return watchStandalone(running.port, lost);
+
+  let embedded: Awaited<ReturnType<typeof launchEmbeddedGateway>>;
+  try {
+    embedded = await launchEmbeddedGateway({
+      paths,
+      listen: [
+        { host: "127.0.0.1", port },
+        { host: options.bridge, port },
+      ],
+      env: options.env,
+    });
+  } catch (error) {
+    throw new RosterError(
+      `the gateway is not healthy and could not be started on port ${port}: ${errorMessage(error)} (is another process using it? set [gateway] port)`,
+      { exitCode: 2 },
+    );
+  }
+  embedded.onExit((exit) => lost.abort(new Error(`the gateway died (${describeExit(exit)})`)));
+  return { port: embedded.port, lost: lost.signal, release: () => embedded.stop() };
+}
+
+function watchStandalone(port: number, lost: AbortController): GatewayLease {
+  let misses = 0;
+  let asking = false;
+  const timer = setInterval(() => {
+    // a question still in flight is not asked twice
+    if (asking || lost.signal.aborted) return;
+    asking = true;
+    void askHealth(port, HEALTH_TIMEOUT_MS).then((health) => {
+      asking = false;
+      misses = health ? 0 : misses + 1;
+      if (misses >= HEALTH_MISSES && !lost.signal.aborted) {
+        lost.abort(new Error(`the gateway on port ${port} stopped answering /healthz`));
+      }
+    });
+  }, HEALTH_EVERY_MS);
+  // the watch alone must not keep the process alive
+  timer.unref();
+  return {
+    port,
+    lost: lost.signal,
+    release: async () => clearInterval(timer),
+  };
+}
