@@ -1,12 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Duplex } from "node:stream";
 import { ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
 import type { AuditLog, AuditOutcome, DecisionLine } from "./audit.ts";
 import type { Budgets } from "./budget.ts";
 import type { ConfigSource } from "./config-source.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
-import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
+import { denied, type Refusal, sendRefusal } from "./refusals.ts";
 import { relayBody } from "./relay.ts";
 import { readBody } from "./request-body.ts";
 import {
