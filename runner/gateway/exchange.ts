@@ -185,12 +185,7 @@ export function forwardHeaders(
 }
 
 /** 413 from the header or the first byte over the limit; the connection is closed after it. */
-function refuseTooLarge(
-  deps: ExchangeDeps,
-  req: IncomingMessage,
-  res: ServerResponse,
-  line: DecisionLine,
-): void {
+function refuseTooLarge(deps: ExchangeDeps, res: ServerResponse, line: DecisionLine): void {
   line.write({ verdict: "deny", rule: undefined, status: 413, note: "body too large" });
   const refusal = denied(
     undefined,
@@ -198,8 +193,9 @@ function refuseTooLarge(
     "request body too large",
   );
   refusal.status = 413;
+  // Node ends the connection gracefully after a `Connection: close` response (the refusal is
+  // flushed first); the rest of the upload is never read
   res.shouldKeepAlive = false;
-  res.once("finish", () => req.socket.destroy());
   sendRefusal(res, refusal, { close: true });
 }
 
@@ -217,7 +213,7 @@ export async function handleRequest(
   const facts = buildFacts(req, target, identity, rawPath, body);
   if (read.kind === "too-large") {
     facts.bodySize = read.size;
-    return refuseTooLarge(deps, req, res, deps.audit.line(facts));
+    return refuseTooLarge(deps, res, deps.audit.line(facts));
   }
 
   if (facts.host === ACTIONS_HOST) {

@@ -99,7 +99,8 @@ export class Gateway {
           outer.once("error", reject);
           // port 0 on later addresses reuses the first one's port: one port, several addresses
           const port = address.port === 0 && bound[0] ? bound[0].port : address.port;
-          outer.listen(port, address.host, () => {
+          // a deep accept queue: a burst of boxes connecting at once is queued, not dropped
+          outer.listen({ port, host: address.host, backlog: 4096 }, () => {
             outer.off("error", reject);
             resolveListen();
           });
