@@ -113,6 +113,10 @@ beforeAll(async () => {
 upstream_ca = ["${caFile}"]
 resolve = { "hostile.test" = "127.0.0.1" }
 
+[gateway.timeouts]
+upstream_headers_secs = 1.5
+upstream_body_idle_secs = 1
+
 [[grant]]
 name = "hostile"
 verdict = "allow"
@@ -123,7 +127,7 @@ name = "web"
 verdict = "allow"
 match = { host = "*", method = "GET" }
 `,
-    { timeouts: { upstreamHeadersMs: 1500, upstreamBodyIdleMs: 1000, idleMs: 5000 } },
+    { timeouts: { idleMs: 5000 } },
   );
   token = await env.token("elf");
 });

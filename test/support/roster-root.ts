@@ -43,7 +43,7 @@ export async function makeRosterRoot(
   const example = await readFile(join(paths.config, "org.toml"), "utf8");
   const org = example
     .replace(
-      /\[model\][\s\S]*?\n\[engine\]/,
+      /^\[model\][\s\S]*?\n\[engine\]/m,
       `[model]\nprovider = "openai-compatible"\nmodel = "scripted-1"\nbase_url = "${modelBaseUrl}"\n${options.modelKey ? 'credential = "local-model"\n' : ""}\n[engine]`,
     )
     .replace("port = 7300", `port = ${gatewayPort}`);
