@@ -1,7 +1,14 @@
+import { createHash } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { gzipSync } from "node:zlib";
+import {
+  type AddressInfo,
+  createServer as createNetServer,
+  type Server as NetServer,
+  type Socket,
+} from "node:net";
+import { createGzip, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fetchWithLimits } from "../../extensions/lib/http.ts";
 import {
   fetchPages,
   normaliseUrls,
@@ -158,5 +165,155 @@ describe("hostile pages", () => {
     expect(rejected).toEqual(["ftp://x.example/file", "not", "a", "url"]);
     const text = renderPages(await fetchPages([urls[0] ?? ""], PAGE_DEFAULTS), rejected);
     expect(text).toContain("(skipped, not http(s) URLs: ftp://x.example/file, not, a, url)");
+  });
+});
+
+/**
+ * Peers that hang up: whole responses written on raw sockets and then a FIN,
+ * while the reader is still behind (decoding gzip keeps it behind). undici 7
+ * crashed the process right here (an assert in its parser, nodejs/undici#5360).
+ */
+describe("peers that close their socket under back-pressure", () => {
+  let peer: NetServer;
+  let peerBase: string;
+  const open = new Set<Socket>();
+  // ~8 MB of poorly compressible text: a few MB of gzip that decodes slower than it arrives
+  const text = Buffer.from(
+    Array.from(
+      { length: 100_000 },
+      (_, i) => `${i} ${createHash("sha256").update(String(i)).digest("hex")}\n`,
+    ).join(""),
+  );
+  const gzipped = gzipSync(text);
+  const head = (fields: Record<string, string | number>) =>
+    `HTTP/1.1 200 OK\r\n${Object.entries(fields)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join("")}\r\n`;
+  const scripts: Record<string, (socket: Socket) => void> = {
+    // read-until-close bodies: the FIN is the end of the message
+    "/fin-gzip": (socket) => {
+      socket.write(head({ "content-encoding": "gzip", connection: "close" }));
+      socket.end(gzipped);
+    },
+    "/fin-plain": (socket) => {
+      socket.write(head({ connection: "close" }));
+      socket.end(text);
+    },
+    // a length the peer never delivers: FIN mid-body
+    "/cut": (socket) => {
+      socket.write(head({ "content-length": text.length, connection: "close" }));
+      socket.end(text.subarray(0, 1024 * 1024));
+    },
+    "/cut-gzip": (socket) => {
+      socket.write(
+        head({ "content-encoding": "gzip", "content-length": gzipped.length, connection: "close" }),
+      );
+      socket.end(gzipped.subarray(0, gzipped.length >> 1));
+    },
+    // answers nothing at all
+    "/silent": () => undefined,
+    // never ends: only the reader letting go stops it
+    "/endless-gzip": (socket) => {
+      socket.write(head({ "content-encoding": "gzip", connection: "close" }));
+      const gzip = createGzip();
+      gzip.on("error", () => undefined);
+      gzip.pipe(socket);
+      socket.once("close", () => gzip.destroy());
+      const pump = () => {
+        while (!socket.destroyed && gzip.write(text.subarray(0, 256 * 1024)));
+        if (!socket.destroyed) gzip.once("drain", pump);
+      };
+      pump();
+    },
+  };
+
+  beforeAll(async () => {
+    peer = createNetServer((socket) => {
+      open.add(socket);
+      socket.once("close", () => open.delete(socket));
+      socket.on("error", () => socket.destroy());
+      let received = "";
+      const onData = (chunk: Buffer) => {
+        received += chunk.toString("latin1");
+        if (!received.includes("\r\n\r\n")) return;
+        socket.off("data", onData);
+        const script = scripts[received.split(" ")[1] ?? ""];
+        if (script) script(socket);
+        else socket.end("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+      };
+      socket.on("data", onData);
+    });
+    await new Promise<void>((resolve) => peer.listen(0, "127.0.0.1", resolve));
+    peerBase = `http://127.0.0.1:${(peer.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    for (const socket of open) socket.destroy();
+    return new Promise<void>((resolve) => peer.close(() => resolve()));
+  });
+
+  const limits = { timeoutMs: 15_000, maxBytes: 64 * 1024 * 1024, maxRedirects: 5 };
+  const stillWorks = async () => {
+    const next = await fetchWithLimits(`${base}/json`, limits);
+    expect(next.body.toString()).toBe('{"a":1,"b":[true,null]}');
+  };
+
+  it("reads a gzip body that ends with FIN while the decoder is behind, every time", async () => {
+    for (let round = 0; round < 3; round++) {
+      const fetched = await fetchWithLimits(`${peerBase}/fin-gzip`, limits);
+      expect(fetched.truncated).toBe(false);
+      expect(fetched.body.equals(text)).toBe(true);
+      await stillWorks();
+    }
+  });
+
+  it("reads a plain body that ends with FIN", async () => {
+    const fetched = await fetchWithLimits(`${peerBase}/fin-plain`, limits);
+    expect(fetched.body.equals(text)).toBe(true);
+    await stillWorks();
+  });
+
+  it("marks a body cut by FIN mid-way as truncated and keeps what arrived", async () => {
+    const plain = await fetchWithLimits(`${peerBase}/cut`, limits);
+    expect(plain.truncated).toBe(true);
+    expect(plain.body.equals(text.subarray(0, 1024 * 1024))).toBe(true);
+    const gzip = await fetchWithLimits(`${peerBase}/cut-gzip`, limits);
+    expect(gzip.truncated).toBe(true);
+    expect(gzip.body.length).toBeGreaterThan(0);
+    expect(gzip.body.equals(text.subarray(0, gzip.body.length))).toBe(true);
+    await stillWorks();
+  });
+
+  it("gives up on a silent peer at the deadline or the tool's signal, and lets go of it", async () => {
+    await expect(
+      fetchWithLimits(`${peerBase}/silent`, { ...limits, timeoutMs: 600 }),
+    ).rejects.toThrow("timed out after 1 s");
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 200);
+    await expect(
+      fetchWithLimits(`${peerBase}/silent`, { ...limits, signal: controller.signal }),
+    ).rejects.toThrow("cancelled");
+    const mid = new AbortController();
+    setTimeout(() => mid.abort(), 300);
+    const page = await fetchWithLimits(`${base}/never`, { ...limits, signal: mid.signal });
+    expect(page.timedOut).toBe(true);
+    expect(page.body.toString()).toContain("the start arrives");
+    const started = Date.now();
+    while (open.size > 0 && Date.now() - started < 3000)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(open.size).toBe(0);
+  });
+
+  it("lets go of the socket once the decoded cap is reached", async () => {
+    const fetched = await fetchWithLimits(`${peerBase}/endless-gzip`, {
+      ...limits,
+      maxBytes: 2 * 1024 * 1024,
+    });
+    expect(fetched.truncated).toBe(true);
+    expect(fetched.body.length).toBe(2 * 1024 * 1024);
+    const started = Date.now();
+    while (open.size > 0 && Date.now() - started < 3000)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(open.size).toBe(0);
+    await stillWorks();
   });
 });
