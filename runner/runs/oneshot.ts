@@ -12,6 +12,7 @@ import { ensureLockedNetwork } from "../box/network.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
 import { formatConfigError, loadConfig, type WorkerView, workerView } from "../config/load.ts";
+import { parseMemory } from "../config/memory.ts";
 import { modelEndpoint } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
@@ -306,12 +307,4 @@ async function startRun(
   } finally {
     if (token) await revokeToken(paths.identity, token);
   }
-}
-
-export function parseMemory(value: string): number {
-  const match = /^([0-9.]+)([kmg])$/i.exec(value);
-  const units: Record<string, number> = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
-  return match?.[1] && match[2]
-    ? Math.round(Number(match[1]) * (units[match[2].toLowerCase()] ?? 1))
-    : 0;
 }

@@ -247,6 +247,36 @@ describe.skipIf(!docker)("roster run", () => {
     }
   });
 
+  it("gives the box the limits a worker narrowed to, and refuses a run that widens one", async () => {
+    const worker = join(deployment.paths.config, "workers/elf/worker.toml");
+    const before = readFileSync(worker, "utf8");
+    await writeFile(worker, `${before}\n[box]\nmemory = "512m"\npids_limit = 256\n`);
+    try {
+      model.play(
+        // cgroup v2 files, or v1's where the host still mounts v1
+        bash(
+          "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max",
+        ),
+        answerWithToolOutput,
+      );
+      const narrowed = await deployment.roster(["run", "elf", "show your limits"]);
+      expect(narrowed.code, narrowed.stderr).toBe(0);
+      expect(narrowed.stdout).toContain(String(512 * 1024 * 1024));
+      expect(narrowed.stdout).toMatch(/\b256\b/);
+
+      await writeFile(worker, `${before}\n[box]\nmemory = "64g"\n`);
+      const requests = model.requests.length;
+      const widened = await deployment.roster(["run", "elf", "anything"]);
+      expect(widened.code).toBe(2);
+      expect(widened.stderr).toMatch(
+        /worker\.toml:\d+: box\.memory: "64g" is more than org\.toml allows \("4g"\)/,
+      );
+      expect(model.requests.length).toBe(requests);
+    } finally {
+      await writeFile(worker, before);
+    }
+  });
+
   it("fails the run instead of cutting an identity over its limit", async () => {
     const worker = join(deployment.paths.config, "workers/elf/worker.toml");
     const before = readFileSync(worker, "utf8");
