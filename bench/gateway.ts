@@ -3,14 +3,16 @@
  * direct HTTPS, through roster's gateway (TLS intercepted, judged, audited), and
  * through mitmproxy (Debian's `mitmproxy`, also intercepting). Small (1 KB) and
  * large (1 MB) responses; requests/s, p50/p99 latency, and the proxy process's
- * CPU per request. Needs mitmdump on PATH.
+ * CPU per request. Then each proxy's memory (RSS): idle, at its peak under 200
+ * concurrent clients × 50 requests, and holding 1000 idle connections. Needs
+ * mitmdump on PATH.
  *   npx tsx bench/gateway.ts
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -51,6 +53,15 @@ function cpuMs(pid: number | undefined): number {
   if (!pid) return 0;
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 1/100 s
+}
+
+/** Resident memory of a process, in MiB. */
+function rssMiB(pid: number | undefined): number {
+  if (!pid) return 0;
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((entry) => entry.startsWith("VmRSS:"));
+  return Number(line?.replace(/\D+/g, "") ?? 0) / 1024;
 }
 
 async function waitForPort(port: number): Promise<void> {
@@ -143,14 +154,14 @@ const routes: Route[] = [
   },
 ];
 
-async function load(route: Route, path: string, total: number) {
+async function load(route: Route, path: string, total: number, concurrency = CONCURRENCY) {
   const latencies: number[] = [];
   let next = 0;
   let failures = 0;
   const cpuBefore = cpuMs(route.pid);
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (next < total) {
         next++;
         const t0 = performance.now();
@@ -178,6 +189,9 @@ async function load(route: Route, path: string, total: number) {
   };
 }
 
+// idle: started, its CA and config loaded, nothing served yet
+const idleRss = new Map(routes.map((route) => [route.name, rssMiB(route.pid)]));
+
 try {
   console.log(`loopback, keep-alive, ${CONCURRENCY} concurrent clients, Node ${process.version}\n`);
   console.log(
@@ -194,6 +208,50 @@ try {
         `| ${size.name} | ${route.name} | ${result.rps.toFixed(0)} | ${result.p50.toFixed(2)} | ${result.p99.toFixed(2)} | ${(result.p50 - direct.p50).toFixed(2)} | ${route.pid ? result.cpuPerRequest.toFixed(3) : "-"} | ${(result.rps / direct.rps).toFixed(2)}x | ${result.failures} |`,
       );
     }
+  }
+  console.log(
+    "\n| route | RSS idle MiB | RSS peak, 200 clients × 50 req MiB | req/s at 200 clients | failures | RSS with 1000 idle connections MiB |",
+  );
+  console.log("|---|---|---|---|---|---|");
+  for (const route of routes.slice(1)) {
+    const port = route.name === "mitmproxy" ? mitmPort : gatewayPort;
+    const idle = idleRss.get(route.name) ?? 0;
+    // 200 clients, each on its own connection through the proxy
+    const crowd: Route = {
+      ...route,
+      dispatcher: new ProxyAgent({
+        uri:
+          route.name === "mitmproxy"
+            ? `http://127.0.0.1:${mitmPort}`
+            : `http://${token}:x@127.0.0.1:${gatewayPort}`,
+        requestTls: { ca: route.name === "mitmproxy" ? mitmCa : rosterCa },
+        connections: 200,
+      }),
+    };
+    let peak = rssMiB(route.pid);
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssMiB(route.pid));
+    }, 50);
+    const loaded = await load(crowd, "/1024", 200 * 50, 200);
+    clearInterval(sampler);
+    peak = Math.max(peak, rssMiB(route.pid));
+    await crowd.dispatcher.close();
+    const sockets = await Promise.all(
+      Array.from(
+        { length: 1000 },
+        () =>
+          new Promise<Socket>((resolve) => {
+            const socket = connect(port, "127.0.0.1", () => resolve(socket));
+            socket.on("error", () => undefined);
+          }),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const withIdle = rssMiB(route.pid);
+    for (const socket of sockets) socket.destroy();
+    console.log(
+      `| ${route.name} | ${idle.toFixed(1)} | ${peak.toFixed(1)} | ${loaded.rps.toFixed(0)} | ${loaded.failures} | ${withIdle.toFixed(1)} |`,
+    );
   }
 } finally {
   for (const route of routes) await route.dispatcher.close();
