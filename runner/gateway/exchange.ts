@@ -288,7 +288,16 @@ export async function handleRequest(
     });
     return;
   }
-  res.writeHead(status, headers);
+  try {
+    res.writeHead(status, headers);
+  } catch (error) {
+    // a status or header Node won't repeat (a status under 100, a control character)
+    response.destroy();
+    const detail = `upstream: unusable response head (${error instanceof Error ? error.message : String(error)})`;
+    line.write({ verdict: "allow", rule: ruleName, status: 502, note: detail });
+    sendRefusal(res, { status: 502, body: { error: detail, rule: ruleName ?? null } });
+    return;
+  }
   await relayBody(response, res, deps.upstreams.options.bodyIdleTimeoutMs, (transfer) =>
     line.finish(transfer),
   );

@@ -52,6 +52,9 @@ const scripts = {
   "/bad-status": (socket: import("node:net").Socket) => {
     socket.end("HTTP/1.1 abc Nope\r\n\r\n");
   },
+  "/status-099": (socket: import("node:net").Socket) => {
+    socket.end(head(["HTTP/1.1 099 Too Early", "content-length: 0"]));
+  },
   "/huge-headers": (socket: import("node:net").Socket) => {
     socket.end(head(["HTTP/1.1 200 OK", `x-big: ${"h".repeat(200_000)}`, "content-length: 0"]));
   },
@@ -238,6 +241,7 @@ describe("upstreams that never make sense", () => {
   it.each([
     ["a malformed status line", "/bad-status"],
     ["200 KB of response headers", "/huge-headers"],
+    ["a status below 100", "/status-099"],
   ])("%s → 502 with a reason", async (_name, path) => {
     const proxied = await proxiedGet(env, token, url(path));
     expect(proxied.response.statusCode).toBe(502);
