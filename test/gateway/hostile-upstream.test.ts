@@ -16,6 +16,26 @@ const big = Buffer.alloc(BIG, 0x61);
 const bomb = gzipSync(Buffer.alloc(256 * 1024 * 1024));
 let dripGate: () => void = () => undefined;
 
+/** A small seeded generator (mulberry32): the same "random" peers on every run, so a failure reproduces. */
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = seeded(20261130);
+const HEADS = [
+  "HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n",
+  "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
+  "HTTP/1.0 200 OK\r\n\r\n",
+  "HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n",
+  "HTTP/1.1 204 No Content\r\ncontent-length: 10\r\n\r\n",
+  "",
+];
+
 const head = (lines: string[]) => `${lines.join("\r\n")}\r\n\r\n`;
 
 const scripts = {
@@ -83,6 +103,17 @@ const scripts = {
         "content-length: 0",
       ]),
     );
+  },
+  "/random": async (socket: import("node:net").Socket) => {
+    // a plausible or empty head, then noise, then FIN, RST or silence
+    const noise = Buffer.alloc(Math.floor(random() * 300));
+    for (let index = 0; index < noise.length; index++) noise[index] = Math.floor(random() * 256);
+    const head = HEADS[Math.floor(random() * HEADS.length)] ?? "";
+    await writeAll(socket, Buffer.concat([Buffer.from(head, "latin1"), noise]));
+    const ending = random();
+    if (ending < 0.4) socket.end();
+    else if (ending < 0.8) socket.resetAndDestroy();
+    // else: hold the socket until the gateway gives up on it
   },
   "/drip": async (socket: import("node:net").Socket) => {
     await writeAll(socket, head(["HTTP/1.1 200 OK", "transfer-encoding: chunked"]));
@@ -247,6 +278,21 @@ describe("upstreams that never make sense", () => {
     expect(proxied.response.statusCode).toBe(502);
     await drain(proxied.response);
     expect(await lineFor(path)).toMatchObject({ status: 502, verdict: "allow" });
+    await stillServes();
+  });
+});
+
+describe("upstreams that send noise", () => {
+  it("100 seeded random answers (heads, noise, FIN, RST, silence): every exchange ends, the gateway serves on", async () => {
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        const proxied = await proxiedGet(env, token, url("/random"));
+        await drain(proxied.response);
+        return proxied.response.statusCode ?? 0;
+      }),
+    );
+    expect(outcomes.every((status) => status >= 100 && status < 600)).toBe(true);
+    await plain.openAtMost(0, 3000);
     await stillServes();
   });
 });
