@@ -235,6 +235,32 @@ describe("boxes that stall or send garbage", () => {
     await stillServes();
   });
 
+  it("100 connections of seeded noise, some after a CONNECT: each is answered or closed, the gateway serves on", async () => {
+    let state = 1130;
+    const random = () => {
+      // xorshift: the same noise every run, so a failure reproduces
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      return (state >>> 0) / 4294967296;
+    };
+    const replies = await Promise.all(
+      Array.from({ length: 100 }, () => {
+        const noise = Buffer.alloc(1 + Math.floor(random() * 400));
+        for (let index = 0; index < noise.length; index++)
+          noise[index] = Math.floor(random() * 256);
+        const prefix =
+          random() < 0.5
+            ? `CONNECT hostile.test:${upstream.port} HTTP/1.1\r\nHost: hostile.test\r\n${auth()}\r\n\r\n`
+            : "";
+        return rawExchange(env.gateway.port, [prefix, noise], 4000);
+      }),
+    );
+    // nothing hangs open past the gateway's own timeouts
+    expect(replies.filter((reply) => !reply.closed)).toHaveLength(0);
+    await stillServes();
+  });
+
   it.each([
     ["a request line of garbage", "GARBAGE\r\n\r\n"],
     ["a method with no target", "GET\r\n\r\n"],
