@@ -26,21 +26,14 @@ export interface AuditOutcome {
   outcome?: TransferOutcome;
 }
 
-export interface DecisionRecord {
+export interface DecisionRecord extends Omit<AuditOutcome, "rule"> {
   decision_id: string;
   ts: string;
-  verdict: AuditVerdict;
   rule: string | null;
   subject: string | null;
   run_id: string | null;
   /** The request facts as judged (header values of credentials redacted). */
   request: Omit<RequestFacts, "subject" | "runId">;
-  status: number;
-  spend?: Record<string, number>;
-  injected?: string[];
-  note?: string;
-  bytes?: number;
-  outcome?: TransferOutcome;
 }
 
 const REDACTED = new Set([

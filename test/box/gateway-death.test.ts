@@ -89,6 +89,27 @@ describe.skipIf(!docker)("a box never outlives its gateway", () => {
     });
   }
 
+  /** Exit 1 within 10 s of the gateway's death, one line naming it, the record failed with it, no box left. */
+  async function expectFailedRun(
+    output: ReturnType<typeof watch>,
+    runId: string,
+    killedAt: number,
+    cause: string,
+  ): Promise<void> {
+    const code = await output.exited;
+    expect(Date.now() - killedAt).toBeLessThan(10_000);
+    expect(code, output.stderr()).toBe(1);
+    expect(output.stderr()).toContain(`roster: ${cause}\n`);
+    const [latest] = listRuns(deployment.paths.state, "elf");
+    expect(latest?.id).toBe(runId);
+    expect(latest ? readRecord(latest.dir) : undefined).toMatchObject({
+      state: "failed",
+      ended_by: "error",
+      error: cause,
+    });
+    expect(await boxesOf(runId)).toHaveLength(0);
+  }
+
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), { modelKey: "MODEL-KEY" });
@@ -111,19 +132,12 @@ describe.skipIf(!docker)("a box never outlives its gateway", () => {
       process.kill(gatewayPid ?? 0, "SIGKILL");
       const killedAt = Date.now();
 
-      const code = await output.exited;
-      expect(Date.now() - killedAt).toBeLessThan(10_000);
-      expect(code, output.stderr()).toBe(1);
-      const cause = "the gateway died (signal SIGKILL) during the run; the box was stopped";
-      expect(output.stderr()).toContain(`roster: ${cause}\n`);
-      const [latest] = listRuns(deployment.paths.state, "elf");
-      expect(latest?.id).toBe(runId);
-      expect(latest ? readRecord(latest.dir) : undefined).toMatchObject({
-        state: "failed",
-        ended_by: "error",
-        error: cause,
-      });
-      expect(await boxesOf(runId)).toHaveLength(0);
+      await expectFailedRun(
+        output,
+        runId,
+        killedAt,
+        "the gateway died (signal SIGKILL) during the run; the box was stopped",
+      );
     } finally {
       child.kill("SIGKILL");
     }
@@ -147,18 +161,12 @@ describe.skipIf(!docker)("a box never outlives its gateway", () => {
       gateway.kill("SIGKILL");
       const killedAt = Date.now();
 
-      const code = await output.exited;
-      expect(Date.now() - killedAt).toBeLessThan(10_000);
-      expect(code, output.stderr()).toBe(1);
-      const cause = `the gateway on port ${deployment.gatewayPort} stopped answering /healthz during the run; the box was stopped`;
-      expect(output.stderr()).toContain(`roster: ${cause}\n`);
-      const [latest] = listRuns(deployment.paths.state, "elf");
-      expect(latest ? readRecord(latest.dir) : undefined).toMatchObject({
-        state: "failed",
-        ended_by: "error",
-        error: cause,
-      });
-      expect(await boxesOf(runId)).toHaveLength(0);
+      await expectFailedRun(
+        output,
+        runId,
+        killedAt,
+        `the gateway on port ${deployment.gatewayPort} stopped answering /healthz during the run; the box was stopped`,
+      );
     } finally {
       child.kill("SIGKILL");
       gateway.kill("SIGKILL");

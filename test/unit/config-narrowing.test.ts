@@ -10,7 +10,7 @@ import {
 } from "../../runner/config/load.ts";
 import { parseMemory } from "../../runner/config/memory.ts";
 import { judge } from "../../runner/gateway/judge.ts";
-import type { RequestFacts } from "../../runner/gateway/request-facts.ts";
+import { facts } from "../support/facts.ts";
 
 /** A worker.toml may only narrow org.toml: every widening is an error, and none takes effect. */
 
@@ -54,21 +54,6 @@ task_max_chars = 1000
 `;
 
 const elf = (body: string) => `name = "elf"\n\n${body}`;
-
-const facts = (over: Partial<RequestFacts>): RequestFacts => ({
-  subject: "org/elf",
-  runId: "r1",
-  protocol: "https",
-  method: "GET",
-  host: "api.example.com",
-  port: 443,
-  path: "/",
-  query: "",
-  headers: {},
-  bodySize: 0,
-  mcp: null,
-  ...over,
-});
 
 describe("[box] and [context]: a worker may only lower the org's limits", () => {
   it.each([

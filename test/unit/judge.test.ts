@@ -2,24 +2,11 @@ import { describe, expect, it } from "vitest";
 import type { ScopedGrant } from "../../runner/config/grant-schema.ts";
 import { hostMatches, hostPatternProblem } from "../../runner/config/host-pattern.ts";
 import { globMatches, judge } from "../../runner/gateway/judge.ts";
-import { liftMcp, normalisePath, type RequestFacts } from "../../runner/gateway/request-facts.ts";
+import { liftMcp, normalisePath } from "../../runner/gateway/request-facts.ts";
 import { addressProblem } from "../../runner/gateway/ssrf.ts";
 import { renderInjection, renderTemplate } from "../../runner/gateway/vault.ts";
+import { facts } from "../support/facts.ts";
 
-const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
-  subject: "org/elf",
-  runId: "r1",
-  protocol: "https",
-  method: "GET",
-  host: "api.example.com",
-  port: 443,
-  path: "/",
-  query: "",
-  headers: {},
-  bodySize: 0,
-  mcp: null,
-  ...over,
-});
 const grant = (g: Partial<ScopedGrant> & { name: string }): ScopedGrant => ({
   verdict: "allow",
   scope: "org",
