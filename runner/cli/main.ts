@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { RosterError } from "../errors.ts";
 import { ROSTER_VERSION } from "../version.ts";
+import { registerActionCommands } from "./action-commands.ts";
 import { registerBoxCommands } from "./box-commands.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
 import { registerRunCommands } from "./run-commands.ts";
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   registerBoxCommands(program);
   registerGatewayCommands(program);
   registerRunCommands(program);
+  registerActionCommands(program);
   return program;
 }
 

@@ -1,4 +1,5 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { ActionGrant, TrustRule } from "./action-schema.ts";
 import { BudgetLimit, BudgetMeter, Grant, OrgGrant } from "./grant-schema.ts";
 
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
@@ -118,6 +119,8 @@ export const OrgConfig = Type.Object(
     context: Type.Optional(ContextSection),
     gateway: Type.Optional(GatewaySection),
     grant: Type.Optional(Type.Array(OrgGrant)),
+    action: Type.Optional(Type.Array(ActionGrant)),
+    trust: Type.Optional(Type.Array(TrustRule)),
     expose: Type.Optional(Type.Array(Expose)),
     budget: Type.Optional(BudgetSection),
   },
@@ -132,6 +135,10 @@ export const WorkerConfig = Type.Object(
     context: Type.Optional(ContextSection),
     box: Type.Optional(BoxSection),
     grant: Type.Optional(Type.Array(Grant)),
+    /** Refused by the loader (only org.toml grants actions); typed so the error can say so. */
+    action: Type.Optional(Type.Array(Type.Omit(ActionGrant, ["workers"]))),
+    /** Only level = "gate" (narrowing). */
+    trust: Type.Optional(Type.Array(Type.Omit(TrustRule, ["workers"]))),
     expose: Type.Optional(Type.Array(Expose)),
     budget: Type.Optional(
       Type.Object(

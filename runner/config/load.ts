@@ -3,6 +3,7 @@ import { join, relative } from "node:path";
 import type { TSchema } from "@sinclair/typebox";
 import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { parse, TomlError } from "smol-toml";
+import type { ActionGrant, Scoped, TrustRule } from "./action-schema.ts";
 import {
   type BoxSection,
   CONNECTION_KINDS,
@@ -19,8 +20,8 @@ import {
   mountProblem,
   serviceGrants,
 } from "./connections.ts";
+import { checkExposes, checkGrantHosts, checkModel } from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
-import { hostPatternProblem } from "./host-pattern.ts";
 import { locateLine } from "./locate.ts";
 import { modelGrant } from "./model.ts";
 import {
@@ -29,6 +30,7 @@ import {
   narrowestBox,
   narrowestContext,
   scopeOrgGrants,
+  scopeToWorkers,
   workerDenyGrants,
 } from "./narrowing.ts";
 
@@ -56,13 +58,16 @@ export interface LoadedConfig {
   connections: Map<string, ConnectionConfig>;
   /** Workers' deny grants first, so no broader allow pre-empts them; then connection, model, org. */
   grants: ScopedGrant[];
+  /** Action grants and trust rules, scope stamped (org.toml's; a worker's trust rules gate only). */
+  actions: Scoped<ActionGrant>[];
+  trust: Scoped<TrustRule>[];
   meters: BudgetMeter[];
   limits: ScopedLimit[];
   errors: ConfigError[];
   warnings: string[];
 }
 
-const ARRAY_TABLES = new Set(["grant", "meter", "limit"]);
+const ARRAY_TABLES = new Set(["grant", "meter", "limit", "action", "trust"]);
 const CONNECTION_NAME = /^[a-z0-9_-]+$/;
 
 interface Parsed<T> {
@@ -127,66 +132,6 @@ function validate<T>(
   return errors.length > before ? undefined : (parsed as Parsed<T>);
 }
 
-function checkGrantHosts(
-  grants: { match?: { host?: string | string[] } }[] | undefined,
-  display: string,
-  text: string,
-  errors: ConfigError[],
-): void {
-  (grants ?? []).forEach((grant, index) => {
-    const hosts = grant.match?.host;
-    for (const host of Array.isArray(hosts) ? hosts : hosts ? [hosts] : []) {
-      const problem = hostPatternProblem(host);
-      if (problem) {
-        errors.push({
-          file: display,
-          line: locateLine(text, `/grant/${index}/match/host`),
-          field: `grant.${index}.match.host`,
-          message: `${JSON.stringify(host)}: ${problem}`,
-        });
-      }
-    }
-  });
-}
-
-/** Env names the box contract owns: an exposure may not shadow them. */
-const RESERVED_ENV =
-  /^(HOME|TMPDIR|PATH|PI_CODING_AGENT_DIR|ANTHROPIC_API_KEY|OPENAI_API_KEY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|GIT_SSL_CAINFO|PIP_CERT|NODE_USE_ENV_PROXY|NO_PROXY|HTTPS?_PROXY|GIT_CONFIG_.*|ROSTER_.*)$/;
-
-function checkExposes(
-  exposes: { env: string }[] | undefined,
-  display: string,
-  text: string,
-  errors: ConfigError[],
-): void {
-  (exposes ?? []).forEach((expose, index) => {
-    if (RESERVED_ENV.test(expose.env)) {
-      errors.push({
-        file: display,
-        line: locateLine(text, `/expose/${index}/env`),
-        field: `expose.${index}.env`,
-        message: `${expose.env} is reserved by the box contract; pick another name`,
-      });
-    }
-  });
-}
-
-function checkModel(
-  model: ModelSection | undefined,
-  display: string,
-  text: string,
-  errors: ConfigError[],
-): void {
-  if (model?.provider === "openai-compatible" && !model.base_url) {
-    errors.push({
-      file: display,
-      line: locateLine(text, "/model/provider"),
-      field: "model.base_url",
-      message: "required for provider openai-compatible",
-    });
-  }
-}
-
 export function loadConfig(root: string, options: { vaultDir?: string } = {}): LoadedConfig {
   const errors: ConfigError[] = [];
   // paths under the working directory read short; anything else stays absolute
@@ -200,6 +145,8 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     workers: new Map(),
     connections: new Map(),
     grants: [],
+    actions: [],
+    trust: [],
     meters: [],
     limits: [],
     errors,
@@ -228,6 +175,22 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
       checkExposes(org.value.expose, show(orgFile), org.text, errors);
       loaded.org = org.value;
       orgGrants = scopeOrgGrants(org.value.grant, names, show(orgFile), org.text, errors);
+      loaded.actions = scopeToWorkers(
+        org.value.action,
+        "action",
+        names,
+        show(orgFile),
+        org.text,
+        errors,
+      );
+      loaded.trust = scopeToWorkers(
+        org.value.trust,
+        "trust",
+        names,
+        show(orgFile),
+        org.text,
+        errors,
+      );
       if (org.value.model && !errors.length)
         modelGrants.push(modelGrant(org.value.model, "org", show(orgFile)));
       loaded.meters.push(...(org.value.budget?.meter ?? []));
@@ -260,6 +223,12 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     loaded.workers.set(name, worker.value);
     // no model grant of its own: a worker's [model] keeps the org's endpoint and credential
     workerGrants.push(...workerDenyGrants(worker.value, show(file)));
+    // a worker's own gating rules come before the org's, so they can only make more wait
+    loaded.trust.unshift(
+      ...(worker.value.trust ?? [])
+        .filter((rule) => rule.level === "gate")
+        .map((rule) => ({ ...rule, scope: `org/${name}`, source: show(file) })),
+    );
     for (const limit of worker.value.budget?.limit ?? [])
       loaded.limits.push({ ...limit, scope: `org/${name}` });
   }

@@ -111,21 +111,33 @@ export function scopeOrgGrants(
   text: string,
   errors: ConfigError[],
 ): ScopedGrant[] {
-  const scoped: ScopedGrant[] = [];
-  (grants ?? []).forEach((orgGrant, index) => {
-    const { workers, ...grant } = orgGrant;
+  return scopeToWorkers(grants, "grant", workerNames, file, text, errors);
+}
+
+/** The same stamping for any org.toml table with a `workers` list ([[grant]], [[action]], [[trust]]). */
+export function scopeToWorkers<T extends { workers?: string[] | undefined }>(
+  items: T[] | undefined,
+  table: string,
+  workerNames: string[],
+  file: string,
+  text: string,
+  errors: ConfigError[],
+): Array<Omit<T, "workers"> & { scope: string; source: string }> {
+  const scoped: Array<Omit<T, "workers"> & { scope: string; source: string }> = [];
+  (items ?? []).forEach((item, index) => {
+    const { workers, ...rest } = item;
     if (!workers) {
-      scoped.push({ ...grant, scope: "org", source: file });
+      scoped.push({ ...rest, scope: "org", source: file });
       return;
     }
     for (const name of workers) {
       if (workerNames.includes(name)) {
-        scoped.push({ ...grant, scope: `org/${name}`, source: file });
+        scoped.push({ ...rest, scope: `org/${name}`, source: file });
       } else {
         errors.push({
           file,
-          line: locateLine(text, `/grant/${index}/workers`),
-          field: `grant.${index}.workers`,
+          line: locateLine(text, `/${table}/${index}/workers`),
+          field: `${table}.${index}.workers`,
           message: `no worker named "${name}" (workers are the folders under workers/)`,
         });
       }
@@ -210,6 +222,20 @@ export function checkNarrowing(
       at(
         `/grant/${index}/inject`,
         `"${grant.name}" injects credential "${grant.inject.credential}"; a worker's config may not inject credentials (that belongs in org.toml: ${elsewhere})`,
+      );
+  });
+
+  (worker.action ?? []).forEach((action, index) => {
+    at(
+      `/action/${index}`,
+      `"${action.name}" grants an action; only org.toml grants actions (an [[action]] there, with workers = ["${worker.name}"]); ${NARROW_ONLY}`,
+    );
+  });
+  (worker.trust ?? []).forEach((rule, index) => {
+    if (rule.level !== "gate")
+      at(
+        `/trust/${index}/level`,
+        `"${rule.level}" would let "${rule.intent}" run without a human; a worker's [[trust]] may only gate (level = "gate"); ${NARROW_ONLY}`,
       );
   });
 

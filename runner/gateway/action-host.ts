@@ -3,8 +3,8 @@ import type { Identity } from "./identity.ts";
 /**
  * Requests to actions.roster.internal never leave the gateway: they go to the
  * action host through this interface, with the caller's identity taken from
- * the run token (never from the body). Until the action host exists, every
- * endpoint answers 404.
+ * the run token (never from the body). The action host itself lives in
+ * runner/actions/.
  */
 export const ACTIONS_HOST = "actions.roster.internal";
 
@@ -24,9 +24,3 @@ export interface ActionResponse {
 export interface ActionHandler {
   handle(request: ActionRequest): Promise<ActionResponse>;
 }
-
-export const noActionHost: ActionHandler = {
-  async handle() {
-    return { status: 404, body: { status: "error", error: "unknown action endpoint" } };
-  },
-};

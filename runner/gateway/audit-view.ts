@@ -23,6 +23,8 @@ export function readDecisions(auditDir: string, filter: LogFilter = {}): Decisio
     } catch {
       continue;
     }
+    // action dispositions share the file; `roster approvals` shows those
+    if (!record.request) continue;
     if (filter.run && !(record.run_id ?? "").startsWith(filter.run)) continue;
     if (filter.deniedOnly && record.status < 400) continue;
     out.push(record);

@@ -2,9 +2,10 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { ActionHost } from "../actions/host.ts";
 import type { GatewaySection } from "../config/config-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
-import { type ActionHandler, noActionHost } from "./action-host.ts";
+import type { ActionHandler } from "./action-host.ts";
 import { AuditLog } from "./audit.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
@@ -78,7 +79,7 @@ export class Gateway {
       audit,
       budgets,
       upstreams,
-      actions: options.actions ?? noActionHost,
+      actions: options.actions ?? new ActionHost(paths, config),
       vaultDir: paths.vault,
       maxBodyBytes: section.max_body_bytes ?? 64 * 1024 * 1024,
       ca,

@@ -69,7 +69,9 @@ export async function buildRunHome(options: {
   for (const dir of ["config", "runs", "journal"])
     await mkdir(join(self, dir), { recursive: true });
   await writeFile(join(self, "schedule.json"), "{}\n");
-  await writeFile(join(self, "journal/journal.jsonl"), "");
+  // the worker's journal, live: what became of its proposals, including during this run
+  const journal = join(paths.data, "workers", worker.name, "journal");
+  await mkdir(journal, { recursive: true });
 
   const root = process.getuid?.() === 0;
   if (root) {
@@ -84,6 +86,7 @@ export async function buildRunHome(options: {
     { source: self, target: `${BOX_HOME}/self`, readOnly: true },
     { source: worker.dir, target: `${BOX_HOME}/self/config`, readOnly: true },
     { source: workerRuns, target: `${BOX_HOME}/self/runs`, readOnly: true },
+    { source: journal, target: `${BOX_HOME}/self/journal`, readOnly: true },
     ...worker.mounts.map((mount) => ({
       source: mount.path,
       target: `${BOX_HOME}/mnt/${mount.name}`,

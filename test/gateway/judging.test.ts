@@ -303,7 +303,7 @@ match = { host = "127.0.0.1" }
   it("hands actions.roster.internal to the action host, never upstream", async () => {
     const response = await viaProxy(
       proxyUrlFor(env, token),
-      "https://actions.roster.internal/submit",
+      "https://actions.roster.internal/no-such-endpoint",
       {
         ca: boxCa(),
         method: "POST",

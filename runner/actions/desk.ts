@@ -1,0 +1,135 @@
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import type { ExecutorName } from "../config/action-schema.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage, RosterError } from "../errors.ts";
+import { appendActionAudit } from "./action-audit.ts";
+import { EXECUTOR_TABLE } from "./executors/index.ts";
+import { type Gate, readGate, resultMarker, TERMINAL, withGateLock, writeGate } from "./gates.ts";
+import { appendJournal } from "./journal.ts";
+
+/**
+ * The approval desk: approve or deny a gate, and run an approved one exactly
+ * once. The executor's result is written to a marker file before the gate is
+ * marked executed, so a desk that crashes in between finds the marker on the
+ * next approve and records the result instead of sending again. (A crash
+ * between the far side accepting and the marker being written can still send
+ * twice; the window is one local file write.)
+ */
+export interface Decision {
+  by: string;
+  note?: string;
+}
+
+const workerName = (subject: string) => subject.replace(/^org\//, "");
+
+export function executorFor(gate: Pick<Gate, "executor">) {
+  return EXECUTOR_TABLE[gate.executor as ExecutorName];
+}
+
+export async function approveGate(
+  paths: RosterPaths,
+  gate: Gate,
+  decision: Decision,
+): Promise<Gate> {
+  const worker = workerName(gate.worker);
+  return withGateLock(paths, { worker, id: gate.id }, async () => {
+    const current = readGate(paths, worker, gate.id) ?? gate;
+    if (current.state === "executed") return current; // a second approve is a no-op, never a second send
+    if (current.state === "denied")
+      throw new RosterError(`gate ${gate.id} was denied; file a new proposal instead`, {
+        exitCode: 2,
+      });
+    const approved: Gate = {
+      ...current,
+      state: "approved",
+      decided_by: decision.by,
+      decided_at: new Date().toISOString(),
+      ...(decision.note ? { decision_note: decision.note } : {}),
+    };
+    delete approved.error;
+    writeGate(paths, approved);
+    appendJournal(paths, {
+      worker,
+      run_id: current.run_id,
+      kind: "approved",
+      intent: current.intent,
+      gate_id: current.id,
+      detail: { by: decision.by, ...(decision.note ? { note: decision.note } : {}) },
+    });
+    return execute(paths, approved);
+  });
+}
+
+export async function denyGate(paths: RosterPaths, gate: Gate, decision: Decision): Promise<Gate> {
+  const worker = workerName(gate.worker);
+  return withGateLock(paths, { worker, id: gate.id }, async () => {
+    const current = readGate(paths, worker, gate.id) ?? gate;
+    if (TERMINAL.has(current.state) || current.state === "executing")
+      throw new RosterError(
+        `gate ${gate.id} is ${current.state}; only a pending or failed gate can be denied`,
+        {
+          exitCode: 2,
+        },
+      );
+    const denied: Gate = {
+      ...current,
+      state: "denied",
+      decided_by: decision.by,
+      decided_at: new Date().toISOString(),
+      ...(decision.note ? { decision_note: decision.note } : {}),
+    };
+    writeGate(paths, denied);
+    appendJournal(paths, {
+      worker,
+      run_id: current.run_id,
+      kind: "denied",
+      intent: current.intent,
+      gate_id: current.id,
+      detail: { by: decision.by, ...(decision.note ? { note: decision.note } : {}) },
+    });
+    appendActionAudit(paths, { gate: denied, disposition: "denied" });
+    return denied;
+  });
+}
+
+/** Runs an approved gate (its lock held by the caller) and records executed or failed. */
+async function execute(paths: RosterPaths, approved: Gate): Promise<Gate> {
+  const worker = workerName(approved.worker);
+  const marker = resultMarker(paths, { worker, id: approved.id });
+  const executing: Gate = { ...approved, state: "executing" };
+  writeGate(paths, executing);
+  let finished: Gate;
+  try {
+    const result = existsSync(marker)
+      ? (JSON.parse(readFileSync(marker, "utf8")) as Record<string, unknown>)
+      : await runExecutor(paths, executing);
+    finished = { ...executing, state: "executed", executed_at: new Date().toISOString(), result };
+  } catch (error) {
+    finished = { ...executing, state: "failed", error: errorMessage(error) };
+  }
+  writeGate(paths, finished);
+  appendJournal(paths, {
+    worker,
+    run_id: finished.run_id,
+    kind: finished.state === "executed" ? "executed" : "failed",
+    intent: finished.intent,
+    gate_id: finished.id,
+    detail: finished.state === "executed" ? finished.result : finished.error,
+  });
+  appendActionAudit(paths, {
+    gate: finished,
+    disposition: finished.state === "executed" ? "executed" : "failed",
+  });
+  return finished;
+}
+
+async function runExecutor(paths: RosterPaths, gate: Gate): Promise<Record<string, unknown>> {
+  const executor = executorFor(gate);
+  if (!executor) throw new Error(`no executor "${gate.executor}" in this roster`);
+  const worker = workerName(gate.worker);
+  const result = await executor.run(gate.payload, { paths, worker, key: gate.id });
+  const marker = resultMarker(paths, { worker, id: gate.id });
+  writeFileSync(`${marker}.tmp`, JSON.stringify(result), { mode: 0o600 });
+  renameSync(`${marker}.tmp`, marker);
+  return result;
+}

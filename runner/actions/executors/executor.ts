@@ -1,0 +1,23 @@
+import type { TSchema } from "@sinclair/typebox";
+import type { RosterPaths } from "../../config/paths.ts";
+
+/**
+ * An executor carries out one kind of approved proposal, on the host, with
+ * credentials from the vault that never enter a box. It declares the payload
+ * it accepts (checked before anything is filed), says in one line what it
+ * would do, renders exactly what it would send (the approval desk shows that),
+ * and runs.
+ */
+export interface ExecutionContext {
+  paths: RosterPaths;
+  worker: string;
+  /** Stable across retries of one approval: a dedupe key for the far side. */
+  key: string;
+}
+
+export interface Executor<Payload = unknown> {
+  schema: TSchema;
+  summary(payload: Payload): string;
+  render(payload: Payload): string;
+  run(payload: Payload, context: ExecutionContext): Promise<Record<string, unknown>>;
+}

@@ -1,0 +1,167 @@
+import { randomBytes } from "node:crypto";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+import type { RosterPaths } from "../config/paths.ts";
+import { RosterError } from "../errors.ts";
+
+/**
+ * Gates: proposals held for a human, durable and frozen. One JSON file per
+ * gate in data/workers/<w>/gates/, replaced atomically (write, then rename) on
+ * every change. States: pending → approved → executing → executed | failed,
+ * and pending → denied. A state change happens only under the gate's lock
+ * file (created with O_EXCL, holding the pid), so two desks approving at once
+ * execute once; a lock whose process is gone is stale and may be taken over,
+ * which is how a crash mid-execute resumes.
+ */
+export type GateState = "pending" | "approved" | "executing" | "executed" | "failed" | "denied";
+
+export interface Gate {
+  id: string;
+  worker: string;
+  intent: string;
+  executor: string;
+  /** Frozen at filing: what is approved is exactly what runs. */
+  payload: unknown;
+  rationale: string;
+  run_id: string | null;
+  task_id: string | null;
+  state: GateState;
+  filed_at: string;
+  decided_by?: string;
+  decided_at?: string;
+  decision_note?: string;
+  executed_at?: string;
+  result?: unknown;
+  error?: string;
+}
+
+export const TERMINAL: ReadonlySet<GateState> = new Set(["executed", "denied"]);
+
+function gatesDir(paths: RosterPaths, worker: string): string {
+  return join(paths.data, "workers", worker, "gates");
+}
+
+function gateFile(paths: RosterPaths, worker: string, id: string): string {
+  return join(gatesDir(paths, worker), `${id}.json`);
+}
+
+export function newGateId(): string {
+  return `g-${randomBytes(4).toString("hex")}`;
+}
+
+/** The worker's folder name from a gate's subject ("org/elf" → "elf"). */
+export function gateWorker(gate: Pick<Gate, "worker">): string {
+  return gate.worker.replace(/^org\//, "");
+}
+
+export function writeGate(paths: RosterPaths, gate: Gate): void {
+  const dir = gatesDir(paths, gateWorker(gate));
+  mkdirSync(dir, { recursive: true });
+  const file = gateFile(paths, gateWorker(gate), gate.id);
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(gate, null, 2)}\n`, { mode: 0o600 });
+  renameSync(temporary, file);
+}
+
+export function readGate(paths: RosterPaths, worker: string, id: string): Gate | undefined {
+  try {
+    return JSON.parse(readFileSync(gateFile(paths, worker, id), "utf8")) as Gate;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every gate (of one worker, or of all), oldest first. */
+export function listGates(paths: RosterPaths, worker?: string): Gate[] {
+  const workersDir = join(paths.data, "workers");
+  const workers = worker ? [worker] : existsSync(workersDir) ? readdirSync(workersDir) : [];
+  const gates: Gate[] = [];
+  for (const name of workers) {
+    const dir = gatesDir(paths, name);
+    if (!existsSync(dir)) continue;
+    for (const entry of readdirSync(dir)) {
+      if (!/^g-[0-9a-f]+\.json$/.test(entry)) continue;
+      const gate = readGate(paths, name, entry.slice(0, -".json".length));
+      if (gate) gates.push(gate);
+    }
+  }
+  return gates.sort((a, b) => a.filed_at.localeCompare(b.filed_at) || a.id.localeCompare(b.id));
+}
+
+/** A gate by any unique prefix of its id (with or without the `g-`). */
+export function findGate(paths: RosterPaths, prefix: string): Gate {
+  const wanted = prefix.startsWith("g-") ? prefix : `g-${prefix}`;
+  const matches = listGates(paths).filter((gate) => gate.id.startsWith(wanted));
+  if (matches.length === 1 && matches[0]) return matches[0];
+  throw new RosterError(
+    matches.length
+      ? `gate id "${prefix}" is ambiguous: ${matches.map((gate) => gate.id).join(", ")}`
+      : `no gate "${prefix}" (roster approvals ls lists them)`,
+    { exitCode: 2 },
+  );
+}
+
+/** Locks this process holds: its own pid in a lock file is not a sign of a crash. */
+const heldHere = new Set<string>();
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Runs `body` holding the gate's lock. A lock held by a live process is a
+ * refusal ("being decided elsewhere"); one left by a dead process is taken.
+ */
+export async function withGateLock<T>(
+  paths: RosterPaths,
+  gate: Pick<Gate, "worker" | "id">,
+  body: () => Promise<T>,
+): Promise<T> {
+  const lock = `${gateFile(paths, gate.worker, gate.id)}.lock`;
+  let fd: number | undefined;
+  for (let attempt = 0; attempt < 2 && fd === undefined; attempt++) {
+    try {
+      fd = openSync(lock, "wx", 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const holder = Number(readFileSync(lock, "utf8").trim());
+      if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && alive(holder))) {
+        throw new RosterError(`gate ${gate.id} is being decided by process ${holder}; try again`, {
+          exitCode: 1,
+        });
+      }
+      rmSync(lock, { force: true });
+    }
+  }
+  if (fd === undefined) throw new RosterError(`gate ${gate.id}: could not take its lock`);
+  heldHere.add(lock);
+  try {
+    writeSync(fd, String(process.pid));
+    return await body();
+  } finally {
+    closeSync(fd);
+    rmSync(lock, { force: true });
+    heldHere.delete(lock);
+  }
+}
+
+/** The result an executor returned, kept apart from the gate so a crash after sending can't send twice. */
+export function resultMarker(paths: RosterPaths, gate: Pick<Gate, "worker" | "id">): string {
+  return `${gateFile(paths, gate.worker, gate.id)}.result`;
+}

@@ -1,0 +1,236 @@
+import { type Static, Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import type { ActionGrant, Scoped } from "../config/action-schema.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage } from "../errors.ts";
+import type { ActionHandler, ActionRequest, ActionResponse } from "../gateway/action-host.ts";
+import type { ConfigSource } from "../gateway/config-source.ts";
+import { scopeApplies } from "../gateway/judge.ts";
+import { appendActionAudit } from "./action-audit.ts";
+import { executorFor } from "./desk.ts";
+import { type Gate, listGates, newGateId, writeGate } from "./gates.ts";
+import { appendJournal, readJournal } from "./journal.ts";
+import { decideTrust } from "./trust.ts";
+
+/**
+ * The action host behind https://actions.roster.internal (the gateway hands it
+ * every request for that name). The worker and run come from the caller's
+ * token, never from the body. A proposal needs an `[[action]]` grant in scope
+ * (else it is refused, not gated); trust then runs it at once or files a gate
+ * for the approval desk.
+ */
+const MAX_ENVELOPE_BYTES = 256 * 1024;
+
+const Envelope = Type.Object(
+  {
+    intent: Type.String({ minLength: 1, maxLength: 64 }),
+    payload: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    rationale: Type.Optional(Type.String({ maxLength: 4000 })),
+    task_id: Type.Optional(Type.Union([Type.String({ maxLength: 128 }), Type.Null()])),
+    // the box may send a run id; the token's wins (kept so old tools still validate)
+    run_id: Type.Optional(Type.Union([Type.String({ maxLength: 128 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+type Envelope = Static<typeof Envelope>;
+
+const reply = (status: number, body: Record<string, unknown>): ActionResponse => ({ status, body });
+
+/** The first schema problem as "field: message", for a 400 a model can act on. */
+export function firstProblem(
+  schema: Parameters<typeof Value.Errors>[0],
+  value: unknown,
+  prefix: string,
+): string | undefined {
+  const first = Value.Errors(schema, value).First();
+  if (!first) return undefined;
+  const field = [prefix, ...first.path.split("/").filter(Boolean)].filter(Boolean).join(".");
+  return `${field || "(envelope)"}: ${first.message}`;
+}
+
+export class ActionHost implements ActionHandler {
+  constructor(
+    private readonly paths: RosterPaths,
+    private readonly config: ConfigSource,
+  ) {}
+
+  async handle(request: ActionRequest): Promise<ActionResponse> {
+    const caller = request.caller;
+    if (!caller)
+      return reply(403, {
+        status: "denied",
+        reason: "no run token: only a box's own run may propose",
+      });
+    const worker = caller.subject.replace(/^org\//, "");
+    const route = `${request.method} ${request.path}`;
+    if (route === "POST /submit")
+      return this.submit(request.body, caller.subject, worker, caller.runId);
+    if (route === "GET /gates")
+      return reply(200, {
+        gates: listGates(this.paths, worker).map((gate) => ({
+          id: gate.id,
+          intent: gate.intent,
+          state: gate.state,
+          filed_at: gate.filed_at,
+          decided_by: gate.decided_by ?? null,
+          decided_at: gate.decided_at ?? null,
+          executed_at: gate.executed_at ?? null,
+          ...(gate.decision_note ? { note: gate.decision_note } : {}),
+          ...(gate.error ? { error: gate.error } : {}),
+        })),
+      });
+    if (route === "GET /journal")
+      return reply(200, { events: readJournal(this.paths, worker, 30) });
+    return reply(404, { status: "error", error: "unknown action endpoint" });
+  }
+
+  private async submit(
+    body: Buffer,
+    subject: string,
+    worker: string,
+    runId: string,
+  ): Promise<ActionResponse> {
+    if (body.length > MAX_ENVELOPE_BYTES)
+      return reply(400, {
+        status: "error",
+        error: `bad envelope: over ${MAX_ENVELOPE_BYTES} bytes`,
+      });
+    let envelope: Envelope;
+    try {
+      envelope = JSON.parse(body.toString("utf8")) as Envelope;
+    } catch {
+      return reply(400, { status: "error", error: "bad envelope: not JSON" });
+    }
+    const problem = firstProblem(Envelope, envelope, "");
+    if (problem) return reply(400, { status: "error", error: `bad envelope: ${problem}` });
+
+    const config = this.config.get();
+    const broken = this.config.brokenReason(config);
+    if (broken) return reply(403, { status: "denied", reason: broken });
+    const grant = config.actions.find(
+      (candidate) => candidate.name === envelope.intent && scopeApplies(candidate.scope, subject),
+    );
+    const runIdOrNull = runId || null;
+    if (!grant) {
+      const reason = `no action grant for "${envelope.intent}"`;
+      appendJournal(this.paths, {
+        worker,
+        run_id: runIdOrNull,
+        kind: "action-refused",
+        intent: envelope.intent,
+        detail: reason,
+      });
+      appendActionAudit(this.paths, {
+        worker: subject,
+        run_id: runIdOrNull,
+        intent: envelope.intent,
+        disposition: "refused",
+        reason,
+      });
+      return reply(403, { status: "denied", reason });
+    }
+    const executor = executorFor(grant);
+    const payload = envelope.payload ?? {};
+    const payloadProblem = executor
+      ? firstProblem(executor.schema, payload, "payload")
+      : "no executor";
+    if (!executor || payloadProblem)
+      return reply(400, { status: "error", error: `bad envelope: ${payloadProblem}` });
+
+    const gate: Gate = {
+      id: newGateId(),
+      worker: subject,
+      intent: grant.name,
+      executor: grant.executor,
+      payload,
+      rationale: envelope.rationale ?? "",
+      run_id: runIdOrNull,
+      task_id: envelope.task_id ?? null,
+      state: "pending",
+      filed_at: new Date().toISOString(),
+    };
+    const summary = executor.summary(payload);
+    appendJournal(this.paths, {
+      worker,
+      run_id: runIdOrNull,
+      kind: "action-proposed",
+      intent: grant.name,
+      summary,
+    });
+    const trust = decideTrust({
+      grant,
+      rules: config.trust,
+      subject,
+      payload,
+      history: listGates(this.paths, worker),
+    });
+    if (trust.run === "auto") return this.runNow(grant, gate, summary, trust.because);
+    try {
+      writeGate(this.paths, gate);
+    } catch (error) {
+      return reply(500, {
+        status: "error",
+        error: `the gate could not be saved: ${errorMessage(error)}`,
+      });
+    }
+    appendJournal(this.paths, {
+      worker,
+      run_id: runIdOrNull,
+      kind: "gate-filed",
+      intent: grant.name,
+      gate_id: gate.id,
+      summary,
+      detail: trust.because,
+    });
+    appendActionAudit(this.paths, { gate, disposition: "gated", reason: trust.because });
+    return reply(202, {
+      status: "pending",
+      gate_id: gate.id,
+      message: `held for human approval (${trust.because}); a later run sees the outcome in ~/self/journal`,
+    });
+  }
+
+  /** Auto: no gate is filed (so it never counts toward earned trust), the outcome is journaled. */
+  private async runNow(
+    grant: Scoped<ActionGrant>,
+    gate: Gate,
+    summary: string,
+    because: string,
+  ): Promise<ActionResponse> {
+    const worker = gate.worker.replace(/^org\//, "");
+    const executor = executorFor(grant);
+    try {
+      const result = await executor.run(gate.payload, { paths: this.paths, worker, key: gate.id });
+      appendJournal(this.paths, {
+        worker,
+        run_id: gate.run_id,
+        kind: "executed",
+        intent: gate.intent,
+        summary,
+        detail: result,
+      });
+      appendActionAudit(this.paths, {
+        gate: { ...gate, result },
+        disposition: "executed",
+        reason: because,
+      });
+      return reply(200, { status: "done", result });
+    } catch (error) {
+      const message = errorMessage(error);
+      appendJournal(this.paths, {
+        worker,
+        run_id: gate.run_id,
+        kind: "failed",
+        intent: gate.intent,
+        summary,
+        detail: message,
+      });
+      appendActionAudit(this.paths, {
+        gate: { ...gate, error: message },
+        disposition: "failed",
+        reason: because,
+      });
+      return reply(502, { status: "error", error: message });
+    }
+  }
+}

@@ -1,0 +1,66 @@
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { RosterPaths } from "../config/paths.ts";
+
+/**
+ * A worker's journal: what became of what it proposed. One JSON line per
+ * proposal and per disposition in data/workers/<w>/journal/events.jsonl,
+ * each line one write() on an O_APPEND descriptor, so concurrent runs and the
+ * approval desk never tear a line. Mounted read-only at ~/self/journal in
+ * every later run.
+ */
+export type JournalKind =
+  | "action-proposed"
+  | "action-refused"
+  | "gate-filed"
+  | "approved"
+  | "denied"
+  | "executed"
+  | "failed"
+  | "outcome-reported";
+
+export interface JournalEvent {
+  ts: string;
+  worker: string;
+  run_id: string | null;
+  kind: JournalKind;
+  intent?: string;
+  gate_id?: string;
+  /** One line a person (or the worker) can read: what, to whom. */
+  summary?: string;
+  /** The outcome: a result, an error, a reason or a note. */
+  detail?: unknown;
+}
+
+export function journalFile(paths: RosterPaths, worker: string): string {
+  return join(paths.data, "workers", worker, "journal", "events.jsonl");
+}
+
+export function appendJournal(paths: RosterPaths, event: Omit<JournalEvent, "ts">): JournalEvent {
+  const line: JournalEvent = { ts: new Date().toISOString(), ...event };
+  const file = journalFile(paths, event.worker);
+  mkdirSync(dirname(file), { recursive: true });
+  const fd = openSync(file, "a", 0o644);
+  try {
+    writeSync(fd, `${JSON.stringify(line)}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  return line;
+}
+
+/** The last `limit` events (oldest first); a torn or foreign line is skipped, never fatal. */
+export function readJournal(paths: RosterPaths, worker: string, limit = 30): JournalEvent[] {
+  const file = journalFile(paths, worker);
+  if (!existsSync(file)) return [];
+  const events: JournalEvent[] = [];
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (!line.trim()) continue;
+    try {
+      events.push(JSON.parse(line) as JournalEvent);
+    } catch {
+      // a line cut by a full disk: the rest still reads
+    }
+  }
+  return events.slice(-limit);
+}

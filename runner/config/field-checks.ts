@@ -1,0 +1,65 @@
+import type { ModelSection } from "./config-schema.ts";
+import { hostPatternProblem } from "./host-pattern.ts";
+import type { ConfigError } from "./load.ts";
+import { locateLine } from "./locate.ts";
+
+/** Checks of single fields the schema can't express, each reported as file:line: field: message. */
+export function checkGrantHosts(
+  grants: { match?: { host?: string | string[] } }[] | undefined,
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  (grants ?? []).forEach((grant, index) => {
+    const hosts = grant.match?.host;
+    for (const host of Array.isArray(hosts) ? hosts : hosts ? [hosts] : []) {
+      const problem = hostPatternProblem(host);
+      if (problem) {
+        errors.push({
+          file: display,
+          line: locateLine(text, `/grant/${index}/match/host`),
+          field: `grant.${index}.match.host`,
+          message: `${JSON.stringify(host)}: ${problem}`,
+        });
+      }
+    }
+  });
+}
+
+/** Env names the box contract owns: an exposure may not shadow them. */
+const RESERVED_ENV =
+  /^(HOME|TMPDIR|PATH|PI_CODING_AGENT_DIR|ANTHROPIC_API_KEY|OPENAI_API_KEY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|GIT_SSL_CAINFO|PIP_CERT|NODE_USE_ENV_PROXY|NO_PROXY|HTTPS?_PROXY|GIT_CONFIG_.*|ROSTER_.*)$/;
+
+export function checkExposes(
+  exposes: { env: string }[] | undefined,
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  (exposes ?? []).forEach((expose, index) => {
+    if (RESERVED_ENV.test(expose.env)) {
+      errors.push({
+        file: display,
+        line: locateLine(text, `/expose/${index}/env`),
+        field: `expose.${index}.env`,
+        message: `${expose.env} is reserved by the box contract; pick another name`,
+      });
+    }
+  });
+}
+
+export function checkModel(
+  model: ModelSection | undefined,
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  if (model?.provider === "openai-compatible" && !model.base_url) {
+    errors.push({
+      file: display,
+      line: locateLine(text, "/model/provider"),
+      field: "model.base_url",
+      message: "required for provider openai-compatible",
+    });
+  }
+}
