@@ -2,13 +2,13 @@ import { randomBytes } from "node:crypto";
 import {
   closeSync,
   existsSync,
+  fsyncSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
   renameSync,
   rmSync,
-  writeFileSync,
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -70,7 +70,14 @@ export function writeGate(paths: RosterPaths, gate: Gate): void {
   mkdirSync(dir, { recursive: true });
   const file = gateFile(paths, gateWorker(gate), gate.id);
   const temporary = `${file}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(gate, null, 2)}\n`, { mode: 0o600 });
+  // on disk before anyone is told "pending": fsync the file, then rename over the old one
+  const fd = openSync(temporary, "w", 0o600);
+  try {
+    writeSync(fd, `${JSON.stringify(gate, null, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
   renameSync(temporary, file);
 }
 

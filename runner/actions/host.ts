@@ -162,7 +162,7 @@ export class ActionHost implements ActionHandler {
       rules: config.trust,
       subject,
       payload,
-      history: listGates(this.paths, worker),
+      history: () => listGates(this.paths, worker),
     });
     if (trust.run === "auto") return this.runNow(grant, gate, summary, trust.because);
     try {

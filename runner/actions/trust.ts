@@ -41,8 +41,8 @@ export function decideTrust(options: {
   rules: Scoped<TrustRule>[];
   subject: string;
   payload: unknown;
-  /** This worker's gates (any intent); earned trust counts those of this intent. */
-  history: Gate[];
+  /** This worker's gates (any intent), read only when earned trust has to count them. */
+  history: () => Gate[];
 }): TrustDecision {
   const { grant, subject, payload } = options;
   const rule = options.rules.find(
@@ -57,7 +57,7 @@ export function decideTrust(options: {
     : `the "${grant.name}" grant's default`;
   if (level !== "earned") return { run: level, because: `${level} by ${source}` };
   const after = rule?.after ?? grant.after ?? EARNED_AFTER_DEFAULT;
-  const mine = options.history.filter((gate) => gate.intent === grant.name);
+  const mine = options.history().filter((gate) => gate.intent === grant.name);
   const denied = mine.filter((gate) => gate.state === "denied").length;
   const executed = mine.filter((gate) => gate.state === "executed").length;
   if (denied > 0)

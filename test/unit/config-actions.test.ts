@@ -113,7 +113,8 @@ describe("trust", () => {
 
   it("the first rule in scope whose globs hold decides; none → the grant's default", () => {
     const decide = (to: string[]) =>
-      decideTrust({ grant, rules: [rule], subject: "org/elf", payload: { to }, history: [] }).run;
+      decideTrust({ grant, rules: [rule], subject: "org/elf", payload: { to }, history: () => [] })
+        .run;
     expect(decide(["x@team.test"])).toBe("auto");
     expect(decide(["x@else.test"])).toBe("gate");
     const scoped = { ...rule, scope: "org/zed" };
@@ -123,7 +124,7 @@ describe("trust", () => {
         rules: [scoped],
         subject: "org/elf",
         payload: { to: ["x@team.test"] },
-        history: [],
+        history: () => [],
       }).run,
     ).toBe("gate");
   });
