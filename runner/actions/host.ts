@@ -1,3 +1,5 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { ActionGrant, Scoped } from "../config/action-schema.ts";
@@ -6,6 +8,7 @@ import { errorMessage } from "../errors.ts";
 import type { ActionHandler, ActionRequest, ActionResponse } from "../gateway/action-host.ts";
 import type { ConfigSource } from "../gateway/config-source.ts";
 import { scopeApplies } from "../gateway/judge.ts";
+import { runDir } from "../runs/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { executorFor } from "./desk.ts";
 import { type Gate, listGates, newGateId, writeGate } from "./gates.ts";
@@ -33,6 +36,14 @@ const Envelope = Type.Object(
   { additionalProperties: false },
 );
 type Envelope = Static<typeof Envelope>;
+
+const Outcome = Type.Object(
+  {
+    status: Type.Union([Type.Literal("completed"), Type.Literal("failed")]),
+    note: Type.String({ maxLength: 8000 }),
+  },
+  { additionalProperties: false },
+);
 
 const reply = (status: number, body: Record<string, unknown>): ActionResponse => ({ status, body });
 
@@ -81,6 +92,7 @@ export class ActionHost implements ActionHandler {
       });
     if (route === "GET /journal")
       return reply(200, { events: readJournal(this.paths, worker, 30) });
+    if (route === "POST /outcome") return this.outcome(request.body, worker, caller.runId);
     return reply(404, { status: "error", error: "unknown action endpoint" });
   }
 
@@ -136,6 +148,8 @@ export class ActionHost implements ActionHandler {
       : "no executor";
     if (!executor || payloadProblem)
       return reply(400, { status: "error", error: `bad envelope: ${payloadProblem}` });
+    const refused = executor.precheck?.(payload, { paths: this.paths, worker });
+    if (refused) return reply(409, { status: "error", error: refused });
 
     const gate: Gate = {
       id: newGateId(),
@@ -188,6 +202,34 @@ export class ActionHost implements ActionHandler {
       gate_id: gate.id,
       message: `held for human approval (${trust.because}); a later run sees the outcome in ~/self/journal`,
     });
+  }
+
+  /** A task run's own verdict on its task (task_complete / task_fail), kept beside its record. */
+  private async outcome(body: Buffer, worker: string, runId: string): Promise<ActionResponse> {
+    if (!runId)
+      return reply(403, { status: "denied", reason: "only a run may report its outcome" });
+    let outcome: Static<typeof Outcome>;
+    try {
+      outcome = JSON.parse(body.toString("utf8")) as Static<typeof Outcome>;
+    } catch {
+      return reply(400, { status: "error", error: "bad outcome: not JSON" });
+    }
+    const problem = firstProblem(Outcome, outcome, "");
+    if (problem) return reply(400, { status: "error", error: `bad outcome: ${problem}` });
+    const dir = runDir(this.paths.state, worker, runId);
+    await mkdir(dir, { recursive: true });
+    await writeFile(
+      join(dir, "outcome.json"),
+      `${JSON.stringify({ ...outcome, ts: new Date().toISOString() })}\n`,
+    );
+    appendJournal(this.paths, {
+      worker,
+      run_id: runId,
+      kind: "outcome-reported",
+      summary: outcome.status,
+      detail: outcome.note,
+    });
+    return reply(200, { status: "done" });
   }
 
   /** Auto: no gate is filed (so it never counts toward earned trust), the outcome is journaled. */

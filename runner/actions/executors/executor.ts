@@ -19,5 +19,7 @@ export interface Executor<Payload = unknown> {
   schema: TSchema;
   summary(payload: Payload): string;
   render(payload: Payload): string;
+  /** A refusal known before anything is filed (a stale base, say), as "field: reason". */
+  precheck?(payload: Payload, context: Omit<ExecutionContext, "key">): string | undefined;
   run(payload: Payload, context: ExecutionContext): Promise<Record<string, unknown>>;
 }

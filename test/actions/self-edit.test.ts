@@ -1,0 +1,130 @@
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { approveGate } from "../../runner/actions/desk.ts";
+import { sha256 } from "../../runner/actions/executors/self-edit.ts";
+import { findGate } from "../../runner/actions/gates.ts";
+import { readJournal } from "../../runner/actions/journal.ts";
+import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
+import { viaProxy } from "../support/proxy-clients.ts";
+
+/** file_update of a worker's own worker.toml: one file, a base hash, and never a widening. */
+let env: GatewayEnv;
+let workerFile: string;
+const ORIGINAL = 'name = "elf"\n';
+
+async function post(path: string, token: string, body: unknown) {
+  const response = await viaProxy(
+    proxyUrlFor(env, token),
+    `https://actions.roster.internal${path}`,
+    {
+      ca: readFileSync(join(env.paths.ca, "ca.crt"), "utf8"),
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json" },
+    },
+  );
+  return { status: response.status, body: JSON.parse(response.body) as Record<string, unknown> };
+}
+
+const edit = (content: string, base = sha256(readFileSync(workerFile))) => ({
+  intent: "file-update",
+  payload: { path: "config/worker.toml", base_hash: base, content },
+  rationale: "smaller boxes are enough for me",
+});
+
+beforeAll(async () => {
+  env = await startGatewayEnv(
+    `[box]\nmemory = "4g"\n\n[[action]]\nname = "file-update"\nexecutor = "self"\n`,
+  );
+  workerFile = join(env.paths.config, "workers/elf/worker.toml");
+  await mkdir(join(workerFile, ".."), { recursive: true });
+  await writeFile(workerFile, ORIGINAL);
+  await new Promise((resolve) => setTimeout(resolve, 600));
+});
+afterAll(async () => {
+  await env?.cleanup();
+});
+
+describe("file_update", () => {
+  it("an approved narrowing edit is written", async () => {
+    const token = await env.token("elf");
+    const next = `${ORIGINAL}\n[box]\nmemory = "1g"\n`;
+    const reply = await post("/submit", token, edit(next));
+    expect(reply.status).toBe(202);
+    const done = await approveGate(env.paths, findGate(env.paths, String(reply.body.gate_id)), {
+      by: "test",
+    });
+    expect(done).toMatchObject({
+      state: "executed",
+      result: { status: "ok", sha256: sha256(next) },
+    });
+    expect(readFileSync(workerFile, "utf8")).toBe(next);
+    await writeFile(workerFile, ORIGINAL);
+  });
+
+  it("a widening edit is put back, and the gate fails with the loader's words", async () => {
+    const token = await env.token("elf");
+    const reply = await post("/submit", token, edit(`${ORIGINAL}\n[box]\nmemory = "64g"\n`));
+    const failed = await approveGate(env.paths, findGate(env.paths, String(reply.body.gate_id)), {
+      by: "test",
+    });
+    expect(failed.state).toBe("failed");
+    expect(failed.error).toMatch(
+      /put back.*box\.memory: "64g" is more than org\.toml allows \("4g"\)/,
+    );
+    expect(readFileSync(workerFile, "utf8")).toBe(ORIGINAL);
+  });
+
+  it("refuses a stale base at submit, and again at approval if the file changed meanwhile", async () => {
+    const token = await env.token("elf");
+    const stale = await post("/submit", token, edit('name = "elf"\n# x\n', "0".repeat(64)));
+    expect(stale.status).toBe(409);
+    expect(String(stale.body.error)).toMatch(/^payload\.base_hash: worker\.toml changed since/);
+
+    const filed = await post("/submit", token, edit('name = "elf"\n# mine\n'));
+    await writeFile(workerFile, 'name = "elf"\n# the operator\'s\n');
+    const failed = await approveGate(env.paths, findGate(env.paths, String(filed.body.gate_id)), {
+      by: "test",
+    });
+    expect(failed.state).toBe("failed");
+    expect(readFileSync(workerFile, "utf8")).toBe('name = "elf"\n# the operator\'s\n');
+    await writeFile(workerFile, ORIGINAL);
+  });
+
+  it.each([["../org.toml"], ["config/../../org.toml"], ["config/identity.md"]])(
+    "refuses any other path (%s) naming the field",
+    async (path) => {
+      const token = await env.token("elf");
+      const reply = await post("/submit", token, {
+        intent: "file-update",
+        payload: { path, base_hash: sha256(ORIGINAL), content: "x" },
+      });
+      expect(reply.status).toBe(400);
+      expect(String(reply.body.error)).toMatch(/^bad envelope: payload\.path: /);
+    },
+  );
+});
+
+describe("a task run's outcome", () => {
+  it("is kept beside the run's record and journaled", async () => {
+    const token = await env.token("elf", "run-task-1");
+    const reply = await post("/outcome", token, {
+      status: "completed",
+      note: "all three files summarised",
+    });
+    expect(reply).toEqual({ status: 200, body: { status: "done" } });
+    const file = join(env.paths.state, "runs/elf/run-task-1/outcome.json");
+    expect(existsSync(file)).toBe(true);
+    expect(JSON.parse(readFileSync(file, "utf8"))).toMatchObject({ status: "completed" });
+    expect(readJournal(env.paths, "elf").at(-1)).toMatchObject({
+      kind: "outcome-reported",
+      summary: "completed",
+      run_id: "run-task-1",
+    });
+    const bad = await post("/outcome", token, { status: "done-ish", note: "" });
+    expect(bad.status).toBe(400);
+    expect(String(bad.body.error)).toMatch(/^bad outcome: status/);
+  });
+});
