@@ -64,3 +64,29 @@ export function readJournal(paths: RosterPaths, worker: string, limit = 30): Jou
   }
   return events.slice(-limit);
 }
+
+const OUTCOME_KINDS: ReadonlySet<JournalKind> = new Set([
+  "approved",
+  "denied",
+  "executed",
+  "failed",
+]);
+
+/**
+ * What became of the worker's proposals since `since` (its last run's start),
+ * one line each, for the compiled prompt: a worker that proposed and stopped
+ * learns the answer at its next run without having to look.
+ */
+export function outcomesSince(
+  paths: RosterPaths,
+  worker: string,
+  since: string | undefined,
+): string[] {
+  return readJournal(paths, worker, 200)
+    .filter((event) => OUTCOME_KINDS.has(event.kind) && (!since || event.ts > since))
+    .map((event) => {
+      const detail =
+        typeof event.detail === "string" ? event.detail : JSON.stringify(event.detail ?? "");
+      return `${event.ts.slice(0, 16).replace("T", " ")} ${event.kind} ${event.intent ?? ""}${event.gate_id ? ` (${event.gate_id})` : ""}${detail && detail !== '""' ? `: ${detail}` : ""}`;
+    });
+}

@@ -38,6 +38,8 @@ export function compilePrompt(input: {
   task: string;
   runId: string;
   ceilingMinutes: number;
+  /** Journal lines about the worker's proposals since its last run (newest last). */
+  outcomes?: string[];
 }): CompiledPrompt {
   const { worker, identity, task } = input;
   const limits = worker.context;
@@ -68,6 +70,8 @@ export function compilePrompt(input: {
       ].join("\n"),
     },
   ];
+  if (input.outcomes?.length)
+    blocks.push({ label: "OUTCOMES SINCE YOUR LAST RUN", content: outcomesBlock(input.outcomes) });
   const system = renderSystem(blocks);
   if (system.length > limits.max_injected_chars) {
     throw new PromptTooLarge(
@@ -79,6 +83,26 @@ export function compilePrompt(input: {
     input: task,
     blocks: blocks.map((block) => ({ label: block.label, chars: block.content.length })),
   };
+}
+
+/** Newest kept when there are many: at most OUTCOMES_MAX_CHARS, the rest pointed to. */
+export const OUTCOMES_MAX_CHARS = 4000;
+
+function outcomesBlock(lines: string[]): string {
+  const kept: string[] = [];
+  let size = 0;
+  for (const line of [...lines].reverse()) {
+    const clipped = line.length > 400 ? `${line.slice(0, 399)}…` : line;
+    if (size + clipped.length + 1 > OUTCOMES_MAX_CHARS) break;
+    kept.unshift(clipped);
+    size += clipped.length + 1;
+  }
+  const omitted = lines.length - kept.length;
+  return [
+    "What became of your proposals (gates) since your last run; the full record is ~/self/journal/events.jsonl.",
+    ...(omitted ? [`(${omitted} earlier ones omitted)`] : []),
+    ...kept,
+  ].join("\n");
 }
 
 export class PromptTooLarge extends Error {

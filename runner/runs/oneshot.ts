@@ -2,6 +2,7 @@ import { createWriteStream, existsSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
+import { outcomesSince } from "../actions/journal.ts";
 import { boxEnvironment } from "../box/box-env.ts";
 import { connectDocker, imageExists } from "../box/docker.ts";
 import { ensureEgressLockdown } from "../box/firewall.ts";
@@ -26,6 +27,7 @@ import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
 import { assistantText, describeEvent, LineSplitter, parseEvent } from "./pi-events.ts";
 import {
   finished,
+  listRuns,
   newRunId,
   type RunRecord,
   readRecord,
@@ -188,6 +190,9 @@ async function startRun(
   keyEnv: string | undefined,
 ): Promise<OneShotResult> {
   const { paths } = options;
+  // before this run's record exists: the previous run's start bounds "since your last run"
+  const previous = listRuns(paths.state, worker.name)[0];
+  const since = previous ? readRecord(previous.dir)?.started_at : undefined;
   const id = newRunId();
   const dir = runDir(paths.state, worker.name, id);
   let record: RunRecord = {
@@ -210,6 +215,7 @@ async function startRun(
         task: options.prompt,
         runId: id,
         ceilingMinutes: options.ceilingMinutes,
+        outcomes: outcomesSince(paths, worker.name, since),
       });
     } catch (error) {
       throw refuse(`the prompt can't be compiled: ${errorMessage(error)}`);

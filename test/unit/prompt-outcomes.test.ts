@@ -1,0 +1,102 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { appendJournal, outcomesSince } from "../../runner/actions/journal.ts";
+import type { WorkerView } from "../../runner/config/load.ts";
+import { BOX_DEFAULTS, CONTEXT_DEFAULTS } from "../../runner/config/narrowing.ts";
+import { rosterPaths } from "../../runner/config/paths.ts";
+import { compilePrompt, OUTCOMES_MAX_CHARS } from "../../runner/prompt/compile.ts";
+
+/** A worker learns what became of its proposals at its next run, in a bounded block. */
+const roots: string[] = [];
+afterEach(async () => {
+  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
+});
+
+const worker: WorkerView = {
+  name: "elf",
+  dir: "/nowhere",
+  model: undefined,
+  context: CONTEXT_DEFAULTS,
+  box: BOX_DEFAULTS,
+  mounts: [],
+  sentinels: [],
+  connections: [],
+};
+
+describe("outcomes since the last run", () => {
+  it("lists dispositions after the last run's start, not proposals or older ones", async () => {
+    const root = await mkdtemp(join(tmpdir(), "roster-outcomes-"));
+    roots.push(root);
+    const paths = rosterPaths({ ROSTER_ROOT: root });
+    appendJournal(paths, {
+      worker: "elf",
+      run_id: "r0",
+      kind: "executed",
+      intent: "email-send",
+      gate_id: "g-old",
+    });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const since = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    appendJournal(paths, {
+      worker: "elf",
+      run_id: "r1",
+      kind: "gate-filed",
+      intent: "email-send",
+      gate_id: "g-1",
+    });
+    appendJournal(paths, {
+      worker: "elf",
+      run_id: "r1",
+      kind: "denied",
+      intent: "email-send",
+      gate_id: "g-1",
+      detail: { by: "cli:ann", note: "not this week" },
+    });
+    const lines = outcomesSince(paths, "elf", since);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/denied email-send \(g-1\): .*not this week/);
+
+    const prompt = compilePrompt({
+      worker,
+      identity: "",
+      task: "go",
+      runId: "r2",
+      ceilingMinutes: 5,
+      outcomes: lines,
+    });
+    expect(prompt.system).toContain("[ROSTER SYSTEM BLOCK: OUTCOMES SINCE YOUR LAST RUN]");
+    expect(prompt.system).toContain("not this week");
+    const none = compilePrompt({
+      worker,
+      identity: "",
+      task: "go",
+      runId: "r2",
+      ceilingMinutes: 5,
+      outcomes: [],
+    });
+    expect(none.system).not.toContain("OUTCOMES");
+  });
+
+  it("keeps the newest within its bound and says how many it left out", () => {
+    const many = Array.from(
+      { length: 200 },
+      (_, index) => `2026-11-30 07:00 executed email-send (g-${index}): ${"x".repeat(60)}`,
+    );
+    const prompt = compilePrompt({
+      worker,
+      identity: "",
+      task: "go",
+      runId: "r",
+      ceilingMinutes: 5,
+      outcomes: many,
+    });
+    const block = prompt.blocks.find((entry) => entry.label === "OUTCOMES SINCE YOUR LAST RUN");
+    expect(block?.chars).toBeLessThanOrEqual(OUTCOMES_MAX_CHARS + 200);
+    expect(prompt.system).toContain("(g-199)");
+    expect(prompt.system).not.toContain("(g-0)");
+    expect(prompt.system).toMatch(/\(\d+ earlier ones omitted\)/);
+  });
+});
