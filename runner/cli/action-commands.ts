@@ -71,6 +71,31 @@ export function registerActionCommands(program: Command): void {
   }
 
   program
+    .command("trust <worker>")
+    .description("what a worker's proposals would do: run at once, or wait for a human")
+    .option("--json", "the same as JSON")
+    .action(async (worker: string, flags: { json?: boolean }) => {
+      const paths = rosterPaths();
+      const { formatConfigError, loadConfig } = await import("../config/load.ts");
+      const { formatTrust, trustOf } = await import("../actions/trust-view.ts");
+      const { RosterError } = await import("../errors.ts");
+      const config = loadConfig(paths.config, { vaultDir: paths.vault });
+      if (config.errors.length)
+        throw new RosterError(
+          `config is invalid:\n${config.errors.map(formatConfigError).join("\n")}`,
+          {
+            exitCode: 2,
+          },
+        );
+      if (!config.workers.has(worker))
+        throw new RosterError(`no worker named "${worker}"`, { exitCode: 2 });
+      const intents = trustOf(paths, config, worker);
+      process.stdout.write(
+        flags.json ? `${JSON.stringify(intents)}\n` : formatTrust(worker, intents),
+      );
+    });
+
+  program
     .command("inbox")
     .description("messages workers sent you (message_user) when no chat is configured")
     .option("--json", "one JSON message per line")

@@ -349,5 +349,18 @@ describe("the desk", () => {
     const after = await submit(token, earned("e@example.test"));
     expect(after.status).toBe(202);
     expect(String(after.body.message)).toMatch(/revoked/);
+
+    const cli = (args: string[]) => runRoster(args, { ROSTER_ROOT: env.root });
+    const trust = await cli(["trust", "elf"]);
+    expect(trust.code, trust.stderr).toBe(0);
+    expect(trust.stdout).toContain("elf may propose (anything else is refused):");
+    expect(trust.stdout).toMatch(/email-send → email\n\s+auto\s+when to matches \*@team\.test/);
+    expect(trust.stdout).toMatch(/email-earned → email\n\s+earned\s+otherwise/);
+    expect(trust.stdout).toMatch(
+      /earned so far: \d+ of 2 executed, 1 denied → still gates \(a denial revoked it\)/,
+    );
+    expect(trust.stdout).not.toContain("only-zed");
+    expect((await cli(["trust", "zed"])).stdout).toContain("only-zed → message-user");
+    expect((await cli(["trust", "nobody"])).code).toBe(2);
   });
 });
