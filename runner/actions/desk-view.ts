@@ -11,7 +11,7 @@ export function gateRow(gate: Gate): string {
   return `${gate.id}  ${gate.state.padEnd(9)} ${gate.worker.replace(/^org\//, "").padEnd(12)} ${gate.filed_at.slice(0, 16).replace("T", " ")}  ${summary}`;
 }
 
-export function showGate(gate: Gate): string {
+export function showGate(paths: RosterPaths, gate: Gate): string {
   const executor = executorFor(gate);
   const lines = [
     `gate      ${gate.id} (${gate.state})`,
@@ -26,7 +26,9 @@ export function showGate(gate: Gate): string {
   if (gate.rationale) lines.push(`why       ${gate.rationale}`);
   if (gate.result !== undefined) lines.push(`result    ${JSON.stringify(gate.result)}`);
   if (gate.error) lines.push(`error     ${gate.error}`);
-  const body = executor ? executor.render(gate.payload) : JSON.stringify(gate.payload, null, 2);
+  const body = executor
+    ? executor.render(gate.payload, { paths, worker: gate.worker.replace(/^org\//, "") })
+    : JSON.stringify(gate.payload, null, 2);
   return `${lines.join("\n")}\n\n--- what would be sent ---\n${body}\n--- end ---\n`;
 }
 

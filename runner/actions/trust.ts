@@ -45,6 +45,8 @@ export function decideTrust(options: {
   history: () => Gate[];
 }): TrustDecision {
   const { grant, subject, payload } = options;
+  // who a worker is is never its own call, whatever a rule says
+  if (grant.executor === "identity") return { run: "gate", because: "identity edits always gate" };
   const rule = options.rules.find(
     (candidate) =>
       candidate.intent === grant.name &&

@@ -43,8 +43,11 @@ export function registerActionCommands(program: Command): void {
     .action(async (id: string, flags: { json?: boolean }) => {
       const { findGate } = await import("../actions/gates.ts");
       const { showGate } = await import("../actions/desk-view.ts");
-      const gate = findGate(rosterPaths(), id);
-      process.stdout.write(flags.json ? `${JSON.stringify(gate, null, 2)}\n` : showGate(gate));
+      const paths = rosterPaths();
+      const gate = findGate(paths, id);
+      process.stdout.write(
+        flags.json ? `${JSON.stringify(gate, null, 2)}\n` : showGate(paths, gate),
+      );
     });
 
   for (const verb of ["approve", "deny"] as const) {

@@ -7,7 +7,15 @@ import { type Static, Type } from "@sinclair/typebox";
  * worker.toml may only add `[[trust]]` rules that gate (narrowing), never an
  * action grant.
  */
-export const EXECUTORS = ["message-user", "email", "self"] as const;
+export const EXECUTORS = [
+  "message-user",
+  "email",
+  "self",
+  "identity",
+  "purpose",
+  "slack",
+  "discord",
+] as const;
 export type ExecutorName = (typeof EXECUTORS)[number];
 
 export const TrustLevel = Type.Union([

@@ -3,6 +3,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveGate } from "../../runner/actions/desk.ts";
+import { showGate } from "../../runner/actions/desk-view.ts";
 import { sha256 } from "../../runner/actions/executors/self-edit.ts";
 import { findGate } from "../../runner/actions/gates.ts";
 import { readJournal } from "../../runner/actions/journal.ts";
@@ -36,11 +37,12 @@ const edit = (content: string, base = sha256(readFileSync(workerFile))) => ({
 
 beforeAll(async () => {
   env = await startGatewayEnv(
-    `[box]\nmemory = "4g"\n\n[[action]]\nname = "file-update"\nexecutor = "self"\n`,
+    `[box]\nmemory = "4g"\n\n[[action]]\nname = "file-update"\nexecutor = "self"\n\n[[action]]\nname = "identity-edit"\nexecutor = "identity"\ntrust = "auto"\n\n[[action]]\nname = "purpose-edit"\nexecutor = "purpose"\n`,
   );
   workerFile = join(env.paths.config, "workers/elf/worker.toml");
   await mkdir(join(workerFile, ".."), { recursive: true });
   await writeFile(workerFile, ORIGINAL);
+  await writeFile(join(workerFile, "../identity.md"), "You are elf.\nYou write short answers.\n");
   await new Promise((resolve) => setTimeout(resolve, 600));
 });
 afterAll(async () => {
@@ -105,6 +107,50 @@ describe("file_update", () => {
       expect(String(reply.body.error)).toMatch(/^bad envelope: payload\.path: /);
     },
   );
+});
+
+describe("identity and purpose edits", () => {
+  it("an identity edit always gates, even under trust = auto, and the desk shows a diff", async () => {
+    const token = await env.token("elf");
+    const reply = await post("/submit", token, {
+      intent: "identity-edit",
+      payload: { identity: "You are elf.\nYou write long, careful answers.\n" },
+    });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(202);
+    expect(String(reply.body.message)).toContain("identity edits always gate");
+    const gate = findGate(env.paths, String(reply.body.gate_id));
+    const shown = showGate(env.paths, gate);
+    expect(shown).toContain("-You write short answers.\n+You write long, careful answers.");
+    await approveGate(env.paths, gate, { by: "test" });
+    expect(readFileSync(join(workerFile, "../identity.md"), "utf8")).toContain("long, careful");
+  });
+
+  it("a purpose edit lands in the channel's purpose.md; a bad channel id is refused", async () => {
+    const token = await env.token("elf");
+    const reply = await post("/submit", token, {
+      intent: "purpose-edit",
+      payload: { channel_id: "term-ops", purpose: "Where the on-call talks to elf." },
+    });
+    const gate = findGate(env.paths, String(reply.body.gate_id));
+    expect(showGate(env.paths, gate)).toContain("+Where the on-call talks to elf.");
+    await approveGate(env.paths, gate, { by: "test" });
+    expect(readFileSync(join(env.paths.data, "channels/term-ops/purpose.md"), "utf8")).toBe(
+      "Where the on-call talks to elf.",
+    );
+    const bad = await post("/submit", token, {
+      intent: "purpose-edit",
+      payload: { channel_id: "../../etc", purpose: "x" },
+    });
+    expect(bad.status).toBe(400);
+    expect(String(bad.body.error)).toMatch(/payload\.channel_id/);
+  });
+
+  it("the desk shows a worker.toml edit as a diff", async () => {
+    const token = await env.token("elf");
+    const reply = await post("/submit", token, edit(`${ORIGINAL}\n[box]\ncpus = 1\n`));
+    const shown = showGate(env.paths, findGate(env.paths, String(reply.body.gate_id)));
+    expect(shown).toContain("+[box]\n+cpus = 1");
+  });
 });
 
 describe("a task run's outcome", () => {

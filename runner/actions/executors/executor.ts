@@ -18,7 +18,8 @@ export interface ExecutionContext {
 export interface Executor<Payload = unknown> {
   schema: TSchema;
   summary(payload: Payload): string;
-  render(payload: Payload): string;
+  /** Given where it would land, an edit renders as a diff of the file as it is now. */
+  render(payload: Payload, context?: Omit<ExecutionContext, "key">): string;
   /** A refusal known before anything is filed (a stale base, say), as "field: reason". */
   precheck?(payload: Payload, context: Omit<ExecutionContext, "key">): string | undefined;
   run(payload: Payload, context: ExecutionContext): Promise<Record<string, unknown>>;

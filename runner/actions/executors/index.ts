@@ -1,12 +1,20 @@
 import type { ExecutorName } from "../../config/action-schema.ts";
+import { discord } from "./discord.ts";
 import { email } from "./email.ts";
 import type { Executor } from "./executor.ts";
+import { identity } from "./identity.ts";
 import { messageUser } from "./message-user.ts";
+import { purpose } from "./purpose.ts";
 import { selfEdit } from "./self-edit.ts";
+import { slack } from "./slack.ts";
 
 /** Every executor by the name `[[action]] executor = "…"` uses. */
 export const EXECUTOR_TABLE: Record<ExecutorName, Executor<unknown>> = {
   "message-user": messageUser,
   email,
   self: selfEdit,
+  slack,
+  discord,
+  identity,
+  purpose,
 };

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { formatConfigError, loadConfig } from "../../config/load.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
+import { diffAgainst, writeAtomically } from "./file-diff.ts";
 
 /**
  * self: a worker's proposed edit of its own worker.toml (file_update). Only
@@ -41,16 +42,12 @@ function staleness(
     : `payload.base_hash: worker.toml changed since (its sha256 is now ${current}); read it again and propose against that`;
 }
 
-function writeAtomically(file: string, content: string | Buffer): void {
-  writeFileSync(`${file}.tmp`, content);
-  renameSync(`${file}.tmp`, file);
-}
-
 export const selfEdit: Executor<Payload> = {
   schema: Payload,
   summary: (payload) =>
     `edit of its own ${payload.path} (${payload.content.split("\n").length} lines)`,
-  render: (payload) => payload.content,
+  render: (payload, context) =>
+    context ? diffAgainst(workerToml(context), "worker.toml", payload.content) : payload.content,
   precheck: staleness,
   async run(payload, context) {
     const file = workerToml(context);
