@@ -1,0 +1,270 @@
+/**
+ * Actions: how a worker does anything beyond its box — tell the user, send an
+ * email, post to a channel, file a task. Each tool only proposes: the action
+ * host on the host side checks the operator's grants, then runs it at once,
+ * holds it for a human, or refuses; the tool says which in plain words.
+ */
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "@sinclair/typebox";
+import { gatesReport, propose, reportOutcome } from "./lib/action-words.ts";
+
+/** The intents the tools submit: the operator grants them by these names (`[[action]] name`). */
+export const INTENTS = {
+  message_user: "message-user",
+  send_email: "email-send",
+  discord_send: "discord-send",
+  slack_send: "slack-send",
+  term_send: "term-send",
+  file_task: "file-task",
+  set_tasks: "set-tasks",
+  file_update: "file-update",
+  propose_purpose_edit: "purpose-edit",
+} as const;
+
+const OUTCOMES =
+  "It is a proposal: the answer says done (it ran), pending (held for a human: stop and don't repeat it), " +
+  "denied (not granted: retrying won't help) or error.";
+
+const rationale = (required: boolean) => {
+  const schema = Type.String({
+    minLength: 1,
+    maxLength: 4000,
+    description: "why this is the right thing to do now; a human approving it reads this",
+  });
+  return required ? schema : Type.Optional(schema);
+};
+const text = (what: string) => Type.String({ minLength: 1, description: what });
+const channelId = Type.String({ minLength: 1, description: "the channel's id" });
+const record = Type.Record(Type.String(), Type.Unknown());
+
+export default function (pi: ExtensionAPI) {
+  pi.registerTool({
+    name: "message_user",
+    label: "Message the user",
+    description: `Send a short message to your user (the operator who runs you): a result, a question, a blocker. ${OUTCOMES}`,
+    parameters: Type.Object({ text: text("the message"), rationale: rationale(false) }),
+    execute: (_id, params, signal) =>
+      propose("message_user", INTENTS.message_user, { text: params.text }, params.rationale, {
+        signal,
+      }),
+  });
+
+  pi.registerTool({
+    name: "send_email",
+    label: "Send email",
+    description: `Send a plain-text email. Usually held for a human to approve first. ${OUTCOMES}`,
+    parameters: Type.Object({
+      to: Type.Array(Type.String({ minLength: 3 }), {
+        minItems: 1,
+        maxItems: 50,
+        description: 'recipients: "someone@example.com" or "Name <someone@example.com>"',
+      }),
+      subject: text("the subject line"),
+      body: Type.String({ description: "the plain-text body, signed as you" }),
+      rationale: rationale(true),
+    }),
+    execute: (_id, params, signal) =>
+      propose(
+        "send_email",
+        INTENTS.send_email,
+        { to: params.to, subject: params.subject, body: params.body },
+        params.rationale,
+        { signal },
+      ),
+  });
+
+  pi.registerTool({
+    name: "discord_send",
+    label: "Send to Discord",
+    description: `Post a message to a Discord channel. ${OUTCOMES}`,
+    parameters: Type.Object({
+      channel_id: channelId,
+      text: text("the message (long ones are split)"),
+      rationale: rationale(false),
+    }),
+    execute: (_id, params, signal) =>
+      propose(
+        "discord_send",
+        INTENTS.discord_send,
+        { channel_id: params.channel_id, text: params.text },
+        params.rationale,
+        { signal },
+      ),
+  });
+
+  pi.registerTool({
+    name: "slack_send",
+    label: "Send to Slack",
+    description: `Post a message to a Slack channel, or reply in a thread. ${OUTCOMES}`,
+    parameters: Type.Object({
+      channel_id: channelId,
+      text: text("the message"),
+      thread_ts: Type.Optional(
+        Type.String({ minLength: 1, description: "the thread's ts, to reply inside it" }),
+      ),
+      rationale: rationale(false),
+    }),
+    execute: (_id, params, signal) =>
+      propose(
+        "slack_send",
+        INTENTS.slack_send,
+        { channel_id: params.channel_id, text: params.text, thread_ts: params.thread_ts },
+        params.rationale,
+        { signal },
+      ),
+  });
+
+  pi.registerTool({
+    name: "term_send",
+    label: "Send to terminal",
+    description: `Post a message to a terminal channel (ids start with "term-"). ${OUTCOMES}`,
+    parameters: Type.Object({
+      channel_id: Type.String({ minLength: 1, description: 'the terminal channel id, "term-…"' }),
+      text: text("the message"),
+    }),
+    execute: (_id, params, signal) =>
+      propose(
+        "term_send",
+        INTENTS.term_send,
+        { channel_id: params.channel_id, text: params.text },
+        undefined,
+        { signal },
+      ),
+  });
+
+  pi.registerTool({
+    name: "file_task",
+    label: "File a task",
+    description: `File a task for a later run of yours: it starts with the prompt you give, now or at a set time. ${OUTCOMES}`,
+    parameters: Type.Object({
+      prompt: text("everything the later run needs to know: it remembers nothing of this one"),
+      ceiling_min: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: 240,
+          description: "minutes the run may take (default 30)",
+        }),
+      ),
+      at: Type.Optional(
+        Type.String({
+          minLength: 1,
+          description: 'when to start, RFC 3339 in UTC ending in "Z", e.g. 2030-01-31T09:00:00Z',
+        }),
+      ),
+      rationale: rationale(false),
+    }),
+    execute: (_id, params, signal) =>
+      propose(
+        "file_task",
+        INTENTS.file_task,
+        { prompt: params.prompt, ceiling_min: params.ceiling_min, at: params.at },
+        params.rationale,
+        { signal },
+      ),
+  });
+
+  pi.registerTool({
+    name: "set_tasks",
+    label: "Set tasks",
+    description:
+      "Replace your task list (see ~/self/schedule.json): give the version you read and the whole new list. " +
+      `Claimed entries are kept as they are; a stale version is refused — read the file again. ${OUTCOMES}`,
+    parameters: Type.Object({
+      base_version: Type.Integer({
+        minimum: 0,
+        description: "the version of ~/self/schedule.json your list is based on",
+      }),
+      tasks: Type.Array(record, {
+        description: "the whole task list; new entries have state pending",
+      }),
+      recurring: Type.Optional(
+        Type.Array(record, { description: "recurring tasks (cron or interval)" }),
+      ),
+    }),
+    execute: (_id, params, signal) =>
+      propose(
+        "set_tasks",
+        INTENTS.set_tasks,
+        { base_version: params.base_version, tasks: params.tasks, recurring: params.recurring },
+        undefined,
+        { signal },
+      ),
+  });
+
+  pi.registerTool({
+    name: "file_update",
+    label: "Update own config",
+    description:
+      "Propose a new version of one of your own files under ~/self (today only config/worker.toml). " +
+      `Give the sha256 of the bytes you read (sha256sum ~/self/config/worker.toml); if it changed since, it is refused. ${OUTCOMES}`,
+    parameters: Type.Object({
+      path: Type.String({
+        minLength: 1,
+        description: 'the file, relative to ~/self: "config/worker.toml"',
+      }),
+      base_hash: Type.String({
+        minLength: 64,
+        maxLength: 64,
+        description: "lower-case hex sha256 of the file's current bytes",
+      }),
+      content: Type.String({ description: "the whole new content" }),
+      rationale: rationale(true),
+    }),
+    execute: (_id, params, signal) =>
+      propose(
+        "file_update",
+        INTENTS.file_update,
+        { path: params.path, base_hash: params.base_hash, content: params.content },
+        params.rationale,
+        { signal },
+      ),
+  });
+
+  pi.registerTool({
+    name: "propose_purpose_edit",
+    label: "Propose a channel purpose",
+    description: `Propose a new purpose text for a channel (what it is for; later runs there read it). ${OUTCOMES}`,
+    parameters: Type.Object({
+      channel_id: channelId,
+      purpose: text("the whole new purpose text"),
+      rationale: rationale(true),
+    }),
+    execute: (_id, params, signal) =>
+      propose(
+        "propose_purpose_edit",
+        INTENTS.propose_purpose_edit,
+        { channel_id: params.channel_id, purpose: params.purpose },
+        params.rationale,
+        { signal },
+      ),
+  });
+
+  pi.registerTool({
+    name: "check_gates",
+    label: "Check gates",
+    description:
+      "List your proposals held for a human (gates) with their state, and your recent journal " +
+      "(what became of each proposal, with any note from the person who decided).",
+    parameters: Type.Object({}),
+    execute: (_id, _params, signal) => gatesReport({ signal }),
+  });
+
+  // A task run reports how it ended; other runs have no task to report on.
+  if (!process.env.ROSTER_TASK_ID) return;
+  const note = Type.String({ minLength: 1, maxLength: 4000, description: "one or two sentences" });
+  pi.registerTool({
+    name: "task_complete",
+    label: "Task complete",
+    description: "Report that this run's task is done, with a short note on what was achieved.",
+    parameters: Type.Object({ note }),
+    execute: (_id, params, signal) => reportOutcome("completed", params.note, { signal }),
+  });
+  pi.registerTool({
+    name: "task_fail",
+    label: "Task failed",
+    description:
+      "Report that this run's task can't be done, with a short note on why and what would unblock it.",
+    parameters: Type.Object({ note }),
+    execute: (_id, params, signal) => reportOutcome("failed", params.note, { signal }),
+  });
+}
