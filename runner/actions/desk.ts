@@ -127,7 +127,12 @@ async function runExecutor(paths: RosterPaths, gate: Gate): Promise<Record<strin
   const executor = executorFor(gate);
   if (!executor) throw new Error(`no executor "${gate.executor}" in this roster`);
   const worker = workerName(gate.worker);
-  const result = await executor.run(gate.payload, { paths, worker, key: gate.id });
+  const result = await executor.run(gate.payload, {
+    paths,
+    worker,
+    key: gate.id,
+    runId: gate.run_id,
+  });
   const marker = resultMarker(paths, { worker, id: gate.id });
   writeFileSync(`${marker}.tmp`, JSON.stringify(result), { mode: 0o600 });
   renameSync(`${marker}.tmp`, marker);

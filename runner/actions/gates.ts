@@ -8,12 +8,12 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
-  rmSync,
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
+import { withFileLock } from "./file-lock.ts";
 
 /**
  * Gates: proposals held for a human, durable and frozen. One JSON file per
@@ -119,53 +119,16 @@ export function findGate(paths: RosterPaths, prefix: string): Gate {
   );
 }
 
-/** Locks this process holds: its own pid in a lock file is not a sign of a crash. */
-const heldHere = new Set<string>();
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /**
- * Runs `body` holding the gate's lock. A lock held by a live process is a
- * refusal ("being decided elsewhere"); one left by a dead process is taken.
+ * Runs `body` holding the gate's lock (see file-lock.ts): two desks approving
+ * at once execute once; a lock left by a crashed desk is taken over.
  */
 export async function withGateLock<T>(
   paths: RosterPaths,
   gate: Pick<Gate, "worker" | "id">,
   body: () => Promise<T>,
 ): Promise<T> {
-  const lock = `${gateFile(paths, gate.worker, gate.id)}.lock`;
-  let fd: number | undefined;
-  for (let attempt = 0; attempt < 2 && fd === undefined; attempt++) {
-    try {
-      fd = openSync(lock, "wx", 0o600);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const holder = Number(readFileSync(lock, "utf8").trim());
-      if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && alive(holder))) {
-        throw new RosterError(`gate ${gate.id} is being decided by process ${holder}; try again`, {
-          exitCode: 1,
-        });
-      }
-      rmSync(lock, { force: true });
-    }
-  }
-  if (fd === undefined) throw new RosterError(`gate ${gate.id}: could not take its lock`);
-  heldHere.add(lock);
-  try {
-    writeSync(fd, String(process.pid));
-    return await body();
-  } finally {
-    closeSync(fd);
-    rmSync(lock, { force: true });
-    heldHere.delete(lock);
-  }
+  return withFileLock(`${gateFile(paths, gate.worker, gate.id)}.lock`, `gate ${gate.id}`, body);
 }
 
 /** The result an executor returned, kept apart from the gate so a crash after sending can't send twice. */

@@ -242,7 +242,12 @@ export class ActionHost implements ActionHandler {
     const worker = gate.worker.replace(/^org\//, "");
     const executor = executorFor(grant);
     try {
-      const result = await executor.run(gate.payload, { paths: this.paths, worker, key: gate.id });
+      const result = await executor.run(gate.payload, {
+        paths: this.paths,
+        worker,
+        key: gate.id,
+        runId: gate.run_id,
+      });
       appendJournal(this.paths, {
         worker,
         run_id: gate.run_id,

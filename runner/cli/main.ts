@@ -5,6 +5,7 @@ import { registerActionCommands } from "./action-commands.ts";
 import { registerBoxCommands } from "./box-commands.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
 import { registerRunCommands } from "./run-commands.ts";
+import { registerTaskCommands } from "./task-commands.ts";
 
 /**
  * The `roster` command tree. Commands are thin: they parse, call into a runner/
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerGatewayCommands(program);
   registerRunCommands(program);
   registerActionCommands(program);
+  registerTaskCommands(program);
   return program;
 }
 

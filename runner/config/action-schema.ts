@@ -15,6 +15,8 @@ export const EXECUTORS = [
   "purpose",
   "slack",
   "discord",
+  "task",
+  "task-list",
 ] as const;
 export type ExecutorName = (typeof EXECUTORS)[number];
 

@@ -6,6 +6,7 @@ import { BOX_GID, BOX_HOME, BOX_UID } from "../box/layout.ts";
 import type { WorkerView } from "../config/load.ts";
 import { piAgentConfig } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { readTasks, scheduleView } from "../tasks/store.ts";
 
 /**
  * The run's $HOME: one tree, where who wrote it decides the mode.
@@ -68,7 +69,8 @@ export async function buildRunHome(options: {
   await mkdir(join(store, ".locks"), { recursive: true });
   for (const dir of ["config", "runs", "journal"])
     await mkdir(join(self, dir), { recursive: true });
-  await writeFile(join(self, "schedule.json"), "{}\n");
+  // the task list as it stands; file_task/set_tasks rewrite this file in place during the run
+  await writeFile(join(self, "schedule.json"), scheduleView(readTasks(paths, worker.name)));
   // the worker's journal, live: what became of its proposals, including during this run
   const journal = join(paths.data, "workers", worker.name, "journal");
   await mkdir(journal, { recursive: true });

@@ -13,6 +13,8 @@ export interface ExecutionContext {
   worker: string;
   /** Stable across retries of one approval: a dedupe key for the far side. */
   key: string;
+  /** The run that proposed it, when one did. */
+  runId?: string | null;
 }
 
 export interface Executor<Payload = unknown> {

@@ -7,6 +7,7 @@ import { messageUser } from "./message-user.ts";
 import { purpose } from "./purpose.ts";
 import { selfEdit } from "./self-edit.ts";
 import { slack } from "./slack.ts";
+import { fileTask, setTasks } from "./tasks.ts";
 
 /** Every executor by the name `[[action]] executor = "…"` uses. */
 export const EXECUTOR_TABLE: Record<ExecutorName, Executor<unknown>> = {
@@ -17,4 +18,6 @@ export const EXECUTOR_TABLE: Record<ExecutorName, Executor<unknown>> = {
   discord,
   identity,
   purpose,
+  task: fileTask,
+  "task-list": setTasks,
 };

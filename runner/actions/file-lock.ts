@@ -1,0 +1,59 @@
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { RosterError } from "../errors.ts";
+
+/**
+ * A lock file created with O_EXCL, holding the owner's pid. Held by a live
+ * process → refused ("busy"); left by a dead one → taken over, which is how a
+ * crash mid-update recovers. Locks this process holds are tracked too, so two
+ * callers in one process don't both pass.
+ */
+const heldHere = new Set<string>();
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export async function withFileLock<T>(
+  lock: string,
+  what: string,
+  body: () => Promise<T>,
+): Promise<T> {
+  let fd: number | undefined;
+  for (let attempt = 0; attempt < 2 && fd === undefined; attempt++) {
+    try {
+      fd = openSync(lock, "wx", 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      let holder = 0;
+      try {
+        holder = Number(readFileSync(lock, "utf8").trim());
+      } catch {
+        // vanished between open and read: try again
+      }
+      if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && alive(holder))) {
+        throw new RosterError(
+          `${what} is being changed by process ${holder || process.pid}; try again`,
+          {
+            exitCode: 1,
+          },
+        );
+      }
+      rmSync(lock, { force: true });
+    }
+  }
+  if (fd === undefined) throw new RosterError(`${what}: could not take its lock`);
+  heldHere.add(lock);
+  try {
+    writeSync(fd, String(process.pid));
+    return await body();
+  } finally {
+    closeSync(fd);
+    rmSync(lock, { force: true });
+    heldHere.delete(lock);
+  }
+}

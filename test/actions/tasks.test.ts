@@ -1,0 +1,145 @@
+import { readFileSync, statSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readTasks, updateTasks } from "../../runner/tasks/store.ts";
+import { runRoster } from "../support/cli.ts";
+import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
+import { viaProxy } from "../support/proxy-clients.ts";
+
+/** file_task and set_tasks: a worker's own list, versioned, changed only against what it read. */
+let env: GatewayEnv;
+
+async function submit(token: string, envelope: unknown) {
+  const response = await viaProxy(
+    proxyUrlFor(env, token),
+    "https://actions.roster.internal/submit",
+    {
+      ca: readFileSync(join(env.paths.ca, "ca.crt"), "utf8"),
+      method: "POST",
+      body: JSON.stringify(envelope),
+      headers: { "content-type": "application/json" },
+    },
+  );
+  return { status: response.status, body: JSON.parse(response.body) as Record<string, unknown> };
+}
+const cli = (args: string[]) => runRoster(args, { ROSTER_ROOT: env.root });
+
+beforeAll(async () => {
+  env = await startGatewayEnv(
+    '[[action]]\nname = "file-task"\nexecutor = "task"\ntrust = "auto"\n\n[[action]]\nname = "set-tasks"\nexecutor = "task-list"\ntrust = "auto"\n',
+  );
+  await mkdir(join(env.paths.config, "workers/elf"), { recursive: true });
+  await writeFile(join(env.paths.config, "workers/elf/worker.toml"), 'name = "elf"\n');
+  await new Promise((resolve) => setTimeout(resolve, 600));
+});
+afterAll(async () => {
+  await env?.cleanup();
+});
+
+describe("tasks", () => {
+  it("file_task adds a task and rewrites the proposing run's schedule.json in place", async () => {
+    const view = join(env.paths.state, "runs/elf/run-t1/self/schedule.json");
+    await mkdir(join(view, ".."), { recursive: true });
+    await writeFile(view, "{}\n");
+    const inode = statSync(view).ino;
+    const token = await env.token("elf", "run-t1");
+    const reply = await submit(token, {
+      intent: "file-task",
+      payload: {
+        prompt: "Summarise the week's tickets",
+        ceiling_min: 15,
+        at: "2026-12-01T09:00:00Z",
+      },
+    });
+    expect(reply.status).toBe(200);
+    const result = reply.body.result as { task_id: string; state: string; version: number };
+    expect(result).toMatchObject({ state: "pending", version: 1 });
+    expect(statSync(view).ino).toBe(inode);
+    const seen = JSON.parse(readFileSync(view, "utf8")) as {
+      version: number;
+      tasks: Array<{ id: string }>;
+    };
+    expect(seen.version).toBe(1);
+    expect(seen.tasks.map((task) => task.id)).toEqual([result.task_id]);
+
+    const listed = await cli(["task", "ls", "elf"]);
+    expect(listed.stdout).toMatch(
+      new RegExp(`${result.task_id}\\s+pending\\s+elf .*Summarise the week's tickets`),
+    );
+    const shown = await cli(["task", "show", result.task_id.slice(2, 6)]);
+    expect(shown.stdout).toContain("filed     ");
+    expect(shown.stdout).toContain("by run:run-t1");
+    expect(shown.stdout).toContain("ceiling   15 min, not before 2026-12-01T09:00:00Z");
+  });
+
+  it("refuses a time that is not RFC 3339 UTC, naming the field", async () => {
+    const token = await env.token("elf");
+    const reply = await submit(token, {
+      intent: "file-task",
+      payload: { prompt: "x", at: "tomorrow 9am" },
+    });
+    expect(reply.status).toBe(400);
+    expect(String(reply.body.error)).toMatch(/^bad envelope: payload\.at: /);
+  });
+
+  it("set_tasks replaces pending tasks against the version it read; stale or foreign edits are refused", async () => {
+    const token = await env.token("elf");
+    // a task the dispatcher has claimed: not the worker's to change
+    const claimed = await updateTasks(env.paths, "elf", (current) => [
+      ...current.tasks,
+      {
+        id: "t-0000c1a1",
+        prompt: "running now",
+        ceiling_min: 30,
+        state: "claimed",
+        filed_at: new Date().toISOString(),
+        filed_by: "cli:test",
+      },
+    ]);
+    const stale = await submit(token, {
+      intent: "set-tasks",
+      payload: { base_version: claimed.version - 1, tasks: [] },
+    });
+    expect(stale.status).toBe(409);
+    expect(String(stale.body.error)).toMatch(
+      /^payload\.base_version: the task list is at version \d+ now/,
+    );
+
+    const foreign = await submit(token, {
+      intent: "set-tasks",
+      payload: { base_version: claimed.version, tasks: [{ id: "t-0000c1a1", prompt: "changed" }] },
+    });
+    expect(foreign.status).toBe(502);
+    expect(String(foreign.body.error)).toContain("t-0000c1a1 is claimed: not yours to change");
+    expect(readTasks(env.paths, "elf").version).toBe(claimed.version);
+
+    const replaced = await submit(token, {
+      intent: "set-tasks",
+      payload: { base_version: claimed.version, tasks: [{ prompt: "only this one" }] },
+    });
+    expect(replaced).toEqual({
+      status: 200,
+      body: { status: "done", result: { status: "ok", version: claimed.version + 1 } },
+    });
+    const after = readTasks(env.paths, "elf").tasks;
+    expect(after.filter((task) => task.state === "pending").map((task) => task.prompt)).toEqual([
+      "only this one",
+    ]);
+    expect(after.find((task) => task.id === "t-0000c1a1")?.prompt).toBe("running now");
+  });
+
+  it("roster task add checks its input and the worker", async () => {
+    const added = await cli(["task", "add", "elf", "--ceiling", "10", "Tidy", "the", "store"]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toMatch(/^t-[0-9a-f]{8} pending for elf \(list version \d+\)/);
+    expect(readTasks(env.paths, "elf").tasks.at(-1)).toMatchObject({
+      prompt: "Tidy the store",
+      ceiling_min: 10,
+    });
+    expect((await cli(["task", "add", "nobody", "x"])).code).toBe(2);
+    const badAt = await cli(["task", "add", "elf", "--at", "noon", "x"]);
+    expect(badAt.code).toBe(2);
+    expect(badAt.stderr).toContain("--at noon: an RFC 3339 time in UTC");
+  });
+});
