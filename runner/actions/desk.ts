@@ -2,6 +2,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import type { ExecutorName } from "../config/action-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { newTaskId, type Task, updateTasks } from "../tasks/store.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { EXECUTOR_TABLE } from "./executors/index.ts";
 import { type Gate, readGate, resultMarker, TERMINAL, withGateLock, writeGate } from "./gates.ts";
@@ -88,6 +89,7 @@ export async function denyGate(paths: RosterPaths, gate: Gate, decision: Decisio
       detail: { by: decision.by, ...(decision.note ? { note: decision.note } : {}) },
     });
     appendActionAudit(paths, { gate: denied, disposition: "denied" });
+    await wake(paths, denied);
     return denied;
   });
 }
@@ -120,6 +122,7 @@ async function execute(paths: RosterPaths, approved: Gate): Promise<Gate> {
     gate: finished,
     disposition: finished.state === "executed" ? "executed" : "failed",
   });
+  await wake(paths, finished);
   return finished;
 }
 
@@ -137,4 +140,35 @@ async function runExecutor(paths: RosterPaths, gate: Gate): Promise<Record<strin
   writeFileSync(`${marker}.tmp`, JSON.stringify(result), { mode: 0o600 });
   renameSync(`${marker}.tmp`, marker);
   return result;
+}
+
+export const CONTINUATION_CEILING_MIN = 15;
+
+/** wake_on_resolve: a decided gate puts a short task on the worker's list to carry on from it. */
+async function wake(paths: RosterPaths, gate: Gate): Promise<void> {
+  if (!gate.wake_on_resolve) return;
+  const worker = workerName(gate.worker);
+  const outcome =
+    gate.state === "executed"
+      ? `was approved and executed (result: ${JSON.stringify(gate.result ?? {})})`
+      : gate.state === "denied"
+        ? `was denied${gate.decision_note ? `: ${gate.decision_note}` : ""}`
+        : `was approved but failed: ${gate.error ?? "unknown error"}`;
+  const task: Task = {
+    id: newTaskId(),
+    prompt: `Your proposal ${gate.id} (${gate.intent}) ${outcome}. Carry on with the work it was part of${gate.task_id ? ` (task ${gate.task_id})` : ""}; ~/self/journal has the details.`,
+    ceiling_min: CONTINUATION_CEILING_MIN,
+    state: "pending",
+    filed_at: new Date().toISOString(),
+    filed_by: `gate:${gate.id}`,
+  };
+  await updateTasks(paths, worker, (current) => [...current.tasks, task]);
+  appendJournal(paths, {
+    worker,
+    run_id: gate.run_id,
+    kind: "continuation-filed",
+    intent: gate.intent,
+    gate_id: gate.id,
+    detail: { task_id: task.id },
+  });
 }

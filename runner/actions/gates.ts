@@ -44,6 +44,8 @@ export interface Gate {
   executed_at?: string;
   result?: unknown;
   error?: string;
+  /** Frozen from the grant at filing: a decided gate files a continuation task. */
+  wake_on_resolve?: boolean;
 }
 
 export const TERMINAL: ReadonlySet<GateState> = new Set(["executed", "denied"]);

@@ -162,6 +162,7 @@ export class ActionHost implements ActionHandler {
       task_id: envelope.task_id ?? null,
       state: "pending",
       filed_at: new Date().toISOString(),
+      ...(grant.wake_on_resolve ? { wake_on_resolve: true } : {}),
     };
     const summary = executor.summary(payload);
     appendJournal(this.paths, {

@@ -17,7 +17,8 @@ export type JournalKind =
   | "denied"
   | "executed"
   | "failed"
-  | "outcome-reported";
+  | "outcome-reported"
+  | "continuation-filed";
 
 export interface JournalEvent {
   ts: string;

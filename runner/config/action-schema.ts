@@ -39,6 +39,8 @@ export const ActionGrant = Type.Object(
     trust: Type.Optional(TrustLevel),
     /** For earned trust: executed gates (with no denial) before it runs unasked. */
     after: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** When a gate of this intent is decided, file a task so the worker picks up where it stopped. */
+    wake_on_resolve: Type.Optional(Type.Boolean()),
     /** Only these workers (org.toml); every worker when absent. */
     workers: Type.Optional(WorkerNames),
   },

@@ -2,6 +2,9 @@ import { readFileSync, statSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { denyGate } from "../../runner/actions/desk.ts";
+import { findGate } from "../../runner/actions/gates.ts";
+import { readJournal } from "../../runner/actions/journal.ts";
 import { readTasks, updateTasks } from "../../runner/tasks/store.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
@@ -27,7 +30,7 @@ const cli = (args: string[]) => runRoster(args, { ROSTER_ROOT: env.root });
 
 beforeAll(async () => {
   env = await startGatewayEnv(
-    '[[action]]\nname = "file-task"\nexecutor = "task"\ntrust = "auto"\n\n[[action]]\nname = "set-tasks"\nexecutor = "task-list"\ntrust = "auto"\n',
+    '[[action]]\nname = "file-task"\nexecutor = "task"\ntrust = "auto"\n\n[[action]]\nname = "set-tasks"\nexecutor = "task-list"\ntrust = "auto"\n\n[[action]]\nname = "ask-lead"\nexecutor = "message-user"\nwake_on_resolve = true\n',
   );
   await mkdir(join(env.paths.config, "workers/elf"), { recursive: true });
   await writeFile(join(env.paths.config, "workers/elf/worker.toml"), 'name = "elf"\n');
@@ -127,6 +130,31 @@ describe("tasks", () => {
       "only this one",
     ]);
     expect(after.find((task) => task.id === "t-0000c1a1")?.prompt).toBe("running now");
+  });
+
+  it("wake_on_resolve: a decided gate files a short continuation task and journals it", async () => {
+    const token = await env.token("elf", "run-wake");
+    const reply = await submit(token, {
+      intent: "ask-lead",
+      payload: { text: "may I delete the old logs?" },
+    });
+    expect(reply.status).toBe(202);
+    const gate = findGate(env.paths, String(reply.body.gate_id));
+    await denyGate(env.paths, gate, { by: "test", note: "keep them a month" });
+    const continuation = readTasks(env.paths, "elf").tasks.at(-1);
+    expect(continuation).toMatchObject({
+      state: "pending",
+      ceiling_min: 15,
+      filed_by: `gate:${gate.id}`,
+    });
+    expect(continuation?.prompt).toContain(
+      `Your proposal ${gate.id} (ask-lead) was denied: keep them a month.`,
+    );
+    expect(readJournal(env.paths, "elf").at(-1)).toMatchObject({
+      kind: "continuation-filed",
+      gate_id: gate.id,
+      detail: { task_id: continuation?.id },
+    });
   });
 
   it("roster task add checks its input and the worker", async () => {
