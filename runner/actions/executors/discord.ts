@@ -1,0 +1,161 @@
+import { createHash } from "node:crypto";
+import { DiscordAPIError, HTTPError, RateLimitError, REST } from "@discordjs/rest";
+import { type Static, Type } from "@sinclair/typebox";
+import {
+  AllowedMentionsTypes,
+  type RESTPostAPIChannelMessageJSONBody,
+  type RESTPostAPIChannelMessageResult,
+  type RESTPostAPICurrentUserCreateDMChannelJSONBody,
+  type RESTPostAPICurrentUserCreateDMChannelResult,
+  Routes,
+} from "discord-api-types/v10";
+import { type Credential, readCredential } from "../../gateway/vault.ts";
+import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
+import type { Executor } from "./executor.ts";
+
+/**
+ * discord: a message to a Discord channel through discord.js's REST client
+ * (@discordjs/rest, API v10). The vault credential "discord" holds the bot
+ * `token` (and, for tests, `api_base`, the client's `api` option). A long text
+ * goes as several messages in order; each carries a nonce derived from the
+ * gate id with enforce_nonce, so a retried approval within Discord's dedupe
+ * window returns the message already posted instead of posting it again.
+ * Mentions of users ping; @everyone, @here and roles never do.
+ */
+export const DISCORD_MESSAGE_LIMIT = 2000;
+
+const Payload = Type.Object(
+  {
+    /** A channel snowflake. */
+    channel_id: Type.String({ pattern: "^[0-9]{15,21}$" }),
+    text: Type.String({ minLength: 1, maxLength: 10 * DISCORD_MESSAGE_LIMIT, pattern: VISIBLE }),
+  },
+  { additionalProperties: false },
+);
+type Payload = Static<typeof Payload>;
+
+const REQUEST_TIMEOUT_MS = 15_000;
+/** A rate limit longer than this fails the send (legibly) rather than holding the desk or a box tool. */
+const MAX_RATE_LIMIT_WAIT_MS = 30_000;
+
+export interface DiscordBot {
+  rest: REST;
+  credential: Credential;
+}
+
+/** The client for the "discord" vault credential, or a legible reason there is none. */
+export function discordBot(vault: string): DiscordBot {
+  const credential = readCredential(vault, "discord");
+  const token = credential?.token;
+  if (!credential || typeof token !== "string" || !token)
+    throw new Error(
+      'no Discord credential: store the bot token as field "token" of the vault credential "discord" (roster login discord)',
+    );
+  const rest = new REST({
+    ...(typeof credential.api_base === "string" ? { api: credential.api_base } : {}),
+    version: "10",
+    timeout: REQUEST_TIMEOUT_MS,
+    retries: 2,
+    // the client waits out a 429 (Retry-After, X-RateLimit-*) and retries; a long one is refused
+    rejectOnRateLimit: (limit) => limit.retryAfter > MAX_RATE_LIMIT_WAIT_MS,
+    // one client per send: no sweeper timers left behind
+    hashSweepInterval: 0,
+    handlerSweepInterval: 0,
+  }).setToken(token);
+  return { rest, credential };
+}
+
+/** A Discord failure in words an operator can act on. */
+export function discordProblem(what: string, error: unknown): string {
+  if (error instanceof DiscordAPIError) {
+    const hint =
+      error.status === 401
+        ? 'the token of the vault credential "discord" was refused (roster login discord)'
+        : error.code === 10003
+          ? "no such channel: check the id"
+          : error.code === 50001 || error.code === 50013
+            ? "the bot may not post there: give it access to the channel"
+            : error.code === 50007
+              ? "that user does not accept DMs from the bot"
+              : error.code === 10013
+                ? 'owner_id of the vault credential "discord" names no user'
+                : undefined;
+    return `Discord refused ${what}: ${error.status} ${error.message} (code ${error.code})${hint ? `: ${hint}` : ""}`;
+  }
+  if (error instanceof RateLimitError)
+    return `Discord rate-limited ${what} for ${Math.ceil(error.retryAfter / 1000)} s (more than this executor waits); approve again later`;
+  if (error instanceof HTTPError)
+    return `Discord ${what} failed: HTTP ${error.status} ${error.message}`;
+  return `Discord ${what} failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/** Discord dedupes on (author, nonce) for a few minutes; a nonce is at most 25 characters. */
+export function discordNonce(key: string, index: number): string {
+  const base = /^[A-Za-z0-9-]{1,20}$/.test(key)
+    ? key
+    : createHash("sha256").update(key).digest("hex").slice(0, 20);
+  return `${base}.${index + 1}`;
+}
+
+/** Posts the parts in order; returns each message id. On a failure part-way, the error says how many went out. */
+export async function postDiscordParts(
+  rest: REST,
+  channelId: string,
+  parts: string[],
+  key: string,
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (const [index, content] of parts.entries()) {
+    const body: RESTPostAPIChannelMessageJSONBody = {
+      content,
+      allowed_mentions: { parse: [AllowedMentionsTypes.User] },
+      nonce: discordNonce(key, index),
+      enforce_nonce: true,
+    };
+    try {
+      const message = (await rest.post(Routes.channelMessages(channelId), {
+        body,
+      })) as RESTPostAPIChannelMessageResult;
+      ids.push(message.id);
+    } catch (error) {
+      const sent = index > 0 ? ` after ${index} of ${parts.length} messages were posted` : "";
+      throw new Error(`${discordProblem(`a message to channel ${channelId}`, error)}${sent}`, {
+        cause: error,
+      });
+    }
+  }
+  return ids;
+}
+
+/** The DM channel with a user (Discord answers the existing one if there is one). */
+export async function openDiscordDm(rest: REST, userId: string): Promise<string> {
+  const body: RESTPostAPICurrentUserCreateDMChannelJSONBody = { recipient_id: userId };
+  try {
+    const channel = (await rest.post(Routes.userChannels(), {
+      body,
+    })) as RESTPostAPICurrentUserCreateDMChannelResult;
+    return channel.id;
+  } catch (error) {
+    throw new Error(discordProblem(`a DM channel with user ${userId}`, error), { cause: error });
+  }
+}
+
+export const discordParts = (text: string) => splitText(text, DISCORD_MESSAGE_LIMIT);
+
+export const discord: Executor<Payload> = {
+  schema: Payload,
+  summary: (payload) => `Discord ${payload.channel_id}: ${oneLine(payload.text, 70)}`,
+  render: (payload) =>
+    renderParts(`To: Discord channel ${payload.channel_id}`, discordParts(payload.text)),
+  async run(payload, context) {
+    const { rest } = discordBot(context.paths.vault);
+    const ids = await postDiscordParts(
+      rest,
+      payload.channel_id,
+      discordParts(payload.text),
+      context.key,
+    );
+    // the first message's id: where the text starts
+    return { sent: true, channel_id: payload.channel_id, message_id: ids[0], parts: ids.length };
+  },
+};
