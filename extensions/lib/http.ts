@@ -167,15 +167,26 @@ interface Exchange {
   response: IncomingMessage;
 }
 
-/** One GET; resolves at the response head. Aborting `signal` destroys the request (and its socket). */
+/**
+ * One GET; resolves at the response head. Aborting `signal` destroys the
+ * request (and its socket) and rejects at once — also while a proxy has taken
+ * the CONNECT and not answered it, when the request has no socket yet for the
+ * signal to reach.
+ */
 function get(target: URL, headers: Record<string, string>, signal: AbortSignal): Promise<Exchange> {
   return new Promise((resolve, reject) => {
     const options: RequestOptions = { method: "GET", headers, agent: agentFor(target), signal };
     const request =
       target.protocol === "https:" ? httpsRequest(target, options) : httpRequest(target, options);
+    const onAbort = () => {
+      request.destroy();
+      reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
     // stays attached: a socket error after the head must not go unhandled
     request.on("error", reject);
     request.once("response", (response) => {
+      signal.removeEventListener("abort", onAbort);
       response.on("error", () => undefined); // surfaces through the reader instead
       resolve({ request, response });
     });

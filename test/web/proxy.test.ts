@@ -21,6 +21,9 @@ let proxy: NetServer;
 let proxyUrl: string;
 const asked: { line: string; auth: string | undefined }[] = [];
 let refuse = false;
+/** A proxy that accepts CONNECT and never answers it (the sockets it holds, closed after each test). */
+let silent = false;
+const held: Socket[] = [];
 const big = Buffer.from("0123456789abcdef\n".repeat(256 * 1024));
 
 beforeAll(async () => {
@@ -48,6 +51,10 @@ beforeAll(async () => {
       const line = head.split("\r\n")[0] ?? "";
       asked.push({ line, auth: /^proxy-authorization: *(.*)$/im.exec(head)?.[1] });
       const [method, target = ""] = line.split(" ");
+      if (silent) {
+        held.push(client);
+        return;
+      }
       if (method !== "CONNECT" || refuse) {
         const body = JSON.stringify({ error: "denied by gateway (deny)", hint: "policy said no" });
         client.end(
@@ -86,6 +93,8 @@ const boxEnv = (noProxy = "") => {
 afterEach(() => {
   vi.unstubAllEnvs();
   refuse = false;
+  silent = false;
+  for (const socket of held.splice(0)) socket.destroy();
 });
 const limits = { timeoutMs: 5000, maxBytes: 8 * 1024 * 1024, maxRedirects: 5 };
 
@@ -118,6 +127,21 @@ describe("through the proxy from the environment", () => {
       expect(fetched.truncated).toBe(false);
       expect(fetched.body.equals(big)).toBe(true);
     }
+  });
+
+  it("gives up at its deadline when the proxy never answers the CONNECT", async () => {
+    boxEnv();
+    silent = true;
+    const started = Date.now();
+    const outcome = await fetchWithLimits(`http://127.0.0.1:${originPort}/never`, {
+      ...limits,
+      timeoutMs: 500,
+    }).then(
+      () => "answered",
+      (error: Error) => error.message,
+    );
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(outcome).toMatch(/timed out after/);
   });
 
   it("goes direct for a NO_PROXY host", async () => {
