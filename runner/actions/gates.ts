@@ -1,18 +1,9 @@
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  writeSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
+import { writeDurably } from "./durable-write.ts";
 import { withFileLock } from "./file-lock.ts";
 
 /**
@@ -71,16 +62,8 @@ export function writeGate(paths: RosterPaths, gate: Gate): void {
   const dir = gatesDir(paths, gateWorker(gate));
   mkdirSync(dir, { recursive: true });
   const file = gateFile(paths, gateWorker(gate), gate.id);
-  const temporary = `${file}.${process.pid}.tmp`;
-  // on disk before anyone is told "pending": fsync the file, then rename over the old one
-  const fd = openSync(temporary, "w", 0o600);
-  try {
-    writeSync(fd, `${JSON.stringify(gate, null, 2)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, file);
+  // on disk before anyone is told "pending"
+  writeDurably(file, `${JSON.stringify(gate, null, 2)}\n`);
 }
 
 export function readGate(paths: RosterPaths, worker: string, id: string): Gate | undefined {

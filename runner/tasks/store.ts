@@ -1,16 +1,7 @@
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  writeSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { writeDurably } from "../actions/durable-write.ts";
 import { withFileLock } from "../actions/file-lock.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
@@ -74,15 +65,7 @@ export async function updateTasks(
   return withFileLock(`${file}.lock`, `${worker}'s task list`, async () => {
     const current = readTasks(paths, worker);
     const next: TaskList = { version: current.version + 1, tasks: change(current) };
-    const temporary = `${file}.${process.pid}.tmp`;
-    const fd = openSync(temporary, "w", 0o644);
-    try {
-      writeSync(fd, `${JSON.stringify(next, null, 2)}\n`);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(temporary, file);
+    writeDurably(file, `${JSON.stringify(next, null, 2)}\n`, 0o644);
     return next;
   });
 }

@@ -5,10 +5,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { approveGate } from "../../runner/actions/desk.ts";
 import { splitText } from "../../runner/actions/executors/chat-text.ts";
 import { findGate } from "../../runner/actions/gates.ts";
+import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
-import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
-import { viaProxy } from "../support/proxy-clients.ts";
+import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { SlackStandIn } from "../support/slack-stand-in.ts";
 
 /**
@@ -51,18 +51,7 @@ trust = "auto"
 `;
 
 async function submit(envelope: unknown, runId?: string) {
-  const token = await env.token("elf", runId);
-  const response = await viaProxy(
-    proxyUrlFor(env, token),
-    "https://actions.roster.internal/submit",
-    {
-      ca: readFileSync(join(env.paths.ca, "ca.crt"), "utf8"),
-      method: "POST",
-      body: JSON.stringify(envelope),
-      headers: { "content-type": "application/json" },
-    },
-  );
-  return { status: response.status, body: JSON.parse(response.body) as Record<string, unknown> };
+  return submitAction(env, await env.token("elf", runId), envelope);
 }
 
 const slackVault = (extra: Record<string, string> = {}) =>

@@ -11,6 +11,7 @@ import {
   writeGate,
 } from "../../runner/actions/gates.ts";
 import { readJournal } from "../../runner/actions/journal.ts";
+import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { viaProxy } from "../support/proxy-clients.ts";
@@ -51,19 +52,7 @@ trust = "auto"
 workers = ["zed"]
 `;
 
-async function submit(token: string, envelope: unknown) {
-  const response = await viaProxy(
-    proxyUrlFor(env, token),
-    "https://actions.roster.internal/submit",
-    {
-      ca: readFileSync(join(env.paths.ca, "ca.crt"), "utf8"),
-      method: "POST",
-      body: typeof envelope === "string" ? envelope : JSON.stringify(envelope),
-      headers: { "content-type": "application/json" },
-    },
-  );
-  return { status: response.status, body: JSON.parse(response.body) as Record<string, unknown> };
-}
+const submit = (token: string, envelope: unknown) => submitAction(env, token, envelope);
 
 const email = (to: string[], subject = "Weekly numbers") => ({
   intent: "email-send",

@@ -7,27 +7,15 @@ import { showGate } from "../../runner/actions/desk-view.ts";
 import { sha256 } from "../../runner/actions/executors/self-edit.ts";
 import { findGate } from "../../runner/actions/gates.ts";
 import { readJournal } from "../../runner/actions/journal.ts";
-import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
-import { viaProxy } from "../support/proxy-clients.ts";
+import { postAction } from "../support/action-host.ts";
+import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 
 /** file_update of a worker's own worker.toml: one file, a base hash, and never a widening. */
 let env: GatewayEnv;
 let workerFile: string;
 const ORIGINAL = 'name = "elf"\n';
 
-async function post(path: string, token: string, body: unknown) {
-  const response = await viaProxy(
-    proxyUrlFor(env, token),
-    `https://actions.roster.internal${path}`,
-    {
-      ca: readFileSync(join(env.paths.ca, "ca.crt"), "utf8"),
-      method: "POST",
-      body: JSON.stringify(body),
-      headers: { "content-type": "application/json" },
-    },
-  );
-  return { status: response.status, body: JSON.parse(response.body) as Record<string, unknown> };
-}
+const post = (path: string, token: string, body: unknown) => postAction(env, token, path, body);
 
 const edit = (content: string, base = sha256(readFileSync(workerFile))) => ({
   intent: "file-update",

@@ -6,26 +6,14 @@ import { denyGate } from "../../runner/actions/desk.ts";
 import { findGate } from "../../runner/actions/gates.ts";
 import { readJournal } from "../../runner/actions/journal.ts";
 import { readTasks, updateTasks } from "../../runner/tasks/store.ts";
+import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
-import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
-import { viaProxy } from "../support/proxy-clients.ts";
+import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 
 /** file_task and set_tasks: a worker's own list, versioned, changed only against what it read. */
 let env: GatewayEnv;
 
-async function submit(token: string, envelope: unknown) {
-  const response = await viaProxy(
-    proxyUrlFor(env, token),
-    "https://actions.roster.internal/submit",
-    {
-      ca: readFileSync(join(env.paths.ca, "ca.crt"), "utf8"),
-      method: "POST",
-      body: JSON.stringify(envelope),
-      headers: { "content-type": "application/json" },
-    },
-  );
-  return { status: response.status, body: JSON.parse(response.body) as Record<string, unknown> };
-}
+const submit = (token: string, envelope: unknown) => submitAction(env, token, envelope);
 const cli = (args: string[]) => runRoster(args, { ROSTER_ROOT: env.root });
 
 beforeAll(async () => {
