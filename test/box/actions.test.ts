@@ -28,6 +28,10 @@ trust = "auto"
 name = "email-send"
 executor = "email"
 trust = "gate"
+
+[[action]]
+name = "file-update"
+executor = "self"
 `;
 
 describe.skipIf(!docker)(
@@ -124,6 +128,78 @@ describe.skipIf(!docker)(
           "m",
         ),
       );
+    });
+
+    it("an approved proposal executes, and the next run is told so and finds it in its journal", async () => {
+      // run 1: the worker reads its own worker.toml and proposes a narrower one against its hash
+      let proposed = "";
+      model.play(
+        {
+          toolCalls: [
+            {
+              name: "bash",
+              arguments: {
+                command: "cat ~/self/config/worker.toml; sha256sum ~/self/config/worker.toml",
+              },
+            },
+          ],
+        },
+        (request) => {
+          const tool = [...(request.body.messages ?? [])]
+            .reverse()
+            .find((message) => message.role === "tool");
+          const output =
+            typeof tool?.content === "string" ? tool.content : JSON.stringify(tool?.content ?? "");
+          const hash = /([0-9a-f]{64})\s+\S*worker\.toml/.exec(output)?.[1] ?? "";
+          const current = output.slice(0, output.lastIndexOf(hash)).replace(/\n$/, "");
+          proposed = `${current.trimEnd()}\n\n[box]\npids_limit = 512\n`;
+          return {
+            toolCalls: [
+              {
+                name: "file_update",
+                arguments: {
+                  path: "config/worker.toml",
+                  base_hash: hash,
+                  content: proposed,
+                  rationale: "512 processes are plenty for me",
+                },
+              },
+            ],
+          };
+        },
+        answerWithToolOutput,
+      );
+      const first = await deployment.roster(["run", "elf", "make your box smaller"]);
+      expect(first.code, first.stderr).toBe(0);
+      const gateId = /pending: gate (g-[0-9a-f]{8})/.exec(first.stdout)?.[1] ?? "";
+      expect(gateId, first.stdout).not.toBe("");
+
+      const shown = await deployment.roster(["approvals", "show", gateId]);
+      expect(shown.stdout).toContain("+[box]\n+pids_limit = 512");
+      const approved = await deployment.roster(["approvals", "approve", gateId]);
+      expect(approved.code, approved.stderr).toBe(0);
+      expect(approved.stdout).toMatch(new RegExp(`^${gateId} executed: .*"status":"ok"`));
+      expect((await deployment.roster(["validate"])).code).toBe(0);
+
+      // run 2: the compiled prompt names the outcome, and the journal has it
+      model.play(
+        {
+          toolCalls: [{ name: "bash", arguments: { command: "cat ~/self/journal/events.jsonl" } }],
+        },
+        answerWithToolOutput,
+      );
+      const asked = model.requests.length;
+      const second = await deployment.roster(["run", "elf", "what became of your edit?"]);
+      expect(second.code, second.stderr).toBe(0);
+      const system = JSON.stringify(model.requests[asked]?.body.messages?.[0] ?? "");
+      expect(system).toContain("OUTCOMES SINCE YOUR LAST RUN");
+      expect(system).toContain(`executed file-update (${gateId})`);
+      const executed = second.stdout
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .find((event) => event.kind === "executed" && event.gate_id === gateId);
+      expect(executed).toMatchObject({ intent: "file-update", detail: { status: "ok" } });
     });
   },
 );
