@@ -14,6 +14,7 @@ import { executorFor } from "./desk.ts";
 import { type Gate, listGates, newGateId, writeGate } from "./gates.ts";
 import { appendJournal, readJournal } from "./journal.ts";
 import { decideTrust } from "./trust.ts";
+import { trustedChannels } from "./trusted-channels.ts";
 
 /**
  * The action host behind https://actions.roster.internal (the gateway hands it
@@ -178,6 +179,7 @@ export class ActionHost implements ActionHandler {
       subject,
       payload,
       history: () => listGates(this.paths, worker),
+      trustedChannels: trustedChannels(this.paths),
     });
     if (trust.run === "auto") return this.runNow(grant, gate, summary, trust.because);
     try {

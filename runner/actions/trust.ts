@@ -1,10 +1,12 @@
 import type { ActionGrant, Scoped, TrustLevel, TrustRule } from "../config/action-schema.ts";
 import { globMatches, scopeApplies } from "../gateway/judge.ts";
 import type { Gate } from "./gates.ts";
+import { CHANNEL_EXECUTORS } from "./trusted-channels.ts";
 
 /**
  * Who decides a proposal: run it now ("auto") or hold it for a human
- * ("gate"). The first `[[trust]]` rule in scope for the intent whose payload
+ * ("gate"). Identity edits always gate; a send or purpose edit into a trusted
+ * channel runs. Otherwise the first `[[trust]]` rule in scope for the intent whose payload
  * globs all hold decides; with none, the grant's own `trust` (gate by
  * default). "earned" runs unasked once `after` gates of this worker and intent
  * were executed with no denial ever; one denial revokes it.
@@ -41,12 +43,21 @@ export function decideTrust(options: {
   rules: Scoped<TrustRule>[];
   subject: string;
   payload: unknown;
+  /** Channels whose sends run unasked (data/channels/settings.json). */
+  trustedChannels?: ReadonlySet<string>;
   /** This worker's gates (any intent), read only when earned trust has to count them. */
   history: () => Gate[];
 }): TrustDecision {
   const { grant, subject, payload } = options;
   // who a worker is is never its own call, whatever a rule says
   if (grant.executor === "identity") return { run: "gate", because: "identity edits always gate" };
+  const channel = (payload as { channel_id?: unknown } | undefined)?.channel_id;
+  if (
+    CHANNEL_EXECUTORS.has(grant.executor) &&
+    typeof channel === "string" &&
+    options.trustedChannels?.has(channel)
+  )
+    return { run: "auto", because: `${channel} is a trusted channel` };
   const rule = options.rules.find(
     (candidate) =>
       candidate.intent === grant.name &&

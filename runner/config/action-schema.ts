@@ -17,6 +17,7 @@ export const EXECUTORS = [
   "discord",
   "task",
   "task-list",
+  "term",
 ] as const;
 export type ExecutorName = (typeof EXECUTORS)[number];
 

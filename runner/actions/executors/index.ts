@@ -8,6 +8,7 @@ import { purpose } from "./purpose.ts";
 import { selfEdit } from "./self-edit.ts";
 import { slack } from "./slack.ts";
 import { fileTask, setTasks } from "./tasks.ts";
+import { term } from "./term.ts";
 
 /** Every executor by the name `[[action]] executor = "…"` uses. */
 export const EXECUTOR_TABLE: Record<ExecutorName, Executor<unknown>> = {
@@ -20,4 +21,5 @@ export const EXECUTOR_TABLE: Record<ExecutorName, Executor<unknown>> = {
   purpose,
   task: fileTask,
   "task-list": setTasks,
+  term,
 };
