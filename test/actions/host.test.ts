@@ -105,6 +105,26 @@ describe("proposals", () => {
     expect(kinds.slice(-2)).toEqual(["action-proposed", "executed"]);
   });
 
+  it("keeps the journal whole under 40 concurrent proposals", async () => {
+    const token = await env.token("elf", "run-burst");
+    const replies = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        submit(token, {
+          intent: "message-user",
+          payload: { text: `burst ${index} ${"x".repeat(2000)}` },
+        }),
+      ),
+    );
+    expect(replies.every((reply) => reply.status === 200)).toBe(true);
+    const lines = readFileSync(join(env.paths.data, "workers/elf/journal/events.jsonl"), "utf8")
+      .trim()
+      .split("\n");
+    const parsed = lines.map((line) => JSON.parse(line) as { run_id: string; kind: string });
+    const burst = parsed.filter((event) => event.run_id === "run-burst");
+    expect(burst.filter((event) => event.kind === "action-proposed")).toHaveLength(40);
+    expect(burst.filter((event) => event.kind === "executed")).toHaveLength(40);
+  });
+
   it("gates an email, and the approved one reaches a real SMTP server exactly as the desk shows it", async () => {
     const token = await env.token("elf", "run-gated");
     const reply = await submit(token, email(["boss@example.test"]));
@@ -308,7 +328,7 @@ describe("the desk", () => {
     const missing = await cli(["approvals", "show", "ffffffff"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('no gate "ffffffff"');
-    const inbox = await cli(["inbox"]);
+    const inbox = await cli(["inbox", "--limit", "100"]);
     expect(inbox.stdout).toMatch(/elf: build is green/);
   });
 
