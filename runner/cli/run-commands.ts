@@ -134,7 +134,7 @@ export function registerRunCommands(program: Command): void {
       const paths = rosterPaths();
       try {
         const { connectDocker } = await import("../box/docker.ts");
-        const { reapAndRecord } = await import("../runs/oneshot.ts");
+        const { reapAndRecord } = await import("../runs/provision.ts");
         const { client } = await connectDocker();
         await reapAndRecord(client, paths, (text) => process.stderr.write(`${text}\n`));
       } catch {

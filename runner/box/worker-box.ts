@@ -1,0 +1,60 @@
+import type { WorkerView } from "../config/load.ts";
+import { parseMemory } from "../config/memory.ts";
+import type { RunHome } from "../home/build-home.ts";
+import { boxEnvironment } from "./box-env.ts";
+import type { BoxSpec } from "./container-spec.ts";
+import { CONTAINER_LABELS } from "./layout.ts";
+
+/**
+ * The whole box spec for one worker's run, whatever drives pi in it (a
+ * one-shot run, a task, a chat session): env with the run's token and the
+ * sentinels, the $HOME mounts, the worker's (already narrowed) limits, the
+ * labels orphans are found by. Callers add only the command and what is
+ * particular to their mode.
+ */
+export interface WorkerBoxInput {
+  worker: WorkerView;
+  runId: string;
+  image: string;
+  home: RunHome;
+  token: string;
+  gatewayPort: number;
+  /** The host's address on the locked network, where the gateway listens. */
+  hostAddress: string;
+  /** The model provider's key variable, holding a sentinel. */
+  keyEnv: string | undefined;
+  cmd: string[];
+  /** Mode-specific variables (ROSTER_CEILING_MIN, ROSTER_TASK_ID, …). */
+  env?: Record<string, string>;
+  interactive?: boolean;
+}
+
+export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
+  const { worker } = input;
+  const env = {
+    ...boxEnvironment({
+      token: input.token,
+      gatewayHost: "host.docker.internal",
+      gatewayPort: input.gatewayPort,
+      runId: input.runId,
+      sentinels: [...worker.sentinels, ...(input.keyEnv ? [input.keyEnv] : [])],
+    }),
+    ...input.env,
+  };
+  return {
+    image: input.image,
+    name: `roster-box-${input.runId}`,
+    cmd: input.cmd,
+    env,
+    mounts: input.home.mounts,
+    user: input.home.user,
+    hostAddress: input.hostAddress,
+    limits: {
+      ...(worker.box.pids_limit ? { pids: worker.box.pids_limit } : {}),
+      ...(worker.box.memory ? { memoryBytes: parseMemory(worker.box.memory) } : {}),
+      ...(worker.box.cpus ? { cpus: worker.box.cpus } : {}),
+    },
+    labels: { [CONTAINER_LABELS.worker]: worker.name, [CONTAINER_LABELS.run]: input.runId },
+    ...(input.interactive ? { interactive: true } : {}),
+  };
+}

@@ -1,0 +1,174 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type Docker from "dockerode";
+import { connectDocker, imageExists } from "../box/docker.ts";
+import { ensureEgressLockdown } from "../box/firewall.ts";
+import { buildBoxImage } from "../box/image-build.ts";
+import { BOX_IMAGE } from "../box/layout.ts";
+import { ensureLockedNetwork } from "../box/network.ts";
+import { reapOrphans } from "../box/orphans.ts";
+import { consoleProgress } from "../box/progress.ts";
+import {
+  formatConfigError,
+  type LoadedConfig,
+  loadConfig,
+  type WorkerView,
+  workerView,
+} from "../config/load.ts";
+import { modelEndpoint } from "../config/model.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage, RosterError } from "../errors.ts";
+import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
+import { readCredential } from "../gateway/vault.ts";
+import { storeCredential } from "./credentials.ts";
+import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
+import { finished, readRecord, runDir, writeRecord } from "./run-record.ts";
+
+/**
+ * The fail-closed preconditions every box needs, once, for every kind of run:
+ * config, network and firewall, a gateway (running, or embedded and watched),
+ * the CA, the image (built if missing), the model credential. What comes back
+ * is a handle a one-shot run, a task or a chat session starts its box from;
+ * `release()` it when the box is gone.
+ */
+export interface Provisioned {
+  docker: Docker;
+  config: LoadedConfig;
+  worker: WorkerView;
+  identity: string;
+  image: string;
+  /** The host's address on the locked network (host.docker.internal in a box). */
+  hostAddress: string;
+  gateway: GatewayLease;
+  /** The model provider's key variable (a sentinel in the box), if it has one. */
+  keyEnv: string | undefined;
+  release(): Promise<void>;
+}
+
+export interface ProvisionOptions {
+  paths: RosterPaths;
+  worker: string;
+  note: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+function refuse(message: string, exitCode = 2): RosterError {
+  return new RosterError(message, { exitCode });
+}
+
+export async function loadWorker(
+  paths: RosterPaths,
+  name: string,
+): Promise<{ worker: WorkerView; identity: string; config: LoadedConfig }> {
+  const config = loadConfig(paths.config, { vaultDir: paths.vault });
+  if (config.errors.length) {
+    throw refuse(
+      `config is invalid, nothing was started:\n${config.errors.map(formatConfigError).join("\n")}`,
+    );
+  }
+  const worker = workerView(config, name);
+  if (!worker)
+    throw refuse(
+      `no worker named "${name}": create ${join(paths.config, "workers", name, "worker.toml")} (roster init makes "elf")`,
+    );
+  const identityFile = join(worker.dir, "identity.md");
+  const identity = existsSync(identityFile) ? readFileSync(identityFile, "utf8") : "";
+  return { worker, identity, config };
+}
+
+export async function reapAndRecord(
+  docker: Docker,
+  paths: RosterPaths,
+  note: (text: string) => void,
+): Promise<void> {
+  for (const orphan of await reapOrphans(docker)) {
+    const dir = runDir(paths.state, orphan.worker, orphan.runId);
+    const record = readRecord(dir);
+    if (record && record.state === "running") {
+      await writeRecord(
+        dir,
+        finished(
+          record,
+          "error",
+          undefined,
+          "orphaned: its runner was gone; the box was killed at the next start",
+        ),
+      );
+    }
+    note(`reaped an orphaned box of ${orphan.worker} (run ${orphan.runId})`);
+  }
+}
+
+export async function provision(options: ProvisionOptions): Promise<Provisioned> {
+  const { paths, note } = options;
+  const env = options.env ?? process.env;
+  const { worker, identity, config } = await loadWorker(paths, options.worker);
+  for (const warning of config.warnings) note(`warning: ${warning}`);
+  if (!worker.model)
+    throw refuse(`no model configured: add a [model] section to ${join(paths.config, "org.toml")}`);
+  const endpoint = modelEndpoint(worker.model);
+
+  const { client: docker } = await connectDocker(env);
+  await reapAndRecord(docker, paths, note);
+
+  // network and firewall
+  const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
+  let network: Awaited<ReturnType<typeof ensureLockedNetwork>>;
+  try {
+    network = await ensureLockedNetwork(docker);
+  } catch (error) {
+    throw refuse(`the locked network is not in place: ${errorMessage(error)}`);
+  }
+  if (worker.box.egress_lockdown === false) {
+    note(
+      "warning: [box] egress_lockdown = false — boxes can reach every port on this host; only the gateway is meant to be reachable",
+    );
+  } else {
+    await ensureEgressLockdown(network.subnet, port);
+  }
+
+  // gateway: a running daemon's, or one embedded for this run; watched until released
+  const gateway = await leaseGateway({ paths, port, bridge: network.gateway, env });
+  try {
+    if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
+      throw refuse(
+        `the CA is missing from ${paths.ca}: start the gateway once (roster gateway start) to create it`,
+      );
+    }
+    const image = config.org.engine?.image ?? BOX_IMAGE;
+    if (!(await imageExists(docker, image))) {
+      if (image !== BOX_IMAGE)
+        throw refuse(`the box image ${image} is missing: build or pull it first`);
+      note(`the box image ${image} is missing; building it (once)`);
+      await buildBoxImage({ docker, progress: consoleProgress(), tag: image, env });
+    }
+    if (endpoint.credential && !readCredential(paths.vault, endpoint.credential)) {
+      const fromEnv = endpoint.keyEnv ? env[endpoint.keyEnv] : undefined;
+      if (fromEnv) {
+        await storeCredential(paths.vault, endpoint.credential, { key: fromEnv });
+        note(
+          `stored ${endpoint.keyEnv} in the vault as credential "${endpoint.credential}" (it never enters a box)`,
+        );
+      } else {
+        throw refuse(
+          `no model credential "${endpoint.credential}" for ${worker.model.provider}: run \`roster login ${endpoint.credential}\`${endpoint.keyEnv ? ` or set ${endpoint.keyEnv}` : ""}`,
+        );
+      }
+    }
+    return {
+      docker,
+      config,
+      worker,
+      identity,
+      image,
+      hostAddress: network.gateway,
+      gateway,
+      keyEnv: endpoint.keyEnv,
+      // after the box is gone: an embedded gateway is stopped only once nothing needs it
+      release: () => gateway.release(),
+    };
+  } catch (error) {
+    await gateway.release();
+    throw error;
+  }
+}
