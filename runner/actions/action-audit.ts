@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
+import { appendJsonLine } from "./append-line.ts";
 
 /**
  * One line in the gateway's audit log (audit/decisions.jsonl) per action
@@ -59,11 +59,5 @@ export function appendActionAudit(
     ...((entry.error ?? entry.gate?.error) ? { error: entry.error ?? entry.gate?.error } : {}),
     ...(entry.reason ? { reason: entry.reason } : {}),
   };
-  mkdirSync(paths.audit, { recursive: true, mode: 0o700 });
-  const fd = openSync(join(paths.audit, "decisions.jsonl"), "a", 0o600);
-  try {
-    writeSync(fd, `${JSON.stringify(line)}\n`);
-  } finally {
-    closeSync(fd);
-  }
+  appendJsonLine(join(paths.audit, "decisions.jsonl"), line);
 }

@@ -1,6 +1,7 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
+import { appendJsonLine } from "./append-line.ts";
 
 /**
  * A worker's journal: what became of what it proposed. One JSON line per
@@ -39,14 +40,8 @@ export function journalFile(paths: RosterPaths, worker: string): string {
 
 export function appendJournal(paths: RosterPaths, event: Omit<JournalEvent, "ts">): JournalEvent {
   const line: JournalEvent = { ts: new Date().toISOString(), ...event };
-  const file = journalFile(paths, event.worker);
-  mkdirSync(dirname(file), { recursive: true });
-  const fd = openSync(file, "a", 0o644);
-  try {
-    writeSync(fd, `${JSON.stringify(line)}\n`);
-  } finally {
-    closeSync(fd);
-  }
+  // the box reads its journal through a read-only mount, as its own user
+  appendJsonLine(journalFile(paths, event.worker), line, { file: 0o644, dir: 0o755 });
   return line;
 }
 

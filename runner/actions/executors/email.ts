@@ -1,8 +1,8 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { createTransport } from "nodemailer";
 import { readCredential } from "../../gateway/vault.ts";
+import { oneLine } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
-import { oneLine } from "./message-user.ts";
 
 /**
  * email: plain-text mail over SMTP with nodemailer. The `smtp` vault

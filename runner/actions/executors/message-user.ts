@@ -1,13 +1,11 @@
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { readCredential } from "../../gateway/vault.ts";
+import { appendJsonLine } from "../append-line.ts";
 import { oneLine, renderParts } from "./chat-text.ts";
 import { discordBot, discordParts, openDiscordDm, postDiscordParts } from "./discord.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
 import { postSlackParts, slackBot, slackParts, slackProblem } from "./slack.ts";
-
-export { oneLine };
 
 /**
  * message-user: a note from the worker to its operator. When the vault
@@ -29,19 +27,12 @@ export function inboxFile(auditDir: string): string {
 }
 
 function toInbox(payload: Payload, context: ExecutionContext): void {
-  mkdirSync(context.paths.audit, { recursive: true, mode: 0o700 });
-  const fd = openSync(inboxFile(context.paths.audit), "a", 0o600);
-  try {
-    const line = {
-      ts: new Date().toISOString(),
-      worker: context.worker,
-      key: context.key,
-      text: payload.text,
-    };
-    writeSync(fd, `${JSON.stringify(line)}\n`);
-  } finally {
-    closeSync(fd);
-  }
+  appendJsonLine(inboxFile(context.paths.audit), {
+    ts: new Date().toISOString(),
+    worker: context.worker,
+    key: context.key,
+    text: payload.text,
+  });
 }
 
 const ownerOf = (vault: string, name: string): string | undefined => {

@@ -11,8 +11,8 @@ import {
   type TaskList,
   updateTasks,
 } from "../../tasks/store.ts";
+import { oneLine } from "./chat-text.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
-import { oneLine } from "./message-user.ts";
 
 /**
  * task (file_task): one more task on the worker's own list. task-list

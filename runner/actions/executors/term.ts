@@ -1,8 +1,8 @@
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
+import { appendJsonLine } from "../append-line.ts";
+import { oneLine } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
-import { oneLine } from "./message-user.ts";
 
 /**
  * term: a message from the worker into a terminal channel's history
@@ -23,8 +23,6 @@ export const term: Executor<Payload> = {
   summary: (payload) => `to terminal ${payload.channel_id}: ${oneLine(payload.text, 70)}`,
   render: (payload) => `To: terminal channel ${payload.channel_id}\n\n${payload.text}`,
   async run(payload, context) {
-    const dir = join(context.paths.data, "channels", payload.channel_id);
-    mkdirSync(dir, { recursive: true });
     const record = {
       ts: new Date().toISOString(),
       author_id: `worker:${context.worker}`,
@@ -33,12 +31,8 @@ export const term: Executor<Payload> = {
       content: payload.text,
       attachments: [],
     };
-    const fd = openSync(join(dir, "messages.jsonl"), "a", 0o600);
-    try {
-      writeSync(fd, `${JSON.stringify(record)}\n`);
-    } finally {
-      closeSync(fd);
-    }
+    const history = join(context.paths.data, "channels", payload.channel_id, "messages.jsonl");
+    appendJsonLine(history, record, { file: 0o600, dir: 0o755 });
     return { delivered: "terminal", channel_id: payload.channel_id };
   },
 };

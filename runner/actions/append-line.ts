@@ -1,0 +1,22 @@
+import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
+
+/**
+ * Appends one JSON line to a log file (journal, audit, inbox, channel history)
+ * in a single write() on an O_APPEND descriptor: concurrent writers, other
+ * processes included, never tear or interleave a line.
+ */
+export function appendJsonLine(
+  file: string,
+  value: unknown,
+  /** Files a box reads through a mount (the journal) must be readable by its user. */
+  modes: { file: number; dir: number } = { file: 0o600, dir: 0o700 },
+): void {
+  mkdirSync(dirname(file), { recursive: true, mode: modes.dir });
+  const fd = openSync(file, "a", modes.file);
+  try {
+    writeSync(fd, `${JSON.stringify(value)}\n`);
+  } finally {
+    closeSync(fd);
+  }
+}
