@@ -47,10 +47,29 @@ export function registerRunCommands(program: Command): void {
   program
     .command("login <credential>")
     .description(
-      "store a model key in the vault (from ANTHROPIC_API_KEY / OPENAI_API_KEY, or a prompt)",
+      "store a credential in the vault: a model key (from ANTHROPIC_API_KEY / OPENAI_API_KEY, or a prompt), or named fields",
     )
-    .action(async (credential: string) => {
+    .option(
+      "--field <name=value>",
+      "store this field (repeatable), e.g. --field host=smtp.example.com --field port=465",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .action(async (credential: string, flags: { field?: string[] }) => {
       const paths = rosterPaths();
+      if (flags.field?.length) {
+        const fields: Record<string, string> = {};
+        for (const entry of flags.field) {
+          const at = entry.indexOf("=");
+          if (at < 1)
+            throw new RosterError(`--field ${entry}: expected name=value`, { exitCode: 2 });
+          fields[entry.slice(0, at)] = entry.slice(at + 1);
+        }
+        await storeCredential(paths.vault, credential, fields);
+        process.stdout.write(
+          `stored credential "${credential}" (${Object.keys(fields).join(", ")}) in ${paths.vault} (mode 0600; never in a box)\n`,
+        );
+        return;
+      }
       const envName =
         credential === "anthropic"
           ? "ANTHROPIC_API_KEY"

@@ -175,7 +175,7 @@ describe("slack-send", () => {
     expect(refused.status).toBe(502);
     expect(refused.body.status).toBe("error");
     expect(String(refused.body.error)).toBe(
-      `Slack chat.postMessage for ${GENERAL} refused: invalid_auth: the bot_token of the vault credential "slack" was refused (roster login slack)`,
+      `Slack chat.postMessage for ${GENERAL} refused: invalid_auth: the bot_token of the vault credential "slack" was refused (roster login slack --field bot_token=…)`,
     );
     await slackVault();
     const unknown = await submit({
@@ -264,7 +264,7 @@ describe("discord-send", () => {
     expect(refused.status).toBe(502);
     expect(refused.body.status).toBe("error");
     expect(String(refused.body.error)).toBe(
-      `Discord refused a message to channel ${CHANNEL}: 401 401: Unauthorized (code 0): the token of the vault credential "discord" was refused (roster login discord)`,
+      `Discord refused a message to channel ${CHANNEL}: 401 401: Unauthorized (code 0): the token of the vault credential "discord" was refused (roster login discord --field token=…)`,
     );
     await discordVault();
     const unknown = await submit({

@@ -74,6 +74,32 @@ describe("roster init, validate and login", () => {
     expect(result.stdout).not.toContain("sk-test-123");
   });
 
+  it("login --field stores a credential of several fields, and refuses a field without a name", async () => {
+    const root = await freshRoot();
+    const result = await rosterIn(root, [
+      "login",
+      "smtp",
+      "--field",
+      "host=mail.example.test",
+      "--field",
+      "port=465",
+      "--field",
+      "pass=a=b",
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const file = join(root, "data/vault/smtp.json");
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({
+      host: "mail.example.test",
+      port: "465",
+      pass: "a=b",
+    });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(result.stdout).not.toContain("a=b");
+    const bad = await rosterIn(root, ["login", "smtp", "--field", "=x"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--field =x: expected name=value");
+  });
+
   it("login without a key and without a terminal refuses and stores nothing", async () => {
     const root = await freshRoot();
     const result = await rosterIn(root, ["login", "anthropic"]);

@@ -49,7 +49,7 @@ export function discordBot(vault: string): DiscordBot {
   const token = credential?.token;
   if (!credential || typeof token !== "string" || !token)
     throw new Error(
-      'no Discord credential: store the bot token as field "token" of the vault credential "discord" (roster login discord)',
+      'no Discord credential: store the bot token as field "token" of the vault credential "discord" (roster login discord --field token=…)',
     );
   const rest = new REST({
     ...(typeof credential.api_base === "string" ? { api: credential.api_base } : {}),
@@ -70,7 +70,7 @@ export function discordProblem(what: string, error: unknown): string {
   if (error instanceof DiscordAPIError) {
     const hint =
       error.status === 401
-        ? 'the token of the vault credential "discord" was refused (roster login discord)'
+        ? 'the token of the vault credential "discord" was refused (roster login discord --field token=…)'
         : error.code === 10003
           ? "no such channel: check the id"
           : error.code === 50001 || error.code === 50013

@@ -41,7 +41,7 @@ export const email: Executor<Payload> = {
     const from = smtp?.from;
     if (!smtp || typeof host !== "string" || typeof from !== "string") {
       throw new Error(
-        'no SMTP credential: store host, port, user, pass and from as the vault credential "smtp" (roster login smtp)',
+        'no SMTP credential: store host, port, user, pass and from as the vault credential "smtp" (roster login smtp --field host=… --field port=465 --field user=… --field pass=… --field from=…)',
       );
     }
     const port = Number(smtp.port ?? 465);

@@ -54,7 +54,7 @@ export function slackBot(vault: string): SlackBot {
   const token = credential?.bot_token;
   if (!credential || typeof token !== "string" || !token)
     throw new Error(
-      'no Slack credential: store the bot token as field "bot_token" of the vault credential "slack" (roster login slack)',
+      'no Slack credential: store the bot token as field "bot_token" of the vault credential "slack" (roster login slack --field bot_token=…)',
     );
   const client = new WebClient(token, {
     ...(typeof credential.api_base === "string" ? { slackApiUrl: credential.api_base } : {}),
@@ -71,7 +71,7 @@ export function slackProblem(method: string, target: string, error: unknown): st
   if (error instanceof WebAPIPlatformError) {
     const code = error.data.error;
     const hint = AUTH_ERRORS.has(code)
-      ? 'the bot_token of the vault credential "slack" was refused (roster login slack)'
+      ? 'the bot_token of the vault credential "slack" was refused (roster login slack --field bot_token=…)'
       : code === "channel_not_found"
         ? "no such conversation visible to the bot: check the id, or add the app to the channel"
         : code === "not_in_channel"
