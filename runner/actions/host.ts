@@ -179,7 +179,7 @@ export class ActionHost implements ActionHandler {
       subject,
       payload,
       history: () => listGates(this.paths, worker),
-      trustedChannels: trustedChannels(this.paths),
+      isTrustedChannel: trustedChannels(this.paths),
     });
     if (trust.run === "auto") return this.runNow(grant, gate, summary, trust.because);
     try {

@@ -43,8 +43,8 @@ export function decideTrust(options: {
   rules: Scoped<TrustRule>[];
   subject: string;
   payload: unknown;
-  /** Channels whose sends run unasked (data/channels/settings.json). */
-  trustedChannels?: ReadonlySet<string>;
+  /** Whether sends into a channel run unasked (data/channels/settings.json). */
+  isTrustedChannel?: (channelId: string) => boolean;
   /** This worker's gates (any intent), read only when earned trust has to count them. */
   history: () => Gate[];
 }): TrustDecision {
@@ -55,7 +55,7 @@ export function decideTrust(options: {
   if (
     CHANNEL_EXECUTORS.has(grant.executor) &&
     typeof channel === "string" &&
-    options.trustedChannels?.has(channel)
+    options.isTrustedChannel?.(channel)
   )
     return { run: "auto", because: `${channel} is a trusted channel` };
   const rule = options.rules.find(

@@ -1,26 +1,16 @@
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { designationOf, readDesignations } from "../channels/designations.ts";
 import type { RosterPaths } from "../config/paths.ts";
 
 /**
- * Channels the operator trusts (data/channels/settings.json, `trusted`: a list
- * of channel ids): a worker's sends and purpose edits there run without a
- * gate — the people in that room are the ones who would approve it. A file
- * that can't be read trusts nothing.
+ * Which channels a worker's sends and purpose edits run in without a gate:
+ * the operator's designations (data/channels/settings.json) under the same
+ * rules `roster channel` shows — direct channels trusted unless untrusted
+ * explicitly, others only when trusted explicitly, none at all when the file
+ * can't be read. The file is read once, so one decision sees one version.
  */
-export function trustedChannels(paths: RosterPaths): ReadonlySet<string> {
-  const file = join(paths.data, "channels", "settings.json");
-  if (!existsSync(file)) return new Set();
-  try {
-    const parsed = JSON.parse(readFileSync(file, "utf8")) as { trusted?: unknown };
-    return new Set(
-      Array.isArray(parsed.trusted)
-        ? parsed.trusted.filter((id): id is string => typeof id === "string")
-        : [],
-    );
-  } catch {
-    return new Set();
-  }
+export function trustedChannels(paths: RosterPaths): (channelId: string) => boolean {
+  const designations = readDesignations(paths);
+  return (channelId) => designationOf(designations, channelId).trusted;
 }
 
 /** Executors whose payload names the channel it lands in. */

@@ -4,8 +4,10 @@ import { type BoxSpec, containerCreateOptions } from "./container-spec.ts";
 
 /**
  * One box from start to removal: create, attach, start, wait for exit (or a
- * deadline, an abort, or a fault in something the box depends on), then
- * remove. Output is streamed as it comes. The first reason to end it wins.
+ * deadline, an abort, a fault in something the box depends on, or the
+ * caller's own kill), then remove. Output is streamed as it comes. The first
+ * reason to end it wins. A one-shot run waits for the end (runBox); a warm
+ * session keeps the handle and writes to the box's stdin (startBox).
  */
 export type EndedBy = "exit" | "ceiling" | "signal" | "error";
 
@@ -29,53 +31,102 @@ export interface RunBoxOptions {
   fault?: AbortSignal;
 }
 
+export interface BoxHandle {
+  containerId: string;
+  /** The box's stdin (interactive specs only): closing it ends pi's RPC loop. */
+  stdin: NodeJS.WritableStream | undefined;
+  /** Kills the box for this reason (the first reason given is the one reported). */
+  kill(reason: EndedBy): Promise<void>;
+  /** Settles once the box has exited and been removed; never rejects. */
+  done: Promise<BoxOutcome>;
+}
+
 export async function runBox(
   docker: Docker,
   spec: BoxSpec,
   options: RunBoxOptions = {},
 ): Promise<BoxOutcome> {
+  const box = await startBox(docker, spec, options);
+  return box.done;
+}
+
+/** Starts the box and returns once it runs; rejects (and removes it) if it can't start. */
+export async function startBox(
+  docker: Docker,
+  spec: BoxSpec,
+  options: RunBoxOptions = {},
+): Promise<BoxHandle> {
   const container = await docker.createContainer(containerCreateOptions(spec));
+  const remove = () => container.remove({ force: true }).catch(() => undefined);
+  let endedBy: EndedBy = "exit";
+  const kill = async (reason: EndedBy) => {
+    if (endedBy !== "exit") return;
+    endedBy = reason;
+    await container.kill().catch(() => undefined);
+  };
+  const onAbort = () => void kill("signal");
+  const onFault = () => void kill("error");
+  let timer: NodeJS.Timeout | undefined;
+  const unwatch = () => {
+    if (timer) clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onAbort);
+    options.fault?.removeEventListener("abort", onFault);
+  };
+
+  let stream: NodeJS.ReadWriteStream;
   try {
-    const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+    const interactive = spec.interactive ?? false;
+    // hijacked, the attach stream is a socket both ways: stdin goes out on it
+    stream = (await container.attach({
+      stream: true,
+      stdout: true,
+      stderr: true,
+      ...(interactive ? { stdin: true, hijack: true } : {}),
+    })) as NodeJS.ReadWriteStream;
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     stdout.on("data", (chunk: Buffer) => options.onStdout?.(chunk));
     stderr.on("data", (chunk: Buffer) => options.onStderr?.(chunk));
     docker.modem.demuxStream(stream, stdout, stderr);
-    const streamEnded = new Promise<void>((resolve) => {
-      stream.on("end", resolve);
-      stream.on("close", resolve);
-    });
+    // a write after the box is gone must not become an unhandled 'error'
+    stream.on("error", () => undefined);
 
-    let endedBy: EndedBy = "exit";
-    const kill = async (reason: EndedBy) => {
-      if (endedBy !== "exit") return;
-      endedBy = reason;
-      await container.kill().catch(() => undefined);
-    };
-    const timer =
-      options.deadlineMs === undefined
-        ? undefined
-        : setTimeout(() => void kill("ceiling"), options.deadlineMs);
-    const onAbort = () => void kill("signal");
-    const onFault = () => void kill("error");
+    if (options.deadlineMs !== undefined)
+      timer = setTimeout(() => void kill("ceiling"), options.deadlineMs);
     options.signal?.addEventListener("abort", onAbort, { once: true });
     options.fault?.addEventListener("abort", onFault, { once: true });
+    await container.start();
+    // an abort that came while the container was being created finds it here
+    if (options.signal?.aborted) await kill("signal");
+    if (options.fault?.aborted) await kill("error");
+  } catch (error) {
+    unwatch();
+    await remove();
+    throw error;
+  }
 
+  const streamEnded = new Promise<void>((resolve) => {
+    stream.on("end", resolve);
+    stream.on("close", resolve);
+  });
+  const done = (async (): Promise<BoxOutcome> => {
     try {
-      await container.start();
-      // an abort that came while the container was being created finds it here
-      if (options.signal?.aborted) await kill("signal");
-      if (options.fault?.aborted) await kill("error");
       const result = (await container.wait()) as { StatusCode?: number };
       await Promise.race([streamEnded, new Promise((resolve) => setTimeout(resolve, 2000))]);
       return { exitCode: result.StatusCode ?? 1, endedBy, containerId: container.id };
+    } catch {
+      // the engine lost the container (or its connection): count it as an error end
+      if (endedBy === "exit") endedBy = "error";
+      return { exitCode: 1, endedBy, containerId: container.id };
     } finally {
-      if (timer) clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onAbort);
-      options.fault?.removeEventListener("abort", onFault);
+      unwatch();
+      await remove();
     }
-  } finally {
-    await container.remove({ force: true }).catch(() => undefined);
-  }
+  })();
+  return {
+    containerId: container.id,
+    stdin: spec.interactive ? stream : undefined,
+    kill,
+    done,
+  };
 }

@@ -3,8 +3,10 @@ import { RosterError } from "../errors.ts";
 import { ROSTER_VERSION } from "../version.ts";
 import { registerActionCommands } from "./action-commands.ts";
 import { registerBoxCommands } from "./box-commands.ts";
+import { registerChannelCommands } from "./channel-commands.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
 import { registerRunCommands } from "./run-commands.ts";
+import { registerTalkCommands } from "./talk-commands.ts";
 import { registerTaskCommands } from "./task-commands.ts";
 
 /**
@@ -23,6 +25,8 @@ export function buildProgram(): Command {
   registerRunCommands(program);
   registerActionCommands(program);
   registerTaskCommands(program);
+  registerChannelCommands(program);
+  registerTalkCommands(program);
   return program;
 }
 

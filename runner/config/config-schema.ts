@@ -57,6 +57,14 @@ export const BoxSection = Type.Object(
     cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     /** The host firewall rule that lets boxes reach only the gateway port. */
     egress_lockdown: Type.Optional(Type.Boolean()),
+    /** A warm chat session's whole life, however busy (minutes). */
+    session_ceiling_min: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /** One turn of a warm session (minutes): a turn past it ends the session with an error. */
+    turn_ceiling_min: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /** A chat platform's session ends after this many quiet seconds. */
+    chat_idle_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /** A terminal (roster talk) session ends after this many quiet seconds. */
+    talk_idle_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
   },
   { additionalProperties: false },
 );
@@ -96,6 +104,10 @@ export const ContextSection = Type.Object(
     identity_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
     task_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
     max_injected_chars: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** Channel messages a session's first turn carries (newest kept). */
+    history_max_messages: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** Characters of channel history a session's first turn carries (newest kept). */
+    history_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   { additionalProperties: false },
 );

@@ -28,13 +28,27 @@ export const BOX_DEFAULTS: Required<BoxSection> = {
   memory: formatMemory(DEFAULT_LIMITS.memoryBytes),
   cpus: DEFAULT_LIMITS.cpus,
   egress_lockdown: true,
+  session_ceiling_min: 60,
+  turn_ceiling_min: 15,
+  chat_idle_secs: 90,
+  talk_idle_secs: 300,
 };
+
+/** [box] keys that are plain numbers: a worker's smaller one wins. */
+const BOX_TIME_KEYS = [
+  "session_ceiling_min",
+  "turn_ceiling_min",
+  "chat_idle_secs",
+  "talk_idle_secs",
+] as const;
 
 /** What the runner applies when org.toml leaves a [context] key unset. */
 export const CONTEXT_DEFAULTS: Required<ContextSection> = {
   identity_max_chars: 12_000,
   task_max_chars: 24_000,
   max_injected_chars: 48_000,
+  history_max_messages: 25,
+  history_max_chars: 6_000,
 };
 
 const CONTEXT_KEYS = Object.keys(CONTEXT_DEFAULTS) as Array<keyof ContextSection>;
@@ -68,6 +82,21 @@ export function narrowestBox(
         : orgMemory,
     cpus: lower(base.cpus, worker?.cpus, Number.MIN_VALUE),
     egress_lockdown: base.egress_lockdown !== false || worker?.egress_lockdown === true,
+    ...timeLimits(base, worker),
+  };
+}
+
+function timeLimits(
+  base: Required<BoxSection>,
+  worker: BoxSection | undefined,
+): Pick<Required<BoxSection>, (typeof BOX_TIME_KEYS)[number]> {
+  const pick = (key: (typeof BOX_TIME_KEYS)[number]) =>
+    lower(base[key], worker?.[key], Number.MIN_VALUE);
+  return {
+    session_ceiling_min: pick("session_ceiling_min"),
+    turn_ceiling_min: pick("turn_ceiling_min"),
+    chat_idle_secs: pick("chat_idle_secs"),
+    talk_idle_secs: pick("talk_idle_secs"),
   };
 }
 
@@ -201,6 +230,12 @@ export function checkNarrowing(
       "/box/egress_lockdown",
       `false switches off a protection org.toml keeps on (${allowed(true, orgBox.egress_lockdown === undefined)}); ${NARROW_ONLY}`,
     );
+
+  for (const key of BOX_TIME_KEYS) {
+    const value = box[key];
+    if (value !== undefined && value > effectiveBox[key])
+      tooMuch(`/box/${key}`, value, effectiveBox[key], orgBox[key] === undefined);
+  }
 
   const context = worker.context ?? {};
   for (const key of CONTEXT_KEYS) {

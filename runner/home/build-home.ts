@@ -41,8 +41,10 @@ export async function buildRunHome(options: {
   paths: RosterPaths;
   worker: WorkerView;
   runDir: string;
+  /** A session's channel: its record read-only at ~/channel, the worker's store for it at ~/channel/store. */
+  channel?: string;
 }): Promise<RunHome> {
-  const { paths, worker, runDir } = options;
+  const { paths, worker, runDir, channel } = options;
   const user = boxUser();
   const home = join(runDir, "home");
   const self = join(runDir, "self");
@@ -75,6 +77,20 @@ export async function buildRunHome(options: {
   const journal = join(paths.data, "workers", worker.name, "journal");
   await mkdir(journal, { recursive: true });
 
+  const channelMounts: BoxMount[] = [];
+  if (channel) {
+    const record = join(paths.data, "channels", channel);
+    const channelStore = join(paths.data, "workers", worker.name, "channel-stores", channel);
+    // the store's mountpoint must exist inside the read-only channel mount
+    await mkdir(join(record, "store"), { recursive: true, mode: 0o755 });
+    await mkdir(channelStore, { recursive: true });
+    if (process.getuid?.() === 0) await chown(channelStore, user.uid, user.gid);
+    channelMounts.push(
+      { source: record, target: `${BOX_HOME}/channel`, readOnly: true },
+      { source: channelStore, target: `${BOX_HOME}/channel/store`, readOnly: false },
+    );
+  }
+
   const root = process.getuid?.() === 0;
   if (root) {
     await chownTree(home, user);
@@ -94,6 +110,7 @@ export async function buildRunHome(options: {
       target: `${BOX_HOME}/mnt/${mount.name}`,
       readOnly: mount.readOnly,
     })),
+    ...channelMounts,
     { source: join(paths.ca, "ca.crt"), target: BOX_CA, readOnly: true },
     { source: join(paths.ca, "bundle.crt"), target: BOX_CA_BUNDLE, readOnly: true },
   ];

@@ -9,7 +9,8 @@ import { join } from "node:path";
  * `ended_by` values are stable names: logs and tools key on them.
  */
 export type RunState = "running" | "done" | "failed";
-export type EndedBy = "exit" | "ceiling" | "signal" | "idle" | "error";
+/** `crash`: the runner itself died mid-run; a later start found the record and finished it. */
+export type EndedBy = "exit" | "ceiling" | "signal" | "idle" | "error" | "crash";
 
 export interface RunRecord {
   id: string;
@@ -23,6 +24,11 @@ export interface RunRecord {
   error?: string;
   ceiling_min?: number;
   container?: string;
+  /** Sessions: the channel they serve and how many turns they ran. */
+  channel_id?: string;
+  turns?: number;
+  /** Task runs: the task they ran. */
+  task_id?: string;
 }
 
 /** UTC timestamp + random suffix: sorts by time, unique without coordination. */

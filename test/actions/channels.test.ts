@@ -22,18 +22,17 @@ afterAll(async () => {
 });
 
 describe("channels", () => {
-  it("a send into an untrusted channel waits; into a trusted one it runs and lands in its history", async () => {
+  it("a terminal channel is trusted unless the operator untrusts it; a room only when trusted", async () => {
+    await mkdir(join(env.paths.data, "channels"), { recursive: true });
+    const settings = join(env.paths.data, "channels/settings.json");
+    await writeFile(settings, JSON.stringify({ untrusted: ["term-ops"] }));
     const held = await submit({
       intent: "term-send",
       payload: { channel_id: "term-ops", text: "deploy done" },
     });
     expect(held.status).toBe(202);
 
-    await mkdir(join(env.paths.data, "channels"), { recursive: true });
-    await writeFile(
-      join(env.paths.data, "channels/settings.json"),
-      JSON.stringify({ trusted: ["term-ops"] }),
-    );
+    await writeFile(settings, JSON.stringify({ trusted: ["term-ops"] }));
     const sent = await submit({
       intent: "term-send",
       payload: { channel_id: "term-ops", text: "deploy done" },
@@ -53,16 +52,23 @@ describe("channels", () => {
       attachments: [],
     });
 
+    // no entry at all: a terminal channel is direct, so trusted by default
+    const byDefault = await submit({
+      intent: "term-send",
+      payload: { channel_id: "term-dev", text: "hello" },
+    });
+    expect(byDefault.status).toBe(200);
+
     const purposeHere = await submit({
       intent: "purpose-edit",
       payload: { channel_id: "term-ops", purpose: "Deploys and on-call." },
     });
     expect(purposeHere.status).toBe(200);
-    const purposeElsewhere = await submit({
+    const purposeInARoom = await submit({
       intent: "purpose-edit",
-      payload: { channel_id: "term-dev", purpose: "Anything." },
+      payload: { channel_id: "discord-1-general", purpose: "Anything." },
     });
-    expect(purposeElsewhere.status).toBe(202);
+    expect(purposeInARoom.status).toBe(202);
   });
 
   it("refuses a terminal send to something that is not a terminal channel, naming the field", async () => {

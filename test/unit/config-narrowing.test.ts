@@ -55,12 +55,31 @@ task_max_chars = 1000
 
 const elf = (body: string) => `name = "elf"\n\n${body}`;
 
+/** The session clocks every worker gets when neither file sets them. */
+const SESSION_DEFAULTS = {
+  session_ceiling_min: 60,
+  turn_ceiling_min: 15,
+  chat_idle_secs: 90,
+  talk_idle_secs: 300,
+};
+const HISTORY_DEFAULTS = { history_max_messages: 25, history_max_chars: 6_000 };
+
 describe("[box] and [context]: a worker may only lower the org's limits", () => {
   it.each([
     ["pids_limit = 4096", "box.pids_limit", "4096 is more than org.toml allows (512)"],
     ['memory = "8g"', "box.memory", '"8g" is more than org.toml allows ("2g")'],
     ['memory = "2049m"', "box.memory", '"2049m" is more than org.toml allows ("2g")'],
     ["cpus = 1.5", "box.cpus", "1.5 is more than org.toml allows (1)"],
+    [
+      "session_ceiling_min = 600",
+      "box.session_ceiling_min",
+      "600 is more than org.toml allows (60 by default)",
+    ],
+    [
+      "chat_idle_secs = 91",
+      "box.chat_idle_secs",
+      "91 is more than org.toml allows (90 by default)",
+    ],
     [
       "egress_lockdown = false",
       "box.egress_lockdown",
@@ -117,6 +136,7 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
       memory: "4g",
       cpus: 2,
       egress_lockdown: true,
+      ...SESSION_DEFAULTS,
     });
   });
 
@@ -124,23 +144,34 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
     const { config } = await load({
       "org.toml": ORG_BOX,
       "workers/elf/worker.toml": elf(
-        '[box]\npids_limit = 128\nmemory = "512m"\ncpus = 0.5\n\n[context]\ntask_max_chars = 400\n',
+        '[box]\npids_limit = 128\nmemory = "512m"\ncpus = 0.5\nturn_ceiling_min = 5\ntalk_idle_secs = 30\n\n[context]\ntask_max_chars = 400\nhistory_max_chars = 1000\n',
       ),
       "workers/bob/worker.toml": 'name = "bob"\n',
     });
     expect(config.errors).toEqual([]);
     const view = viewOf(config, "elf");
-    expect(view.box).toEqual({ pids_limit: 128, memory: "512m", cpus: 0.5, egress_lockdown: true });
+    expect(view.box).toEqual({
+      pids_limit: 128,
+      memory: "512m",
+      cpus: 0.5,
+      egress_lockdown: true,
+      ...SESSION_DEFAULTS,
+      turn_ceiling_min: 5,
+      talk_idle_secs: 30,
+    });
     expect(view.context).toEqual({
       identity_max_chars: 12_000,
       task_max_chars: 400,
       max_injected_chars: 48_000,
+      ...HISTORY_DEFAULTS,
+      history_max_chars: 1000,
     });
     expect(viewOf(config, "bob").box).toEqual({
       pids_limit: 512,
       memory: "2g",
       cpus: 1,
       egress_lockdown: true,
+      ...SESSION_DEFAULTS,
     });
   });
 
@@ -164,12 +195,25 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
     // what a widening worker.toml would have produced had the loader not refused it
     config.workers.set("elf", {
       name: "elf",
-      box: { pids_limit: 1_000_000, memory: "64g", cpus: 64, egress_lockdown: false },
+      box: {
+        pids_limit: 1_000_000,
+        memory: "64g",
+        cpus: 64,
+        egress_lockdown: false,
+        session_ceiling_min: 100_000,
+        chat_idle_secs: 0,
+      },
       context: { task_max_chars: 1_000_000 },
       model: { provider: "openai-compatible", base_url: "http://evil.test/v1", model: "m" },
     });
     const view = viewOf(config, "elf");
-    expect(view.box).toEqual({ pids_limit: 512, memory: "2g", cpus: 1, egress_lockdown: true });
+    expect(view.box).toEqual({
+      pids_limit: 512,
+      memory: "2g",
+      cpus: 1,
+      egress_lockdown: true,
+      ...SESSION_DEFAULTS,
+    });
     expect(view.context.task_max_chars).toBe(1000);
     expect(view.model).toEqual({ provider: "anthropic", model: "m" });
     // values Docker reads as "no limit" never get through either
@@ -179,6 +223,7 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
       memory: "2g",
       cpus: 1,
       egress_lockdown: true,
+      ...SESSION_DEFAULTS,
     });
   });
 

@@ -32,7 +32,7 @@ export const term: Executor<Payload> = {
       attachments: [],
     };
     const history = join(context.paths.data, "channels", payload.channel_id, "messages.jsonl");
-    appendJsonLine(history, record, { file: 0o600, dir: 0o755 });
+    appendJsonLine(history, record, { file: 0o644, dir: 0o755 });
     return { delivered: "terminal", channel_id: payload.channel_id };
   },
 };

@@ -1,0 +1,34 @@
+import type { Command } from "commander";
+import { rosterPaths } from "../config/paths.ts";
+import { RosterError } from "../errors.ts";
+
+function parseSecs(value: string): number {
+  const secs = Number(value);
+  if (!Number.isFinite(secs) || secs <= 0)
+    throw new RosterError(`--idle ${value}: expected a number of seconds above 0`, { exitCode: 2 });
+  return secs;
+}
+
+export function registerTalkCommands(program: Command): void {
+  program
+    .command("talk <worker>")
+    .description(
+      "talk to a worker from this terminal: one warm box, turn by turn (Ctrl-D ends, /help)",
+    )
+    .option(
+      "--idle <secs>",
+      "end the session after this many quiet seconds ([box] talk_idle_secs, 300)",
+      parseSecs,
+    )
+    .action(async (worker: string, flags: { idle?: number }) => {
+      const { talk } = await import("../talk/talk.ts");
+      process.exitCode = await talk({
+        paths: rosterPaths(),
+        worker,
+        idleSecs: flags.idle,
+        input: process.stdin,
+        output: process.stdout,
+        notes: process.stderr,
+      });
+    });
+}

@@ -1,0 +1,171 @@
+import { historyBlock, messageBlock, turnInput } from "../channels/history.ts";
+import {
+  appendMessage,
+  ensureChannel,
+  type MessageRecord,
+  readMessages,
+} from "../channels/store.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import type { TurnListener, TurnResult } from "./pi-rpc.ts";
+import { Session, type SessionEnd, SessionError } from "./session.ts";
+
+/**
+ * Where a channel's messages go: one warm session per (worker, channel),
+ * started on the first message and replaced by a fresh one after it ends.
+ * The router is the channel layer's only entry: it records every inbound
+ * message in the channel's history, frames it as content (never a command),
+ * gives a new session's first turn the recent history, and records the
+ * worker's reply when the surface shows it directly (the terminal). Chat
+ * adapters (terminal, Discord, Slack) only turn their events into `deliver`.
+ */
+export interface Inbound {
+  worker: string;
+  channel: string;
+  /** term, discord, slack */
+  provider: string;
+  author: string;
+  author_id: string;
+  /** The sender's standing, e.g. host-op, member, guest. */
+  standing: string;
+  text: string;
+}
+
+export interface Delivered {
+  runId: string;
+  result: TurnResult;
+}
+
+export interface RouterOptions {
+  paths: RosterPaths;
+  note: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+  /** Messages that may wait behind the running turn, per session. */
+  queueBound: number;
+  /** How a worker's reply reaches this provider's channels (told to the worker). */
+  replyBy: (provider: string) => string;
+  /** Record the worker's reply text in the channel's history (surfaces that show it as is). */
+  recordReplies: boolean;
+  idleMs?: number;
+  /** Told when a session starts and when it ends. */
+  onStart?: (session: Session, inbound: Inbound) => void;
+  onEnd?: (end: SessionEnd, inbound: Inbound) => void;
+}
+
+interface Live {
+  session: Promise<Session>;
+  historyGiven: boolean;
+}
+
+export class SessionRouter {
+  private readonly live = new Map<string, Live>();
+
+  constructor(private readonly options: RouterOptions) {}
+
+  /** The sessions running now (for status and shutdown). */
+  async sessions(): Promise<Session[]> {
+    const settled = await Promise.allSettled([...this.live.values()].map((live) => live.session));
+    return settled.flatMap((entry) => (entry.status === "fulfilled" ? [entry.value] : []));
+  }
+
+  async deliver(inbound: Inbound, listener: TurnListener = {}): Promise<Delivered> {
+    const { paths } = this.options;
+    const key = `${inbound.worker}\u001f${inbound.channel}`;
+    ensureChannel(paths, inbound.channel);
+    let live = this.live.get(key);
+    let snapshot: MessageRecord[] | undefined;
+    if (live) {
+      const current = await live.session.catch(() => undefined);
+      if (!current || current.closing) {
+        if (this.live.get(key) === live) this.live.delete(key);
+        // another message may have opened a fresh one meanwhile
+        live = this.live.get(key);
+      }
+    }
+    if (!live) {
+      // the history a new session starts from is what came before this message
+      snapshot = readMessages(paths, inbound.channel, { last: 500 });
+      live = { session: this.open(inbound), historyGiven: false };
+      this.live.set(key, live);
+    }
+    appendMessage(paths, inbound.channel, {
+      ts: new Date().toISOString(),
+      author_id: inbound.author_id,
+      author: inbound.author,
+      role: "user",
+      content: inbound.text,
+      attachments: [],
+    });
+    const entry = live;
+    let session: Session;
+    try {
+      session = await entry.session;
+    } catch (error) {
+      if (this.live.get(key) === entry) this.live.delete(key);
+      throw error;
+    }
+    let history: string | undefined;
+    if (!entry.historyGiven) {
+      entry.historyGiven = true;
+      const limits = session.worker.context;
+      history = historyBlock(snapshot ?? [], {
+        maxMessages: limits.history_max_messages,
+        maxChars: limits.history_max_chars,
+      });
+    }
+    const input = turnInput({
+      ...(history ? { history } : {}),
+      message: messageBlock({
+        provider: inbound.provider,
+        channel: inbound.channel,
+        author: inbound.author,
+        role: inbound.standing,
+        text: inbound.text,
+      }),
+    });
+    const result = await session.submit(input, listener);
+    if (this.options.recordReplies && result.texts.length) {
+      appendMessage(paths, inbound.channel, {
+        ts: new Date().toISOString(),
+        author_id: `worker:${inbound.worker}`,
+        author: inbound.worker,
+        role: "worker",
+        content: result.texts.join("\n\n"),
+        attachments: [],
+      });
+    }
+    return { runId: session.runId, result };
+  }
+
+  /** Ends every session (Ctrl-D, SIGTERM): records finished, boxes gone. */
+  async closeAll(): Promise<SessionEnd[]> {
+    const sessions = await this.sessions();
+    return Promise.all(sessions.map((session) => session.close()));
+  }
+
+  private async open(inbound: Inbound): Promise<Session> {
+    const session = await Session.open({
+      paths: this.options.paths,
+      worker: inbound.worker,
+      channel: inbound.channel,
+      provider: inbound.provider,
+      replyBy: this.options.replyBy(inbound.provider),
+      queueBound: this.options.queueBound,
+      note: this.options.note,
+      ...(this.options.env ? { env: this.options.env } : {}),
+      ...(this.options.idleMs !== undefined ? { idleMs: this.options.idleMs } : {}),
+    });
+    this.options.onStart?.(session, inbound);
+    const key = `${inbound.worker}\u001f${inbound.channel}`;
+    void session.ended.then((end) => {
+      const live = this.live.get(key);
+      // only forget it if no fresh session has taken its place
+      void live?.session.then((current) => {
+        if (current === session) this.live.delete(key);
+      });
+      this.options.onEnd?.(end, inbound);
+    });
+    return session;
+  }
+}
+
+export { SessionError };

@@ -1,0 +1,147 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appendMessage, ensureChannel } from "../../runner/channels/store.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+/** `roster channel …` as an operator uses it: what they see, and what the next send would do. */
+let deployment: RosterRoot;
+beforeAll(async () => {
+  // these commands never reach the model; the address only has to be well formed
+  deployment = await makeRosterRoot("http://127.0.0.1:9/v1");
+  const { paths } = deployment;
+  appendMessage(paths, "term-alice-elf", {
+    ts: "2026-07-10T09:00:00.000Z",
+    author_id: "user:alice",
+    author: "alice",
+    role: "user",
+    content: "is the deploy\ndone?",
+    attachments: [],
+  });
+  appendMessage(paths, "term-alice-elf", {
+    ts: "2026-07-10T09:01:30.000Z",
+    author_id: "worker:elf",
+    author: "elf",
+    role: "worker",
+    content: "yes, at 09:01",
+    attachments: [],
+  });
+  ensureChannel(paths, "discord-1-general");
+  await writeFile(join(paths.data, "channels/discord-1-general/purpose.md"), "Release chatter.\n");
+});
+afterAll(async () => {
+  await deployment?.cleanup();
+});
+
+const roster = (...args: string[]) => deployment.roster(["channel", ...args]);
+
+describe("roster channel", () => {
+  it("ls shows each channel's trust, wake mode and activity, saying which are defaults", async () => {
+    const listed = await roster("ls");
+    expect(listed.code).toBe(0);
+    const lines = listed.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+TRUSTED\s+MODE\s+MESSAGES\s+LAST$/);
+    expect(lines[1]).toMatch(/^discord-1-general\s+no \(default\)\s+mention \(default\)\s+0\s+-$/);
+    expect(lines[2]).toMatch(
+      /^term-alice-elf\s+yes \(default\)\s+all \(default\)\s+2\s+2026-07-10 09:01$/,
+    );
+
+    const json = await roster("ls", "--json");
+    const rows = json.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(rows).toContainEqual({
+      id: "term-alice-elf",
+      trusted: true,
+      trusted_by: "default",
+      mode: "all",
+      mode_by: "default",
+      messages: 2,
+      last_ts: "2026-07-10T09:01:30.000Z",
+    });
+  });
+
+  it("show prints the designation, the purpose and the latest messages one per line", async () => {
+    const shown = await roster("show", "term-alice-elf");
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("trusted   yes (default)");
+    expect(shown.stdout).toContain("(no purpose.md)");
+    expect(shown.stdout).toContain("2026-07-10T09:00:00Z alice (user): is the deploy done?");
+    expect(shown.stdout).toContain("2026-07-10T09:01:30Z elf (worker): yes, at 09:01");
+
+    const last = await roster("show", "term-alice-elf", "--last", "1");
+    expect(last.stdout).not.toContain("is the deploy");
+    expect(last.stdout).toContain("yes, at 09:01");
+
+    const room = await roster("show", "discord-1-general", "--json");
+    expect(JSON.parse(room.stdout)).toMatchObject({
+      id: "discord-1-general",
+      trusted: false,
+      mode: "mention",
+      purpose: "Release chatter.\n",
+      messages: [],
+    });
+  });
+
+  it("trust, untrust and set mode change what ls shows and keep the settings file's other keys", async () => {
+    const settings = join(deployment.paths.data, "channels/settings.json");
+    await writeFile(settings, JSON.stringify({ trusted: [], note: "kept" }));
+    const trusted = await roster("trust", "discord-1-general");
+    expect(trusted).toMatchObject({ code: 0 });
+    expect(trusted.stdout).toMatch(/discord-1-general is trusted/);
+    expect((await roster("untrust", "term-alice-elf")).code).toBe(0);
+    expect((await roster("set", "discord-1-general", "mode", "all")).code).toBe(0);
+    // designated before anyone spoke there: listed all the same
+    expect((await roster("trust", "slack-t1-ops")).code).toBe(0);
+
+    const lines = (await roster("ls")).stdout.split("\n");
+    expect(lines.find((line) => line.startsWith("discord-1-general"))).toMatch(
+      /^discord-1-general\s+yes\s+all\s+0/,
+    );
+    expect(lines.find((line) => line.startsWith("term-alice-elf"))).toMatch(
+      /^term-alice-elf\s+no\s+all \(default\)\s+2/,
+    );
+    expect(lines.find((line) => line.startsWith("slack-t1-ops"))).toMatch(/^slack-t1-ops\s+yes\s/);
+    expect(JSON.parse(await readFile(settings, "utf8"))).toMatchObject({ note: "kept" });
+  });
+
+  it("refuses bad ids, unknown settings and unknown modes with one clear line and exit 2", async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [["show", "Term/../x"], /"Term\/\.\.\/x" is not a channel id: lowercase/],
+      [["trust", "Room"], /"Room" is not a channel id: lowercase/],
+      [
+        ["set", "room", "colour", "blue"],
+        /unknown setting "colour": the only one is mode \(all\|mention\)/,
+      ],
+      [["set", "room", "mode", "loud"], /mode must be all or mention, not "loud"/],
+      [["show", "no-such-channel"], /no channel "no-such-channel"/],
+      [["show", "term-alice-elf", "--last", "many"], /--last many: a whole number/],
+    ];
+    for (const [args, said] of cases) {
+      const result = await roster(...args);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.stdout).toBe("");
+      expect(result.stderr.split("\n")[0]).toMatch(/^roster: /);
+      expect(result.stderr).toMatch(said);
+    }
+  });
+
+  it("a corrupt settings file trusts nothing, says so, and is never overwritten", async () => {
+    const settings = join(deployment.paths.data, "channels/settings.json");
+    const before = await readFile(settings, "utf8");
+    await writeFile(settings, "{ broken");
+    try {
+      const listed = await roster("ls");
+      expect(listed.code).toBe(0);
+      expect(listed.stderr).toMatch(/settings\.json can't be read .*no channel is trusted/);
+      expect(listed.stdout).not.toMatch(/\byes\b/);
+      const refused = await roster("trust", "discord-1-general");
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(settings);
+      expect(await readFile(settings, "utf8")).toBe("{ broken");
+    } finally {
+      await writeFile(settings, before);
+    }
+  });
+});
