@@ -11,7 +11,8 @@ export interface Orphan {
   runId: string;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process exists (EPERM: it does, it just isn't ours). */
+export function processAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
@@ -30,7 +31,7 @@ export async function reapOrphans(docker: Docker): Promise<Orphan[]> {
   for (const info of containers) {
     const labels = info.Labels ?? {};
     const pid = Number(labels[CONTAINER_LABELS.runnerPid]);
-    if (alive(pid)) continue;
+    if (processAlive(pid)) continue;
     const container = docker.getContainer(info.Id);
     await container.remove({ force: true }).catch(() => undefined);
     reaped.push({

@@ -6,6 +6,7 @@ import { registerBoxCommands } from "./box-commands.ts";
 import { registerChannelCommands } from "./channel-commands.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
 import { registerRunCommands } from "./run-commands.ts";
+import { registerServerCommands } from "./server-commands.ts";
 import { registerTalkCommands } from "./talk-commands.ts";
 import { registerTaskCommands } from "./task-commands.ts";
 
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerTaskCommands(program);
   registerChannelCommands(program);
   registerTalkCommands(program);
+  registerServerCommands(program);
   return program;
 }
 

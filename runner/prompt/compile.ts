@@ -50,6 +50,8 @@ export function compilePrompt(input: {
   runId: string;
   ceilingMinutes: number;
   session?: SessionScope;
+  /** A queued task's run. */
+  taskId?: string;
   /** Journal lines about the worker's proposals since its last run (newest last). */
   outcomes?: string[];
 }): CompiledPrompt {
@@ -94,8 +96,17 @@ function scopeLines(input: {
   runId: string;
   ceilingMinutes: number;
   session?: SessionScope;
+  taskId?: string;
 }): string[] {
   const { session } = input;
+  if (input.taskId) {
+    return [
+      `worker: ${input.worker.name}`,
+      `run: ${input.runId} (task ${input.taskId} from your task list)`,
+      `wall-clock ceiling: ${input.ceilingMinutes} minutes; the box is stopped when it passes`,
+      "when the task is done call task_complete with a short note; if it can't be done, task_fail saying why",
+    ];
+  }
   if (!session) {
     return [
       `worker: ${input.worker.name}`,

@@ -40,6 +40,10 @@ export interface OneShotOptions {
   note: (text: string) => void;
   signal?: AbortSignal;
   env?: NodeJS.ProcessEnv;
+  /** A queued task's run: recorded as kind "task", and the box may report the task's outcome. */
+  taskId?: string;
+  /** Told the run's id as soon as its record exists (the dispatcher claims the task with it). */
+  onRecord?: (record: RunRecord) => void;
 }
 
 export interface OneShotResult {
@@ -77,13 +81,16 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
   let record: RunRecord = {
     id,
     worker: worker.name,
-    kind: "box",
+    kind: options.taskId ? "task" : "box",
     state: "running",
     started_at: new Date().toISOString(),
     ceiling_min: options.ceilingMinutes,
     container: `roster-box-${id}`,
+    runner_pid: process.pid,
+    ...(options.taskId ? { task_id: options.taskId } : {}),
   };
   await writeRecord(dir, record);
+  options.onRecord?.(record);
   let token: string | undefined;
   try {
     let prompt: ReturnType<typeof compilePrompt>;
@@ -94,6 +101,7 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
         task: options.prompt,
         runId: id,
         ceilingMinutes: options.ceilingMinutes,
+        ...(options.taskId ? { taskId: options.taskId } : {}),
         outcomes: outcomesSince(paths, worker.name, since),
       });
     } catch (error) {
@@ -139,7 +147,10 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
           prompt.system,
           prompt.input,
         ],
-        env: { ROSTER_CEILING_MIN: String(options.ceilingMinutes) },
+        env: {
+          ROSTER_CEILING_MIN: String(options.ceilingMinutes),
+          ...(options.taskId ? { ROSTER_TASK_ID: options.taskId } : {}),
+        },
       }),
       {
         deadlineMs: options.ceilingMinutes * 60_000,

@@ -89,7 +89,7 @@ export async function reapAndRecord(
         dir,
         finished(
           record,
-          "error",
+          "crash",
           undefined,
           "orphaned: its runner was gone; the box was killed at the next start",
         ),

@@ -29,6 +29,8 @@ export interface RunRecord {
   turns?: number;
   /** Task runs: the task they ran. */
   task_id?: string;
+  /** The process that governs the run: if it is gone while the record says running, the run crashed. */
+  runner_pid?: number;
 }
 
 /** UTC timestamp + random suffix: sorts by time, unique without coordination. */
@@ -56,7 +58,7 @@ export function readRecord(dir: string): RunRecord | undefined {
   }
 }
 
-/** Finishes a record: a ceiling, a signal, an error or a non-zero exit is a failure. */
+/** Finishes a record: a ceiling, a signal, an error, a crash or a non-zero exit is a failure. */
 export function finished(
   record: RunRecord,
   endedBy: EndedBy,
@@ -64,7 +66,11 @@ export function finished(
   error?: string,
 ): RunRecord {
   const failed =
-    endedBy === "ceiling" || endedBy === "error" || endedBy === "signal" || (exitCode ?? 0) !== 0;
+    endedBy === "ceiling" ||
+    endedBy === "error" ||
+    endedBy === "signal" ||
+    endedBy === "crash" ||
+    (exitCode ?? 0) !== 0;
   return {
     ...record,
     state: failed ? "failed" : "done",

@@ -143,6 +143,7 @@ export class Session {
       container: `roster-box-${runId}`,
       channel_id: spec.channel,
       turns: 0,
+      runner_pid: process.pid,
     };
     let token: string | undefined;
     const logs: WriteStream[] = [];

@@ -25,6 +25,12 @@ export interface Task {
   filed_at: string;
   /** "cli:<user>", or "run:<id>" when a worker filed it. */
   filed_by: string;
+  /** The run that has it (claimed) or last had it. */
+  run_id?: string;
+  claimed_at?: string;
+  finished_at?: string;
+  /** The run's own words on how it ended (task_complete / task_fail), or why it was requeued. */
+  note?: string;
 }
 
 export interface TaskList {

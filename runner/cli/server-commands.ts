@@ -1,0 +1,52 @@
+import type { Command } from "commander";
+import { rosterPaths } from "../config/paths.ts";
+import { RosterError } from "../errors.ts";
+import type { ListenAddress } from "../gateway/gateway.ts";
+import { parseAddr } from "../gateway/listen.ts";
+
+function parseCap(value: string): number {
+  const cap = Number(value);
+  if (!Number.isInteger(cap) || cap < 1)
+    throw new RosterError(`--cap ${value}: expected a whole number of boxes, 1 or more`, {
+      exitCode: 2,
+    });
+  return cap;
+}
+
+export function registerServerCommands(program: Command): void {
+  const server = program
+    .command("server")
+    .description("the daemon: gateway, action host, chat sessions and task dispatch");
+
+  server
+    .command("start")
+    .description("run the server in the foreground (SIGTERM or Ctrl-C stops it cleanly)")
+    .option("--cap <n>", "boxes at once, task runs and sessions together", parseCap, 3)
+    .option("--once", "run the tasks that are due, wait for them, then exit (for cron and tests)")
+    .option("--no-listen", "start no chat listeners")
+    .option("--addr <host:port>", "where the gateway listens (repeatable)", parseAddr)
+    .action(
+      async (flags: { cap: number; once?: boolean; listen: boolean; addr?: ListenAddress[] }) => {
+        const { startServer } = await import("../server/daemon.ts");
+        process.exitCode = await startServer({
+          paths: rosterPaths(),
+          cap: flags.cap,
+          once: flags.once ?? false,
+          noListen: !flags.listen,
+          ...(flags.addr ? { listen: flags.addr } : {}),
+          note: (text) => process.stderr.write(`roster: ${text}\n`),
+        });
+      },
+    );
+
+  server
+    .command("status")
+    .description("is the server running, does its gateway answer, what is it doing")
+    .option("--json", "the same as JSON")
+    .action(async (flags: { json?: boolean }) => {
+      const { formatStatus, serverStatus } = await import("../server/status.ts");
+      const status = await serverStatus(rosterPaths());
+      process.stdout.write(flags.json ? `${JSON.stringify(status)}\n` : formatStatus(status));
+      if (!status.running) process.exitCode = 1;
+    });
+}

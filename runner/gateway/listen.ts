@@ -1,0 +1,42 @@
+import { errorMessage, RosterError } from "../errors.ts";
+import { DEFAULT_GATEWAY_PORT } from "./defaults.ts";
+import type { ListenAddress } from "./gateway.ts";
+
+/** Where a standalone gateway (`roster gateway start`, the server) listens. */
+export function parseAddr(value: string, previous: ListenAddress[] = []): ListenAddress[] {
+  const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(value);
+  const port = Number(match?.[2]);
+  if (!match?.[1] || !(port >= 0 && port <= 65535)) {
+    throw new RosterError(
+      `--addr ${value}: expected HOST:PORT, e.g. 127.0.0.1:${DEFAULT_GATEWAY_PORT}`,
+      {
+        exitCode: 2,
+      },
+    );
+  }
+  return [...previous, { host: match[1].replace(/^\[|\]$/g, ""), port }];
+}
+
+/**
+ * `[gateway] listen` when set; else loopback plus the locked network's bridge
+ * address (where boxes reach the host), on `[gateway] port` (7300).
+ */
+export async function defaultListen(configRoot: string): Promise<ListenAddress[]> {
+  const { loadConfig } = await import("../config/load.ts");
+  const section = loadConfig(configRoot).org.gateway ?? {};
+  if (section.listen?.length) {
+    return section.listen.reduce<ListenAddress[]>((all, entry) => parseAddr(entry, all), []);
+  }
+  const port = section.port ?? DEFAULT_GATEWAY_PORT;
+  const listen: ListenAddress[] = [{ host: "127.0.0.1", port }];
+  try {
+    const { connectDocker } = await import("../box/docker.ts");
+    const { ensureLockedNetwork } = await import("../box/network.ts");
+    const { client } = await connectDocker();
+    const network = await ensureLockedNetwork(client);
+    listen.push({ host: network.gateway, port });
+  } catch (error) {
+    process.stderr.write(`roster: listening on loopback only (${errorMessage(error)})\n`);
+  }
+  return listen;
+}

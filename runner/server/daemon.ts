@@ -1,0 +1,166 @@
+import { readFileSync } from "node:fs";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { connectDocker } from "../box/docker.ts";
+import { processAlive } from "../box/orphans.ts";
+import { formatConfigError, loadConfig } from "../config/load.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage, RosterError } from "../errors.ts";
+import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
+import { runningGateway } from "../gateway/health.ts";
+import { defaultListen } from "../gateway/listen.ts";
+import { SessionRouter } from "../sessions/router.ts";
+import { Dispatcher } from "./dispatch.ts";
+import { recover } from "./recover.ts";
+
+/**
+ * `roster server start`: one foreground process that holds the gateway (and
+ * with it the action host), the warm sessions chat listeners feed, and task
+ * dispatch. On start it recovers from whatever the last one left (orphan
+ * boxes, crashed records, claimed tasks); on SIGTERM or SIGINT it stops
+ * starting work, ends sessions cleanly, requeues interrupted tasks, finishes
+ * every record and closes the gateway last, so no box outlives its door.
+ */
+export interface ServerOptions {
+  paths: RosterPaths;
+  /** Concurrent boxes (task runs and sessions together). */
+  cap: number;
+  /** Run what is due, wait for it, then exit. */
+  once: boolean;
+  /** Start no chat listeners. */
+  noListen: boolean;
+  listen?: ListenAddress[];
+  note: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+  /** Dispatch polling period. */
+  tickMs?: number;
+}
+
+export interface ServerState {
+  pid: number;
+  started_at: string;
+  cap: number;
+  once: boolean;
+  gateway: { port: number; addrs: string[] };
+}
+
+export function serverStateFile(paths: RosterPaths): string {
+  return join(paths.state, "server.json");
+}
+
+export function readServerState(paths: RosterPaths): ServerState | undefined {
+  try {
+    const state = JSON.parse(readFileSync(serverStateFile(paths), "utf8")) as ServerState;
+    return processAlive(state.pid) ? state : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function startServer(options: ServerOptions): Promise<number> {
+  const { paths, note } = options;
+  const env = options.env ?? process.env;
+  const config = loadConfig(paths.config, { vaultDir: paths.vault });
+  if (config.errors.length) {
+    throw new RosterError(
+      `config is invalid, the server did not start:\n${config.errors.map(formatConfigError).join("\n")}`,
+      { exitCode: 2 },
+    );
+  }
+  const other = readServerState(paths);
+  if (other) {
+    throw new RosterError(`a server is already running for this deployment (pid ${other.pid})`, {
+      exitCode: 2,
+    });
+  }
+  if (await runningGateway(paths.state, paths.config)) {
+    throw new RosterError(
+      "a gateway is already running for this deployment (roster gateway start?): stop it; the server runs its own",
+      { exitCode: 2 },
+    );
+  }
+
+  const { client: docker } = await connectDocker(env);
+  const recovered = await recover(docker, paths);
+  if (recovered.reaped) note(`reaped ${recovered.reaped} orphaned box(es)`);
+  for (const id of recovered.crashed) note(`run ${id} crashed with the last server; recorded`);
+  for (const id of recovered.settled) note(`task ${id} had reported its outcome; settled`);
+  for (const id of recovered.requeued) note(`task ${id} was interrupted; requeued`);
+
+  const listen = options.listen ?? (await defaultListen(paths.config));
+  const gateway = await Gateway.start({ paths, listen });
+  const state: ServerState = {
+    pid: process.pid,
+    started_at: new Date().toISOString(),
+    cap: options.cap,
+    once: options.once,
+    gateway: { port: gateway.port, addrs: gateway.addresses.map((a) => a.host) },
+  };
+  await mkdir(paths.state, { recursive: true });
+  const stateFile = serverStateFile(paths);
+  await writeFile(`${stateFile}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
+  await rename(`${stateFile}.tmp`, stateFile);
+  note(
+    `server ${process.pid}: gateway on ${gateway.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}; up to ${options.cap} boxes${options.once ? "; once" : ""}`,
+  );
+
+  const router = new SessionRouter({
+    paths,
+    note,
+    env,
+    queueBound: 64,
+    replyBy: (provider) =>
+      `only through the ${provider}_send action: your plain text is not shown to anyone`,
+    recordReplies: false,
+  });
+  let sessions = 0;
+  const dispatcher = new Dispatcher({
+    paths,
+    cap: options.cap,
+    note,
+    env,
+    otherBoxes: () => sessions,
+  });
+
+  const stopping = new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  let exitCode = 0;
+  try {
+    if (options.once) {
+      await dispatcher.tick();
+      await Promise.race([dispatcher.drain(), stopping]);
+    } else {
+      const tickMs = options.tickMs ?? 2_000;
+      let ticking = false;
+      const timer = setInterval(() => {
+        if (ticking) return;
+        ticking = true;
+        void router
+          .sessions()
+          .then((live) => {
+            sessions = live.length;
+            return dispatcher.tick();
+          })
+          .catch((error: unknown) => note(`dispatch: ${errorMessage(error)}`))
+          .finally(() => {
+            ticking = false;
+          });
+      }, tickMs);
+      const signal = await stopping;
+      clearInterval(timer);
+      note(`${signal}: stopping (sessions end, running tasks are requeued)`);
+    }
+  } catch (error) {
+    note(`server: ${errorMessage(error)}`);
+    exitCode = 1;
+  } finally {
+    await dispatcher.stop();
+    await router.closeAll();
+    await gateway.stop();
+    await rm(stateFile, { force: true });
+    note("server stopped");
+  }
+  return exitCode;
+}

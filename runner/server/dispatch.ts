@@ -1,0 +1,188 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage } from "../errors.ts";
+import { runOneShot } from "../runs/oneshot.ts";
+import { runDir } from "../runs/run-record.ts";
+import { type Task, updateTasks } from "../tasks/store.ts";
+
+/**
+ * Task dispatch: every due task (pending, and its `at` passed) of every
+ * worker runs in its own box, at most `cap` boxes at a time, each bounded by
+ * its task's ceiling. A task is claimed (with the run's id) before its box
+ * starts and settled from the run's own outcome report: task_complete →
+ * done, task_fail → failed; a run that ended without saying is left for a
+ * person (needs-review) rather than run again, since it may have acted.
+ */
+export interface DispatchOptions {
+  paths: RosterPaths;
+  cap: number;
+  note: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+  /** Boxes running besides tasks (sessions): they count toward the cap. */
+  otherBoxes?: () => number;
+}
+
+const HOLD_AFTER_REFUSAL_MS = 60_000;
+
+interface Outcome {
+  status: "completed" | "failed";
+  note: string;
+}
+
+export function readOutcome(
+  paths: RosterPaths,
+  worker: string,
+  runId: string,
+): Outcome | undefined {
+  try {
+    const parsed = JSON.parse(
+      readFileSync(join(runDir(paths.state, worker, runId), "outcome.json"), "utf8"),
+    ) as Partial<Outcome>;
+    if (parsed.status === "completed" || parsed.status === "failed")
+      return { status: parsed.status, note: String(parsed.note ?? "") };
+  } catch {
+    // no report (or an unreadable one): the run did not say
+  }
+  return undefined;
+}
+
+/** The task's state a finished run's report decides. */
+export function settledState(outcome: Outcome | undefined): Task["state"] {
+  if (!outcome) return "needs-review";
+  return outcome.status === "completed" ? "done" : "failed";
+}
+
+export class Dispatcher {
+  private readonly running = new Map<string, Promise<void>>();
+  /** Tasks refused before a box ran: not retried before this time (ms), so a missing credential isn't hammered. */
+  private readonly held = new Map<string, number>();
+  private stopped = false;
+  private readonly abort = new AbortController();
+
+  constructor(private readonly options: DispatchOptions) {}
+
+  get active(): number {
+    return this.running.size;
+  }
+
+  /** Starts what is due, up to the cap; returns how many it started. */
+  async tick(now = new Date()): Promise<number> {
+    if (this.stopped) return 0;
+    let started = 0;
+    for (const { worker, task } of dueTasks(this.options.paths, now)) {
+      const busy = this.running.size + (this.options.otherBoxes?.() ?? 0);
+      if (busy >= this.options.cap || this.stopped) break;
+      const key = `${worker}/${task.id}`;
+      if (this.running.has(key) || (this.held.get(key) ?? 0) > now.getTime()) continue;
+      const run = this.run(worker, task).finally(() => this.running.delete(key));
+      this.running.set(key, run);
+      started++;
+    }
+    return started;
+  }
+
+  /** Waits for every task box started so far. */
+  async drain(): Promise<void> {
+    while (this.running.size) await Promise.allSettled([...this.running.values()]);
+  }
+
+  /** Stops starting tasks and kills the running boxes (their tasks go back to the queue). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    await this.drain();
+  }
+
+  private async run(worker: string, task: Task): Promise<void> {
+    const { paths, note } = this.options;
+    let runId: string | undefined;
+    const claim = (id: string) =>
+      updateTasks(paths, worker, (list) =>
+        list.tasks.map((t) =>
+          t.id === task.id
+            ? { ...t, state: "claimed", run_id: id, claimed_at: new Date().toISOString() }
+            : t,
+        ),
+      );
+    let claimed: Promise<unknown> = Promise.resolve();
+    note(`task ${task.id} of ${worker}: starting`);
+    try {
+      const result = await runOneShot({
+        paths,
+        worker,
+        prompt: task.prompt,
+        ceilingMinutes: task.ceiling_min,
+        json: false,
+        taskId: task.id,
+        write: () => undefined,
+        note: () => undefined,
+        signal: this.abort.signal,
+        ...(this.options.env ? { env: this.options.env } : {}),
+        onRecord: (record) => {
+          runId = record.id;
+          claimed = claim(record.id);
+        },
+      });
+      await claimed;
+      const id = result.record?.id ?? runId;
+      const outcome = id ? readOutcome(paths, worker, id) : undefined;
+      const interrupted = result.record?.ended_by === "signal" && this.stopped;
+      await this.settle(worker, task, interrupted ? "pending" : settledState(outcome), {
+        note: interrupted ? "requeued: the server stopped during its run" : outcome?.note,
+      });
+      note(
+        `task ${task.id} of ${worker}: ${interrupted ? "requeued (server stopping)" : settledState(outcome)} (run ${id ?? "?"}, ${result.record?.ended_by ?? "?"})`,
+      );
+    } catch (error) {
+      await claimed.catch(() => undefined);
+      // refused before a box ran (config, credential …): it stays queued, the reason is noted
+      if (!runId) this.held.set(`${worker}/${task.id}`, Date.now() + HOLD_AFTER_REFUSAL_MS);
+      await this.settle(worker, task, runId ? "failed" : "pending", { note: errorMessage(error) });
+      note(`task ${task.id} of ${worker}: ${errorMessage(error)}`);
+    }
+  }
+
+  private async settle(
+    worker: string,
+    task: Task,
+    state: Task["state"],
+    detail: { note?: string | undefined },
+  ): Promise<void> {
+    await updateTasks(this.options.paths, worker, (list) =>
+      list.tasks.map((t) =>
+        t.id === task.id
+          ? {
+              ...t,
+              state,
+              ...(state === "pending" ? {} : { finished_at: new Date().toISOString() }),
+              ...(detail.note ? { note: detail.note } : {}),
+            }
+          : t,
+      ),
+    );
+  }
+}
+
+/** Pending tasks whose time has come, oldest filed first, across every worker. */
+export function dueTasks(paths: RosterPaths, now: Date): Array<{ worker: string; task: Task }> {
+  const root = join(paths.data, "workers");
+  if (!existsSync(root)) return [];
+  const due: Array<{ worker: string; task: Task }> = [];
+  for (const worker of readdirSync(root).sort()) {
+    const file = join(root, worker, "tasks", "tasks.json");
+    if (!existsSync(file)) continue;
+    let tasks: Task[];
+    try {
+      tasks = (JSON.parse(readFileSync(file, "utf8")) as { tasks: Task[] }).tasks;
+    } catch {
+      continue;
+    }
+    for (const task of tasks) {
+      if (task.state !== "pending") continue;
+      if (task.at && Date.parse(task.at) > now.getTime()) continue;
+      due.push({ worker, task });
+    }
+  }
+  return due.sort((a, b) => a.task.filed_at.localeCompare(b.task.filed_at));
+}

@@ -1,0 +1,67 @@
+import type { RosterPaths } from "../config/paths.ts";
+import { askHealth } from "../gateway/health.ts";
+import { listRuns, readRecord } from "../runs/run-record.ts";
+import { allTasks } from "../tasks/store.ts";
+import { readServerState } from "./daemon.ts";
+
+/**
+ * `roster server status`: is a server running for this deployment, does its
+ * gateway answer, and what is it doing (boxes by kind, tasks waiting).
+ */
+export interface ServerStatus {
+  running: boolean;
+  pid?: number;
+  started_at?: string;
+  cap?: number;
+  gateway?: { port: number; addrs: string[]; healthy: boolean };
+  runs: Array<{ id: string; worker: string; kind: string; started_at: string; detail: string }>;
+  queued: number;
+}
+
+export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
+  const state = readServerState(paths);
+  const queued = allTasks(paths).filter((task) => task.state === "pending").length;
+  if (!state) return { running: false, runs: [], queued };
+  const healthy = (await askHealth(state.gateway.port, 2_000)) !== undefined;
+  const runs = listRuns(paths.state)
+    .map((run) => readRecord(run.dir))
+    .filter((record) => record?.state === "running" && record.runner_pid === state.pid)
+    .flatMap((record) =>
+      record
+        ? [
+            {
+              id: record.id,
+              worker: record.worker,
+              kind: record.kind,
+              started_at: record.started_at,
+              detail: record.task_id
+                ? `task:${record.task_id}`
+                : record.channel_id
+                  ? `channel:${record.channel_id}`
+                  : "-",
+            },
+          ]
+        : [],
+    );
+  return {
+    running: true,
+    pid: state.pid,
+    started_at: state.started_at,
+    cap: state.cap,
+    gateway: { ...state.gateway, healthy },
+    runs,
+    queued,
+  };
+}
+
+export function formatStatus(status: ServerStatus): string {
+  if (!status.running)
+    return `no server running (${status.queued} task(s) queued; roster server start runs them)\n`;
+  const lines = [
+    `server pid ${status.pid}, up since ${status.started_at}, up to ${status.cap} boxes`,
+    `gateway port ${status.gateway?.port} on ${status.gateway?.addrs.join(", ")}: ${status.gateway?.healthy ? "answering" : "NOT ANSWERING"}`,
+    `boxes: ${status.runs.length} running, ${status.queued} task(s) queued`,
+    ...status.runs.map((run) => `  ${run.id}  ${run.worker}  ${run.kind}  ${run.detail}`),
+  ];
+  return `${lines.join("\n")}\n`;
+}
