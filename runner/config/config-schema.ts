@@ -123,6 +123,22 @@ export const Expose = Type.Object(
 );
 export type Expose = Static<typeof Expose>;
 
+/**
+ * A heartbeat: the server files this task for each listed worker every
+ * `every` (e.g. "30m", "2h", "1d"), unless one is still open. Off unless
+ * org.toml lists the worker; a worker.toml may only switch its own off.
+ */
+export const HeartbeatRule = Type.Object(
+  {
+    workers: Type.Array(Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$" }), { minItems: 1 }),
+    every: Type.String({ pattern: "^[1-9][0-9]*(m|h|d)$" }),
+    prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })),
+    ceiling_min: Type.Optional(Type.Integer({ minimum: 1, maximum: 240 })),
+  },
+  { additionalProperties: false },
+);
+export type HeartbeatRule = Static<typeof HeartbeatRule>;
+
 export const OrgConfig = Type.Object(
   {
     engine: Type.Optional(EngineSection),
@@ -135,6 +151,7 @@ export const OrgConfig = Type.Object(
     trust: Type.Optional(Type.Array(TrustRule)),
     expose: Type.Optional(Type.Array(Expose)),
     budget: Type.Optional(BudgetSection),
+    heartbeat: Type.Optional(Type.Array(HeartbeatRule)),
   },
   { additionalProperties: false },
 );
@@ -152,6 +169,8 @@ export const WorkerConfig = Type.Object(
     /** Only level = "gate" (narrowing). */
     trust: Type.Optional(Type.Array(Type.Omit(TrustRule, ["workers"]))),
     expose: Type.Optional(Type.Array(Expose)),
+    /** Only "off": a worker may switch off the heartbeat org.toml gives it, never start one. */
+    heartbeat: Type.Optional(Type.Literal("off")),
     budget: Type.Optional(
       Type.Object(
         { limit: Type.Optional(Type.Array(BudgetLimit)) },

@@ -22,6 +22,7 @@ import {
 } from "./connections.ts";
 import { checkExposes, checkGrantHosts, checkModel } from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
+import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
 import { locateLine } from "./locate.ts";
 import { modelGrant } from "./model.ts";
 import {
@@ -324,6 +325,8 @@ export interface WorkerView {
   sentinels: string[];
   /** Names of the connections granted to this worker, for the system prompt. */
   connections: Array<{ name: string; kind: string; detail: string }>;
+  /** The heartbeat org.toml gives this worker (undefined: none, or switched off). */
+  heartbeat: Heartbeat | undefined;
 }
 
 export function workerView(config: LoadedConfig, name: string): WorkerView | undefined {
@@ -340,6 +343,7 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
     mounts: [],
     sentinels: [],
     connections: [],
+    heartbeat: worker.heartbeat === "off" ? undefined : heartbeatFor(config.org.heartbeat, name),
   };
   for (const expose of [...(config.org.expose ?? []), ...(worker.expose ?? [])]) {
     if (!view.sentinels.includes(expose.env)) view.sentinels.push(expose.env);

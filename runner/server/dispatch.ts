@@ -5,6 +5,7 @@ import { errorMessage } from "../errors.ts";
 import { runOneShot } from "../runs/oneshot.ts";
 import { runDir } from "../runs/run-record.ts";
 import { type Task, updateTasks } from "../tasks/store.ts";
+import { fileDueHeartbeats } from "./heartbeats.ts";
 
 /**
  * Task dispatch: every due task (pending, and its `at` passed) of every
@@ -69,6 +70,8 @@ export class Dispatcher {
   /** Starts what is due, up to the cap; returns how many it started. */
   async tick(now = new Date()): Promise<number> {
     if (this.stopped) return 0;
+    for (const worker of await fileDueHeartbeats(this.options.paths, now))
+      this.options.note(`heartbeat filed for ${worker}`);
     let started = 0;
     for (const { worker, task } of dueTasks(this.options.paths, now)) {
       const busy = this.running.size + (this.options.otherBoxes?.() ?? 0);

@@ -12,6 +12,11 @@ export interface TurnListener {
   onText?(delta: string): void;
   /** Every event of the turn (tool calls, messages …) as it arrives. */
   onEvent?(event: PiEvent): void;
+  /**
+   * The prompt line has been handed to the box's stdin: what happens before
+   * this is the host's own work on a message (bench/sessions.ts times it).
+   */
+  onSent?(): void;
 }
 
 export interface TurnResult {
@@ -65,6 +70,7 @@ export class PiRpc {
       };
       this.stdin.write(`${JSON.stringify({ id, type: "prompt", message })}\n`, (error) => {
         if (error) this.fail(new Error(`the box's stdin refused the message: ${error.message}`));
+        else listener.onSent?.();
       });
     });
   }

@@ -170,4 +170,31 @@ describe.skipIf(!docker)("roster server", () => {
     expect(betaNow).toMatchObject({ state: "done", note: "beta done" });
     expect(betaNow?.run_id).not.toBe(betaRun);
   });
+
+  it("files a heartbeat only where org.toml gives one, and not again before it is due", async () => {
+    const beating = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "SERVER-KEY",
+      extraOrg: '[[heartbeat]]\nworkers = ["elf"]\nevery = "1h"\nceiling_min = 5\n',
+    });
+    try {
+      model.play(complete("nothing was due"), { text: "ok" });
+      const first = await beating.roster(["server", "start", "--once"]);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stderr).toContain("heartbeat filed for elf");
+      const [beat, ...others] = readTasks(beating.paths, "elf").tasks;
+      expect(others).toHaveLength(0);
+      expect(beat).toMatchObject({
+        filed_by: "heartbeat",
+        ceiling_min: 5,
+        state: "done",
+        note: "nothing was due",
+      });
+      const second = await beating.roster(["server", "start", "--once"]);
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.stderr).not.toContain("heartbeat filed");
+      expect(readTasks(beating.paths, "elf").tasks).toHaveLength(1);
+    } finally {
+      await beating.cleanup();
+    }
+  });
 });

@@ -8,6 +8,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
 
 export interface ScriptedToolCall {
   name: string;
@@ -37,6 +38,8 @@ export interface RecordedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
   body: ChatRequestBody;
+  /** performance.now() when the request's headers arrived, before its body was read. */
+  arrivedAt: number;
 }
 
 export interface ChatMessage {
@@ -56,6 +59,8 @@ export interface ChatRequestBody {
 
 export class ModelServer {
   readonly requests: RecordedRequest[] = [];
+  /** Told of each chat request as it is recorded, before it is answered (a bench waits on it). */
+  onRequest: ((request: RecordedRequest) => void) | undefined;
   private readonly steps: ScriptStep[];
   private server: Server | undefined;
   private callCounter = 0;
@@ -122,6 +127,7 @@ export class ModelServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedAt = performance.now();
     const raw = await readBody(req);
     if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
       res.writeHead(404, { "content-type": "application/json" });
@@ -134,8 +140,10 @@ export class ModelServer {
       path: req.url,
       headers: { ...req.headers },
       body,
+      arrivedAt,
     };
     this.requests.push(recorded);
+    this.onRequest?.(recorded);
     const step = this.steps.shift() ?? { text: "[model-server: script exhausted]" };
     const turn = typeof step === "function" ? step(recorded) : step;
     if (turn.delayMs) await new Promise((resolve) => setTimeout(resolve, turn.delayMs));

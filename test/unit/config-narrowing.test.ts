@@ -424,3 +424,24 @@ describe("[model]: a worker picks the model, never where its credential goes", (
     expect(config.grants).toEqual([]);
   });
 });
+
+describe("heartbeat: org.toml starts one, a worker may only switch its own off", () => {
+  it("a worker gets the org's heartbeat, or none when it says off; anything else is refused", async () => {
+    const org = '[[heartbeat]]\nworkers = ["elf", "bob"]\nevery = "30m"\n';
+    const { config } = await load({
+      "org.toml": org,
+      "workers/elf/worker.toml": elf(""),
+      "workers/bob/worker.toml": 'name = "bob"\nheartbeat = "off"\n',
+      "workers/eve/worker.toml": 'name = "eve"\n',
+    });
+    expect(config.errors).toEqual([]);
+    expect(viewOf(config, "elf").heartbeat).toMatchObject({ everyMs: 30 * 60_000, ceilingMin: 10 });
+    expect(viewOf(config, "bob").heartbeat).toBeUndefined();
+    expect(viewOf(config, "eve").heartbeat).toBeUndefined();
+    const { root, config: widening } = await load({
+      "org.toml": org,
+      "workers/elf/worker.toml": elf('heartbeat = "every 1m"\n'),
+    });
+    expect(errorLines(root, widening).join("\n")).toContain("workers/elf/worker.toml:3: heartbeat");
+  });
+});

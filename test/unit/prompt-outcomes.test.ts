@@ -23,6 +23,7 @@ const worker: WorkerView = {
   mounts: [],
   sentinels: [],
   connections: [],
+  heartbeat: undefined,
 };
 
 describe("outcomes since the last run", () => {
