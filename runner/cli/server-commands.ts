@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import type { ListenAddress } from "../gateway/gateway.ts";
@@ -38,6 +38,22 @@ export function registerServerCommands(program: Command): void {
         });
       },
     );
+
+  // one chat listener, started and supervised by the server (runner/listeners/)
+  server
+    .command("listener <worker> <platform>", { hidden: true })
+    .addOption(new Option("--internal").hideHelp())
+    .action(async (worker: string, platform: string) => {
+      const { PLATFORMS } = await import("../config/bot-bindings.ts");
+      const match = PLATFORMS.find((name) => name === platform);
+      if (!match)
+        throw new RosterError(`unknown platform ${platform} (${PLATFORMS.join(", ")})`, {
+          exitCode: 2,
+        });
+      const { serveListener } = await import("../listeners/child.ts");
+      const { ADAPTERS } = await import("../listeners/adapters.ts");
+      await serveListener(rosterPaths(), worker, match, ADAPTERS);
+    });
 
   server
     .command("status")

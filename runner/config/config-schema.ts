@@ -169,6 +169,16 @@ export const WorkerConfig = Type.Object(
     /** Only level = "gate" (narrowing). */
     trust: Type.Optional(Type.Array(Type.Omit(TrustRule, ["workers"]))),
     expose: Type.Optional(Type.Array(Expose)),
+    /** Chat bots bound to this worker: the vault credential of each platform's bot. One bot serves one worker. */
+    channels: Type.Optional(
+      Type.Object(
+        {
+          discord: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$" })),
+          slack: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$" })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     /** Only "off": a worker may switch off the heartbeat org.toml gives it, never start one. */
     heartbeat: Type.Optional(Type.Literal("off")),
     budget: Type.Optional(

@@ -4,6 +4,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { parse, TomlError } from "smol-toml";
 import type { ActionGrant, Scoped, TrustRule } from "./action-schema.ts";
+import { BotBindings } from "./bot-bindings.ts";
 import {
   type BoxSection,
   CONNECTION_KINDS,
@@ -200,6 +201,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     }
   }
 
+  const bindings = new BotBindings();
   for (const name of names) {
     const file = join(workersDir, name, "worker.toml");
     if (!existsSync(file)) continue;
@@ -221,6 +223,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     checkGrantHosts(worker.value.grant, show(file), worker.text, errors);
     checkExposes(worker.value.expose, show(file), worker.text, errors);
     errors.push(...checkNarrowing(loaded.org, worker.value, show(file), worker.text));
+    errors.push(...bindings.claim(name, worker.value.channels, show(file), worker.text));
     loaded.workers.set(name, worker.value);
     // no model grant of its own: a worker's [model] keeps the org's endpoint and credential
     workerGrants.push(...workerDenyGrants(worker.value, show(file)));

@@ -3,12 +3,14 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { connectDocker } from "../box/docker.ts";
 import { processAlive } from "../box/orphans.ts";
+import { botBindings } from "../config/bot-bindings.ts";
 import { formatConfigError, loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
 import { runningGateway } from "../gateway/health.ts";
 import { defaultListen } from "../gateway/listen.ts";
+import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import { SessionRouter } from "../sessions/router.ts";
 import { Dispatcher } from "./dispatch.ts";
 import { recover } from "./recover.ts";
@@ -113,6 +115,13 @@ export async function startServer(options: ServerOptions): Promise<number> {
       `only through the ${provider}_send action: your plain text is not shown to anyone`,
     recordReplies: false,
   });
+  const listeners = new ListenerSupervisor({ paths, router, note, env });
+  if (!options.noListen && !options.once) {
+    const bindings = botBindings(config.workers);
+    listeners.start(bindings);
+    for (const binding of bindings)
+      note(`listening for ${binding.worker} on ${binding.platform} (bot "${binding.credential}")`);
+  }
   let sessions = 0;
   const dispatcher = new Dispatcher({
     paths,
@@ -156,6 +165,7 @@ export async function startServer(options: ServerOptions): Promise<number> {
     note(`server: ${errorMessage(error)}`);
     exitCode = 1;
   } finally {
+    await listeners.stop();
     await dispatcher.stop();
     await router.closeAll();
     await gateway.stop();

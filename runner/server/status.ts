@@ -1,5 +1,6 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { askHealth } from "../gateway/health.ts";
+import { type ListenerStatus, readListenerStatuses } from "../listeners/supervisor.ts";
 import { listRuns, readRecord } from "../runs/run-record.ts";
 import { allTasks } from "../tasks/store.ts";
 import { readServerState } from "./daemon.ts";
@@ -16,12 +17,13 @@ export interface ServerStatus {
   gateway?: { port: number; addrs: string[]; healthy: boolean };
   runs: Array<{ id: string; worker: string; kind: string; started_at: string; detail: string }>;
   queued: number;
+  listeners: ListenerStatus[];
 }
 
 export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
   const state = readServerState(paths);
   const queued = allTasks(paths).filter((task) => task.state === "pending").length;
-  if (!state) return { running: false, runs: [], queued };
+  if (!state) return { running: false, runs: [], queued, listeners: [] };
   const healthy = (await askHealth(state.gateway.port, 2_000)) !== undefined;
   const runs = listRuns(paths.state)
     .map((run) => readRecord(run.dir))
@@ -51,6 +53,7 @@ export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
     gateway: { ...state.gateway, healthy },
     runs,
     queued,
+    listeners: readListenerStatuses(paths),
   };
 }
 
@@ -62,6 +65,11 @@ export function formatStatus(status: ServerStatus): string {
     `gateway port ${status.gateway?.port} on ${status.gateway?.addrs.join(", ")}: ${status.gateway?.healthy ? "answering" : "NOT ANSWERING"}`,
     `boxes: ${status.runs.length} running, ${status.queued} task(s) queued`,
     ...status.runs.map((run) => `  ${run.id}  ${run.worker}  ${run.kind}  ${run.detail}`),
+    `listeners: ${status.listeners.length || "none bound"}`,
+    ...status.listeners.map(
+      (l) =>
+        `  ${l.worker}/${l.platform} (bot "${l.credential}"): ${l.state} since ${l.since}${l.detail ? ` — ${l.detail}` : ""}${l.last_event ? `; last event ${l.last_event}` : ""}${l.restarts ? `; ${l.restarts} restart(s)` : ""}`,
+    ),
   ];
   return `${lines.join("\n")}\n`;
 }

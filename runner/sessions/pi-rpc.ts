@@ -8,6 +8,8 @@ import { assistantText, LineSplitter, type PiEvent, parseEvent } from "../runs/p
  * after `agent_end`. One turn at a time: the session's queue sees to that.
  */
 export interface TurnListener {
+  /** The message's turn begins (it waited behind others until now): typing indicators start here. */
+  onStart?(): void;
   /** A piece of the worker's reply as the model writes it. */
   onText?(delta: string): void;
   /** Every event of the turn (tool calls, messages …) as it arrives. */

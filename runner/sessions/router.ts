@@ -67,7 +67,21 @@ export class SessionRouter {
     return settled.flatMap((entry) => (entry.status === "fulfilled" ? [entry.value] : []));
   }
 
-  async deliver(inbound: Inbound, listener: TurnListener = {}): Promise<Delivered> {
+  /** Records a message that does not wake the worker (a room in mention mode): context for later. */
+  record(inbound: Omit<Inbound, "worker" | "provider" | "standing">): void {
+    ensureChannel(this.options.paths, inbound.channel);
+    appendMessage(this.options.paths, inbound.channel, recordOf(inbound));
+  }
+
+  /**
+   * Hands a message to the worker's session for its channel. `onRecorded`
+   * is called once the message is in the channel's history and queued: from
+   * then on it is handled (a listener advances its cursor there).
+   */
+  async deliver(
+    inbound: Inbound,
+    listener: TurnListener & { onRecorded?(): void } = {},
+  ): Promise<Delivered> {
     const { paths } = this.options;
     const key = `${inbound.worker}\u001f${inbound.channel}`;
     ensureChannel(paths, inbound.channel);
@@ -87,14 +101,8 @@ export class SessionRouter {
       live = { session: this.open(inbound), historyGiven: false };
       this.live.set(key, live);
     }
-    appendMessage(paths, inbound.channel, {
-      ts: new Date().toISOString(),
-      author_id: inbound.author_id,
-      author: inbound.author,
-      role: "user",
-      content: inbound.text,
-      attachments: [],
-    });
+    appendMessage(paths, inbound.channel, recordOf(inbound));
+    listener.onRecorded?.();
     const entry = live;
     let session: Session;
     try {
@@ -166,6 +174,17 @@ export class SessionRouter {
     });
     return session;
   }
+}
+
+function recordOf(inbound: Pick<Inbound, "author" | "author_id" | "text">): MessageRecord {
+  return {
+    ts: new Date().toISOString(),
+    author_id: inbound.author_id,
+    author: inbound.author,
+    role: "user",
+    content: inbound.text,
+    attachments: [],
+  };
 }
 
 export { SessionError };

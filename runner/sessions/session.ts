@@ -279,6 +279,7 @@ export class Session {
         void this.end("ceiling", `a turn passed the ${ceilingMin}-minute turn ceiling`, "failed"),
       ceilingMin * 60_000,
     );
+    next.listener.onStart?.();
     this.rpc.prompt(next.input, next.listener).then(
       (result) => {
         this.turnDone();

@@ -10,6 +10,7 @@ import {
   Routes,
 } from "discord-api-types/v10";
 import { type Credential, readCredential } from "../../gateway/vault.ts";
+import { boundBot, recordSent } from "./bound-bot.ts";
 import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
 
@@ -26,8 +27,13 @@ export const DISCORD_MESSAGE_LIMIT = 2000;
 
 const Payload = Type.Object(
   {
-    /** A channel snowflake. */
-    channel_id: Type.String({ pattern: "^[0-9]{15,21}$" }),
+    /**
+     * A channel snowflake, or a roster channel id as a session's messages name
+     * it: discord-<guild>-<channel>, or discord-dm-<user> for a DM.
+     */
+    channel_id: Type.String({
+      pattern: "^([0-9]{15,21}|discord-[0-9]{15,21}-[0-9]{15,21}|discord-dm-[0-9]{15,21})$",
+    }),
     text: Type.String({ minLength: 1, maxLength: 10 * DISCORD_MESSAGE_LIMIT, pattern: VISIBLE }),
   },
   { additionalProperties: false },
@@ -43,9 +49,9 @@ export interface DiscordBot {
   credential: Credential;
 }
 
-/** The client for the "discord" vault credential, or a legible reason there is none. */
-export function discordBot(vault: string): DiscordBot {
-  const credential = readCredential(vault, "discord");
+/** The client for a Discord bot's vault credential ("discord" unless a worker binds another), or a legible reason there is none. */
+export function discordBot(vault: string, name = "discord"): DiscordBot {
+  const credential = readCredential(vault, name);
   const token = credential?.token;
   if (!credential || typeof token !== "string" || !token)
     throw new Error(
@@ -148,13 +154,15 @@ export const discord: Executor<Payload> = {
   render: (payload) =>
     renderParts(`To: Discord channel ${payload.channel_id}`, discordParts(payload.text)),
   async run(payload, context) {
-    const { rest } = discordBot(context.paths.vault);
-    const ids = await postDiscordParts(
-      rest,
-      payload.channel_id,
-      discordParts(payload.text),
-      context.key,
-    );
+    // the worker's own bot when it has one bound, so its words come from the bot people talk to
+    const { rest } = discordBot(context.paths.vault, boundBot(context.paths, context.worker, "discord"));
+    const dm = /^discord-dm-([0-9]+)$/.exec(payload.channel_id)?.[1];
+    const target = dm
+      ? await openDiscordDm(rest, dm)
+      : (/^discord-[0-9]+-([0-9]+)$/.exec(payload.channel_id)?.[1] ?? payload.channel_id);
+    const ids = await postDiscordParts(rest, target, discordParts(payload.text), context.key);
+    if (payload.channel_id.startsWith("discord-"))
+      recordSent(context.paths, payload.channel_id, context.worker, payload.text);
     // the first message's id: where the text starts
     return { sent: true, channel_id: payload.channel_id, message_id: ids[0], parts: ids.length };
   },

@@ -1,0 +1,148 @@
+import { botBindings, type Platform } from "../config/bot-bindings.ts";
+import { loadConfig } from "../config/load.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage, RosterError } from "../errors.ts";
+import { type Credential, readCredential } from "../gateway/vault.ts";
+import type { Inbound } from "../sessions/router.ts";
+import type { ConnectionState, ListenerMessage } from "./protocol.ts";
+import { isServerMessage, type ServerMessage } from "./protocol.ts";
+
+/**
+ * The listener child's side (`roster server listener <worker> <platform>`,
+ * started only by the server): it loads its binding's bot credential, runs
+ * the platform's adapter, and speaks the IPC protocol. When the server goes
+ * away the channel closes and the child stops: it never outlives its server.
+ */
+export type ChannelMessage = Omit<Inbound, "worker" | "provider">;
+
+export interface TurnHooks {
+  onStart(): void;
+  onDone(): void;
+  onFailed(error: string): void;
+}
+
+/** What an adapter may do: report its state, hand messages over, take notes. */
+export interface ListenerHost {
+  worker: string;
+  paths: RosterPaths;
+  status(state: ConnectionState, detail?: string): void;
+  event(): void;
+  /** Resolves once the server has the message recorded and queued (advance the cursor then). */
+  deliver(message: ChannelMessage, hooks: TurnHooks): Promise<void>;
+  record(message: ChannelMessage): void;
+  note(text: string): void;
+}
+
+export interface ChatAdapter {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export type AdapterFactory = (host: ListenerHost, credential: Credential) => ChatAdapter;
+
+/** Exit status when the bot's credential is missing or refused: restarted only slowly. */
+export const UNAUTHORISED_EXIT = 3;
+
+/** The platform refused the bot's token: an operator must act; retrying fast won't help. */
+export class Unauthorised extends Error {
+  override name = "Unauthorised";
+}
+
+export async function serveListener(
+  paths: RosterPaths,
+  worker: string,
+  platform: Platform,
+  adapters: Record<Platform, AdapterFactory>,
+): Promise<void> {
+  const send = process.send?.bind(process);
+  if (!send)
+    throw new RosterError("roster server listener is started by roster server start", {
+      exitCode: 2,
+    });
+  const say = (message: ListenerMessage) => {
+    if (process.connected) send(message, () => undefined);
+  };
+  const note = (text: string) =>
+    process.stderr.write(`roster: listener ${worker}/${platform}: ${text}\n`);
+
+  const config = loadConfig(paths.config, { vaultDir: paths.vault });
+  const binding = botBindings(config.workers).find(
+    (b) => b.worker === worker && b.platform === platform,
+  );
+  const credential = binding ? readCredential(paths.vault, binding.credential) : undefined;
+  if (!binding || !credential) {
+    const why = binding
+      ? `no credential "${binding.credential}" in the vault (roster login ${binding.credential} --field token=…)`
+      : `worker ${worker} has no [channels] ${platform} binding`;
+    say({ type: "status", state: "unauthorised", detail: why });
+    note(why);
+    process.exitCode = UNAUTHORISED_EXIT;
+    process.disconnect();
+    return;
+  }
+
+  const pending = new Map<
+    string,
+    { hooks: TurnHooks; recorded: () => void; refused: (error: Error) => void; seen: boolean }
+  >();
+  let counter = 0;
+  process.on("message", (message: unknown) => {
+    if (!isServerMessage(message)) return;
+    answer(message);
+  });
+  const answer = (message: ServerMessage) => {
+    const entry = pending.get(message.ref);
+    if (!entry) return;
+    if (message.type === "recorded") {
+      entry.seen = true;
+      entry.recorded();
+    } else if (message.type === "turn-started") entry.hooks.onStart();
+    else {
+      pending.delete(message.ref);
+      if (message.type === "turn-done") entry.hooks.onDone();
+      else {
+        if (!entry.seen) entry.refused(new Error(message.error));
+        entry.hooks.onFailed(message.error);
+      }
+    }
+  };
+
+  const host: ListenerHost = {
+    worker,
+    paths,
+    status: (state, detail) => say({ type: "status", state, ...(detail ? { detail } : {}) }),
+    event: () => say({ type: "event" }),
+    deliver: (message, hooks) =>
+      new Promise<void>((recorded, refused) => {
+        const ref = `m${++counter}`;
+        pending.set(ref, { hooks, recorded, refused, seen: false });
+        say({ type: "inbound", ref, inbound: { ...message, worker, provider: platform } });
+      }),
+    record: (message) =>
+      say({ type: "record", inbound: { ...message, worker, provider: platform } }),
+    note,
+  };
+  let adapter: ChatAdapter | undefined;
+  const stopped = new Promise<void>((resolve) => {
+    process.once("disconnect", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  try {
+    adapter = adapters[platform](host, credential);
+    await adapter.start();
+  } catch (error) {
+    await adapter?.stop().catch(() => undefined);
+    if (error instanceof Unauthorised) {
+      const why = `the ${platform} bot "${binding.credential}" was refused: ${error.message}`;
+      say({ type: "status", state: "unauthorised", detail: why });
+      note(why);
+      process.exit(UNAUTHORISED_EXIT);
+    }
+    note(`could not start: ${errorMessage(error)}`);
+    process.exit(1);
+  }
+  await stopped;
+  setTimeout(() => process.exit(0), 5_000).unref();
+  await adapter?.stop().catch(() => undefined);
+  process.exit(0);
+}
