@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { Designation, Designations } from "../channels/designations.ts";
 import type { MessageRecord } from "../channels/store.ts";
+import type { RosterPaths } from "../config/paths.ts";
 import { rosterPaths } from "../config/paths.ts";
 
 /**
@@ -96,6 +97,7 @@ export function registerChannelCommands(program: Command): void {
           );
         return;
       }
+      process.stdout.write(await botsSection(paths));
       if (!rows.length) {
         process.stdout.write("no channels\n");
         return;
@@ -212,4 +214,28 @@ export function registerChannelCommands(program: Command): void {
           : `${id}: only messages that mention the worker wake it\n`,
       );
     });
+}
+
+/** The bots bound in worker.toml files, and how each listener is doing (while a server runs). */
+async function botsSection(paths: RosterPaths): Promise<string> {
+  const { loadConfig } = await import("../config/load.ts");
+  const { botBindings } = await import("../config/bot-bindings.ts");
+  const { readServerState } = await import("../server/daemon.ts");
+  const { readListenerStatuses } = await import("../listeners/supervisor.ts");
+  const bindings = botBindings(loadConfig(paths.config, { vaultDir: paths.vault }).workers);
+  if (!bindings.length) return "";
+  const running = readServerState(paths) !== undefined;
+  const statuses = running ? readListenerStatuses(paths) : [];
+  const lines = bindings.map((binding) => {
+    const status = statuses.find(
+      (s) => s.worker === binding.worker && s.platform === binding.platform,
+    );
+    const state = !running
+      ? "not listening (no server running)"
+      : status
+        ? `${status.state} since ${status.since}${status.detail ? ` (${status.detail})` : ""}${status.last_event ? `, last event ${status.last_event}` : ""}`
+        : "not listening (server started with --no-listen?)";
+    return `  ${binding.worker} on ${binding.platform} (bot "${binding.credential}"): ${state}`;
+  });
+  return `bots:\n${lines.join("\n")}\n\n`;
 }

@@ -59,9 +59,12 @@ export async function serveListener(
     throw new RosterError("roster server listener is started by roster server start", {
       exitCode: 2,
     });
-  const say = (message: ListenerMessage) => {
-    if (process.connected) send(message, () => undefined);
-  };
+  // resolves once the message is handed to the channel: a child about to exit waits for it
+  const say = (message: ListenerMessage) =>
+    new Promise<void>((resolve) => {
+      if (!process.connected) return resolve();
+      send(message, () => resolve());
+    });
   const note = (text: string) =>
     process.stderr.write(`roster: listener ${worker}/${platform}: ${text}\n`);
 
@@ -74,11 +77,9 @@ export async function serveListener(
     const why = binding
       ? `no credential "${binding.credential}" in the vault (roster login ${binding.credential} --field token=…)`
       : `worker ${worker} has no [channels] ${platform} binding`;
-    say({ type: "status", state: "unauthorised", detail: why });
+    await say({ type: "status", state: "unauthorised", detail: why });
     note(why);
-    process.exitCode = UNAUTHORISED_EXIT;
-    process.disconnect();
-    return;
+    process.exit(UNAUTHORISED_EXIT);
   }
 
   const pending = new Map<
@@ -110,13 +111,13 @@ export async function serveListener(
   const host: ListenerHost = {
     worker,
     paths,
-    status: (state, detail) => say({ type: "status", state, ...(detail ? { detail } : {}) }),
-    event: () => say({ type: "event" }),
+    status: (state, detail) => void say({ type: "status", state, ...(detail ? { detail } : {}) }),
+    event: () => void say({ type: "event" }),
     deliver: (message, hooks) =>
       new Promise<void>((recorded, refused) => {
         const ref = `m${++counter}`;
         pending.set(ref, { hooks, recorded, refused, seen: false });
-        say({ type: "inbound", ref, inbound: { ...message, worker, provider: platform } });
+        void say({ type: "inbound", ref, inbound: { ...message, worker, provider: platform } });
       }),
     record: (message) =>
       say({ type: "record", inbound: { ...message, worker, provider: platform } }),
@@ -134,7 +135,7 @@ export async function serveListener(
     await adapter?.stop().catch(() => undefined);
     if (error instanceof Unauthorised) {
       const why = `the ${platform} bot "${binding.credential}" was refused: ${error.message}`;
-      say({ type: "status", state: "unauthorised", detail: why });
+      await say({ type: "status", state: "unauthorised", detail: why });
       note(why);
       process.exit(UNAUTHORISED_EXIT);
     }

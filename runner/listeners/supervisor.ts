@@ -7,6 +7,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import type { SessionRouter } from "../sessions/router.ts";
 import { PROJECT_ROOT } from "../version.ts";
+import { UNAUTHORISED_EXIT } from "./child.ts";
 import {
   type ConnectionState,
   isListenerMessage,
@@ -157,7 +158,14 @@ export class ListenerSupervisor {
       const upFor = Date.now() - entry.startedAt;
       const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
       entry.failures = upFor >= backoff.stableMs ? 1 : entry.failures + 1;
-      const unauthorised = entry.status.state === "unauthorised";
+      // the exit status says so even if the child's last words were lost
+      const unauthorised = entry.status.state === "unauthorised" || code === UNAUTHORISED_EXIT;
+      if (unauthorised && entry.status.state !== "unauthorised")
+        this.setState(
+          entry,
+          "unauthorised",
+          `the listener exited ${UNAUTHORISED_EXIT}: its bot credential is missing or refused`,
+        );
       const base = unauthorised
         ? backoff.maxMs
         : Math.min(backoff.maxMs, backoff.baseMs * 2 ** (entry.failures - 1));

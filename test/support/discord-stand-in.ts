@@ -1,12 +1,20 @@
 /**
- * TEST DOUBLE for Discord's HTTP API (v10), which can't be reached from here.
- * A real HTTP server on loopback speaking the real wire protocol for just the
- * routes roster uses — POST /api/v10/channels/:id/messages and
- * /api/v10/users/@me/channels — with `Authorization: Bot <token>`, JSON
- * bodies, Discord's error bodies (`{message, code}`), its rate-limit headers,
- * and a 429 the way Discord sends one (Retry-After, X-RateLimit-*, and
- * `{message, retry_after, global}`). Every request is recorded as it arrived
- * (method, path, headers, parsed body) so tests assert real request shapes.
+ * TEST DOUBLE for Discord's gateway and HTTP API (v10), which can't be reached
+ * from here. A real HTTP server on loopback speaking the real wire protocol for
+ * just the parts roster uses, so the real @discordjs/rest and @discordjs/ws
+ * clients connect to it unchanged:
+ * - HTTP under /api/v10 with `Authorization: Bot <token>`: POST
+ *   /channels/:id/messages, POST /users/@me/channels, GET /gateway/bot, GET
+ *   /channels/:id/messages (history paging), POST /channels/:id/typing — JSON
+ *   bodies, Discord's error bodies (`{message, code}`), its rate-limit headers,
+ *   and a 429 the way Discord sends one (Retry-After, X-RateLimit-*, and
+ *   `{message, retry_after, global}`);
+ * - unauthenticated CDN downloads of attachments at /attachments/…;
+ * - the gateway as a WebSocket upgrade on the same server
+ *   (discord-gateway-stand-in.ts).
+ * Every HTTP request is recorded as it arrived (method, path, query, headers,
+ * parsed body) so tests assert real request shapes; `post()` plays a user
+ * posting in a channel.
  */
 import {
   createServer,
@@ -16,14 +24,40 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { APIMessage, APIUser } from "discord-api-types/v10";
+import { GatewayDispatchEvents } from "discord-api-types/v10";
+import { DiscordGateway } from "./discord-gateway-stand-in.ts";
+import {
+  contentError,
+  historyQuery,
+  invalidFormBody,
+  limitHeaders,
+  rateLimited,
+  readRequest,
+  reply,
+  serveAttachment,
+} from "./discord-http.ts";
+import {
+  apiAttachment,
+  apiMessage,
+  apiUser,
+  historyPage,
+  messageCreateFor,
+  type PostedAuthor,
+  Snowflakes,
+  type StoredAttachment,
+  storedAttachment,
+} from "./discord-objects.ts";
 
 export interface DiscordRequest {
   method: string;
   path: string;
+  query: Record<string, string>;
   headers: IncomingHttpHeaders;
   body: Record<string, unknown>;
 }
 
+/** A message the bot sent through POST /channels/:id/messages. */
 export interface DiscordMessage {
   id: string;
   channel_id: string;
@@ -31,44 +65,100 @@ export interface DiscordMessage {
   nonce?: string;
 }
 
-const BUCKET = "d1a2b3c4e5f60718293a4b5c6d7e8f90";
+/** A user's message, as a test posts it with `post()`. */
+export interface PostedMessage {
+  channel_id: string;
+  /** Absent for a DM channel. */
+  guild_id?: string;
+  author: PostedAuthor;
+  content: string;
+  /** User ids the message mentions. */
+  mentions?: string[];
+  attachments?: { filename: string; bytes: Buffer; content_type?: string }[];
+}
 
 export class DiscordStandIn {
   readonly requests: DiscordRequest[] = [];
+  /** What the bot sent through POST /channels/:id/messages, in order. */
   readonly messages: DiscordMessage[] = [];
+  /** POST /channels/:id/typing calls that were answered 204. */
+  readonly typing: { channel_id: string; at: number }[] = [];
+  /** Paths of attachment downloads served. */
+  readonly downloads: string[] = [];
+  readonly botUserId: string;
+  private readonly botUser: APIUser;
   /** Retry-After seconds for the next requests, answered 429 in order. */
   private readonly limits: number[] = [];
-  private snowflake = 1_300_000_000_000_000_000n;
+  private readonly ids = new Snowflakes();
   private readonly channels: Set<string>;
   private readonly users: Set<string>;
+  /** Every channel's messages, users' and the bot's alike, oldest first. */
+  private readonly histories = new Map<string, APIMessage[]>();
+  /** The guild of a channel a test posted into with a guild_id; other channels are DMs. */
+  private readonly guildOf = new Map<string, string>();
+  private readonly directory = new Map<string, APIUser>();
+  private readonly attachments = new Map<string, StoredAttachment>();
+  /** The gateway's own records and hooks (RECONNECT, INVALID_SESSION, close codes, queries). */
+  readonly gateway: DiscordGateway;
 
   private constructor(
     private readonly server: Server,
     private readonly token: string,
-    channels: string[],
-    users: string[],
+    options: { channels: string[]; users: string[]; botUserId: string; heartbeatInterval: number },
   ) {
-    this.channels = new Set(channels);
-    this.users = new Set(users);
+    this.channels = new Set(options.channels);
+    this.users = new Set(options.users);
+    this.botUserId = options.botUserId;
+    this.botUser = apiUser({ id: options.botUserId, username: "roster-bot", bot: true });
+    this.directory.set(this.botUser.id, this.botUser);
+    this.gateway = new DiscordGateway({
+      token,
+      heartbeatInterval: options.heartbeatInterval,
+      botUser: this.botUser,
+      // A bot's application id is its user id.
+      applicationId: options.botUserId,
+      url: () => this.gatewayUrl,
+    });
   }
 
   static async start(options: {
     token: string;
     channels: string[];
     users?: string[];
+    botUserId?: string;
+    /** HELLO's heartbeat_interval in ms; Discord's is 41250, tests want it short. */
+    heartbeatInterval?: number;
   }): Promise<DiscordStandIn> {
     let standIn: DiscordStandIn | undefined;
     const server = createServer((req, res) => {
       void standIn?.handle(req, res);
     });
-    standIn = new DiscordStandIn(server, options.token, options.channels, options.users ?? []);
+    server.on("upgrade", (req, socket, head) => {
+      if (standIn) standIn.gateway.upgrade(req, socket, head);
+      else socket.destroy();
+    });
+    standIn = new DiscordStandIn(server, options.token, {
+      channels: options.channels,
+      users: options.users ?? [],
+      botUserId: options.botUserId ?? "1290000000000000001",
+      heartbeatInterval: options.heartbeatInterval ?? 41_250,
+    });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return standIn;
   }
 
+  private get origin(): string {
+    return `127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
   /** What the `api_base` credential field (the REST client's `api` option) points at. */
   get apiBase(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/api`;
+    return `http://${this.origin}/api`;
+  }
+
+  /** The gateway URL GET /gateway/bot and READY's resume_gateway_url hand out. */
+  get gatewayUrl(): string {
+    return `ws://${this.origin}`;
   }
 
   /** The next request is answered 429 with this retry_after, as Discord's rate limiter does. */
@@ -81,75 +171,160 @@ export class DiscordStandIn {
     return String(BigInt(userId) + 7n);
   }
 
+  /** A channel's messages, oldest first. */
+  history(channelId: string): readonly APIMessage[] {
+    return this.histories.get(channelId) ?? [];
+  }
+
+  /**
+   * A user posts in a channel: the message gets a fresh snowflake, joins the
+   * channel's history, and goes out as MESSAGE_CREATE to every identified
+   * session — or waits in a session's replay buffer if its socket is gone.
+   */
+  post(message: PostedMessage): APIMessage {
+    const channel = message.channel_id;
+    // A user can only post in a channel that exists, so posting makes it one the API knows.
+    this.channels.add(channel);
+    if (message.guild_id) this.guildOf.set(channel, message.guild_id);
+    const author = apiUser(message.author);
+    this.directory.set(author.id, author);
+    const attachments = (message.attachments ?? []).map((file) => {
+      const stored = storedAttachment(channel, this.ids.next(), file);
+      this.attachments.set(stored.id, stored);
+      return apiAttachment(`http://${this.origin}`, stored);
+    });
+    const stored = apiMessage({
+      id: this.ids.next(),
+      channelId: channel,
+      author,
+      content: message.content,
+      mentions: (message.mentions ?? []).map(
+        (id) => this.directory.get(id) ?? apiUser({ id, username: `user${id.slice(-4)}` }),
+      ),
+      attachments,
+    });
+    this.store(stored);
+    return stored;
+  }
+
+  /** Ends every gateway socket: abruptly (a network drop, 1006) by default, else with `code`. */
+  dropConnections(code?: number): void {
+    this.gateway.dropConnections(code);
+  }
+
+  /** While on, gateway upgrades are answered HTTP 503 so a client stays disconnected. */
+  refuseGateway(on: boolean): void {
+    this.gateway.refuse(on);
+  }
+
+  /** Sends a text frame that isn't JSON to every gateway socket. */
+  sendGarbage(text = "{this is not json"): void {
+    this.gateway.sendRaw(text);
+  }
+
+  /** Sends valid JSON with an opcode Discord doesn't define to every gateway socket. */
+  sendUnknownOp(op = 42): void {
+    this.gateway.sendRaw(JSON.stringify({ op, d: { unexpected: true }, s: null, t: null }));
+  }
+
+  /** Successful IDENTIFYs (each answered READY). */
+  get identifies(): number {
+    return this.gateway.identifies;
+  }
+
+  /** Successful RESUMEs (each answered with the replay and RESUMED). */
+  get resumes(): number {
+    return this.gateway.resumes;
+  }
+
+  /** Identified sessions whose socket is open. */
+  get connectedSessions(): number {
+    return this.gateway.connectedSessions;
+  }
+
+  /** Resolves with the probe's first truthy value, polling; rejects after timeoutMs. */
+  async waitFor<T>(probe: () => T | undefined | null | false, timeoutMs = 5_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = probe();
+      if (value !== undefined && value !== null && value !== false) return value;
+      if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs}ms`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** Resolves once exactly `count` sessions are identified with an open socket. */
+  async waitForSessions(count: number, timeoutMs = 5_000): Promise<void> {
+    await this.waitFor(() => this.connectedSessions === count, timeoutMs);
+  }
+
+  /** Forgets what was recorded and stored; live gateway sessions and their sockets stay. */
   reset(): void {
     this.requests.length = 0;
     this.messages.length = 0;
+    this.typing.length = 0;
+    this.downloads.length = 0;
     this.limits.length = 0;
+    this.histories.clear();
+    this.attachments.clear();
+    this.gateway.resetRecords();
   }
 
   async stop(): Promise<void> {
+    await this.gateway.close();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private nextId(): string {
-    this.snowflake += 1n;
-    return String(this.snowflake);
+  /** Adds a message to its channel's history and dispatches MESSAGE_CREATE. */
+  private store(message: APIMessage, nonce?: string): void {
+    const history = this.histories.get(message.channel_id) ?? [];
+    history.push(message);
+    this.histories.set(message.channel_id, history);
+    const guildId = this.guildOf.get(message.channel_id);
+    const sent = nonce ? { ...message, nonce } : message;
+    this.gateway.dispatch(GatewayDispatchEvents.MessageCreate, (session) =>
+      messageCreateFor(sent, guildId, session.intents, this.botUserId),
+    );
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString("utf8");
-    const path = new URL(req.url ?? "/", "http://discord.invalid").pathname;
-    let body: Record<string, unknown> = {};
-    try {
-      const parsed: unknown = raw ? JSON.parse(raw) : {};
-      if (typeof parsed === "object" && parsed !== null) body = parsed as Record<string, unknown>;
-    } catch {
-      body = { unparsed: raw };
+    const { url, body } = await readRequest(req);
+    const path = url.pathname;
+    if (path.startsWith("/attachments/")) {
+      if (serveAttachment(res, url, this.attachments)) this.downloads.push(path);
+      return;
     }
-    this.requests.push({ method: req.method ?? "", path, headers: req.headers, body });
-
-    const reply = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { "content-type": "application/json", ...headers });
-      res.end(JSON.stringify(payload));
-    };
-    const resetAfter = 1;
-    const limitHeaders = (remaining: number) => ({
-      "x-ratelimit-limit": "5",
-      "x-ratelimit-remaining": String(remaining),
-      "x-ratelimit-reset": ((Date.now() + resetAfter * 1000) / 1000).toFixed(3),
-      "x-ratelimit-reset-after": resetAfter.toFixed(3),
-      "x-ratelimit-bucket": BUCKET,
-    });
+    const query = Object.fromEntries(url.searchParams);
+    this.requests.push({ method: req.method ?? "", path, query, headers: req.headers, body });
     const limit = this.limits.shift();
     if (limit !== undefined) {
-      reply(
-        429,
-        { message: "You are being rate limited.", retry_after: limit, global: false },
-        {
-          ...limitHeaders(0),
-          "x-ratelimit-reset-after": limit.toFixed(3),
-          "retry-after": String(Math.ceil(limit)),
-          "x-ratelimit-scope": "user",
-        },
-      );
+      rateLimited(res, limit);
       return;
     }
     if (req.headers.authorization !== `Bot ${this.token}`) {
-      reply(401, { message: "401: Unauthorized", code: 0 });
+      reply(res, 401, { message: "401: Unauthorized", code: 0 });
+      return;
+    }
+    if (req.method === "GET" && path === "/api/v10/gateway/bot") {
+      const session_start_limit = {
+        total: 1000,
+        remaining: 999,
+        reset_after: 0,
+        max_concurrency: 1,
+      };
+      reply(res, 200, { url: this.gatewayUrl, shards: 1, session_start_limit }, limitHeaders(4));
       return;
     }
     if (req.method === "POST" && path === "/api/v10/users/@me/channels") {
       const recipient = typeof body.recipient_id === "string" ? body.recipient_id : "";
       if (!this.users.has(recipient)) {
-        reply(404, { message: "Unknown User", code: 10013 });
+        reply(res, 404, { message: "Unknown User", code: 10013 });
         return;
       }
       const id = this.dmChannelOf(recipient);
       this.channels.add(id);
-      reply(200, {
+      reply(res, 200, {
         id,
         type: 1,
         last_message_id: null,
@@ -158,60 +333,64 @@ export class DiscordStandIn {
       });
       return;
     }
-    const match = /^\/api\/v10\/channels\/([0-9]+)\/messages$/.exec(path);
-    if (req.method === "POST" && match?.[1]) {
-      const channel = match[1];
-      if (!this.channels.has(channel)) {
-        reply(404, { message: "Unknown Channel", code: 10003 });
-        return;
-      }
-      const content = typeof body.content === "string" ? body.content : "";
-      if (content.length > 2000 || !content.trim()) {
-        reply(400, {
-          message: "Invalid Form Body",
-          code: 50035,
-          errors: {
-            content: {
-              _errors: [
-                content.trim()
-                  ? { code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }
-                  : { code: "BASE_TYPE_REQUIRED", message: "This field is required" },
-              ],
-            },
-          },
-        });
-        return;
-      }
-      const nonce = typeof body.nonce === "string" ? body.nonce : undefined;
-      const earlier =
-        nonce && body.enforce_nonce === true
-          ? this.messages.find((message) => message.nonce === nonce)
-          : undefined;
-      const message = earlier ?? {
-        id: this.nextId(),
-        channel_id: channel,
-        content,
-        ...(nonce ? { nonce } : {}),
-      };
-      if (!earlier) this.messages.push(message);
-      reply(
-        200,
-        {
-          type: 0,
-          ...message,
-          author: { id: "1290000000000000001", username: "roster", bot: true },
-          timestamp: new Date().toISOString(),
-          edited_timestamp: null,
-          mentions: [],
-          attachments: [],
-          embeds: [],
-          pinned: false,
-          tts: false,
-        },
-        limitHeaders(4),
-      );
+    const match = /^\/api\/v10\/channels\/([0-9]+)\/(messages|typing)$/.exec(path);
+    const channel = match?.[1];
+    const route = `${req.method} ${match?.[2]}`;
+    if (!channel) {
+      reply(res, 404, { message: "404: Not Found", code: 0 });
+    } else if (!["POST messages", "GET messages", "POST typing"].includes(route)) {
+      reply(res, 405, { message: "405: Method Not Allowed", code: 0 });
+    } else if (!this.channels.has(channel)) {
+      reply(res, 404, { message: "Unknown Channel", code: 10003 });
+    } else if (route === "POST typing") {
+      this.typing.push({ channel_id: channel, at: Date.now() });
+      res.writeHead(204, limitHeaders(4));
+      res.end();
+    } else if (route === "GET messages") {
+      const page = historyQuery(url.searchParams);
+      if ("field" in page) invalidFormBody(res, page);
+      else reply(res, 200, historyPage(this.history(channel), page), limitHeaders(4));
+    } else {
+      this.sendMessage(res, channel, body);
+    }
+  }
+
+  /** POST /channels/:id/messages, deduplicated on an enforced nonce as Discord does. */
+  private sendMessage(res: ServerResponse, channel: string, body: Record<string, unknown>): void {
+    const content = typeof body.content === "string" ? body.content : "";
+    const refused = contentError(content);
+    if (refused) {
+      invalidFormBody(res, refused);
       return;
     }
-    reply(404, { message: "404: Not Found", code: 0 });
+    const nonce = typeof body.nonce === "string" ? body.nonce : undefined;
+    const earlier =
+      nonce && body.enforce_nonce === true
+        ? this.messages.find((message) => message.nonce === nonce)
+        : undefined;
+    const posted =
+      (earlier && this.history(earlier.channel_id).find((message) => message.id === earlier.id)) ??
+      this.sendAsBot(channel, content, nonce);
+    reply(res, 200, { ...posted, ...(nonce ? { nonce } : {}) }, limitHeaders(4));
+  }
+
+  /** The bot's own message: recorded, stored in the history, and echoed on the gateway as Discord does. */
+  private sendAsBot(channel: string, content: string, nonce: string | undefined): APIMessage {
+    const message = apiMessage({
+      id: this.ids.next(),
+      channelId: channel,
+      author: this.botUser,
+      content,
+      mentions: [],
+      attachments: [],
+    });
+    this.messages.push({
+      id: message.id,
+      channel_id: channel,
+      content,
+      ...(nonce ? { nonce } : {}),
+    });
+    this.store(message, nonce);
+    return message;
   }
 }

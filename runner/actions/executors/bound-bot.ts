@@ -14,7 +14,12 @@ export function boundBot(paths: RosterPaths, worker: string, platform: Platform)
   return config.workers.get(worker)?.channels?.[platform] ?? platform;
 }
 
-export function recordSent(paths: RosterPaths, channel: string, worker: string, text: string): void {
+export function recordSent(
+  paths: RosterPaths,
+  channel: string,
+  worker: string,
+  text: string,
+): void {
   appendMessage(paths, channel, {
     ts: new Date().toISOString(),
     author_id: `worker:${worker}`,

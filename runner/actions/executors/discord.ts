@@ -155,7 +155,10 @@ export const discord: Executor<Payload> = {
     renderParts(`To: Discord channel ${payload.channel_id}`, discordParts(payload.text)),
   async run(payload, context) {
     // the worker's own bot when it has one bound, so its words come from the bot people talk to
-    const { rest } = discordBot(context.paths.vault, boundBot(context.paths, context.worker, "discord"));
+    const { rest } = discordBot(
+      context.paths.vault,
+      boundBot(context.paths, context.worker, "discord"),
+    );
     const dm = /^discord-dm-([0-9]+)$/.exec(payload.channel_id)?.[1];
     const target = dm
       ? await openDiscordDm(rest, dm)

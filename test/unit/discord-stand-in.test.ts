@@ -1,0 +1,313 @@
+import { DiscordAPIError, makeURLSearchParams, REST, RequestMethod } from "@discordjs/rest";
+import {
+  type CreateWebSocketManagerOptions,
+  Encoding,
+  type SessionInfo,
+  WebSocketManager,
+  WebSocketShardEvents,
+} from "@discordjs/ws";
+import {
+  type APIMessage,
+  GatewayDispatchEvents,
+  type GatewayDispatchPayload,
+  GatewayIntentBits,
+  type GatewayMessageCreateDispatch,
+  Routes,
+} from "discord-api-types/v10";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DiscordStandIn } from "../support/discord-stand-in.ts";
+
+/**
+ * The Discord stand-in driven by the real @discordjs/rest and @discordjs/ws
+ * clients, so the double is held to the protocol those clients speak.
+ */
+const TOKEN = "stand-in-bot-token";
+const CHANNEL = "1300000000000000100";
+const GUILD = "1300000000000000200";
+const USER = { id: "1300000000000000300", username: "owner" };
+const INTENTS =
+  GatewayIntentBits.GuildMessages |
+  GatewayIntentBits.MessageContent |
+  GatewayIntentBits.DirectMessages;
+
+let standIn: DiscordStandIn;
+const managers: WebSocketManager[] = [];
+
+beforeEach(async () => {
+  standIn = await DiscordStandIn.start({
+    token: TOKEN,
+    channels: [CHANNEL],
+    // Short, so the client's heartbeats (first one at a random fraction of this) happen within a test.
+    heartbeatInterval: 300,
+  });
+});
+
+afterEach(async () => {
+  for (const manager of managers.splice(0)) await manager.destroy();
+  await standIn.stop();
+});
+
+function restClient(token = TOKEN): REST {
+  return new REST({ api: standIn.apiBase, version: "10" }).setToken(token);
+}
+
+/** A gateway client as roster's listener will build it, recording what it receives. */
+function gatewayClient(
+  options: { token?: string; rest?: REST; intents?: number; session?: SessionInfo } = {},
+) {
+  // The default session store is one map shared by every manager in the process; each client
+  // here keeps its own so one test's session can't leak into another's.
+  const sessions = new Map<number, SessionInfo>();
+  if (options.session) sessions.set(0, options.session);
+  const settings: CreateWebSocketManagerOptions = {
+    token: options.token ?? TOKEN,
+    intents: options.intents ?? INTENTS,
+    rest: options.rest ?? restClient(),
+    encoding: Encoding.JSON,
+    compression: null,
+    retrieveSessionInfo: (shardId) => sessions.get(shardId) ?? null,
+    updateSessionInfo: (shardId, info) => {
+      if (info) sessions.set(shardId, info);
+      else sessions.delete(shardId);
+    },
+  };
+  const manager = new WebSocketManager(settings);
+  managers.push(manager);
+  const dispatches: GatewayDispatchPayload[] = [];
+  const errors: Error[] = [];
+  manager.on(WebSocketShardEvents.Dispatch, ({ data }) => {
+    dispatches.push(data);
+  });
+  // Without an error listener the emitter throws the shard's errors (a refused reconnect, say).
+  manager.on(WebSocketShardEvents.Error, ({ error }) => {
+    errors.push(error);
+  });
+  const messageCreate = (id: string) =>
+    standIn.waitFor(() =>
+      dispatches.find(
+        (dispatch): dispatch is GatewayMessageCreateDispatch =>
+          dispatch.t === GatewayDispatchEvents.MessageCreate && dispatch.d.id === id,
+      ),
+    );
+  return { manager, dispatches, errors, messageCreate };
+}
+
+const say = (content: string, extra: { mentions?: string[] } = {}) =>
+  standIn.post({ channel_id: CHANNEL, guild_id: GUILD, author: USER, content, ...extra });
+
+describe("the Discord stand-in under the real discord.js clients", () => {
+  it("hands out its gateway, takes an uncompressed JSON connection, and answers READY", async () => {
+    const { manager, dispatches } = gatewayClient();
+    await manager.connect();
+
+    expect(standIn.requests.map((request) => `${request.method} ${request.path}`)).toEqual([
+      "GET /api/v10/gateway/bot",
+    ]);
+    expect(standIn.gateway.queries).toEqual(["v=10&encoding=json"]);
+    expect(standIn.gateway.identifyPayloads[0]).toMatchObject({
+      token: TOKEN,
+      intents: INTENTS,
+      shard: [0, 1],
+      compress: false,
+    });
+    const ready = await standIn.waitFor(() =>
+      dispatches.find((dispatch) => dispatch.t === GatewayDispatchEvents.Ready),
+    );
+    expect(ready).toMatchObject({
+      op: 0,
+      s: 1,
+      d: {
+        v: 10,
+        user: { id: standIn.botUserId, username: "roster-bot", bot: true, discriminator: "0" },
+        guilds: [],
+        resume_gateway_url: standIn.gatewayUrl,
+        shard: [0, 1],
+        application: { id: standIn.botUserId },
+      },
+    });
+    expect(standIn.connectedSessions).toBe(1);
+    await standIn.waitFor(() => standIn.gateway.heartbeats >= 2);
+    expect(standIn.identifies).toBe(1);
+  });
+
+  it("dispatches a posted message as MESSAGE_CREATE, attachments downloadable from the CDN", async () => {
+    const { manager, messageCreate } = gatewayClient();
+    await manager.connect();
+    const posted = standIn.post({
+      channel_id: CHANNEL,
+      guild_id: GUILD,
+      author: USER,
+      content: `<@${standIn.botUserId}> read this`,
+      mentions: [standIn.botUserId],
+      attachments: [{ filename: "notes.txt", bytes: Buffer.from("some notes") }],
+    });
+    expect(posted.id).toMatch(/^[0-9]{17,19}$/);
+
+    const event = await messageCreate(posted.id);
+    expect(event.d).toMatchObject({
+      id: posted.id,
+      channel_id: CHANNEL,
+      guild_id: GUILD,
+      author: { id: USER.id, username: USER.username },
+      content: `<@${standIn.botUserId}> read this`,
+      mentions: [{ id: standIn.botUserId, username: "roster-bot", bot: true }],
+      attachments: [{ filename: "notes.txt", size: 10, content_type: "text/plain; charset=utf-8" }],
+      type: 0,
+      tts: false,
+      mention_everyone: false,
+    });
+    expect(event.d.author.bot).toBeUndefined();
+    expect(Number.isNaN(Date.parse(event.d.timestamp))).toBe(false);
+
+    const url = event.d.attachments[0]?.url ?? "";
+    const download = await fetch(url);
+    expect(download.status).toBe(200);
+    expect(await download.text()).toBe("some notes");
+    const unsigned = await fetch(url.slice(0, url.indexOf("?")));
+    expect(unsigned.status).toBe(404);
+
+    const later = say("a second one");
+    expect(BigInt(later.id)).toBeGreaterThan(BigInt(posted.id));
+    expect((await messageCreate(later.id)).s).toBeGreaterThan(event.s);
+  });
+
+  it("echoes the bot's own messages on the gateway, and blanks content without MessageContent", async () => {
+    const rest = restClient();
+    const { manager, messageCreate } = gatewayClient({
+      rest,
+      intents: GatewayIntentBits.GuildMessages,
+    });
+    await manager.connect();
+    const plain = say("you can't read this");
+    expect((await messageCreate(plain.id)).d).toMatchObject({ content: "", attachments: [] });
+    const mention = say(`<@${standIn.botUserId}> but this`, { mentions: [standIn.botUserId] });
+    expect((await messageCreate(mention.id)).d.content).toBe(`<@${standIn.botUserId}> but this`);
+
+    const sent = (await rest.post(Routes.channelMessages(CHANNEL), {
+      body: { content: "from the bot" },
+    })) as APIMessage;
+    const echo = await messageCreate(sent.id);
+    expect(echo.d).toMatchObject({
+      content: "from the bot",
+      author: { id: standIn.botUserId, bot: true },
+    });
+  });
+
+  it("resumes after a dropped connection and replays what arrived while it was refused", async () => {
+    const { manager, dispatches, errors, messageCreate } = gatewayClient();
+    await manager.connect();
+    const before = say("before the drop");
+    await messageCreate(before.id);
+
+    standIn.refuseGateway(true);
+    standIn.dropConnections();
+    expect(standIn.connectedSessions).toBe(0);
+    const missed = say("while you were away");
+    await standIn.waitFor(() => standIn.gateway.refusedUpgrades >= 1);
+    expect(errors.some((error) => error.message.includes("503"))).toBe(true);
+    standIn.refuseGateway(false);
+
+    const replayed = await messageCreate(missed.id);
+    expect(replayed.d.content).toBe("while you were away");
+    await standIn.waitFor(() =>
+      dispatches.find((dispatch) => dispatch.t === GatewayDispatchEvents.Resumed),
+    );
+    expect(standIn.identifies).toBe(1);
+    expect(standIn.resumes).toBe(1);
+    expect(standIn.connectedSessions).toBe(1);
+    // Only what the client missed is replayed: nothing it had seen arrives twice.
+    expect(dispatches.map((dispatch) => `${dispatch.s} ${dispatch.t}`)).toEqual([
+      "1 READY",
+      "2 MESSAGE_CREATE",
+      "3 MESSAGE_CREATE",
+      "4 RESUMED",
+    ]);
+
+    standIn.dropConnections(4000);
+    const afterCode = say("after a 4000");
+    await messageCreate(afterCode.id);
+    expect(standIn.resumes).toBe(2);
+    expect(standIn.identifies).toBe(1);
+  });
+
+  it("survives frames that aren't JSON or carry an unknown opcode", async () => {
+    const { manager, messageCreate } = gatewayClient();
+    await manager.connect();
+    standIn.sendGarbage();
+    standIn.sendUnknownOp();
+    const next = say("still here");
+    await messageCreate(next.id);
+    expect(standIn.connectedSessions).toBe(1);
+    expect(standIn.gateway.closes).toEqual([]);
+    expect(standIn.identifies).toBe(1);
+  });
+
+  it("answers a RESUME of an unknown session with op 9, after which the client identifies", async () => {
+    const { manager } = gatewayClient({
+      session: {
+        sessionId: "0123456789abcdef0123456789abcdef",
+        sequence: 3,
+        resumeURL: standIn.gatewayUrl,
+        shardCount: 1,
+        shardId: 0,
+      },
+    });
+    await manager.connect();
+    expect(standIn.gateway.invalidSessions).toBe(1);
+    expect(standIn.resumes).toBe(0);
+    expect(standIn.identifies).toBe(1);
+    expect(standIn.connectedSessions).toBe(1);
+  });
+
+  it("fails a wrong token: the gateway closes 4004, the HTTP API answers 401", async () => {
+    const { manager } = gatewayClient({ token: "not-the-token" });
+    await expect(manager.connect()).rejects.toThrow("Authentication failed");
+    expect(standIn.identifies).toBe(0);
+    // The server's side of the close lands once the client echoes the close frame.
+    await standIn.waitFor(() => standIn.gateway.closes.length > 0);
+    expect(standIn.gateway.closes).toEqual([{ code: 4004, by: "server" }]);
+
+    const { manager: unauthorized } = gatewayClient({ rest: restClient("not-the-token") });
+    const refusal = unauthorized.connect();
+    await expect(refusal).rejects.toBeInstanceOf(DiscordAPIError);
+    await expect(refusal).rejects.toMatchObject({ status: 401 });
+  });
+
+  it("pages history the way Discord does, newest first, the bot's messages included", async () => {
+    const rest = restClient();
+    const ids = ["one", "two", "three", "four", "five"].map((word) => say(word).id);
+    const reply = (await rest.post(Routes.channelMessages(CHANNEL), {
+      body: { content: "six, from the bot" },
+    })) as APIMessage;
+    const page = async (query: Record<string, string | number>) =>
+      (
+        (await rest.get(Routes.channelMessages(CHANNEL), {
+          query: makeURLSearchParams(query),
+        })) as APIMessage[]
+      ).map((message) => message.content);
+
+    // `after` picks the oldest messages after the cursor, still listed newest first.
+    expect(await page({ after: ids[0] ?? "", limit: 2 })).toEqual(["three", "two"]);
+    expect(await page({ after: ids[2] ?? "" })).toEqual(["six, from the bot", "five", "four"]);
+    expect(await page({ before: ids[3] ?? "", limit: 2 })).toEqual(["three", "two"]);
+    expect(await page({ limit: 2 })).toEqual(["six, from the bot", "five"]);
+    expect(await page({ after: reply.id })).toEqual([]);
+    await expect(page({ limit: 101 })).rejects.toMatchObject({ status: 400, code: 50035 });
+
+    standIn.rateLimitNext(0.2);
+    expect(await page({ after: ids[3] ?? "" })).toEqual(["six, from the bot", "five"]);
+    const fetches = standIn.requests.filter((request) => request.query.after === ids[3]);
+    expect(fetches).toHaveLength(2);
+  });
+
+  it("answers typing with 204, and 429s it when told to", async () => {
+    const rest = restClient();
+    const typing = () =>
+      rest.queueRequest({ method: RequestMethod.Post, fullRoute: Routes.channelTyping(CHANNEL) });
+    expect((await typing()).status).toBe(204);
+    standIn.rateLimitNext(0.2);
+    expect((await typing()).status).toBe(204);
+    expect(standIn.typing.map((call) => call.channel_id)).toEqual([CHANNEL, CHANNEL]);
+    expect(standIn.requests.map((request) => request.path)).toHaveLength(3);
+  });
+});
