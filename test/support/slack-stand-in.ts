@@ -1,11 +1,18 @@
 /**
- * TEST DOUBLE for Slack's Web API, which can't be reached from here. A real
- * HTTP server on loopback speaking the real wire protocol for just the methods
- * roster uses — POST /api/chat.postMessage and /api/conversations.open, with
- * form-encoded or JSON bodies, `Authorization: Bearer <bot token>`, and Slack's
- * `{ok, error}` envelope (HTTP 200 even for errors; 429 with Retry-After when
- * rate-limited). Every request is recorded as it arrived (method, path,
- * headers, parsed body) so tests assert real request shapes.
+ * TEST DOUBLE for Slack's Web API and Socket Mode, which can't be reached from
+ * here. A real HTTP server on loopback speaking the real wire protocol for the
+ * parts roster uses:
+ * - Web API: POST /api/<method> with form-encoded or JSON bodies, the token as
+ *   `Authorization: Bearer …` (or a `token` field), Slack's `{ok, error}`
+ *   envelope (HTTP 200 even for errors; 429 with Retry-After when
+ *   rate-limited) — chat.postMessage, conversations.open, conversations.history,
+ *   conversations.replies, auth.test (bot token) and apps.connections.open
+ *   (app-level token). Every request is recorded as it arrived (method, path,
+ *   headers, parsed body) so tests assert real request shapes.
+ * - Socket Mode on the same server by WebSocket upgrade (slack-socket-mode.ts),
+ *   so the real SocketModeClient connects to it.
+ * - Uploaded files at their url_private_download, for the bot token only.
+ * Test hooks play the workspace's side: `post` is a user posting a message.
  */
 import {
   createServer,
@@ -15,6 +22,31 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
+import { ChannelHistory, TsClock } from "./slack-history.ts";
+import {
+  appMentionEvent,
+  eventCallback,
+  guessMimetype,
+  IDENTITY,
+  mentions,
+  messageEvent,
+  type SlackFile,
+  type StoredMessage,
+  slackId,
+  userMessage,
+} from "./slack-objects.ts";
+import { SocketModeServer } from "./slack-socket-mode.ts";
+import {
+  botMethod,
+  parseBody,
+  type Reply,
+  type SlackMessage,
+  type StoredFile,
+  serveFile,
+} from "./slack-web.ts";
+
+export type { StoredMessage } from "./slack-objects.ts";
+export type { SlackMessage } from "./slack-web.ts";
 
 export interface SlackRequest {
   method: string;
@@ -23,42 +55,123 @@ export interface SlackRequest {
   body: Record<string, unknown>;
 }
 
-export interface SlackMessage {
+/** A user's message, as a test posts it. */
+export interface UserPost {
   channel: string;
+  user: string;
   text: string;
   thread_ts?: string;
-  ts: string;
+  files?: { name: string; bytes: Buffer; mimetype?: string }[];
+}
+
+export interface SlackStandInOptions {
+  botToken: string;
+  channels: string[];
+  users?: string[];
+  /** The app-level token (xapp-…) apps.connections.open takes; without it Socket Mode can't open. */
+  appToken?: string;
+  /** How long an event envelope may go unacked before it is redelivered (Slack: 3 s). */
+  ackTimeoutMs?: number;
+  /** How often the server pings each Socket Mode connection. */
+  pingIntervalMs?: number;
 }
 
 export class SlackStandIn {
   readonly requests: SlackRequest[] = [];
   readonly messages: SlackMessage[] = [];
+  /** Every file download attempt, by file id, and whether it carried the bot token. */
+  readonly downloads: { id: string; authorized: boolean }[] = [];
+  readonly botUserId = IDENTITY.botUserId;
+  readonly botId = IDENTITY.botId;
+  readonly teamId = IDENTITY.teamId;
+  readonly appId = IDENTITY.appId;
+  /** apps.connections.open calls, whatever they were answered. */
+  opens = 0;
   /** Retry-After seconds for the next requests, answered 429 in order. */
   private readonly limits: number[] = [];
-  private seq = 0;
+  private readonly clock = new TsClock();
+  private readonly store = new ChannelHistory();
+  private readonly files = new Map<string, StoredFile>();
+  private readonly socketMode: SocketModeServer;
 
   private constructor(
     private readonly server: Server,
-    private readonly options: { botToken: string; channels: string[]; users: string[] },
-  ) {}
+    private readonly options: Required<Omit<SlackStandInOptions, "appToken">> & {
+      appToken: string | undefined;
+    },
+  ) {
+    this.socketMode = new SocketModeServer({
+      appId: IDENTITY.appId,
+      ackTimeoutMs: options.ackTimeoutMs,
+      pingIntervalMs: options.pingIntervalMs,
+      maxRetries: 3,
+    });
+  }
 
-  static async start(options: {
-    botToken: string;
-    channels: string[];
-    users?: string[];
-  }): Promise<SlackStandIn> {
+  static async start(options: SlackStandInOptions): Promise<SlackStandIn> {
     let standIn: SlackStandIn | undefined;
     const server = createServer((req, res) => {
       void standIn?.handle(req, res);
     });
-    standIn = new SlackStandIn(server, { users: [], ...options });
+    server.on("upgrade", (req, socket, head) => {
+      if (standIn) standIn.socketMode.upgrade(req, socket, head);
+      else socket.destroy();
+    });
+    standIn = new SlackStandIn(server, {
+      users: [],
+      ackTimeoutMs: 3_000,
+      pingIntervalMs: 5_000,
+      ...options,
+      appToken: options.appToken,
+    });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return standIn;
   }
 
-  /** What the `api_base` credential field (WebClient's slackApiUrl) points at. */
+  private get origin(): string {
+    return `127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /**
+   * What the `api_base` credential field (WebClient's slackApiUrl) points at.
+   * It ends in "/" already; the client adds one only when it is missing.
+   */
   get apiBase(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/api/`;
+    return `http://${this.origin}/api/`;
+  }
+
+  /** Socket Mode connections accepted (each greeted with hello). */
+  get connections(): number {
+    return this.socketMode.connections;
+  }
+
+  /** Socket Mode connections open right now. */
+  get connected(): number {
+    return this.socketMode.connected;
+  }
+
+  /** Event envelopes sent, first deliveries and redeliveries alike. */
+  get deliveries(): number {
+    return this.socketMode.deliveries;
+  }
+
+  /** Events delivered but not yet acked. */
+  get unacked(): number {
+    return this.socketMode.unacked;
+  }
+
+  /** Socket Mode records: envelopes sent, acks received, upgrade refusals, pings. */
+  get socket(): Pick<
+    SocketModeServer,
+    | "envelopes"
+    | "acks"
+    | "refusedUpgrades"
+    | "abandoned"
+    | "clientPings"
+    | "clientPongs"
+    | "strayFrames"
+  > {
+    return this.socketMode;
   }
 
   /** The next request is answered 429 with this Retry-After, as Slack's rate limiter does. */
@@ -66,26 +179,137 @@ export class SlackStandIn {
     this.limits.push(retryAfterSeconds);
   }
 
+  /**
+   * A user posts a message: it is stored in the channel's history and, if a
+   * Socket Mode client is connected, sent as a `message` event (plus an
+   * `app_mention` event when the text mentions the bot). With nothing
+   * connected no envelope is kept for later, as with Slack.
+   */
+  post(input: UserPost): { ts: string; message: StoredMessage; delivered: boolean } {
+    // A user posting in a channel means it exists and the app can read it.
+    if (!this.options.channels.includes(input.channel)) this.options.channels.push(input.channel);
+    const parentUser = this.parentUser(input.channel, input.thread_ts);
+    const ts = this.clock.next();
+    const files = (input.files ?? []).map((file) => this.storeFile(input.user, file));
+    const message = userMessage(IDENTITY, { ...input, ts, parentUser }, files);
+    this.store.add(input.channel, message);
+    const delivered = this.emit(input.channel, message);
+    return { ts, message, delivered };
+  }
+
+  /** Everything stored for the channel, thread replies included, oldest first. */
+  history(channel: string): readonly StoredMessage[] {
+    return this.store.all(channel);
+  }
+
+  /** Ends every Socket Mode connection abruptly, no close frame (a network drop). */
+  dropConnections(): void {
+    this.socketMode.dropAll();
+  }
+
+  /**
+   * While on, apps.connections.open still answers ok with a URL but the
+   * WebSocket upgrade is answered HTTP 503. The client then retries on a
+   * steady beat (its clientPingTimeout), so a test can hold it disconnected
+   * for as long as it likes and see it back soon after turning this off.
+   * (A failing apps.connections.open would instead back off longer each try,
+   * or stop the client for good on invalid_auth.)
+   */
+  refuseConnections(on: boolean): void {
+    this.socketMode.refuse(on);
+  }
+
+  /** Slack's `disconnect` message: refresh_requested, link_disabled, warning, … */
+  sendDisconnect(reason: string): void {
+    this.socketMode.disconnect(reason);
+  }
+
+  /** A raw text frame on every Socket Mode connection. */
+  sendGarbage(text: string): void {
+    this.socketMode.garbage(text);
+  }
+
+  async waitFor<T>(probe: () => T | undefined | null | false, timeoutMs = 5_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = probe();
+      if (value !== undefined && value !== null && value !== false) return value;
+      if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs}ms`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** Forgets what was recorded and stored; open Socket Mode connections stay. */
   reset(): void {
     this.requests.length = 0;
     this.messages.length = 0;
+    this.downloads.length = 0;
     this.limits.length = 0;
+    this.opens = 0;
+    this.store.clear();
+    this.files.clear();
+    this.socketMode.resetRecords();
   }
 
   async stop(): Promise<void> {
+    await this.socketMode.close();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Sends the message event (and app_mention) for a stored message; false if nothing is connected. */
+  private emit(channel: string, message: StoredMessage): boolean {
+    const event = messageEvent(channel, message);
+    const delivered = this.socketMode.deliver(eventCallback(IDENTITY, event), "message");
+    // Slack doesn't send app_mention for the app's own messages.
+    if (!message.bot_id && mentions(message.text, IDENTITY.botUserId)) {
+      const mention = appMentionEvent(channel, message);
+      this.socketMode.deliver(eventCallback(IDENTITY, mention), "app_mention");
+    }
+    return delivered;
+  }
+
+  private parentUser(channel: string, threadTs: string | undefined): string | undefined {
+    if (!threadTs) return undefined;
+    const parent = this.store.find(channel, threadTs);
+    if (!parent) throw new Error(`no message ${threadTs} in ${channel} to reply to`);
+    return parent.user;
+  }
+
+  private storeFile(user: string, file: NonNullable<UserPost["files"]>[number]): SlackFile {
+    const id = slackId("F");
+    const mimetype = file.mimetype ?? guessMimetype(file.name);
+    this.files.set(id, { name: file.name, bytes: file.bytes, mimetype });
+    const url = `http://${this.origin}/files/${id}/${encodeURIComponent(file.name)}`;
+    const now = Math.floor(Date.now() / 1000);
+    return {
+      id,
+      created: now,
+      timestamp: now,
+      name: file.name,
+      title: file.name,
+      mimetype,
+      filetype: file.name.includes(".") ? (file.name.split(".").pop() ?? "") : "binary",
+      user,
+      size: file.bytes.length,
+      mode: "hosted",
+      is_external: false,
+      url_private: url,
+      url_private_download: url,
+    };
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString("utf8");
-    const path = new URL(req.url ?? "/", "http://slack.invalid").pathname;
+    const url = new URL(req.url ?? "/", "http://slack.invalid");
+    const path = url.pathname;
     const body = parseBody(req.headers["content-type"] ?? "", raw);
     this.requests.push({ method: req.method ?? "", path, headers: req.headers, body });
+    if (req.method === "POST" && path === "/api/apps.connections.open") this.opens += 1;
 
-    const reply = (status: number, payload: Record<string, unknown>, headers = {}) => {
+    const reply: Reply = (status, payload, headers = {}) => {
       res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
       res.end(JSON.stringify(payload));
     };
@@ -94,62 +318,42 @@ export class SlackStandIn {
       reply(429, { ok: false, error: "ratelimited" }, { "retry-after": String(limit) });
       return;
     }
+    if (req.method === "GET" && (path === "/" || path.startsWith("/files/"))) {
+      const served = serveFile(path, url.search, req.headers.authorization, {
+        botToken: this.options.botToken,
+        files: this.files,
+        res,
+      });
+      if (served.id) this.downloads.push({ id: served.id, authorized: served.authorized });
+      return;
+    }
     if (req.method !== "POST" || !path.startsWith("/api/")) {
       reply(404, { ok: false, error: "unknown_method" });
       return;
     }
     const auth = req.headers.authorization ?? (body.token ? `Bearer ${String(body.token)}` : "");
     if (!auth) return reply(200, { ok: false, error: "not_authed" });
-    if (auth !== `Bearer ${this.options.botToken}`)
-      return reply(200, { ok: false, error: "invalid_auth" });
-
     const method = path.slice("/api/".length);
-    if (method === "chat.postMessage") {
-      const channel = typeof body.channel === "string" ? body.channel : "";
-      const text = typeof body.text === "string" ? body.text : "";
-      if (!this.options.channels.includes(channel))
-        return reply(200, { ok: false, error: "channel_not_found" });
-      if (!text) return reply(200, { ok: false, error: "no_text" });
-      if (text.length > 40_000) return reply(200, { ok: false, error: "msg_too_long" });
-      this.seq += 1;
-      const ts = `${Math.floor(Date.now() / 1000)}.${String(this.seq).padStart(6, "0")}`;
-      const threadTs = typeof body.thread_ts === "string" ? body.thread_ts : undefined;
-      this.messages.push({ channel, text, ts, ...(threadTs ? { thread_ts: threadTs } : {}) });
-      return reply(200, {
-        ok: true,
-        channel,
-        ts,
-        message: {
-          type: "message",
-          user: "U0ROSTERBOT",
-          bot_id: "B0ROSTERBOT",
-          text,
-          ts,
-          ...(threadTs ? { thread_ts: threadTs } : {}),
-        },
-      });
-    }
-    if (method === "conversations.open") {
-      const users = typeof body.users === "string" ? body.users.split(",") : [];
-      const user = users[0];
-      if (users.length !== 1 || !user)
-        return reply(200, { ok: false, error: "users_list_not_supplied" });
-      if (!this.options.users.includes(user))
-        return reply(200, { ok: false, error: "user_not_found" });
-      const dm = `D${user.slice(1)}`;
-      if (!this.options.channels.includes(dm)) this.options.channels.push(dm);
-      return reply(200, { ok: true, channel: { id: dm } });
-    }
-    reply(200, { ok: false, error: "unknown_method" });
-  }
-}
+    const appAuth = this.options.appToken ? `Bearer ${this.options.appToken}` : undefined;
+    const botAuth = `Bearer ${this.options.botToken}`;
 
-/** WebClient sends form-encoded bodies; Slack also accepts JSON. */
-function parseBody(contentType: string, raw: string): Record<string, unknown> {
-  if (!raw) return {};
-  if (contentType.startsWith("application/json")) {
-    const parsed: unknown = JSON.parse(raw);
-    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : {};
+    if (method === "apps.connections.open") {
+      if (auth === botAuth) return reply(200, { ok: false, error: "not_allowed_token_type" });
+      if (auth !== appAuth) return reply(200, { ok: false, error: "invalid_auth" });
+      return reply(200, { ok: true, url: this.socketMode.issueUrl(`ws://${this.origin}`) });
+    }
+    if (auth === appAuth) return reply(200, { ok: false, error: "not_allowed_token_type" });
+    if (auth !== botAuth) return reply(200, { ok: false, error: "invalid_auth" });
+    reply(
+      200,
+      botMethod(method, body, {
+        channels: this.options.channels,
+        users: this.options.users,
+        store: this.store,
+        nextTs: () => this.clock.next(),
+        posted: (message) => this.messages.push(message),
+        emit: (channel, message) => this.emit(channel, message),
+      }),
+    );
   }
-  return Object.fromEntries(new URLSearchParams(raw));
 }

@@ -1,0 +1,197 @@
+/**
+ * The shapes the Slack stand-in (slack-stand-in.ts) stores and sends: stored
+ * messages as conversations.history returns them, file objects, and the
+ * Events API payloads Socket Mode wraps in envelopes — field for field as
+ * Slack sends them, for the fields roster reads and the ones a listener is
+ * likely to trip over (subtype "file_share", bot_id on the app's own posts).
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+
+/** Who the stand-in's workspace and app are; fixed so tests can name them. */
+export interface SlackIdentity {
+  teamId: string;
+  teamName: string;
+  appId: string;
+  botId: string;
+  botUserId: string;
+  botName: string;
+  /** The deprecated verification token Slack still puts in every event payload. */
+  verificationToken: string;
+}
+
+export const IDENTITY: SlackIdentity = {
+  teamId: "T0ROSTER",
+  teamName: "roster",
+  appId: "A0ROSTERAPP",
+  botId: "B0ROSTERBOT",
+  botUserId: "U0ROSTERBOT",
+  botName: "roster-bot",
+  verificationToken: "rosterverificationtoken0",
+};
+
+export interface SlackFile {
+  id: string;
+  created: number;
+  timestamp: number;
+  name: string;
+  title: string;
+  mimetype: string;
+  filetype: string;
+  user: string;
+  size: number;
+  mode: "hosted";
+  is_external: false;
+  url_private: string;
+  url_private_download: string;
+}
+
+/** A message as Slack stores it and conversations.history / replies return it. */
+export interface StoredMessage {
+  type: "message";
+  subtype?: "file_share";
+  ts: string;
+  user: string;
+  text: string;
+  team: string;
+  thread_ts?: string;
+  parent_user_id?: string;
+  /** Set on a thread's parent when read back: the reply summary Slack adds. */
+  reply_count?: number;
+  reply_users_count?: number;
+  reply_users?: string[];
+  latest_reply?: string;
+  client_msg_id?: string;
+  bot_id?: string;
+  app_id?: string;
+  bot_profile?: { id: string; app_id: string; name: string; team_id: string; deleted: false };
+  files?: SlackFile[];
+  upload?: false;
+  display_as_bot?: false;
+}
+
+/** Slack's channel_type on message events: D… is a DM, G… a private channel or group DM. */
+export function channelType(channel: string): "im" | "group" | "channel" {
+  if (channel.startsWith("D")) return "im";
+  if (channel.startsWith("G")) return "group";
+  return "channel";
+}
+
+/** The mimetype Slack would sniff for an upload of this name, when the test gives none. */
+export function guessMimetype(name: string): string {
+  const ext = name.includes(".") ? (name.split(".").pop() ?? "").toLowerCase() : "";
+  const known: Record<string, string> = {
+    txt: "text/plain",
+    md: "text/markdown",
+    csv: "text/csv",
+    json: "application/json",
+    pdf: "application/pdf",
+    png: "image/png",
+    jpg: "image/jpeg",
+    jpeg: "image/jpeg",
+    gif: "image/gif",
+  };
+  return known[ext] ?? "application/octet-stream";
+}
+
+/** Slack's own ids: a letter and upper-case alphanumerics. */
+export function slackId(prefix: string, length = 10): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  const bytes = randomBytes(length);
+  let id = prefix;
+  for (const byte of bytes) id += alphabet[byte % alphabet.length];
+  return id;
+}
+
+/** A user's message, as stored; `files` already carry their download URLs. */
+export function userMessage(
+  identity: SlackIdentity,
+  input: { user: string; text: string; ts: string; thread_ts?: string; parentUser?: string },
+  files: SlackFile[],
+): StoredMessage {
+  return {
+    type: "message",
+    // Slack marks a message carrying uploads as a file share, which listeners that skip subtypes miss.
+    ...(files.length > 0 ? { subtype: "file_share" as const } : {}),
+    ts: input.ts,
+    user: input.user,
+    text: input.text,
+    team: identity.teamId,
+    client_msg_id: randomUUID(),
+    ...threadFields(input.thread_ts, input.ts, input.parentUser),
+    ...(files.length > 0 ? { files, upload: false as const, display_as_bot: false as const } : {}),
+  };
+}
+
+/** The app's own post (chat.postMessage with the bot token): a bot message with the bot's user. */
+export function botMessage(
+  identity: SlackIdentity,
+  input: { text: string; ts: string; thread_ts?: string; parentUser?: string },
+): StoredMessage {
+  return {
+    type: "message",
+    ts: input.ts,
+    user: identity.botUserId,
+    text: input.text,
+    team: identity.teamId,
+    bot_id: identity.botId,
+    app_id: identity.appId,
+    bot_profile: {
+      id: identity.botId,
+      app_id: identity.appId,
+      name: identity.botName,
+      team_id: identity.teamId,
+      deleted: false,
+    },
+    ...threadFields(input.thread_ts, input.ts, input.parentUser),
+  };
+}
+
+function threadFields(threadTs: string | undefined, ts: string, parentUser: string | undefined) {
+  if (!threadTs || threadTs === ts) return {};
+  return { thread_ts: threadTs, ...(parentUser ? { parent_user_id: parentUser } : {}) };
+}
+
+/** The `message` event for a stored message in `channel`. */
+export function messageEvent(channel: string, message: StoredMessage): Record<string, unknown> {
+  return { ...message, channel, event_ts: message.ts, channel_type: channelType(channel) };
+}
+
+/** The `app_mention` event Slack sends besides `message` when a user's text mentions the bot. */
+export function appMentionEvent(channel: string, message: StoredMessage): Record<string, unknown> {
+  const { subtype: _subtype, upload: _upload, display_as_bot: _display, ...rest } = message;
+  return { ...rest, type: "app_mention", channel, event_ts: message.ts };
+}
+
+/** Whether `text` mentions the user the way Slack encodes it: <@U123> or <@U123|name>. */
+export function mentions(text: string, userId: string): boolean {
+  return new RegExp(`<@${userId}(\\|[^>]*)?>`).test(text);
+}
+
+/** The Events API callback an `events_api` envelope carries as its payload. */
+export function eventCallback(
+  identity: SlackIdentity,
+  event: Record<string, unknown>,
+): Record<string, unknown> & { event_id: string } {
+  return {
+    token: identity.verificationToken,
+    team_id: identity.teamId,
+    context_team_id: identity.teamId,
+    context_enterprise_id: null,
+    api_app_id: identity.appId,
+    event,
+    type: "event_callback",
+    event_id: slackId("Ev"),
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [
+      {
+        enterprise_id: null,
+        team_id: identity.teamId,
+        user_id: identity.botUserId,
+        is_bot: true,
+        is_enterprise_install: false,
+      },
+    ],
+    is_ext_shared_channel: false,
+    event_context: `4-${Buffer.from(JSON.stringify({ app: identity.appId })).toString("base64url")}`,
+  };
+}

@@ -1,0 +1,299 @@
+/**
+ * The Socket Mode half of the Slack stand-in (slack-stand-in.ts): a TEST
+ * DOUBLE for Slack's Socket Mode link, which can't be reached from here,
+ * speaking its real protocol on the stand-in's HTTP server via WebSocket
+ * upgrade — single-use tickets from apps.connections.open, `hello`,
+ * `events_api` envelopes acked by `{envelope_id, payload?}`, redelivery of
+ * unacked envelopes with retry_attempt/retry_reason "timeout", `disconnect`
+ * messages, and pings the way Slack's server sends them.
+ *
+ * Choices where Slack isn't observable from here, kept simple and fixed:
+ * each envelope goes to ONE connected socket (round robin), as Slack spreads
+ * events over an app's connections; every delivery gets its own envelope_id
+ * (the event_id inside stays), and an ack of any of them settles the event;
+ * a retry that falls due while nothing is connected is spent, not kept; an
+ * unknown or reused ticket is refused with HTTP 401.
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import WebSocket, { type RawData, WebSocketServer } from "ws";
+
+export interface SocketModeOptions {
+  appId: string;
+  /** How long an envelope may go unacked before it is sent again (Slack: about 3 s). */
+  ackTimeoutMs: number;
+  /** How often the server pings each socket; the client drops a link that goes quiet. */
+  pingIntervalMs: number;
+  /** Deliveries after the first; Slack retries an event 3 times. */
+  maxRetries: number;
+}
+
+/** One envelope as sent. */
+export interface Envelope {
+  envelope_id: string;
+  event_id: string;
+  event_type: string;
+  retry_attempt: number;
+}
+
+/** One ack as received; `settled` is false for an envelope that was already settled or unknown. */
+export interface Ack {
+  envelope_id: string;
+  payload: unknown;
+  settled: boolean;
+}
+
+interface Pending {
+  payload: Record<string, unknown> & { event_id: string };
+  eventType: string;
+  attempt: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+export class SocketModeServer {
+  /** Sockets accepted (each greeted with hello). */
+  connections = 0;
+  /** Upgrades answered 503 while refusing. */
+  refusedUpgrades = 0;
+  /** Events that used up their retries unacked. */
+  abandoned = 0;
+  /** Pings the clients sent (each answered pong by the socket library, as Slack does). */
+  clientPings = 0;
+  /** Pongs the clients sent back to the server's pings. */
+  clientPongs = 0;
+  /** Text frames from clients that weren't JSON objects with an envelope_id. */
+  strayFrames = 0;
+  readonly envelopes: Envelope[] = [];
+  readonly acks: Ack[] = [];
+
+  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly tickets = new Set<string>();
+  private readonly sockets = new Set<WebSocket>();
+  /** Unacked events by event_id. */
+  private readonly pending = new Map<string, Pending>();
+  private readonly eventOfEnvelope = new Map<string, string>();
+  private refusing = false;
+  private turn = 0;
+
+  constructor(private readonly options: SocketModeOptions) {}
+
+  /** Envelopes sent, first deliveries and retries alike. */
+  get deliveries(): number {
+    return this.envelopes.length;
+  }
+
+  /** Events delivered and not yet acked (still to be retried or abandoned). */
+  get unacked(): number {
+    return this.pending.size;
+  }
+
+  /** Sockets open right now. */
+  get connected(): number {
+    return this.live().length;
+  }
+
+  /** A new single-use link URL, as apps.connections.open hands out. */
+  issueUrl(origin: string): string {
+    const ticket = randomUUID();
+    this.tickets.add(ticket);
+    return `${origin}/link/?ticket=${ticket}&app_id=${this.options.appId}`;
+  }
+
+  /** While on, upgrades are answered HTTP 503 (apps.connections.open still succeeds). */
+  refuse(on: boolean): void {
+    this.refusing = on;
+  }
+
+  /** The HTTP server's `upgrade` handler. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = new URL(req.url ?? "/", "ws://slack.invalid");
+    const ticket = url.searchParams.get("ticket") ?? "";
+    if (url.pathname !== "/link/") {
+      answer(socket, 404, "Not Found");
+    } else if (this.refusing) {
+      this.refusedUpgrades += 1;
+      answer(socket, 503, "Service Unavailable");
+    } else if (!this.tickets.delete(ticket)) {
+      answer(socket, 401, "Unauthorized");
+    } else {
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.open(ws));
+    }
+  }
+
+  /**
+   * Sends an Events API callback to one connected socket and tracks its ack.
+   * With nothing connected it is dropped (false): Slack doesn't hold events
+   * for an app that isn't connected, so a listener catches up from history.
+   */
+  deliver(payload: Record<string, unknown> & { event_id: string }, eventType: string): boolean {
+    if (this.live().length === 0) return false;
+    const pending: Pending = { payload, eventType, attempt: 0, timer: undefined };
+    this.pending.set(payload.event_id, pending);
+    this.send(pending);
+    return true;
+  }
+
+  /** Ends every socket abruptly, no close frame (a network drop). */
+  dropAll(): void {
+    for (const ws of this.sockets) ws.terminate();
+  }
+
+  /** Sends Slack's `disconnect` message to every socket; the client is expected to reconnect. */
+  disconnect(reason: string): void {
+    const message = JSON.stringify({
+      type: "disconnect",
+      reason,
+      debug_info: { host: "applink-roster-stand-in" },
+    });
+    for (const ws of this.live()) ws.send(message);
+  }
+
+  /** Sends a raw text frame to every socket. */
+  garbage(text: string): void {
+    for (const ws of this.live()) ws.send(text);
+  }
+
+  resetRecords(): void {
+    for (const pending of this.pending.values()) clearTimeout(pending.timer);
+    this.pending.clear();
+    this.eventOfEnvelope.clear();
+    this.envelopes.length = 0;
+    this.acks.length = 0;
+    this.connections = 0;
+    this.refusedUpgrades = 0;
+    this.abandoned = 0;
+    this.clientPings = 0;
+    this.clientPongs = 0;
+    this.strayFrames = 0;
+    this.refusing = false;
+  }
+
+  async close(): Promise<void> {
+    for (const pending of this.pending.values()) clearTimeout(pending.timer);
+    this.pending.clear();
+    this.dropAll();
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+  }
+
+  private live(): WebSocket[] {
+    return [...this.sockets].filter((ws) => ws.readyState === WebSocket.OPEN);
+  }
+
+  private open(ws: WebSocket): void {
+    this.connections += 1;
+    this.sockets.add(ws);
+    const ping = setInterval(() => {
+      if (ws.readyState === WebSocket.OPEN) ws.ping(Buffer.from(`ping ${Date.now()}`));
+    }, this.options.pingIntervalMs);
+    ping.unref();
+    ws.on("ping", () => {
+      this.clientPings += 1;
+    });
+    ws.on("pong", () => {
+      this.clientPongs += 1;
+    });
+    ws.on("message", (data, isBinary) => this.receive(data, isBinary));
+    // A dropped client surfaces as a socket error; the close that follows is what counts.
+    ws.on("error", () => undefined);
+    ws.on("close", () => {
+      clearInterval(ping);
+      this.sockets.delete(ws);
+    });
+    ws.send(
+      JSON.stringify({
+        type: "hello",
+        num_connections: this.live().length,
+        debug_info: {
+          host: "applink-roster-stand-in",
+          build_number: 1,
+          approximate_connection_time: 18060,
+        },
+        connection_info: { app_id: this.options.appId },
+      }),
+    );
+  }
+
+  private receive(data: RawData, isBinary: boolean): void {
+    const text = isBinary ? "" : rawText(data);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (!isRecord(parsed) || typeof parsed.envelope_id !== "string") {
+      this.strayFrames += 1;
+      return;
+    }
+    const eventId = this.eventOfEnvelope.get(parsed.envelope_id);
+    const pending = eventId === undefined ? undefined : this.pending.get(eventId);
+    if (eventId !== undefined && pending) {
+      clearTimeout(pending.timer);
+      this.pending.delete(eventId);
+    }
+    this.acks.push({
+      envelope_id: parsed.envelope_id,
+      payload: parsed.payload,
+      settled: pending !== undefined,
+    });
+  }
+
+  private send(pending: Pending): void {
+    const sockets = this.live();
+    const ws = sockets[this.turn % Math.max(sockets.length, 1)];
+    this.turn += 1;
+    if (ws) {
+      const envelopeId = randomUUID();
+      this.eventOfEnvelope.set(envelopeId, pending.payload.event_id);
+      this.envelopes.push({
+        envelope_id: envelopeId,
+        event_id: pending.payload.event_id,
+        event_type: pending.eventType,
+        retry_attempt: pending.attempt,
+      });
+      ws.send(
+        JSON.stringify({
+          envelope_id: envelopeId,
+          payload: pending.payload,
+          type: "events_api",
+          accepts_response_payload: false,
+          retry_attempt: pending.attempt,
+          retry_reason: pending.attempt === 0 ? "" : "timeout",
+        }),
+      );
+    }
+    pending.timer = setTimeout(() => this.expire(pending), this.options.ackTimeoutMs);
+    pending.timer.unref();
+  }
+
+  private expire(pending: Pending): void {
+    const eventId = pending.payload.event_id;
+    if (this.pending.get(eventId) !== pending) return;
+    if (pending.attempt >= this.options.maxRetries) {
+      this.pending.delete(eventId);
+      this.abandoned += 1;
+      return;
+    }
+    pending.attempt += 1;
+    this.send(pending);
+  }
+}
+
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString("utf8");
+  return data.toString("utf8");
+}
+
+function answer(socket: Duplex, status: number, reason: string): void {
+  const body = JSON.stringify({ ok: false, error: reason.toLowerCase().replaceAll(" ", "_") });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,357 @@
+import { LogLevel, SocketModeClient } from "@slack/socket-mode";
+import { WebClient } from "@slack/web-api";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { SlackStandIn } from "../support/slack-stand-in.ts";
+
+/**
+ * The Slack stand-in driven by the real @slack/socket-mode and @slack/web-api
+ * clients, so the double is held to the protocol those clients speak.
+ */
+const BOT_TOKEN = "xoxb-stand-in-bot-token";
+const APP_TOKEN = "xapp-1-A0ROSTERAPP-stand-in-app-token";
+const GENERAL = "C0GENERAL1";
+const OWNER = "U0OWNER42";
+const OTHER = "U0OTHER77";
+/** The client waits this long before each reconnect and pings three times as often. */
+const CLIENT_PING_TIMEOUT = 600;
+
+/** What SocketModeClient hands an `events_api` listener (its emitter leaves it untyped). */
+interface EventArgs {
+  ack: (response?: Record<string, unknown>) => Promise<void>;
+  envelope_id: string;
+  body: { event_id: string } & Record<string, unknown>;
+  event: Record<string, unknown> & { type: string; ts: string };
+  retry_num: number;
+  retry_reason: string;
+}
+
+let standIn: SlackStandIn;
+const clients: SocketModeClient[] = [];
+
+beforeEach(async () => {
+  standIn = await SlackStandIn.start({
+    botToken: BOT_TOKEN,
+    appToken: APP_TOKEN,
+    channels: [GENERAL],
+    users: [OWNER, OTHER],
+    // Short, so redelivery and server pings happen within a test.
+    ackTimeoutMs: 250,
+    pingIntervalMs: 200,
+  });
+});
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) await client.disconnect();
+  await standIn.stop();
+});
+
+function webClient(token = BOT_TOKEN): WebClient {
+  return new WebClient(token, {
+    slackApiUrl: standIn.apiBase,
+    retryConfig: { retries: 0 },
+    logLevel: LogLevel.ERROR,
+  });
+}
+
+/** A Socket Mode client as roster's listener will build it, recording (and acking) what it gets. */
+function socketClient(options: { appToken?: string; ackWhen?: (args: EventArgs) => boolean } = {}) {
+  const client = new SocketModeClient({
+    appToken: options.appToken ?? APP_TOKEN,
+    clientOptions: { slackApiUrl: standIn.apiBase },
+    logLevel: LogLevel.ERROR,
+    clientPingTimeout: CLIENT_PING_TIMEOUT,
+  });
+  clients.push(client);
+  const events: EventArgs[] = [];
+  const record = async (args: EventArgs) => {
+    events.push(args);
+    if (options.ackWhen?.(args) ?? true) await args.ack();
+  };
+  client.on("message", record);
+  client.on("app_mention", record);
+  return { client, events };
+}
+
+describe("Socket Mode", () => {
+  it("opens a link with the app token and greets the real client with hello", async () => {
+    const { client } = socketClient();
+    const opened: unknown = await client.start();
+
+    expect(opened).toMatchObject({ ok: true, url: expect.stringMatching(/\/link\/\?ticket=/) });
+    expect(standIn.opens).toBe(1);
+    expect(standIn.connections).toBe(1);
+    expect(standIn.connected).toBe(1);
+    const open = standIn.requests.find((r) => r.path === "/api/apps.connections.open");
+    expect(open?.headers.authorization).toBe(`Bearer ${APP_TOKEN}`);
+    // Both sides ping: the client's pings are ponged, and it pongs the server's.
+    await standIn.waitFor(() => standIn.socket.clientPings > 0 && standIn.socket.clientPongs > 0);
+    expect(standIn.connections).toBe(1);
+  });
+
+  it("sends hello with Slack's fields and takes each ticket once", async () => {
+    const opened = await webClient(APP_TOKEN).apps.connections.open();
+    const url = opened.url ?? "";
+    expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/link\/\?ticket=[\w-]+&app_id=A0ROSTERAPP$/);
+    const ws = new WebSocket(url);
+    const hello = await new Promise<unknown>((resolve, reject) => {
+      ws.once("message", (data) => resolve(JSON.parse(String(data))));
+      ws.once("error", reject);
+    });
+    expect(hello).toMatchObject({
+      type: "hello",
+      num_connections: 1,
+      debug_info: { host: expect.any(String) },
+      connection_info: { app_id: standIn.appId },
+    });
+    ws.terminate();
+
+    const again = new WebSocket(url);
+    // The refused handshake also surfaces as an error event; the status is what matters here.
+    again.on("error", () => undefined);
+    const status = await new Promise<number | undefined>((resolve) => {
+      again.once("unexpected-response", (_req, res) => resolve(res.statusCode));
+      again.once("open", () => resolve(undefined));
+    });
+    expect(status).toBe(401);
+  });
+
+  it("delivers a user's message as a message event and records the ack", async () => {
+    const { client, events } = socketClient();
+    await client.start();
+
+    const { ts, delivered } = standIn.post({ channel: GENERAL, user: OWNER, text: "hello roster" });
+    expect(delivered).toBe(true);
+    const [first] = await standIn.waitFor(() => events.length === 1 && events);
+    expect(first?.event).toMatchObject({
+      type: "message",
+      channel: GENERAL,
+      user: OWNER,
+      text: "hello roster",
+      ts,
+      event_ts: ts,
+      channel_type: "channel",
+    });
+    expect(first?.body).toMatchObject({
+      type: "event_callback",
+      api_app_id: standIn.appId,
+      team_id: standIn.teamId,
+      event_id: expect.stringMatching(/^Ev/),
+    });
+    expect(first?.retry_num).toBe(0);
+    await standIn.waitFor(() => standIn.unacked === 0);
+    expect(standIn.socket.acks).toEqual([
+      { envelope_id: first?.envelope_id, payload: {}, settled: true },
+    ]);
+    expect(standIn.deliveries).toBe(1);
+  });
+
+  it("adds app_mention for a mention, marks DMs im, and sends the app's own posts back", async () => {
+    const { client, events } = socketClient();
+    await client.start();
+
+    standIn.post({ channel: GENERAL, user: OWNER, text: `<@${standIn.botUserId}> status?` });
+    await standIn.waitFor(() => events.length === 2);
+    expect(events.map((e) => e.event.type).sort()).toEqual(["app_mention", "message"]);
+
+    standIn.post({ channel: "D0OWNER42", user: OWNER, text: "in private" });
+    await standIn.waitFor(() => events.length === 3);
+    expect(events[2]?.event).toMatchObject({ channel: "D0OWNER42", channel_type: "im" });
+
+    await webClient().chat.postMessage({ channel: GENERAL, text: "from the bot" });
+    await standIn.waitFor(() => events.length === 4);
+    expect(events[3]?.event).toMatchObject({
+      type: "message",
+      text: "from the bot",
+      user: standIn.botUserId,
+      bot_id: standIn.botId,
+    });
+    await standIn.waitFor(() => standIn.unacked === 0);
+  });
+
+  it("serves a posted file to the bot token and redirects anyone else to sign-in", async () => {
+    const { client, events } = socketClient();
+    await client.start();
+    const bytes = Buffer.from("quarterly numbers\n");
+
+    standIn.post({
+      channel: GENERAL,
+      user: OWNER,
+      text: "see attached",
+      files: [{ name: "report.txt", bytes }],
+    });
+    const [first] = await standIn.waitFor(() => events.length === 1 && events);
+    expect(first?.event.subtype).toBe("file_share");
+    const files = first?.event.files as { url_private_download: string; size: number }[];
+    const url = files[0]?.url_private_download ?? "";
+    expect(files[0]).toMatchObject({ name: "report.txt", mimetype: "text/plain", size: 18 });
+
+    const authorized = await fetch(url, { headers: { authorization: `Bearer ${BOT_TOKEN}` } });
+    expect(authorized.status).toBe(200);
+    expect(Buffer.from(await authorized.arrayBuffer())).toEqual(bytes);
+    const anonymous = await fetch(url);
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(standIn.downloads).toEqual([
+      { id: expect.stringMatching(/^F/), authorized: true },
+      { id: expect.stringMatching(/^F/), authorized: false },
+    ]);
+  });
+
+  it("redelivers an unacked envelope with retry_attempt and reason timeout", async () => {
+    const { client, events } = socketClient({ ackWhen: (args) => args.retry_num > 0 });
+    await client.start();
+
+    standIn.post({ channel: GENERAL, user: OWNER, text: "ack me later" });
+    await standIn.waitFor(() => events.length === 2);
+    await standIn.waitFor(() => standIn.unacked === 0);
+    const [first, retry] = events;
+    expect(retry?.retry_num).toBe(1);
+    expect(retry?.retry_reason).toBe("timeout");
+    expect(retry?.body.event_id).toBe(first?.body.event_id);
+    expect(retry?.envelope_id).not.toBe(first?.envelope_id);
+    expect(standIn.deliveries).toBe(2);
+  });
+
+  it("reconnects after a dropped link and after refresh_requested, ignoring garbage", async () => {
+    const { client, events } = socketClient();
+    await client.start();
+
+    standIn.dropConnections();
+    await standIn.waitFor(() => standIn.connections === 2 && standIn.connected === 1);
+    standIn.sendDisconnect("refresh_requested");
+    await standIn.waitFor(() => standIn.connections === 3 && standIn.connected === 1);
+    expect(standIn.opens).toBe(3);
+
+    standIn.sendGarbage("this is not json");
+    standIn.post({ channel: GENERAL, user: OWNER, text: "still there?" });
+    await standIn.waitFor(() => events.length === 1);
+    expect(standIn.connections).toBe(3);
+  });
+
+  it("holds a client off while refusing; what was posted meanwhile is only in history", async () => {
+    const { client, events } = socketClient();
+    await client.start();
+
+    standIn.refuseConnections(true);
+    standIn.dropConnections();
+    await standIn.waitFor(() => standIn.socket.refusedUpgrades >= 1);
+    const missed = standIn.post({ channel: GENERAL, user: OWNER, text: "while away" });
+    expect(missed.delivered).toBe(false);
+    standIn.refuseConnections(false);
+    await standIn.waitFor(() => standIn.connected === 1);
+
+    standIn.post({ channel: GENERAL, user: OWNER, text: "back again" });
+    await standIn.waitFor(() => events.length === 1);
+    expect(events.map((e) => e.event.text)).toEqual(["back again"]);
+    const history = await webClient().conversations.history({ channel: GENERAL });
+    expect(history.messages?.map((m) => m.text)).toEqual(["back again", "while away"]);
+  });
+
+  it("stops the client for good on a wrong app token", async () => {
+    const { client } = socketClient({ appToken: "xapp-1-A0ROSTERAPP-wrong" });
+    await expect(client.start()).rejects.toMatchObject({ data: { error: "invalid_auth" } });
+    expect(standIn.opens).toBe(1);
+    expect(standIn.connections).toBe(0);
+  });
+
+  it("answers a bot token not_allowed_token_type, which the client keeps retrying", async () => {
+    const { client } = socketClient({ appToken: BOT_TOKEN });
+    // Never settles: the client counts only a few auth errors as final and retries the rest.
+    void client.start().catch(() => undefined);
+    await standIn.waitFor(() => standIn.opens >= 2);
+    expect(standIn.connections).toBe(0);
+    const answered = await webClient(BOT_TOKEN)
+      .apps.connections.open()
+      .catch((error: unknown) => error);
+    expect(answered).toMatchObject({ data: { error: "not_allowed_token_type" } });
+  });
+});
+
+describe("Web API", () => {
+  it("answers auth.test for the bot and refuses the app token there", async () => {
+    const auth = await webClient().auth.test();
+    expect(auth).toMatchObject({
+      ok: true,
+      user_id: standIn.botUserId,
+      bot_id: standIn.botId,
+      team_id: standIn.teamId,
+      user: "roster-bot",
+    });
+    await expect(webClient(APP_TOKEN).auth.test()).rejects.toMatchObject({
+      data: { error: "not_allowed_token_type" },
+    });
+  });
+
+  it("pages conversations.history newest first with Slack's oldest and cursor rules", async () => {
+    const web = webClient();
+    const first = standIn.post({ channel: GENERAL, user: OWNER, text: "one" });
+    const posted = await web.chat.postMessage({ channel: GENERAL, text: "two" });
+    standIn.post({ channel: GENERAL, user: OTHER, text: "three" });
+    standIn.post({ channel: GENERAL, user: OWNER, text: "four" });
+    await web.chat.postMessage({ channel: GENERAL, text: "five" });
+
+    const page1 = await web.conversations.history({ channel: GENERAL, limit: 2 });
+    expect(page1.messages?.map((m) => m.text)).toEqual(["five", "four"]);
+    expect(page1.messages?.[0]).toMatchObject({ user: standIn.botUserId, bot_id: standIn.botId });
+    expect(page1.has_more).toBe(true);
+    const cursor = page1.response_metadata?.next_cursor ?? "";
+    expect(cursor).not.toBe("");
+    const page2 = await web.conversations.history({ channel: GENERAL, limit: 2, cursor });
+    expect(page2.messages?.map((m) => m.text)).toEqual(["three", "two"]);
+    const page3 = await web.conversations.history({
+      channel: GENERAL,
+      limit: 2,
+      cursor: page2.response_metadata?.next_cursor ?? "",
+    });
+    expect(page3.messages?.map((m) => m.text)).toEqual(["one"]);
+    expect(page3.has_more).toBe(false);
+    expect(page3.response_metadata?.next_cursor ?? "").toBe("");
+
+    const after = await web.conversations.history({ channel: GENERAL, oldest: first.ts });
+    expect(after.messages?.map((m) => m.text)).toEqual(["five", "four", "three", "two"]);
+    const from = await web.conversations.history({
+      channel: GENERAL,
+      oldest: first.ts,
+      inclusive: true,
+    });
+    expect(from.messages?.map((m) => m.text)).toEqual(["five", "four", "three", "two", "one"]);
+    const ts = (from.messages ?? []).map((m) => Number(m.ts));
+    expect(ts).toEqual([...ts].sort((a, b) => b - a));
+    expect(posted.ts).toBe(from.messages?.[3]?.ts);
+
+    await expect(
+      web.conversations.history({ channel: GENERAL, cursor: "bm90LWEtY3Vyc29y" }),
+    ).rejects.toMatchObject({ data: { error: "invalid_cursor" } });
+    await expect(web.conversations.history({ channel: "C0NOWHERE" })).rejects.toMatchObject({
+      data: { error: "channel_not_found" },
+    });
+  });
+
+  it("keeps thread replies out of history and in conversations.replies", async () => {
+    const web = webClient();
+    const parent = standIn.post({ channel: GENERAL, user: OWNER, text: "question" });
+    await web.chat.postMessage({ channel: GENERAL, text: "answer", thread_ts: parent.ts });
+    standIn.post({ channel: GENERAL, user: OWNER, text: "thanks", thread_ts: parent.ts });
+
+    const history = await web.conversations.history({ channel: GENERAL });
+    expect(history.messages?.map((m) => m.text)).toEqual(["question"]);
+    expect(history.messages?.[0]).toMatchObject({ thread_ts: parent.ts, reply_count: 2 });
+    const replies = await web.conversations.replies({ channel: GENERAL, ts: parent.ts });
+    expect(replies.messages?.map((m) => m.text)).toEqual(["question", "answer", "thanks"]);
+    expect(replies.messages?.[2]).toMatchObject({ thread_ts: parent.ts, parent_user_id: OWNER });
+  });
+
+  it("still answers 429 with Retry-After when told to", async () => {
+    standIn.rateLimitNext(0);
+    const web = new WebClient(BOT_TOKEN, {
+      slackApiUrl: standIn.apiBase,
+      rejectRateLimitedCalls: true,
+      logLevel: LogLevel.ERROR,
+    });
+    await expect(web.auth.test()).rejects.toMatchObject({
+      code: "slack_webapi_rate_limited_error",
+    });
+    await expect(web.auth.test()).resolves.toMatchObject({ ok: true });
+  });
+});
