@@ -22,6 +22,8 @@ export interface ActionAuditLine {
   result?: unknown;
   error?: string;
   reason?: string;
+  /** Who decided a gate (a desk user, or a chat user as platform:id), or who was refused. */
+  decided_by?: string;
 }
 
 export function appendActionAudit(
@@ -34,8 +36,10 @@ export function appendActionAudit(
       id: string;
       result?: unknown;
       error?: string;
+      decided_by?: string;
     };
     worker?: string;
+    decided_by?: string;
     run_id?: string | null;
     intent?: string;
     disposition: Disposition;
@@ -58,6 +62,9 @@ export function appendActionAudit(
       : {}),
     ...((entry.error ?? entry.gate?.error) ? { error: entry.error ?? entry.gate?.error } : {}),
     ...(entry.reason ? { reason: entry.reason } : {}),
+    ...((entry.decided_by ?? entry.gate?.decided_by)
+      ? { decided_by: entry.decided_by ?? entry.gate?.decided_by }
+      : {}),
   };
   appendJsonLine(join(paths.audit, "decisions.jsonl"), line);
 }

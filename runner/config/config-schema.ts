@@ -139,6 +139,24 @@ export const HeartbeatRule = Type.Object(
 );
 export type HeartbeatRule = Static<typeof HeartbeatRule>;
 
+/**
+ * Approvals from chat: who may press approve/deny on a gate offered in a
+ * trusted channel (`discord:<user id>`, `slack:<user id>`), how long an offer
+ * stands (the gate stays pending for the desk after), and the trusted channel
+ * where gates from elsewhere are offered.
+ */
+export const ChatSection = Type.Object(
+  {
+    approvers: Type.Optional(
+      Type.Array(Type.String({ pattern: "^(discord|slack):[A-Za-z0-9]{1,40}$" })),
+    ),
+    offer_ttl_mins: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    approvals_channel: Type.Optional(Type.String({ pattern: "^(discord|slack)-[a-z0-9._-]+$" })),
+  },
+  { additionalProperties: false },
+);
+export type ChatSection = Static<typeof ChatSection>;
+
 export const OrgConfig = Type.Object(
   {
     engine: Type.Optional(EngineSection),
@@ -152,6 +170,7 @@ export const OrgConfig = Type.Object(
     expose: Type.Optional(Type.Array(Expose)),
     budget: Type.Optional(BudgetSection),
     heartbeat: Type.Optional(Type.Array(HeartbeatRule)),
+    chat: Type.Optional(ChatSection),
   },
   { additionalProperties: false },
 );

@@ -35,6 +35,8 @@ export async function saveAttachment(
   paths: RosterPaths,
   channel: string,
   attachment: Attachment,
+  /** Sent with the download (Slack's file links need the bot token). */
+  headers: Record<string, string> = {},
 ): Promise<string> {
   const name = safeName(attachment.id, attachment.filename);
   if (attachment.size > ATTACHMENT_MAX_BYTES)
@@ -44,6 +46,7 @@ export async function saveAttachment(
   try {
     await mkdir(folder, { recursive: true, mode: 0o755 });
     const response = await request(attachment.url, {
+      headers,
       headersTimeout: 15_000,
       bodyTimeout: 30_000,
     });

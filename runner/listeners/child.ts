@@ -30,12 +30,49 @@ export interface ListenerHost {
   /** Resolves once the server has the message recorded and queued (advance the cursor then). */
   deliver(message: ChannelMessage, hooks: TurnHooks): Promise<void>;
   record(message: ChannelMessage): void;
+  /** Someone pressed approve or deny on an offer: the server decides (and audits) it. */
+  decide(press: {
+    gate_id: string;
+    verdict: "approve" | "deny";
+    user: string;
+    channel: string;
+  }): Promise<PressAnswer>;
   note(text: string): void;
+}
+
+/** The server's answer to a press: private to the presser, or settling the offer for all. */
+export interface PressAnswer {
+  text: string;
+  private: boolean;
+  settled: boolean;
+}
+
+export interface GateOffer {
+  gateId: string;
+  channel: string;
+  text: string;
+  expiresAt: string;
+}
+
+/** The custom id a button carries: which gate, which verdict. */
+export function pressId(gateId: string, verdict: "approve" | "deny"): string {
+  return `roster-gate:${gateId}:${verdict}`;
+}
+
+export function parsePressId(
+  id: string,
+): { gateId: string; verdict: "approve" | "deny" } | undefined {
+  const match = /^roster-gate:([A-Za-z0-9_-]{1,64}):(approve|deny)$/.exec(id);
+  return match?.[1] && (match[2] === "approve" || match[2] === "deny")
+    ? { gateId: match[1], verdict: match[2] }
+    : undefined;
 }
 
 export interface ChatAdapter {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Posts a gate's offer with approve / deny buttons. */
+  offer?(offer: GateOffer): Promise<void>;
 }
 
 export type AdapterFactory = (host: ListenerHost, credential: Credential) => ChatAdapter;
@@ -91,7 +128,29 @@ export async function serveListener(
     if (!isServerMessage(message)) return;
     answer(message);
   });
+  const presses = new Map<string, (answer: PressAnswer) => void>();
   const answer = (message: ServerMessage) => {
+    if (message.type === "offer") {
+      const offer = {
+        gateId: message.ref,
+        channel: message.channel,
+        text: message.text,
+        expiresAt: message.expires_at,
+      };
+      void adapter
+        ?.offer?.(offer)
+        .catch((error: unknown) => note(`an offer was not posted: ${errorMessage(error)}`));
+      return;
+    }
+    if (message.type === "decided") {
+      presses.get(message.ref)?.({
+        text: message.text,
+        private: message.private,
+        settled: message.settled,
+      });
+      presses.delete(message.ref);
+      return;
+    }
     const entry = pending.get(message.ref);
     if (!entry) return;
     if (message.type === "recorded") {
@@ -120,7 +179,13 @@ export async function serveListener(
         void say({ type: "inbound", ref, inbound: { ...message, worker, provider: platform } });
       }),
     record: (message) =>
-      say({ type: "record", inbound: { ...message, worker, provider: platform } }),
+      void say({ type: "record", inbound: { ...message, worker, provider: platform } }),
+    decide: (press) =>
+      new Promise<PressAnswer>((resolve) => {
+        const ref = `p${++counter}`;
+        presses.set(ref, resolve);
+        void say({ type: "decide", ref, ...press });
+      }),
     note,
   };
   let adapter: ChatAdapter | undefined;

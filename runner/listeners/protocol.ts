@@ -23,7 +23,17 @@ export type ListenerMessage =
   /** A message that wakes the worker; `ref` comes back in every answer about it. */
   | { type: "inbound"; ref: string; inbound: Inbound }
   /** A message kept as context only (a room in mention mode, not addressed to the bot). */
-  | { type: "record"; inbound: Inbound };
+  | { type: "record"; inbound: Inbound }
+  /** Someone pressed approve or deny on an offer; `ref` names the press for the answer. */
+  | {
+      type: "decide";
+      ref: string;
+      gate_id: string;
+      verdict: "approve" | "deny";
+      /** platform:user-id */
+      user: string;
+      channel: string;
+    };
 
 /** Server → child, about one inbound message. */
 export type ServerMessage =
@@ -31,12 +41,22 @@ export type ServerMessage =
   | { type: "recorded"; ref: string }
   | { type: "turn-started"; ref: string }
   | { type: "turn-done"; ref: string }
-  | { type: "turn-failed"; ref: string; error: string };
+  | { type: "turn-failed"; ref: string; error: string }
+  /** Post this gate's offer (exactly what would be sent) with approve / deny buttons; ref = gate id. */
+  | { type: "offer"; ref: string; channel: string; text: string; expires_at: string }
+  /** The answer to a press: shown only to the presser when `private`; `settled` replaces the offer. */
+  | { type: "decided"; ref: string; text: string; private: boolean; settled: boolean };
 
 export function isListenerMessage(value: unknown): value is ListenerMessage {
   if (typeof value !== "object" || value === null) return false;
   const type = (value as { type?: unknown }).type;
-  return type === "status" || type === "event" || type === "inbound" || type === "record";
+  return (
+    type === "status" ||
+    type === "event" ||
+    type === "inbound" ||
+    type === "record" ||
+    type === "decide"
+  );
 }
 
 export function isServerMessage(value: unknown): value is ServerMessage {

@@ -8,6 +8,7 @@ import { errorMessage } from "../errors.ts";
 import type { SessionRouter } from "../sessions/router.ts";
 import { PROJECT_ROOT } from "../version.ts";
 import { UNAUTHORISED_EXIT } from "./child.ts";
+import type { OfferDesk } from "./offers.ts";
 import {
   type ConnectionState,
   isListenerMessage,
@@ -81,8 +82,37 @@ export class ListenerSupervisor {
       note: (text: string) => void;
       env: NodeJS.ProcessEnv;
       backoff?: Backoff;
+      /** Approvals from chat; without it presses are answered "off". */
+      offers?: OfferDesk;
     },
   ) {}
+
+  /** Offers the gates that are due through the listener of their worker and platform. */
+  offerDue(): void {
+    const desk = this.options.offers;
+    if (!desk) return;
+    const live = (worker: string, platform: string) =>
+      this.supervised.find(
+        (entry) =>
+          entry.binding.worker === worker &&
+          entry.binding.platform === platform &&
+          entry.child?.connected === true &&
+          entry.status.state === "connected",
+      );
+    for (const offer of desk.due((worker, platform) => live(worker, platform) !== undefined)) {
+      const child = live(offer.worker, offer.platform)?.child;
+      child?.send(
+        {
+          type: "offer",
+          ref: offer.gate_id,
+          channel: offer.channel,
+          text: offer.text,
+          expires_at: offer.expires_at,
+        } satisfies ServerMessage,
+        () => undefined,
+      );
+    }
+  }
 
   start(bindings: BotBinding[]): void {
     for (const binding of bindings) {
@@ -194,6 +224,29 @@ export class ListenerSupervisor {
     entry.status.last_event = new Date().toISOString();
     this.persist();
     if (message.type === "event") return;
+    if (message.type === "decide") {
+      const { ref } = message;
+      const answer = (reply: ServerMessage) => {
+        if (entry.child?.connected) entry.child.send(reply, () => undefined);
+      };
+      const desk = this.options.offers;
+      if (!desk) {
+        answer({
+          type: "decided",
+          ref,
+          text: "Approvals from chat are off here.",
+          private: true,
+          settled: false,
+        });
+        return;
+      }
+      // the presser's platform is the binding's, whatever the child says
+      const user = `${binding.platform}:${message.user.replace(/^[a-z]+:/, "")}`;
+      void desk
+        .decide({ ...message, user })
+        .then((reply) => answer({ type: "decided", ref, ...reply }));
+      return;
+    }
     // the child speaks for its own binding only, whatever it says
     const inbound = { ...message.inbound, worker: binding.worker, provider: binding.platform };
     if (message.type === "record") {

@@ -10,6 +10,7 @@ import { errorMessage, RosterError } from "../errors.ts";
 import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
 import { runningGateway } from "../gateway/health.ts";
 import { defaultListen } from "../gateway/listen.ts";
+import { OfferDesk } from "../listeners/offers.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import { SessionRouter } from "../sessions/router.ts";
 import { Dispatcher } from "./dispatch.ts";
@@ -115,7 +116,9 @@ export async function startServer(options: ServerOptions): Promise<number> {
       `only through the ${provider}_send action: your plain text is not shown to anyone`,
     recordReplies: false,
   });
-  const listeners = new ListenerSupervisor({ paths, router, note, env });
+  // approvers and offer times are read when used, so an org.toml edit takes effect at once
+  const offers = new OfferDesk(paths, () => loadConfig(paths.config).org.chat);
+  const listeners = new ListenerSupervisor({ paths, router, note, env, offers });
   if (!options.noListen && !options.once) {
     const bindings = botBindings(config.workers);
     listeners.start(bindings);
@@ -150,6 +153,7 @@ export async function startServer(options: ServerOptions): Promise<number> {
           .sessions()
           .then((live) => {
             sessions = live.length;
+            listeners.offerDue();
             return dispatcher.tick();
           })
           .catch((error: unknown) => note(`dispatch: ${errorMessage(error)}`))

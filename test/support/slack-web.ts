@@ -146,6 +146,15 @@ export function botMethod(
       if (!str("ts")) return { ok: false, error: "thread_not_found" };
       return store.replies(channel, str("ts"), body);
     }
+    case "reactions.add":
+    case "reactions.remove": {
+      // recorded in `requests` like every call; Slack checks the message and the emoji name
+      const channel = str("channel");
+      if (!channels.includes(channel)) return { ok: false, error: "channel_not_found" };
+      if (!store.find(channel, str("timestamp"))) return { ok: false, error: "message_not_found" };
+      if (!/^[a-z0-9_+-]+$/.test(str("name"))) return { ok: false, error: "invalid_name" };
+      return { ok: true };
+    }
     default:
       return { ok: false, error: "unknown_method" };
   }

@@ -7,6 +7,7 @@ import {
   WebClient,
 } from "@slack/web-api";
 import { type Credential, readCredential } from "../../gateway/vault.ts";
+import { boundBot, recordSent } from "./bound-bot.ts";
 import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
 
@@ -22,8 +23,14 @@ export const SLACK_MESSAGE_LIMIT = 4000;
 
 const Payload = Type.Object(
   {
-    /** A conversation id (C…, G…, D…, or a user id U… for the app's DM); never a #name. */
-    channel_id: Type.String({ pattern: "^[A-Z][A-Z0-9]{2,31}$" }),
+    /**
+     * A conversation id (C…, G…, D…, or a user id U… for the app's DM; never a
+     * #name), or a roster channel id as a session's messages name it:
+     * slack-<team>-<channel>, or slack-<team>-dm-<user> for a DM.
+     */
+    channel_id: Type.String({
+      pattern: "^([A-Z][A-Z0-9]{2,31}|slack-[a-z0-9]{2,32}-(dm-)?[a-z0-9]{2,32})$",
+    }),
     text: Type.String({ minLength: 1, maxLength: 10 * SLACK_MESSAGE_LIMIT, pattern: VISIBLE }),
     thread_ts: Type.Optional(Type.String({ pattern: "^[0-9]{1,12}\\.[0-9]{1,8}$" })),
   },
@@ -48,9 +55,9 @@ export interface SlackBot {
   credential: Credential;
 }
 
-/** The client for the "slack" vault credential, or a legible reason there is none. */
-export function slackBot(vault: string): SlackBot {
-  const credential = readCredential(vault, "slack");
+/** The client for a Slack bot's vault credential ("slack" unless a worker binds another), or a legible reason there is none. */
+export function slackBot(vault: string, name = "slack"): SlackBot {
+  const credential = readCredential(vault, name);
   const token = credential?.bot_token;
   if (!credential || typeof token !== "string" || !token)
     throw new Error(
@@ -134,9 +141,17 @@ export const slack: Executor<Payload> = {
       slackParts(payload.text),
     ),
   async run(payload, context) {
-    const { client } = slackBot(context.paths.vault);
+    // the worker's own bot when it has one bound, so its words come from the bot people talk to
+    const { client } = slackBot(
+      context.paths.vault,
+      boundBot(context.paths, context.worker, "slack"),
+    );
     const parts = slackParts(payload.text);
-    const stamps = await postSlackParts(client, payload.channel_id, parts, payload.thread_ts);
+    // a roster id names Slack's own ids in lower case: a DM is addressed by its user
+    const roster = /^slack-[a-z0-9]+-(dm-)?([a-z0-9]+)$/.exec(payload.channel_id);
+    const target = roster?.[2] ? roster[2].toUpperCase() : payload.channel_id;
+    const stamps = await postSlackParts(client, target, parts, payload.thread_ts);
+    if (roster) recordSent(context.paths, payload.channel_id, context.worker, payload.text);
     // the first message's ts: where the text starts, and the thread to reply in
     return {
       sent: true,

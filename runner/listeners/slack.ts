@@ -1,0 +1,233 @@
+import { LogLevel, SocketModeClient } from "@slack/socket-mode";
+import { WebClient } from "@slack/web-api";
+import { wakeMode } from "../channels/designations.ts";
+import { errorMessage } from "../errors.ts";
+import type { Credential } from "../gateway/vault.ts";
+import { saveAttachment } from "./attachments.ts";
+import { type ChannelMessage, type ChatAdapter, type ListenerHost, Unauthorised } from "./child.ts";
+import { cursorChannels, readCursor, writeCursor } from "./cursors.ts";
+
+/**
+ * The Slack listener: Slack's own Socket Mode client for events and its Web
+ * API client (which waits out 429s by their Retry-After) for history,
+ * reactions and failure notices. Channels are `slack-<team>-<channel>`, DMs
+ * `slack-<team>-dm-<user>` (Slack's ids in lower case). Every envelope is
+ * acked at once; a channel's messages are handled one after another, and
+ * the cursor (the last ts handed over) moves only once the server has a
+ * message recorded, so Slack's redeliveries and the history read on every
+ * reconnect never hand a message over twice. While a turn runs the message
+ * wears an :hourglass_flowing_sand: reaction (bots have no typing indicator
+ * in Socket Mode).
+ */
+const AUTH_ERRORS = new Set(["invalid_auth", "not_authed", "token_revoked", "account_inactive"]);
+const WORKING = "hourglass_flowing_sand";
+
+interface SlackMessageEvent {
+  type: string;
+  subtype?: string;
+  channel: string;
+  channel_type?: string;
+  user?: string;
+  bot_id?: string;
+  text?: string;
+  ts: string;
+  thread_ts?: string;
+  files?: { id: string; name: string; size: number; url_private_download?: string }[];
+}
+
+/** "1700000000.000100" compared as the two numbers it is. */
+export function laterTs(a: string, b: string): boolean {
+  const [as = "0", af = "0"] = a.split(".");
+  const [bs = "0", bf = "0"] = b.split(".");
+  return BigInt(as) !== BigInt(bs)
+    ? BigInt(as) > BigInt(bs)
+    : BigInt(af.padEnd(6, "0")) > BigInt(bf.padEnd(6, "0"));
+}
+
+export class SlackListener implements ChatAdapter {
+  private readonly web: WebClient;
+  private readonly socket: SocketModeClient;
+  private readonly botToken: string;
+  private botUser: string | undefined;
+  private team = "";
+  private readonly chains = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly host: ListenerHost,
+    credential: Credential,
+  ) {
+    const { bot_token: bot, app_token: app } = credential;
+    if (typeof bot !== "string" || !bot || typeof app !== "string" || !app)
+      throw new Unauthorised('the credential needs "bot_token" and "app_token" fields');
+    this.botToken = bot;
+    const api = typeof credential.api_base === "string" ? { slackApiUrl: credential.api_base } : {};
+    this.web = new WebClient(bot, {
+      ...api,
+      logLevel: LogLevel.ERROR,
+      retryConfig: { retries: 5, factor: 2, minTimeout: 500, maxTimeout: 10_000, randomize: true },
+      timeout: 20_000,
+    });
+    this.socket = new SocketModeClient({
+      appToken: app,
+      logLevel: LogLevel.ERROR,
+      clientOptions: { ...api, retryConfig: { retries: 10, factor: 1.6, randomize: true } },
+    });
+  }
+
+  async start(): Promise<void> {
+    this.host.status("connecting");
+    try {
+      const auth = await this.web.auth.test();
+      this.botUser = auth.user_id;
+      this.team = (auth.team_id ?? "").toLowerCase();
+    } catch (error) {
+      const code = (error as { data?: { error?: string } }).data?.error;
+      if (code && AUTH_ERRORS.has(code))
+        throw new Unauthorised(`Slack answered ${code} to the bot token`);
+      throw error;
+    }
+    this.socket.on("connected", () => {
+      this.host.status("connected");
+      void this.catchUp();
+    });
+    this.socket.on("reconnecting", () =>
+      this.host.status("reconnecting", "the Socket Mode link dropped"),
+    );
+    this.socket.on("disconnected", () => this.host.status("reconnecting", "disconnected"));
+    this.socket.on("error", (error: unknown) => this.host.note(errorMessage(error)));
+    this.socket.on(
+      "message",
+      async (args: { event?: SlackMessageEvent; ack?: () => Promise<void> }) => {
+        await args.ack?.().catch(() => undefined);
+        this.host.event();
+        if (args.event) this.enqueue(args.event);
+      },
+    );
+    try {
+      await this.socket.start();
+    } catch (error) {
+      const code = (error as { data?: { error?: string } }).data?.error;
+      if (code && AUTH_ERRORS.has(code))
+        throw new Unauthorised(`Slack answered ${code} to the app token`);
+      throw error;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.socket.disconnect().catch(() => undefined);
+    await Promise.allSettled([...this.chains.values()]);
+  }
+
+  private channelOf(event: SlackMessageEvent): string {
+    const id = event.channel.toLowerCase();
+    return event.channel_type === "im" || id.startsWith("d")
+      ? `slack-${this.team}-dm-${(event.user ?? id).toLowerCase()}`
+      : `slack-${this.team}-${id}`;
+  }
+
+  private enqueue(event: SlackMessageEvent): void {
+    // edits, deletions, joins …: not messages anyone wrote to the worker
+    if (event.subtype && event.subtype !== "file_share") return;
+    const channel = this.channelOf(event);
+    const next = (this.chains.get(channel) ?? Promise.resolve())
+      .then(() => this.handle(channel, event))
+      .catch((error: unknown) => this.host.note(`${channel}: ${errorMessage(error)}`));
+    this.chains.set(channel, next);
+  }
+
+  private async catchUp(): Promise<void> {
+    for (const channel of cursorChannels(this.host.paths, this.host.worker, "slack-")) {
+      const cursor = readCursor(this.host.paths, this.host.worker, channel);
+      if (!cursor) continue;
+      try {
+        const found: SlackMessageEvent[] = [];
+        let page: string | undefined;
+        do {
+          const reply = await this.web.conversations.history({
+            channel: cursor.platform_channel,
+            oldest: cursor.last_id,
+            limit: 100,
+            ...(page ? { cursor: page } : {}),
+          });
+          for (const message of reply.messages ?? [])
+            if (message.ts)
+              found.push({
+                ...(message as SlackMessageEvent),
+                channel: cursor.platform_channel,
+                ts: message.ts,
+              });
+          page = reply.response_metadata?.next_cursor || undefined;
+        } while (page);
+        found.sort((a, b) => (laterTs(a.ts, b.ts) ? 1 : -1));
+        const im = channel.includes("-dm-") ? "im" : "channel";
+        for (const message of found) this.enqueue({ ...message, channel_type: im });
+      } catch (error) {
+        this.host.note(`${channel}: catching up failed: ${errorMessage(error)}`);
+      }
+    }
+  }
+
+  private async handle(channel: string, event: SlackMessageEvent): Promise<void> {
+    const { paths, worker } = this.host;
+    const cursor = readCursor(paths, worker, channel);
+    if (cursor && !laterTs(event.ts, cursor.last_id)) return; // handled already
+    const advance = () =>
+      writeCursor(paths, worker, channel, { platform_channel: event.channel, last_id: event.ts });
+    if (event.bot_id || !event.user || event.user === this.botUser) {
+      advance();
+      return;
+    }
+    const direct = channel.includes("-dm-");
+    const mentioned = this.botUser ? (event.text ?? "").includes(`<@${this.botUser}`) : false;
+    const inbound: ChannelMessage = {
+      channel,
+      author: event.user,
+      author_id: `slack:${event.user}`,
+      standing: direct ? "dm" : "member",
+      text: await this.textOf(channel, event),
+    };
+    if (!direct && !mentioned && wakeMode(paths, channel) === "mention") {
+      this.host.record(inbound);
+      advance();
+      return;
+    }
+    const react = (add: boolean) =>
+      (add ? this.web.reactions.add : this.web.reactions.remove)
+        .call(this.web.reactions, { channel: event.channel, timestamp: event.ts, name: WORKING })
+        .catch(() => undefined);
+    await this.host.deliver(inbound, {
+      onStart: () => void react(true),
+      onDone: () => void react(false),
+      onFailed: (error) => {
+        void react(false);
+        void this.web.chat
+          .postMessage({
+            channel: event.channel,
+            text: `:warning: I couldn't finish that just now: ${error}`.slice(0, 3900),
+            ...(event.thread_ts ? { thread_ts: event.thread_ts } : {}),
+          })
+          .catch((failure: unknown) =>
+            this.host.note(`a failure notice was not posted: ${errorMessage(failure)}`),
+          );
+      },
+    });
+    advance();
+  }
+
+  private async textOf(channel: string, event: SlackMessageEvent): Promise<string> {
+    const lines = [event.text ?? ""];
+    for (const file of event.files ?? []) {
+      if (!file.url_private_download) continue;
+      lines.push(
+        await saveAttachment(
+          this.host.paths,
+          channel,
+          { id: file.id, filename: file.name, url: file.url_private_download, size: file.size },
+          // Slack's file links need the bot token; without it they answer a sign-in page
+          { authorization: `Bearer ${this.botToken}` },
+        ),
+      );
+    }
+    return lines.filter((line) => line.trim()).join("\n") || "(an empty message)";
+  }
+}

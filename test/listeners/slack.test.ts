@@ -1,0 +1,235 @@
+import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { appendFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { askHealth } from "../../runner/gateway/health.ts";
+import { type ListenerStatus, readListenerStatuses } from "../../runner/listeners/supervisor.ts";
+import { storeCredential } from "../../runner/runs/credentials.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer, type RecordedRequest, type Turn, textOf } from "../support/model-server.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { SlackStandIn } from "../support/slack-stand-in.ts";
+
+const docker = await testDocker();
+
+const BOT_TOKEN = "xoxb-listener-test";
+const APP_TOKEN = "xapp-listener-test";
+const ROOM = "C0ROOM01";
+const LOBBY = "C0LOBBY2";
+const ANA = "U0ANA001";
+const ROOM_ID = `slack-t0roster-${ROOM.toLowerCase()}`;
+
+function messageOf(request: RecordedRequest): { channel: string; text: string } | undefined {
+  const input = textOf(
+    [...(request.body.messages ?? [])].reverse().find((m) => m.role === "user")?.content,
+  );
+  for (const line of input.split("\n")) {
+    try {
+      const block = JSON.parse(line) as { block?: string; channel?: string; text?: string };
+      if (block.block === "message")
+        return { channel: block.channel ?? "", text: block.text ?? "" };
+    } catch {
+      // not a block line
+    }
+  }
+  return undefined;
+}
+
+/** "send: X" → slack_send X into the channel it came from; anything else a plain answer. */
+const worker = (request: RecordedRequest): Turn => {
+  if (request.body.messages?.at(-1)?.role === "tool") return { text: "ok" };
+  const message = messageOf(request);
+  const send = /send: (.*)$/.exec(message?.text ?? "")?.[1];
+  if (send && message)
+    return {
+      toolCalls: [{ name: "slack_send", arguments: { channel_id: message.channel, text: send } }],
+      ...(message.text.includes("slow send:") ? { delayMs: 2_000 } : {}),
+    };
+  return { text: `noted: ${message?.text ?? "?"}` };
+};
+
+async function until<T>(probe: () => T | undefined | false, what: string, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe.skipIf(!docker)("the Slack listener under roster server", () => {
+  let model: ModelServer;
+  let slack: SlackStandIn;
+  let deployment: RosterRoot;
+  let server: ChildProcess | undefined;
+
+  const listener = (): ListenerStatus | undefined =>
+    readListenerStatuses(deployment.paths).find((status) => status.worker === "elf");
+  const startServer = async () => {
+    const child = deployment.spawnRoster(["server", "start"]);
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
+    });
+    server = child;
+    await until(
+      () => listener()?.state === "connected" && listener()?.pid,
+      "the listener to connect",
+    );
+  };
+  const stopServer = async () => {
+    const child = server;
+    if (!child) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+    server = undefined;
+  };
+  const turns = () =>
+    model.requests
+      .filter((r) => r.body.messages?.at(-1)?.role !== "tool")
+      .map((r) => messageOf(r)?.text);
+  const mention = (text: string) => `<@${slack.botUserId}> ${text}`;
+  const post = (channel: string, text: string) =>
+    slack.post({ channel, user: ANA, text: mention(text) });
+  const sent = (channel: string) => slack.messages.filter((m) => m.channel === channel);
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    model.play(...Array.from({ length: 60 }, () => worker));
+    slack = await SlackStandIn.start({
+      botToken: BOT_TOKEN,
+      appToken: APP_TOKEN,
+      channels: [ROOM, LOBBY],
+      users: [ANA],
+    });
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "SLACK-LISTENER-KEY",
+      extraOrg: '[[action]]\nname = "slack-send"\nexecutor = "slack"\n',
+    });
+    await appendFile(
+      join(deployment.paths.config, "workers/elf/worker.toml"),
+      '\n[channels]\nslack = "slack"\n',
+    );
+    await storeCredential(deployment.paths.vault, "slack", {
+      bot_token: BOT_TOKEN,
+      app_token: APP_TOKEN,
+      api_base: slack.apiBase,
+    });
+    const trusted = await deployment.roster(["channel", "trust", ROOM_ID]);
+    expect(trusted.code, trusted.stderr).toBe(0);
+    await startServer();
+  });
+  afterAll(async () => {
+    await stopServer();
+    await slack?.stop();
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("a mention in a trusted channel is one turn; the governed reply goes out, the message wears a working reaction meanwhile", async () => {
+    post(ROOM, "send: Hello Ana");
+    await until(() => sent(ROOM).find((m) => m.text === "Hello Ana"), "the reply");
+    const reactions = slack.requests.filter((r) => r.path.includes("reactions."));
+    expect(reactions.map((r) => r.path.replace(/^.*\//, ""))).toEqual(
+      expect.arrayContaining(["reactions.add"]),
+    );
+    const history = await until(() => {
+      const lines = readFileSync(
+        join(deployment.paths.data, "channels", ROOM_ID, "messages.jsonl"),
+        "utf8",
+      )
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { role: string; content: string });
+      return lines.length >= 2 ? lines : undefined;
+    }, "the history");
+    expect(history.map((m) => [m.role, m.content])).toEqual([
+      ["user", mention("send: Hello Ana")],
+      ["worker", "Hello Ana"],
+    ]);
+  });
+
+  it("a burst of three is three ordered turns; Slack's redeliveries and the bot's own echoes are not turns", async () => {
+    const before = turns().length;
+    post(ROOM, "one");
+    post(ROOM, "two");
+    post(ROOM, "three");
+    await until(() => turns().length >= before + 3, "three turns");
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(turns().slice(before)).toEqual([mention("one"), mention("two"), mention("three")]);
+  });
+
+  it("in an untrusted channel the reply waits as a gate and goes out once approved", async () => {
+    post(LOBBY, "send: Welcome to the lobby");
+    let gate: { id: string } | undefined;
+    for (let i = 0; i < 240 && !gate; i++) {
+      const ls = await deployment.roster(["approvals", "ls", "--json"]);
+      gate = ls.stdout
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { id: string; intent: string; state: string })
+        .find((g) => g.intent === "slack-send" && g.state === "pending");
+      if (!gate) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(gate).toBeDefined();
+    expect(sent(LOBBY)).toHaveLength(0);
+    const approved = await deployment.roster(["approvals", "approve", gate?.id ?? ""]);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(sent(LOBBY).map((m) => m.text)).toEqual(["Welcome to the lobby"]);
+  });
+
+  it("messages posted while the link is down are caught up once each, in order", async () => {
+    const before = turns().length;
+    slack.refuseConnections(true);
+    slack.dropConnections();
+    await until(() => listener()?.state === "reconnecting", "the listener to notice");
+    post(ROOM, "four");
+    post(ROOM, "five");
+    slack.refuseConnections(false);
+    await until(() => turns().length >= before + 2, "the missed messages", 90_000);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(turns().slice(before)).toEqual([mention("four"), mention("five")]);
+  });
+
+  it("the same after a server restart", async () => {
+    await stopServer();
+    const before = turns().length;
+    post(ROOM, "six");
+    post(ROOM, "seven");
+    await startServer();
+    await until(() => turns().length >= before + 2, "the messages posted while stopped");
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(turns().slice(before)).toEqual([mention("six"), mention("seven")]);
+  });
+
+  it("a 429 on the send is waited out and the message goes out once", async () => {
+    const asked = slack.requests.length;
+    post(ROOM, "slow send: after the limit");
+    // the turn is under way (the working reaction went on); the send follows the model's pause
+    await until(
+      () => slack.requests.slice(asked).some((r) => r.path.endsWith("reactions.add")),
+      "the turn to start",
+    );
+    slack.rateLimitNext(1);
+    await until(() => sent(ROOM).some((m) => m.text === "after the limit"), "the reply");
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(sent(ROOM).filter((m) => m.text === "after the limit")).toHaveLength(1);
+  });
+
+  it("garbage on the link or a killed listener: it comes back, and the gateway keeps answering", async () => {
+    slack.sendGarbage("{not json");
+    const before = listener();
+    process.kill(before?.pid ?? 0, "SIGKILL");
+    await until(() => listener()?.state === "crashed", "the supervisor to notice");
+    expect(await askHealth(deployment.gatewayPort, 2_000)).toBeDefined();
+    await until(
+      () => listener()?.state === "connected" && listener()?.pid !== before?.pid,
+      "the listener to come back",
+    );
+    post(ROOM, "send: still here");
+    await until(() => sent(ROOM).some((m) => m.text === "still here"), "a reply after the restart");
+  });
+});
