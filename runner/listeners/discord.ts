@@ -10,8 +10,15 @@ import { wakeMode } from "../channels/designations.ts";
 import { errorMessage } from "../errors.ts";
 import type { Credential } from "../gateway/vault.ts";
 import { saveAttachment } from "./attachments.ts";
-import { type ChannelMessage, type ChatAdapter, type ListenerHost, Unauthorised } from "./child.ts";
+import {
+  type ChannelMessage,
+  type ChatAdapter,
+  type GateOffer,
+  type ListenerHost,
+  Unauthorised,
+} from "./child.ts";
 import { cursorChannels, readCursor, writeCursor } from "./cursors.ts";
+import { handleDiscordPress, postDiscordOffer } from "./discord-offers.ts";
 
 /**
  * The Discord listener: discord.js's gateway client (@discordjs/ws) for
@@ -88,6 +95,10 @@ export class DiscordListener implements ChatAdapter {
     manager.on(WebSocketShardEvents.Dispatch, ({ data }) => {
       this.host.event();
       if (data.t === GatewayDispatchEvents.MessageCreate) this.enqueue(data.d);
+      else if (data.t === GatewayDispatchEvents.InteractionCreate)
+        void handleDiscordPress(this.rest, this.host, data.d).catch((error: unknown) =>
+          this.host.note(`a button press was not answered: ${errorMessage(error)}`),
+        );
     });
     this.host.status("connecting");
     try {
@@ -97,6 +108,10 @@ export class DiscordListener implements ChatAdapter {
         throw new Unauthorised("Discord answered 401 to the bot token");
       throw error;
     }
+  }
+
+  offer(offer: GateOffer): Promise<void> {
+    return postDiscordOffer(this.rest, offer);
   }
 
   async stop(): Promise<void> {

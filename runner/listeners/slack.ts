@@ -4,8 +4,15 @@ import { wakeMode } from "../channels/designations.ts";
 import { errorMessage } from "../errors.ts";
 import type { Credential } from "../gateway/vault.ts";
 import { saveAttachment } from "./attachments.ts";
-import { type ChannelMessage, type ChatAdapter, type ListenerHost, Unauthorised } from "./child.ts";
+import {
+  type ChannelMessage,
+  type ChatAdapter,
+  type GateOffer,
+  type ListenerHost,
+  Unauthorised,
+} from "./child.ts";
 import { cursorChannels, readCursor, writeCursor } from "./cursors.ts";
+import { handleSlackPress, postSlackOffer } from "./slack-offers.ts";
 
 /**
  * The Slack listener: Slack's own Socket Mode client for events and its Web
@@ -48,6 +55,7 @@ export class SlackListener implements ChatAdapter {
   private readonly web: WebClient;
   private readonly socket: SocketModeClient;
   private readonly botToken: string;
+  private readonly responseOrigin: string;
   private botUser: string | undefined;
   private team = "";
   private readonly chains = new Map<string, Promise<void>>();
@@ -61,6 +69,9 @@ export class SlackListener implements ChatAdapter {
       throw new Unauthorised('the credential needs "bot_token" and "app_token" fields');
     this.botToken = bot;
     const api = typeof credential.api_base === "string" ? { slackApiUrl: credential.api_base } : {};
+    this.responseOrigin = api.slackApiUrl
+      ? new URL(api.slackApiUrl).origin
+      : "https://hooks.slack.com";
     this.web = new WebClient(bot, {
       ...api,
       logLevel: LogLevel.ERROR,
@@ -103,6 +114,19 @@ export class SlackListener implements ChatAdapter {
         if (args.event) this.enqueue(args.event);
       },
     );
+    this.socket.on("interactive", async (args: { ack?: () => Promise<void>; body?: unknown }) => {
+      await args.ack?.().catch(() => undefined);
+      this.host.event();
+      void handleSlackPress(
+        this.web,
+        this.host,
+        this.team,
+        args.body ?? {},
+        this.responseOrigin,
+      ).catch((error: unknown) =>
+        this.host.note(`a button press was not answered: ${errorMessage(error)}`),
+      );
+    });
     try {
       await this.socket.start();
     } catch (error) {
@@ -111,6 +135,10 @@ export class SlackListener implements ChatAdapter {
         throw new Unauthorised(`Slack answered ${code} to the app token`);
       throw error;
     }
+  }
+
+  offer(offer: GateOffer): Promise<void> {
+    return postSlackOffer(this.web, offer);
   }
 
   async stop(): Promise<void> {
