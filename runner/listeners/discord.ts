@@ -6,19 +6,13 @@ import {
   GatewayIntentBits,
   Routes,
 } from "discord-api-types/v10";
-import { wakeMode } from "../channels/designations.ts";
 import { errorMessage } from "../errors.ts";
 import type { Credential } from "../gateway/vault.ts";
 import { saveAttachment } from "./attachments.ts";
-import {
-  type ChannelMessage,
-  type ChatAdapter,
-  type GateOffer,
-  type ListenerHost,
-  Unauthorised,
-} from "./child.ts";
-import { cursorChannels, readCursor, writeCursor } from "./cursors.ts";
+import { type ChatAdapter, type GateOffer, type ListenerHost, Unauthorised } from "./child.ts";
+import { cursorChannels, readCursor } from "./cursors.ts";
 import { handleDiscordPress, postDiscordOffer } from "./discord-offers.ts";
+import { ChannelQueues, handOver } from "./hand-over.ts";
 
 /**
  * The Discord listener: discord.js's gateway client (@discordjs/ws) for
@@ -50,13 +44,13 @@ export class DiscordListener implements ChatAdapter {
   private readonly token: string;
   private manager: WebSocketManager | undefined;
   private botId: string | undefined;
-  /** One chain per channel: its messages are handled strictly one after another. */
-  private readonly chains = new Map<string, Promise<void>>();
+  private readonly queues: ChannelQueues;
 
   constructor(
     private readonly host: ListenerHost,
     credential: Credential,
   ) {
+    this.queues = new ChannelQueues(host.note);
     const token = credential.token;
     if (typeof token !== "string" || !token)
       throw new Unauthorised('the credential has no "token" field');
@@ -120,16 +114,12 @@ export class DiscordListener implements ChatAdapter {
     } catch {
       // already closed: nothing to stop
     }
-    await Promise.allSettled([...this.chains.values()]);
+    await this.queues.drain();
   }
 
   private enqueue(message: APIMessage & { guild_id?: string }): void {
     const channel = discordChannelId(message);
-    const previous = this.chains.get(channel) ?? Promise.resolve();
-    const next = previous
-      .then(() => this.handle(channel, message))
-      .catch((error: unknown) => this.host.note(`${channel}: ${errorMessage(error)}`));
-    this.chains.set(channel, next);
+    this.queues.run(channel, () => this.handle(channel, message));
   }
 
   /** Everything posted after each cursor while this listener was away, oldest first. */
@@ -157,55 +147,40 @@ export class DiscordListener implements ChatAdapter {
     }
   }
 
-  private async handle(
-    channel: string,
-    message: APIMessage & { guild_id?: string },
-  ): Promise<void> {
-    const { paths, worker } = this.host;
-    const cursor = readCursor(paths, worker, channel);
-    if (cursor && !newer(message.id, cursor.last_id)) return; // handled already
-    const advance = () =>
-      writeCursor(paths, worker, channel, {
-        platform_channel: message.channel_id,
-        last_id: message.id,
-      });
-    // bots (this one included) never wake a worker: no loops between bots
-    if (message.author.bot || message.author.id === this.botId) {
-      advance();
-      return;
-    }
-    const direct = !message.guild_id;
-    const mentioned = message.mentions?.some((user) => user.id === this.botId) ?? false;
-    const text = await this.textOf(channel, message);
-    const inbound: ChannelMessage = {
-      channel,
-      author: message.author.global_name ?? message.author.username,
-      author_id: `discord:${message.author.id}`,
-      standing: direct ? "dm" : "member",
-      text,
-    };
-    if (!direct && !mentioned && wakeMode(paths, channel) === "mention") {
-      this.host.record(inbound);
-      advance();
-      return;
-    }
+  private handle(channel: string, message: APIMessage & { guild_id?: string }): Promise<void> {
     let typing: NodeJS.Timeout | undefined;
     const stopTyping = () => {
       if (typing) clearInterval(typing);
       typing = undefined;
     };
-    await this.host.deliver(inbound, {
-      onStart: () => {
-        void this.typing(message.channel_id);
-        typing = setInterval(() => void this.typing(message.channel_id), TYPING_EVERY_MS);
-      },
-      onDone: stopTyping,
-      onFailed: (error) => {
-        stopTyping();
-        void this.notice(message.channel_id, `⚠️ I couldn't finish that just now: ${error}`);
+    const direct = !message.guild_id;
+    return handOver(this.host, {
+      channel,
+      id: message.id,
+      later: newer,
+      platformChannel: message.channel_id,
+      fromBot: message.author.bot === true || message.author.id === this.botId,
+      direct,
+      mentioned: message.mentions?.some((user) => user.id === this.botId) ?? false,
+      message: async () => ({
+        channel,
+        author: message.author.global_name ?? message.author.username,
+        author_id: `discord:${message.author.id}`,
+        standing: direct ? "dm" : "member",
+        text: await this.textOf(channel, message),
+      }),
+      hooks: {
+        onStart: () => {
+          void this.typing(message.channel_id);
+          typing = setInterval(() => void this.typing(message.channel_id), TYPING_EVERY_MS);
+        },
+        onDone: stopTyping,
+        onFailed: (error) => {
+          stopTyping();
+          void this.notice(message.channel_id, `⚠️ I couldn't finish that just now: ${error}`);
+        },
       },
     });
-    advance();
   }
 
   private async textOf(channel: string, message: APIMessage): Promise<string> {

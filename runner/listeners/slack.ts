@@ -1,17 +1,11 @@
 import { LogLevel, SocketModeClient } from "@slack/socket-mode";
 import { WebClient } from "@slack/web-api";
-import { wakeMode } from "../channels/designations.ts";
 import { errorMessage } from "../errors.ts";
 import type { Credential } from "../gateway/vault.ts";
 import { saveAttachment } from "./attachments.ts";
-import {
-  type ChannelMessage,
-  type ChatAdapter,
-  type GateOffer,
-  type ListenerHost,
-  Unauthorised,
-} from "./child.ts";
-import { cursorChannels, readCursor, writeCursor } from "./cursors.ts";
+import { type ChatAdapter, type GateOffer, type ListenerHost, Unauthorised } from "./child.ts";
+import { cursorChannels, readCursor } from "./cursors.ts";
+import { ChannelQueues, handOver } from "./hand-over.ts";
 import { handleSlackPress, postSlackOffer } from "./slack-offers.ts";
 
 /**
@@ -58,12 +52,13 @@ export class SlackListener implements ChatAdapter {
   private readonly responseOrigin: string;
   private botUser: string | undefined;
   private team = "";
-  private readonly chains = new Map<string, Promise<void>>();
+  private readonly queues: ChannelQueues;
 
   constructor(
     private readonly host: ListenerHost,
     credential: Credential,
   ) {
+    this.queues = new ChannelQueues(host.note);
     const { bot_token: bot, app_token: app } = credential;
     if (typeof bot !== "string" || !bot || typeof app !== "string" || !app)
       throw new Unauthorised('the credential needs "bot_token" and "app_token" fields');
@@ -143,7 +138,7 @@ export class SlackListener implements ChatAdapter {
 
   async stop(): Promise<void> {
     await this.socket.disconnect().catch(() => undefined);
-    await Promise.allSettled([...this.chains.values()]);
+    await this.queues.drain();
   }
 
   private channelOf(event: SlackMessageEvent): string {
@@ -157,10 +152,7 @@ export class SlackListener implements ChatAdapter {
     // edits, deletions, joins …: not messages anyone wrote to the worker
     if (event.subtype && event.subtype !== "file_share") return;
     const channel = this.channelOf(event);
-    const next = (this.chains.get(channel) ?? Promise.resolve())
-      .then(() => this.handle(channel, event))
-      .catch((error: unknown) => this.host.note(`${channel}: ${errorMessage(error)}`));
-    this.chains.set(channel, next);
+    this.queues.run(channel, () => this.handle(channel, event));
   }
 
   private async catchUp(): Promise<void> {
@@ -195,51 +187,45 @@ export class SlackListener implements ChatAdapter {
     }
   }
 
-  private async handle(channel: string, event: SlackMessageEvent): Promise<void> {
-    const { paths, worker } = this.host;
-    const cursor = readCursor(paths, worker, channel);
-    if (cursor && !laterTs(event.ts, cursor.last_id)) return; // handled already
-    const advance = () =>
-      writeCursor(paths, worker, channel, { platform_channel: event.channel, last_id: event.ts });
-    if (event.bot_id || !event.user || event.user === this.botUser) {
-      advance();
-      return;
-    }
-    const direct = channel.includes("-dm-");
-    const mentioned = this.botUser ? (event.text ?? "").includes(`<@${this.botUser}`) : false;
-    const inbound: ChannelMessage = {
-      channel,
-      author: event.user,
-      author_id: `slack:${event.user}`,
-      standing: direct ? "dm" : "member",
-      text: await this.textOf(channel, event),
-    };
-    if (!direct && !mentioned && wakeMode(paths, channel) === "mention") {
-      this.host.record(inbound);
-      advance();
-      return;
-    }
+  private handle(channel: string, event: SlackMessageEvent): Promise<void> {
     const react = (add: boolean) =>
       (add ? this.web.reactions.add : this.web.reactions.remove)
         .call(this.web.reactions, { channel: event.channel, timestamp: event.ts, name: WORKING })
         .catch(() => undefined);
-    await this.host.deliver(inbound, {
-      onStart: () => void react(true),
-      onDone: () => void react(false),
-      onFailed: (error) => {
-        void react(false);
-        void this.web.chat
-          .postMessage({
-            channel: event.channel,
-            text: `:warning: I couldn't finish that just now: ${error}`.slice(0, 3900),
-            ...(event.thread_ts ? { thread_ts: event.thread_ts } : {}),
-          })
-          .catch((failure: unknown) =>
-            this.host.note(`a failure notice was not posted: ${errorMessage(failure)}`),
-          );
+    const direct = channel.includes("-dm-");
+    const user = event.user ?? "";
+    return handOver(this.host, {
+      channel,
+      id: event.ts,
+      later: laterTs,
+      platformChannel: event.channel,
+      fromBot: Boolean(event.bot_id) || !user || user === this.botUser,
+      direct,
+      mentioned: this.botUser ? (event.text ?? "").includes(`<@${this.botUser}`) : false,
+      message: async () => ({
+        channel,
+        author: user,
+        author_id: `slack:${user}`,
+        standing: direct ? "dm" : "member",
+        text: await this.textOf(channel, event),
+      }),
+      hooks: {
+        onStart: () => void react(true),
+        onDone: () => void react(false),
+        onFailed: (error) => {
+          void react(false);
+          void this.web.chat
+            .postMessage({
+              channel: event.channel,
+              text: `:warning: I couldn't finish that just now: ${error}`.slice(0, 3900),
+              ...(event.thread_ts ? { thread_ts: event.thread_ts } : {}),
+            })
+            .catch((failure: unknown) =>
+              this.host.note(`a failure notice was not posted: ${errorMessage(failure)}`),
+            );
+        },
       },
     });
-    advance();
   }
 
   private async textOf(channel: string, event: SlackMessageEvent): Promise<string> {

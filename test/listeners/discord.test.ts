@@ -7,9 +7,10 @@ import { askHealth } from "../../runner/gateway/health.ts";
 import { type ListenerStatus, readListenerStatuses } from "../../runner/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { chatWorker, messageOf, until } from "../support/chat-turns.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
-import { ModelServer, type RecordedRequest, type Turn, textOf } from "../support/model-server.ts";
+import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 const docker = await testDocker();
@@ -20,51 +21,6 @@ const ROOM = "820000000000000001";
 const LOBBY = "820000000000000002";
 const ANA = { id: "830000000000000001", username: "ana" };
 const ROOM_ID = `discord-${GUILD}-${ROOM}`;
-
-/** The message block of a turn's input (the last user message), parsed. */
-function messageOf(request: RecordedRequest): { channel: string; text: string } | undefined {
-  const input = textOf(
-    [...(request.body.messages ?? [])].reverse().find((m) => m.role === "user")?.content,
-  );
-  for (const line of input.split("\n")) {
-    try {
-      const block = JSON.parse(line) as { block?: string; channel?: string; text?: string };
-      if (block.block === "message")
-        return { channel: block.channel ?? "", text: block.text ?? "" };
-    } catch {
-      // not a block line
-    }
-  }
-  return undefined;
-}
-
-/**
- * The worker: "send: X" makes it propose discord_send with X into the
- * channel it was written in; anything else gets a plain (unshown) answer.
- */
-const worker = (request: RecordedRequest): Turn => {
-  const last = request.body.messages?.at(-1);
-  if (last?.role === "tool") return { text: "ok" };
-  const message = messageOf(request);
-  const send = /send: (.*)$/.exec(message?.text ?? "")?.[1];
-  if (send && message)
-    return {
-      toolCalls: [{ name: "discord_send", arguments: { channel_id: message.channel, text: send } }],
-      // "slow send:" gives a test time to arrange something before the send
-      ...(message.text.includes("slow send:") ? { delayMs: 2_000 } : {}),
-    };
-  return { text: `noted: ${message?.text ?? "?"}` };
-};
-
-async function until<T>(probe: () => T | undefined | false, what: string, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe.skipIf(!docker)("the Discord listener under roster server", () => {
   let model: ModelServer;
@@ -112,7 +68,7 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
 
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
-    model.play(...Array.from({ length: 80 }, () => worker));
+    model.play(...Array.from({ length: 80 }, () => chatWorker("discord_send")));
     discord = await DiscordStandIn.start({
       token: TOKEN,
       channels: [ROOM, LOBBY],
@@ -197,7 +153,7 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
 
   it("in an untrusted channel the reply waits as a gate and goes out once approved", async () => {
     post(LOBBY, "send: Welcome to the lobby");
-    const gate = await untilAsync(async () => {
+    const gate = await until(async () => {
       const ls = await deployment.roster(["approvals", "ls", "--json"]);
       return ls.stdout
         .trim()
@@ -321,17 +277,3 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
     );
   });
 });
-
-async function untilAsync<T>(
-  probe: () => Promise<T | undefined>,
-  what: string,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}

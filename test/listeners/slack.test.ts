@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askHealth } from "../../runner/gateway/health.ts";
 import { type ListenerStatus, readListenerStatuses } from "../../runner/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
+import { chatWorker, messageOf, until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
-import { ModelServer, type RecordedRequest, type Turn, textOf } from "../support/model-server.ts";
+import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 import { SlackStandIn } from "../support/slack-stand-in.ts";
 
@@ -19,45 +20,6 @@ const ROOM = "C0ROOM01";
 const LOBBY = "C0LOBBY2";
 const ANA = "U0ANA001";
 const ROOM_ID = `slack-t0roster-${ROOM.toLowerCase()}`;
-
-function messageOf(request: RecordedRequest): { channel: string; text: string } | undefined {
-  const input = textOf(
-    [...(request.body.messages ?? [])].reverse().find((m) => m.role === "user")?.content,
-  );
-  for (const line of input.split("\n")) {
-    try {
-      const block = JSON.parse(line) as { block?: string; channel?: string; text?: string };
-      if (block.block === "message")
-        return { channel: block.channel ?? "", text: block.text ?? "" };
-    } catch {
-      // not a block line
-    }
-  }
-  return undefined;
-}
-
-/** "send: X" → slack_send X into the channel it came from; anything else a plain answer. */
-const worker = (request: RecordedRequest): Turn => {
-  if (request.body.messages?.at(-1)?.role === "tool") return { text: "ok" };
-  const message = messageOf(request);
-  const send = /send: (.*)$/.exec(message?.text ?? "")?.[1];
-  if (send && message)
-    return {
-      toolCalls: [{ name: "slack_send", arguments: { channel_id: message.channel, text: send } }],
-      ...(message.text.includes("slow send:") ? { delayMs: 2_000 } : {}),
-    };
-  return { text: `noted: ${message?.text ?? "?"}` };
-};
-
-async function until<T>(probe: () => T | undefined | false, what: string, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe.skipIf(!docker)("the Slack listener under roster server", () => {
   let model: ModelServer;
@@ -97,7 +59,7 @@ describe.skipIf(!docker)("the Slack listener under roster server", () => {
 
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
-    model.play(...Array.from({ length: 60 }, () => worker));
+    model.play(...Array.from({ length: 60 }, () => chatWorker("slack_send")));
     slack = await SlackStandIn.start({
       botToken: BOT_TOKEN,
       appToken: APP_TOKEN,

@@ -1,0 +1,57 @@
+/**
+ * Shared by the chat listener tests: how a scripted worker reads the message
+ * block of its turn and answers it, and a polling wait. The worker itself is
+ * the scripted model (model-server.ts); nothing here stands in for roster.
+ */
+import { type RecordedRequest, type Turn, textOf } from "./model-server.ts";
+
+/** The message block of a turn's input (the last user message), parsed. */
+export function messageOf(request: RecordedRequest): { channel: string; text: string } | undefined {
+  const input = textOf(
+    [...(request.body.messages ?? [])].reverse().find((m) => m.role === "user")?.content,
+  );
+  for (const line of input.split("\n")) {
+    try {
+      const block = JSON.parse(line) as { block?: string; channel?: string; text?: string };
+      if (block.block === "message")
+        return { channel: block.channel ?? "", text: block.text ?? "" };
+    } catch {
+      // not a block line
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A scripted worker: "send: X" makes it propose `tool` with X into the channel
+ * it was written in ("slow send:" pauses first, so a test can arrange
+ * something before the send); anything else gets a plain answer nobody sees.
+ */
+export function chatWorker(tool: string): (request: RecordedRequest) => Turn {
+  return (request) => {
+    if (request.body.messages?.at(-1)?.role === "tool") return { text: "ok" };
+    const message = messageOf(request);
+    const send = /send: (.*)$/.exec(message?.text ?? "")?.[1];
+    if (send && message)
+      return {
+        toolCalls: [{ name: tool, arguments: { channel_id: message.channel, text: send } }],
+        ...(message.text.includes("slow send:") ? { delayMs: 2_000 } : {}),
+      };
+    return { text: `noted: ${message?.text ?? "?"}` };
+  };
+}
+
+/** The first truthy answer of `probe`, polled; fails naming what it waited for. */
+export async function until<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  ms = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
