@@ -67,6 +67,8 @@ export function isServerMessage(value: unknown): value is ServerMessage {
     (type === "recorded" ||
       type === "turn-started" ||
       type === "turn-done" ||
-      type === "turn-failed")
+      type === "turn-failed" ||
+      type === "offer" ||
+      type === "decided")
   );
 }

@@ -101,6 +101,7 @@ export class ListenerSupervisor {
       );
     for (const offer of desk.due((worker, platform) => live(worker, platform) !== undefined)) {
       const child = live(offer.worker, offer.platform)?.child;
+      this.options.note(`offering gate ${offer.gate_id} of ${offer.worker} in ${offer.channel}`);
       child?.send(
         {
           type: "offer",

@@ -191,7 +191,7 @@ describe.skipIf(!docker)("roster run", () => {
     expect(remaining).toHaveLength(0);
     expect(orphanRun ? readRecord(orphanRun.dir) : undefined).toMatchObject({
       state: "failed",
-      ended_by: "error",
+      ended_by: "crash",
     });
   });
 

@@ -32,7 +32,9 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
     readListenerStatuses(deployment.paths).find((status) => status.worker === worker);
   const startServer = async () => {
     const child = deployment.spawnRoster(["server", "start"]);
-    child.stderr.resume();
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
+    });
     server = child;
     await until(
       () => listener()?.state === "connected" && listener()?.pid,
@@ -192,6 +194,11 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
 
   it("the same after a server restart: caught up from the cursor, once each, in order", async () => {
     await stopServer();
+    // SIGTERM ended the live session cleanly: its record is finished, its box gone
+    const sessions = listRuns(deployment.paths.state, "elf").map((r) => readRecord(r.dir));
+    expect(sessions.length).toBeGreaterThan(0);
+    for (const record of sessions) expect(record?.state).not.toBe("running");
+    expect(sessions.some((r) => r?.ended_by === "idle" && r.state === "done")).toBe(true);
     const before = turns().length;
     post(ROOM, "six");
     post(ROOM, "seven");
@@ -202,6 +209,29 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
       `<@${discord.botUserId}> six`,
       `<@${discord.botUserId}> seven`,
     ]);
+  });
+
+  it("an attachment is saved in the channel's files/ and named to the worker by path", async () => {
+    const before = model.requests.length;
+    discord.post({
+      channel_id: ROOM,
+      guild_id: GUILD,
+      author: ANA,
+      content: `<@${discord.botUserId}> see the notes`,
+      mentions: [discord.botUserId],
+      attachments: [{ filename: "notes v2.txt", bytes: Buffer.from("line one\nline two\n") }],
+    });
+    await until(() => model.requests.length > before, "the turn");
+    const asked = model.requests[before];
+    const said = asked ? messageOf(asked) : undefined;
+    const path = /~\/channel\/files\/(\S+)/.exec(said?.text ?? "")?.[1];
+    expect(said?.text).toContain("see the notes");
+    expect(path).toMatch(/notes_v2\.txt$/);
+    const saved = readFileSync(
+      join(deployment.paths.data, "channels", ROOM_ID, "files", path ?? "missing"),
+      "utf8",
+    );
+    expect(saved).toBe("line one\nline two\n");
   });
 
   it("a 429 on the send is waited out and the message goes out once", async () => {

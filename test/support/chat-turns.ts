@@ -25,12 +25,20 @@ export function messageOf(request: RecordedRequest): { channel: string; text: st
 /**
  * A scripted worker: "send: X" makes it propose `tool` with X into the channel
  * it was written in ("slow send:" pauses first, so a test can arrange
- * something before the send); anything else gets a plain answer nobody sees.
+ * something before the send); "ask: X" proposes message_user with X (gated
+ * by default); anything else gets a plain answer nobody sees.
  */
 export function chatWorker(tool: string): (request: RecordedRequest) => Turn {
   return (request) => {
     if (request.body.messages?.at(-1)?.role === "tool") return { text: "ok" };
     const message = messageOf(request);
+    const ask = /ask: (.*)$/.exec(message?.text ?? "")?.[1];
+    if (ask)
+      return {
+        toolCalls: [
+          { name: "message_user", arguments: { text: ask, rationale: "the room asked" } },
+        ],
+      };
     const send = /send: (.*)$/.exec(message?.text ?? "")?.[1];
     if (send && message)
       return {

@@ -1,0 +1,182 @@
+import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { appendFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readListenerStatuses } from "../../runner/listeners/supervisor.ts";
+import { storeCredential } from "../../runner/runs/credentials.ts";
+import { chatWorker, until } from "../support/chat-turns.ts";
+import { DiscordStandIn } from "../support/discord-stand-in.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer } from "../support/model-server.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+const docker = await testDocker();
+
+const TOKEN = "discord-approvals-test-token";
+const GUILD = "810000000000000009";
+const ROOM = "820000000000000009";
+const ROOM_ID = `discord-${GUILD}-${ROOM}`;
+const ANA = { id: "830000000000000001", username: "ana" };
+const BEN = { id: "830000000000000002", username: "ben" };
+
+interface GateLine {
+  id: string;
+  state: string;
+  decided_by?: string;
+}
+
+describe.skipIf(!docker)("approvals from chat (Discord)", () => {
+  let model: ModelServer;
+  let discord: DiscordStandIn;
+  let deployment: RosterRoot;
+  let server: ChildProcess | undefined;
+
+  const gates = async (): Promise<GateLine[]> => {
+    const ls = await deployment.roster(["approvals", "ls", "--all", "--json"]);
+    return ls.stdout
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as GateLine);
+  };
+  /** The offer message for a gate: the bot's message whose buttons name it. */
+  const offerFor = (gate: string) =>
+    discord
+      .history(ROOM)
+      .find((m) => JSON.stringify(m.components ?? []).includes(`roster-gate:${gate}:approve`));
+  const ask = async (text: string): Promise<string> => {
+    const known = new Set((await gates()).map((g) => g.id));
+    discord.post({
+      channel_id: ROOM,
+      guild_id: GUILD,
+      author: ANA,
+      content: `<@${discord.botUserId}> ask: ${text}`,
+      mentions: [discord.botUserId],
+    });
+    const gate = await until(
+      async () => (await gates()).find((g) => !known.has(g.id) && g.state === "pending"),
+      "the gate",
+    );
+    await until(() => offerFor(gate.id), "the offer in the room");
+    return gate.id;
+  };
+  const auditLines = () =>
+    readFileSync(join(deployment.paths.audit, "decisions.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const responsesTo = (interaction: string) =>
+    discord.interactionResponses.filter((r) => r.interaction_id === interaction);
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    model.play(...Array.from({ length: 30 }, () => chatWorker("discord_send")));
+    discord = await DiscordStandIn.start({
+      token: TOKEN,
+      channels: [ROOM],
+      users: [ANA.id, BEN.id],
+      heartbeatInterval: 1_000,
+    });
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "APPROVALS-KEY",
+      extraOrg: [
+        '[[action]]\nname = "message-user"\nexecutor = "message-user"\n',
+        `[chat]\napprovers = ["discord:${ANA.id}"]\noffer_ttl_mins = 0.25\n`,
+      ].join("\n"),
+    });
+    await appendFile(
+      join(deployment.paths.config, "workers/elf/worker.toml"),
+      '\n[channels]\ndiscord = "discord"\n',
+    );
+    await storeCredential(deployment.paths.vault, "discord", {
+      token: TOKEN,
+      api_base: discord.apiBase,
+    });
+    expect((await deployment.roster(["channel", "trust", ROOM_ID])).code).toBe(0);
+    const child = deployment.spawnRoster(["server", "start"]);
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
+    });
+    server = child;
+    await until(
+      () => readListenerStatuses(deployment.paths).find((s) => s.state === "connected"),
+      "the listener",
+    );
+  });
+  afterAll(async () => {
+    const child = server;
+    if (child) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    await discord?.stop();
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("offers a gate with exactly what would be sent; a non-approver is refused privately and audited; an approver's press runs it once", async () => {
+    const gate = await ask("the deploy finished");
+    const offer = offerFor(gate);
+    expect(offer?.content).toContain("the deploy finished");
+    expect(offer?.content).toContain(`(${gate})`);
+
+    const refused = discord.press({
+      message_id: offer?.id ?? "",
+      custom_id: `roster-gate:${gate}:approve`,
+      user: BEN,
+    });
+    await until(() => responsesTo(refused.id).some((r) => r.type === "followup"), "the refusal");
+    const followup = responsesTo(refused.id).find((r) => r.type === "followup");
+    expect(String(followup?.data?.content)).toContain("not one of the approvers");
+    expect(Number(followup?.data?.flags) & 64).toBe(64);
+    expect((await gates()).find((g) => g.id === gate)?.state).toBe("pending");
+    const refusals = auditLines().filter(
+      (line) => line.kind === "action" && line.disposition === "refused",
+    );
+    expect(refusals.at(-1)).toMatchObject({ gate_id: gate, decided_by: `discord:${BEN.id}` });
+
+    // two presses at once, as two quick clicks would be: the gate runs once
+    const press = () =>
+      discord.press({
+        message_id: offer?.id ?? "",
+        custom_id: `roster-gate:${gate}:approve`,
+        user: ANA,
+      });
+    const clicks = [press(), press()];
+    const answered = (id: string) =>
+      responsesTo(id).some((r) => r.type === "edit_original" || r.type === "followup");
+    await until(() => clicks.every((click) => answered(click.id)), "both presses answered");
+    const edits = clicks.flatMap((click) =>
+      responsesTo(click.id).filter((r) => r.type === "edit_original"),
+    );
+    expect(edits.length).toBeGreaterThanOrEqual(1);
+    expect(String(edits[0]?.data?.content)).toContain(`approved and sent (by discord:${ANA.id})`);
+    expect(edits[0]?.data?.components).toEqual([]);
+    expect((await gates()).find((g) => g.id === gate)).toMatchObject({
+      state: "executed",
+      decided_by: `discord:${ANA.id}`,
+    });
+    const inbox = await deployment.roster(["inbox", "--json"]);
+    expect(inbox.stdout.split("the deploy finished").length - 1).toBe(1);
+  });
+
+  it("an offer past its time is refused; the gate stays pending for the desk", async () => {
+    const gate = await ask("a late note");
+    const offer = offerFor(gate);
+    await new Promise((resolve) => setTimeout(resolve, 16_000));
+    const late = discord.press({
+      message_id: offer?.id ?? "",
+      custom_id: `roster-gate:${gate}:deny`,
+      user: ANA,
+    });
+    await until(() => responsesTo(late.id).some((r) => r.type === "followup"), "the answer");
+    expect(
+      String(responsesTo(late.id).find((r) => r.type === "followup")?.data?.content),
+    ).toContain("this offer expired");
+    expect((await gates()).find((g) => g.id === gate)?.state).toBe("pending");
+    const denied = await deployment.roster(["approvals", "deny", gate]);
+    expect(denied.code, denied.stderr).toBe(0);
+  });
+});
