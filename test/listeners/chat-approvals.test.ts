@@ -10,6 +10,7 @@ import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { SlackStandIn } from "../support/slack-stand-in.ts";
 
 const docker = await testDocker();
 
@@ -178,5 +179,100 @@ describe.skipIf(!docker)("approvals from chat (Discord)", () => {
     expect((await gates()).find((g) => g.id === gate)?.state).toBe("pending");
     const denied = await deployment.roster(["approvals", "deny", gate]);
     expect(denied.code, denied.stderr).toBe(0);
+  });
+});
+
+describe.skipIf(!docker)("approvals from chat (Slack)", () => {
+  const ROOM = "C0APPROV";
+  const ROOM_ID = `slack-t0roster-${ROOM.toLowerCase()}`;
+  const ANA = "U0ANA001";
+  const BEN = "U0BEN002";
+  let model: ModelServer;
+  let slack: SlackStandIn;
+  let deployment: RosterRoot;
+  let server: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    model.play(...Array.from({ length: 10 }, () => chatWorker("slack_send")));
+    slack = await SlackStandIn.start({
+      botToken: "xoxb-approvals",
+      appToken: "xapp-approvals",
+      channels: [ROOM],
+      users: [ANA, BEN],
+    });
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "SLACK-APPROVALS-KEY",
+      extraOrg: [
+        '[[action]]\nname = "message-user"\nexecutor = "message-user"\n',
+        `[chat]\napprovers = ["slack:${ANA}"]\n`,
+      ].join("\n"),
+    });
+    await appendFile(
+      join(deployment.paths.config, "workers/elf/worker.toml"),
+      '\n[channels]\nslack = "slack"\n',
+    );
+    await storeCredential(deployment.paths.vault, "slack", {
+      bot_token: "xoxb-approvals",
+      app_token: "xapp-approvals",
+      api_base: slack.apiBase,
+    });
+    expect((await deployment.roster(["channel", "trust", ROOM_ID])).code).toBe(0);
+    const child = deployment.spawnRoster(["server", "start"]);
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
+    });
+    server = child;
+    await until(
+      () => readListenerStatuses(deployment.paths).find((s) => s.state === "connected"),
+      "the listener",
+    );
+  });
+  afterAll(async () => {
+    const child = server;
+    if (child) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    await slack?.stop();
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("a non-approver gets an ephemeral refusal; an approver's press runs the gate and replaces the offer", async () => {
+    slack.post({ channel: ROOM, user: ANA, text: `<@${slack.botUserId}> ask: build is green` });
+    const offer = await until(
+      () => slack.history(ROOM).find((m) => JSON.stringify(m.blocks ?? []).includes(":approve")),
+      "the offer",
+    );
+    const gate = /roster-gate:(g-[0-9a-f]+):approve/.exec(JSON.stringify(offer.blocks))?.[1] ?? "";
+    expect(offer.text).toContain("build is green");
+
+    slack.press({
+      channel: ROOM,
+      message_ts: offer.ts,
+      action_id: `roster-gate:${gate}:approve`,
+      user: BEN,
+    });
+    const refusal = await until(
+      () => slack.ephemerals.find((e) => e.user === BEN),
+      "the ephemeral refusal",
+    );
+    expect(refusal.text).toContain("not one of the approvers");
+
+    slack.press({
+      channel: ROOM,
+      message_ts: offer.ts,
+      action_id: `roster-gate:${gate}:approve`,
+      user: ANA,
+    });
+    const replaced = await until(
+      () => slack.responses.find((r) => JSON.stringify(r.body).includes("approved and sent")),
+      "the offer to be replaced",
+    );
+    expect(replaced.body).toMatchObject({ replace_original: true });
+    const inbox = await deployment.roster(["inbox", "--json"]);
+    expect(inbox.stdout.split("build is green").length - 1).toBe(1);
   });
 });
