@@ -4,8 +4,17 @@
  * 429 as Discord sends one, "Invalid Form Body" errors, the history query's
  * validation — and its CDN serving attachment bytes.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { StoredAttachment } from "./discord-objects.ts";
+
+/** One HTTP request as it arrived, body parsed. */
+export interface DiscordRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown>;
+}
 
 const BUCKET = "d1a2b3c4e5f60718293a4b5c6d7e8f90";
 const RESET_AFTER_SECONDS = 1;
@@ -70,18 +79,26 @@ export interface FieldError {
   message: string;
 }
 
-/** Discord's 400 for a request field it refuses. */
+/**
+ * Discord's 400 for a request field it refuses. A dotted field
+ * ("components.0.components.1.custom_id") nests the way Discord's error tree
+ * does, one object per step down the body.
+ */
 export function invalidFormBody(res: ServerResponse, error: FieldError): void {
-  reply(res, 400, {
-    message: "Invalid Form Body",
-    code: 50035,
-    errors: { [error.field]: { _errors: [{ code: error.code, message: error.message }] } },
-  });
+  const errors = error.field
+    .split(".")
+    .reduceRight<Record<string, unknown>>((inner, key) => ({ [key]: inner }), {
+      _errors: [{ code: error.code, message: error.message }],
+    });
+  reply(res, 400, { message: "Invalid Form Body", code: 50035, errors });
 }
 
-/** What POST /channels/:id/messages refuses in `content`, as Discord words it. */
-export function contentError(content: string): FieldError | undefined {
-  if (!content.trim()) {
+/**
+ * What a message body refuses in `content`, as Discord words it. Content may
+ * be empty when the message carries other parts (components), as on Discord.
+ */
+export function contentError(content: string, otherParts = false): FieldError | undefined {
+  if (!content.trim() && !otherParts) {
     return { field: "content", code: "BASE_TYPE_REQUIRED", message: "This field is required" };
   }
   if (content.length > 2000) {

@@ -1,18 +1,27 @@
 /**
  * Discord's object shapes for the Discord stand-in (discord-stand-in.ts):
- * snowflakes, users, messages and attachments as Discord's HTTP API and
- * gateway serialize them. Typed against discord-api-types so a field Discord
- * always sends can't silently go missing from the double.
+ * snowflakes, users, messages, attachments and button interactions as
+ * Discord's HTTP API and gateway serialize them. Typed against
+ * discord-api-types so a field Discord always sends can't silently go missing
+ * from the double.
  */
 import { randomBytes } from "node:crypto";
 import {
   type APIAttachment,
   type APIGuildMemberNoUser,
   type APIMessage,
+  type APIMessageComponentButtonInteraction,
+  type APIMessageTopLevelComponent,
   type APIUser,
+  ApplicationIntegrationType,
+  ChannelType,
+  ComponentType,
   GatewayIntentBits,
   type GatewayMessageCreateDispatchData,
   type GuildMemberFlags,
+  InteractionContextType,
+  InteractionType,
+  Locale,
   type MessageFlags,
   MessageType,
   type UserFlags,
@@ -40,6 +49,45 @@ export class Snowflakes {
     this.last = minted > this.last ? minted : this.last + 1n;
     return String(this.last);
   }
+}
+
+/** A message the bot sent through POST /channels/:id/messages. */
+export interface DiscordMessage {
+  id: string;
+  channel_id: string;
+  content: string;
+  nonce?: string;
+  /** Present when the message carried components, as Discord stored them. */
+  components?: APIMessageTopLevelComponent[];
+}
+
+/** A user's message, as a test posts it with `post()`. */
+export interface PostedMessage {
+  channel_id: string;
+  /** Absent for a DM channel. */
+  guild_id?: string;
+  author: PostedAuthor;
+  content: string;
+  /** User ids the message mentions. */
+  mentions?: string[];
+  attachments?: { filename: string; bytes: Buffer; content_type?: string }[];
+}
+
+/** GET /gateway/bot's answer: one shard, and starts to spare. */
+export function gatewayBot(url: string) {
+  const session_start_limit = { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 };
+  return { url, shards: 1, session_start_limit };
+}
+
+/** The DM channel POST /users/@me/channels answers. */
+export function dmChannel(id: string, recipient: string) {
+  return {
+    id,
+    type: 1,
+    last_message_id: null,
+    flags: 0,
+    recipients: [{ id: recipient, username: "owner", discriminator: "0", global_name: null }],
+  };
 }
 
 /** Who a test says posted a message. */
@@ -138,6 +186,7 @@ export function apiMessage(fields: {
   content: string;
   mentions: APIUser[];
   attachments: APIAttachment[];
+  components?: APIMessageTopLevelComponent[];
 }): APIMessage {
   return {
     type: MessageType.Default,
@@ -153,14 +202,14 @@ export function apiMessage(fields: {
     mention_roles: [],
     attachments: fields.attachments,
     embeds: [],
-    components: [],
+    components: fields.components ?? [],
     pinned: false,
     flags: NO_FLAGS,
   };
 }
 
-/** The partial member Discord adds to guild MESSAGE_CREATE payloads. */
-function member(): APIGuildMemberNoUser {
+/** The partial member Discord adds to guild MESSAGE_CREATE payloads (and, with user and permissions, to interactions). */
+export function member(): APIGuildMemberNoUser {
   return {
     roles: [],
     joined_at: discordTimestamp(new Date(Date.now() - 86_400_000)),
@@ -231,4 +280,61 @@ export function historyPage(
   const older =
     before === undefined ? [...history] : history.filter((message) => BigInt(message.id) < before);
   return older.slice(-limit).reverse();
+}
+
+/** The upload limit Discord states on interactions in a guild without boosts. */
+const ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024;
+
+/** What a button press's INTERACTION_CREATE is built from. */
+export interface ButtonPress {
+  id: string;
+  token: string;
+  applicationId: string;
+  /** The pressed message, whole, as stored. */
+  message: APIMessage;
+  customId: string;
+  user: APIUser;
+  guildId: string | undefined;
+}
+
+/**
+ * The INTERACTION_CREATE payload of a button press (type 3,
+ * MESSAGE_COMPONENT): in a guild the presser comes as `member` (user inside,
+ * with permissions), in a DM as `user`.
+ */
+export function buttonInteraction(press: ButtonPress): APIMessageComponentButtonInteraction {
+  const { guildId, message, user } = press;
+  const common = {
+    id: press.id,
+    application_id: press.applicationId,
+    type: InteractionType.MessageComponent as const,
+    token: press.token,
+    version: 1 as const,
+    channel_id: message.channel_id,
+    message,
+    data: { custom_id: press.customId, component_type: ComponentType.Button as const },
+    locale: Locale.EnglishUS,
+    app_permissions: "0",
+    entitlements: [],
+    // A guild-installed app is authorised by the guild; in a DM with the bot Discord names guild "0".
+    authorizing_integration_owners: { [ApplicationIntegrationType.GuildInstall]: guildId ?? "0" },
+    attachment_size_limit: ATTACHMENT_SIZE_LIMIT,
+  };
+  if (!guildId) {
+    return {
+      ...common,
+      channel: { id: message.channel_id, type: ChannelType.DM },
+      user,
+      context: InteractionContextType.BotDM,
+    };
+  }
+  return {
+    ...common,
+    guild_id: guildId,
+    guild: { id: guildId, features: [], locale: Locale.EnglishUS },
+    guild_locale: Locale.EnglishUS,
+    channel: { id: message.channel_id, type: ChannelType.GuildText, guild_id: guildId },
+    member: { ...member(), user, permissions: "0" },
+    context: InteractionContextType.Guild,
+  };
 }

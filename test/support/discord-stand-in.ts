@@ -11,24 +11,22 @@
  *   `{message, retry_after, global}`);
  * - unauthenticated CDN downloads of attachments at /attachments/…;
  * - the gateway as a WebSocket upgrade on the same server
- *   (discord-gateway-stand-in.ts).
+ *   (discord-gateway-stand-in.ts);
+ * - message components (action rows of buttons, discord-components.ts) and
+ *   the interactions a press of one starts, with their token-authenticated
+ *   callback and webhook routes (discord-interactions.ts).
  * Every HTTP request is recorded as it arrived (method, path, query, headers,
  * parsed body) so tests assert real request shapes; `post()` plays a user
- * posting in a channel.
+ * posting in a channel and `press()` a user pressing a button.
  */
-import {
-  createServer,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { APIMessage, APIUser } from "discord-api-types/v10";
-import { GatewayDispatchEvents } from "discord-api-types/v10";
+import { DiscordChannels } from "./discord-channels.ts";
+import { type ButtonRow, messageBody } from "./discord-components.ts";
 import { DiscordGateway } from "./discord-gateway-stand-in.ts";
 import {
-  contentError,
+  type DiscordRequest,
   historyQuery,
   invalidFormBody,
   limitHeaders,
@@ -38,44 +36,27 @@ import {
   serveAttachment,
 } from "./discord-http.ts";
 import {
+  DiscordInteractions,
+  type InteractionResponse,
+  type Press,
+} from "./discord-interactions.ts";
+import {
   apiAttachment,
   apiMessage,
   apiUser,
+  type DiscordMessage,
+  dmChannel,
+  gatewayBot,
   historyPage,
-  messageCreateFor,
-  type PostedAuthor,
+  type PostedMessage,
   Snowflakes,
   type StoredAttachment,
   storedAttachment,
 } from "./discord-objects.ts";
 
-export interface DiscordRequest {
-  method: string;
-  path: string;
-  query: Record<string, string>;
-  headers: IncomingHttpHeaders;
-  body: Record<string, unknown>;
-}
-
-/** A message the bot sent through POST /channels/:id/messages. */
-export interface DiscordMessage {
-  id: string;
-  channel_id: string;
-  content: string;
-  nonce?: string;
-}
-
-/** A user's message, as a test posts it with `post()`. */
-export interface PostedMessage {
-  channel_id: string;
-  /** Absent for a DM channel. */
-  guild_id?: string;
-  author: PostedAuthor;
-  content: string;
-  /** User ids the message mentions. */
-  mentions?: string[];
-  attachments?: { filename: string; bytes: Buffer; content_type?: string }[];
-}
+export type { DiscordRequest } from "./discord-http.ts";
+export type { InteractionResponse, Press } from "./discord-interactions.ts";
+export type { DiscordMessage, PostedMessage } from "./discord-objects.ts";
 
 export class DiscordStandIn {
   readonly requests: DiscordRequest[] = [];
@@ -92,19 +73,24 @@ export class DiscordStandIn {
   private readonly ids = new Snowflakes();
   private readonly channels: Set<string>;
   private readonly users: Set<string>;
-  /** Every channel's messages, users' and the bot's alike, oldest first. */
-  private readonly histories = new Map<string, APIMessage[]>();
-  /** The guild of a channel a test posted into with a guild_id; other channels are DMs. */
-  private readonly guildOf = new Map<string, string>();
+  /** Every channel's messages, users' and the bot's alike, and the guild a channel is in. */
+  private readonly channelMessages: DiscordChannels;
   private readonly directory = new Map<string, APIUser>();
   private readonly attachments = new Map<string, StoredAttachment>();
   /** The gateway's own records and hooks (RECONNECT, INVALID_SESSION, close codes, queries). */
   readonly gateway: DiscordGateway;
+  private readonly interactions: DiscordInteractions;
 
   private constructor(
     private readonly server: Server,
     private readonly token: string,
-    options: { channels: string[]; users: string[]; botUserId: string; heartbeatInterval: number },
+    options: {
+      channels: string[];
+      users: string[];
+      botUserId: string;
+      heartbeatInterval: number;
+      interactionWindowMs: number;
+    },
   ) {
     this.channels = new Set(options.channels);
     this.users = new Set(options.users);
@@ -119,6 +105,15 @@ export class DiscordStandIn {
       applicationId: options.botUserId,
       url: () => this.gatewayUrl,
     });
+    this.channelMessages = new DiscordChannels(this.gateway, this.botUserId);
+    this.interactions = new DiscordInteractions({
+      applicationId: options.botUserId,
+      botUser: this.botUser,
+      ids: this.ids,
+      responseWindowMs: options.interactionWindowMs,
+      channels: this.channelMessages,
+      gateway: this.gateway,
+    });
   }
 
   static async start(options: {
@@ -128,6 +123,8 @@ export class DiscordStandIn {
     botUserId?: string;
     /** HELLO's heartbeat_interval in ms; Discord's is 41250, tests want it short. */
     heartbeatInterval?: number;
+    /** How long an interaction waits for its initial callback; Discord's is 3 s. */
+    interactionWindowMs?: number;
   }): Promise<DiscordStandIn> {
     let standIn: DiscordStandIn | undefined;
     const server = createServer((req, res) => {
@@ -142,6 +139,7 @@ export class DiscordStandIn {
       users: options.users ?? [],
       botUserId: options.botUserId ?? "1290000000000000001",
       heartbeatInterval: options.heartbeatInterval ?? 41_250,
+      interactionWindowMs: options.interactionWindowMs ?? 3_000,
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return standIn;
@@ -173,7 +171,7 @@ export class DiscordStandIn {
 
   /** A channel's messages, oldest first. */
   history(channelId: string): readonly APIMessage[] {
-    return this.histories.get(channelId) ?? [];
+    return this.channelMessages.history(channelId);
   }
 
   /**
@@ -185,7 +183,7 @@ export class DiscordStandIn {
     const channel = message.channel_id;
     // A user can only post in a channel that exists, so posting makes it one the API knows.
     this.channels.add(channel);
-    if (message.guild_id) this.guildOf.set(channel, message.guild_id);
+    if (message.guild_id) this.channelMessages.setGuild(channel, message.guild_id);
     const author = apiUser(message.author);
     this.directory.set(author.id, author);
     const attachments = (message.attachments ?? []).map((file) => {
@@ -203,8 +201,21 @@ export class DiscordStandIn {
       ),
       attachments,
     });
-    this.store(stored);
+    this.channelMessages.add(stored);
     return stored;
+  }
+
+  /**
+   * A user presses a button on a stored message: INTERACTION_CREATE goes to every
+   * identified session. Returns the id and token the callback and webhook routes take.
+   */
+  press(input: Press): { id: string; token: string } {
+    return this.interactions.press(input);
+  }
+
+  /** Callbacks, @original edits and followups the bot answered interactions with, in order. */
+  get interactionResponses(): readonly InteractionResponse[] {
+    return this.interactions.responses;
   }
 
   /** Ends every gateway socket: abruptly (a network drop, 1006) by default, else with `code`. */
@@ -265,8 +276,9 @@ export class DiscordStandIn {
     this.typing.length = 0;
     this.downloads.length = 0;
     this.limits.length = 0;
-    this.histories.clear();
+    this.channelMessages.clear();
     this.attachments.clear();
+    this.interactions.reset();
     this.gateway.resetRecords();
   }
 
@@ -274,18 +286,6 @@ export class DiscordStandIn {
     await this.gateway.close();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  /** Adds a message to its channel's history and dispatches MESSAGE_CREATE. */
-  private store(message: APIMessage, nonce?: string): void {
-    const history = this.histories.get(message.channel_id) ?? [];
-    history.push(message);
-    this.histories.set(message.channel_id, history);
-    const guildId = this.guildOf.get(message.channel_id);
-    const sent = nonce ? { ...message, nonce } : message;
-    this.gateway.dispatch(GatewayDispatchEvents.MessageCreate, (session) =>
-      messageCreateFor(sent, guildId, session.intents, this.botUserId),
-    );
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -302,18 +302,14 @@ export class DiscordStandIn {
       rateLimited(res, limit);
       return;
     }
+    // Interaction routes come before the bot-token check: their token is in the path.
+    if (this.interactions.route(req.method ?? "", path, body, res)) return;
     if (req.headers.authorization !== `Bot ${this.token}`) {
       reply(res, 401, { message: "401: Unauthorized", code: 0 });
       return;
     }
     if (req.method === "GET" && path === "/api/v10/gateway/bot") {
-      const session_start_limit = {
-        total: 1000,
-        remaining: 999,
-        reset_after: 0,
-        max_concurrency: 1,
-      };
-      reply(res, 200, { url: this.gatewayUrl, shards: 1, session_start_limit }, limitHeaders(4));
+      reply(res, 200, gatewayBot(this.gatewayUrl), limitHeaders(4));
       return;
     }
     if (req.method === "POST" && path === "/api/v10/users/@me/channels") {
@@ -324,13 +320,7 @@ export class DiscordStandIn {
       }
       const id = this.dmChannelOf(recipient);
       this.channels.add(id);
-      reply(res, 200, {
-        id,
-        type: 1,
-        last_message_id: null,
-        flags: 0,
-        recipients: [{ id: recipient, username: "owner", discriminator: "0", global_name: null }],
-      });
+      reply(res, 200, dmChannel(id, recipient));
       return;
     }
     const match = /^\/api\/v10\/channels\/([0-9]+)\/(messages|typing)$/.exec(path);
@@ -357,12 +347,12 @@ export class DiscordStandIn {
 
   /** POST /channels/:id/messages, deduplicated on an enforced nonce as Discord does. */
   private sendMessage(res: ServerResponse, channel: string, body: Record<string, unknown>): void {
-    const content = typeof body.content === "string" ? body.content : "";
-    const refused = contentError(content);
-    if (refused) {
-      invalidFormBody(res, refused);
+    const parts = messageBody(body);
+    if ("field" in parts) {
+      invalidFormBody(res, parts);
       return;
     }
+    const { content, components } = parts;
     const nonce = typeof body.nonce === "string" ? body.nonce : undefined;
     const earlier =
       nonce && body.enforce_nonce === true
@@ -370,12 +360,17 @@ export class DiscordStandIn {
         : undefined;
     const posted =
       (earlier && this.history(earlier.channel_id).find((message) => message.id === earlier.id)) ??
-      this.sendAsBot(channel, content, nonce);
+      this.sendAsBot(channel, content, nonce, components);
     reply(res, 200, { ...posted, ...(nonce ? { nonce } : {}) }, limitHeaders(4));
   }
 
   /** The bot's own message: recorded, stored in the history, and echoed on the gateway as Discord does. */
-  private sendAsBot(channel: string, content: string, nonce: string | undefined): APIMessage {
+  private sendAsBot(
+    channel: string,
+    content: string,
+    nonce: string | undefined,
+    components: ButtonRow[],
+  ): APIMessage {
     const message = apiMessage({
       id: this.ids.next(),
       channelId: channel,
@@ -383,14 +378,16 @@ export class DiscordStandIn {
       content,
       mentions: [],
       attachments: [],
+      components,
     });
     this.messages.push({
       id: message.id,
       channel_id: channel,
       content,
       ...(nonce ? { nonce } : {}),
+      ...(components.length > 0 ? { components } : {}),
     });
-    this.store(message, nonce);
+    this.channelMessages.add(message, nonce);
     return message;
   }
 }

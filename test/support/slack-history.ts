@@ -68,6 +68,21 @@ export class ChannelHistory {
     return this.all(channel).find((message) => message.ts === ts);
   }
 
+  /** Puts a message in the place of the one with its ts (an edit keeps a message's ts). */
+  replace(channel: string, message: StoredMessage): void {
+    const list = this.channels.get(channel) ?? [];
+    const at = list.findIndex((stored) => stored.ts === message.ts);
+    if (at >= 0) list[at] = message;
+  }
+
+  remove(channel: string, ts: string): void {
+    const list = this.channels.get(channel) ?? [];
+    this.channels.set(
+      channel,
+      list.filter((message) => message.ts !== ts),
+    );
+  }
+
   clear(): void {
     this.channels.clear();
   }

@@ -3,9 +3,11 @@
  * messages as conversations.history returns them, file objects, and the
  * Events API payloads Socket Mode wraps in envelopes — field for field as
  * Slack sends them, for the fields roster reads and the ones a listener is
- * likely to trip over (subtype "file_share", bot_id on the app's own posts).
+ * likely to trip over (subtype "file_share", bot_id on the app's own posts,
+ * the hidden message_changed / message_deleted that edits send).
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import type { SlackBlock } from "./slack-blocks.ts";
 
 /** Who the stand-in's workspace and app are; fixed so tests can name them. */
 export interface SlackIdentity {
@@ -67,6 +69,10 @@ export interface StoredMessage {
   files?: SlackFile[];
   upload?: false;
   display_as_bot?: false;
+  /** Block Kit, as stored (slack-blocks.ts). */
+  blocks?: SlackBlock[];
+  /** Set once the app has edited the message. */
+  edited?: { user: string; ts: string };
 }
 
 /** Slack's channel_type on message events: D… is a DM, G… a private channel or group DM. */
@@ -102,6 +108,32 @@ export function slackId(prefix: string, length = 10): string {
   return id;
 }
 
+/** The file object of an upload, its URLs on the stand-in's origin (served to the bot token only). */
+export function slackFile(
+  origin: string,
+  user: string,
+  file: { name: string; bytes: Buffer; mimetype?: string },
+): SlackFile {
+  const id = slackId("F");
+  const url = `${origin}/files/${id}/${encodeURIComponent(file.name)}`;
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    id,
+    created: now,
+    timestamp: now,
+    name: file.name,
+    title: file.name,
+    mimetype: file.mimetype ?? guessMimetype(file.name),
+    filetype: file.name.includes(".") ? (file.name.split(".").pop() ?? "") : "binary",
+    user,
+    size: file.bytes.length,
+    mode: "hosted",
+    is_external: false,
+    url_private: url,
+    url_private_download: url,
+  };
+}
+
 /** A user's message, as stored; `files` already carry their download URLs. */
 export function userMessage(
   identity: SlackIdentity,
@@ -125,7 +157,13 @@ export function userMessage(
 /** The app's own post (chat.postMessage with the bot token): a bot message with the bot's user. */
 export function botMessage(
   identity: SlackIdentity,
-  input: { text: string; ts: string; thread_ts?: string; parentUser?: string },
+  input: {
+    text: string;
+    ts: string;
+    thread_ts?: string;
+    parentUser?: string;
+    blocks?: SlackBlock[];
+  },
 ): StoredMessage {
   return {
     type: "message",
@@ -133,6 +171,7 @@ export function botMessage(
     user: identity.botUserId,
     text: input.text,
     team: identity.teamId,
+    ...(input.blocks && input.blocks.length > 0 ? { blocks: input.blocks } : {}),
     bot_id: identity.botId,
     app_id: identity.appId,
     bot_profile: {
@@ -154,6 +193,48 @@ function threadFields(threadTs: string | undefined, ts: string, parentUser: stri
 /** The `message` event for a stored message in `channel`. */
 export function messageEvent(channel: string, message: StoredMessage): Record<string, unknown> {
   return { ...message, channel, event_ts: message.ts, channel_type: channelType(channel) };
+}
+
+/**
+ * The hidden `message_changed` event an edit sends (ts is the edit's own);
+ * the message itself, with its new fields, rides inside.
+ */
+export function messageChangedEvent(
+  channel: string,
+  previous: StoredMessage,
+  message: StoredMessage,
+  ts: string,
+): Record<string, unknown> {
+  return {
+    type: "message",
+    subtype: "message_changed",
+    hidden: true,
+    message,
+    previous_message: previous,
+    channel,
+    ts,
+    event_ts: ts,
+    channel_type: channelType(channel),
+  };
+}
+
+/** The hidden `message_deleted` event a deletion sends. */
+export function messageDeletedEvent(
+  channel: string,
+  previous: StoredMessage,
+  ts: string,
+): Record<string, unknown> {
+  return {
+    type: "message",
+    subtype: "message_deleted",
+    hidden: true,
+    deleted_ts: previous.ts,
+    previous_message: previous,
+    channel,
+    ts,
+    event_ts: ts,
+    channel_type: channelType(channel),
+  };
 }
 
 /** The `app_mention` event Slack sends besides `message` when a user's text mentions the bot. */

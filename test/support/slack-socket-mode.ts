@@ -3,15 +3,17 @@
  * DOUBLE for Slack's Socket Mode link, which can't be reached from here,
  * speaking its real protocol on the stand-in's HTTP server via WebSocket
  * upgrade — single-use tickets from apps.connections.open, `hello`,
- * `events_api` envelopes acked by `{envelope_id, payload?}`, redelivery of
- * unacked envelopes with retry_attempt/retry_reason "timeout", `disconnect`
- * messages, and pings the way Slack's server sends them.
+ * `events_api` envelopes and `interactive` ones (a button press's
+ * block_actions) acked by `{envelope_id, payload?}`, redelivery of unacked
+ * envelopes (events_api ones with retry_attempt/retry_reason "timeout"),
+ * `disconnect` messages, and pings the way Slack's server sends them.
  *
  * Choices where Slack isn't observable from here, kept simple and fixed:
  * each envelope goes to ONE connected socket (round robin), as Slack spreads
  * events over an app's connections; every delivery gets its own envelope_id
- * (the event_id inside stays), and an ack of any of them settles the event;
- * a retry that falls due while nothing is connected is spent, not kept; an
+ * (the event_id or trigger_id inside stays), and an ack of any of them
+ * settles it; an unacked interaction is sent again just like an event; a
+ * retry that falls due while nothing is connected is spent, not kept; an
  * unknown or reused ticket is refused with HTTP 401.
  */
 import { randomUUID } from "node:crypto";
@@ -32,10 +34,15 @@ export interface SocketModeOptions {
 /** One envelope as sent. */
 export interface Envelope {
   envelope_id: string;
+  type: EnvelopeType;
+  /** The Events API event_id, or an interaction's trigger_id. */
   event_id: string;
+  /** The event's type, or the interaction's (block_actions). */
   event_type: string;
   retry_attempt: number;
 }
+
+export type EnvelopeType = "events_api" | "interactive";
 
 /** One ack as received; `settled` is false for an envelope that was already settled or unknown. */
 export interface Ack {
@@ -45,7 +52,10 @@ export interface Ack {
 }
 
 interface Pending {
-  payload: Record<string, unknown> & { event_id: string };
+  /** What an ack settles: the event_id, or the interaction's trigger_id. */
+  key: string;
+  type: EnvelopeType;
+  payload: Record<string, unknown>;
   eventType: string;
   attempt: number;
   timer: NodeJS.Timeout | undefined;
@@ -74,7 +84,7 @@ export class SocketModeServer {
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly tickets = new Set<string>();
   private readonly sockets = new Set<WebSocket>();
-  /** Unacked events by event_id. */
+  /** Unacked events by event_id, interactions by trigger_id. */
   private readonly pending = new Map<string, Pending>();
   private readonly eventOfEnvelope = new Map<string, string>();
   private refusing = false;
@@ -131,11 +141,19 @@ export class SocketModeServer {
    * for an app that isn't connected, so a listener catches up from history.
    */
   deliver(payload: Record<string, unknown> & { event_id: string }, eventType: string): boolean {
-    if (this.live().length === 0) return false;
-    const pending: Pending = { payload, eventType, attempt: 0, timer: undefined };
-    this.pending.set(payload.event_id, pending);
-    this.send(pending);
-    return true;
+    return this.enqueue({ key: payload.event_id, type: "events_api", payload, eventType });
+  }
+
+  /** Sends an interaction (a block_actions payload) the same way, tracked by its trigger_id. */
+  deliverInteraction(
+    payload: Record<string, unknown> & { trigger_id: string; type: string },
+  ): boolean {
+    return this.enqueue({
+      key: payload.trigger_id,
+      type: "interactive",
+      payload,
+      eventType: payload.type,
+    });
   }
 
   /** Ends every socket abruptly, no close frame (a network drop). */
@@ -178,6 +196,14 @@ export class SocketModeServer {
     this.pending.clear();
     this.dropAll();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+  }
+
+  private enqueue(envelope: Pick<Pending, "key" | "type" | "payload" | "eventType">): boolean {
+    if (this.live().length === 0) return false;
+    const pending: Pending = { ...envelope, attempt: 0, timer: undefined };
+    this.pending.set(pending.key, pending);
+    this.send(pending);
+    return true;
   }
 
   private live(): WebSocket[] {
@@ -249,21 +275,26 @@ export class SocketModeServer {
     this.turn += 1;
     if (ws) {
       const envelopeId = randomUUID();
-      this.eventOfEnvelope.set(envelopeId, pending.payload.event_id);
+      this.eventOfEnvelope.set(envelopeId, pending.key);
       this.envelopes.push({
         envelope_id: envelopeId,
-        event_id: pending.payload.event_id,
+        type: pending.type,
+        event_id: pending.key,
         event_type: pending.eventType,
         retry_attempt: pending.attempt,
       });
+      // Only events_api envelopes say which delivery they are; an interactive one never does.
+      const retry =
+        pending.type === "events_api"
+          ? { retry_attempt: pending.attempt, retry_reason: pending.attempt === 0 ? "" : "timeout" }
+          : {};
       ws.send(
         JSON.stringify({
           envelope_id: envelopeId,
           payload: pending.payload,
-          type: "events_api",
+          type: pending.type,
           accepts_response_payload: false,
-          retry_attempt: pending.attempt,
-          retry_reason: pending.attempt === 0 ? "" : "timeout",
+          ...retry,
         }),
       );
     }
@@ -272,10 +303,9 @@ export class SocketModeServer {
   }
 
   private expire(pending: Pending): void {
-    const eventId = pending.payload.event_id;
-    if (this.pending.get(eventId) !== pending) return;
+    if (this.pending.get(pending.key) !== pending) return;
     if (pending.attempt >= this.options.maxRetries) {
-      this.pending.delete(eventId);
+      this.pending.delete(pending.key);
       this.abandoned += 1;
       return;
     }

@@ -5,14 +5,18 @@
  * - Web API: POST /api/<method> with form-encoded or JSON bodies, the token as
  *   `Authorization: Bearer …` (or a `token` field), Slack's `{ok, error}`
  *   envelope (HTTP 200 even for errors; 429 with Retry-After when
- *   rate-limited) — chat.postMessage, conversations.open, conversations.history,
- *   conversations.replies, auth.test (bot token) and apps.connections.open
- *   (app-level token). Every request is recorded as it arrived (method, path,
- *   headers, parsed body) so tests assert real request shapes.
+ *   rate-limited) — chat.postMessage (with Block Kit, slack-blocks.ts),
+ *   chat.update, chat.postEphemeral, conversations.open, conversations.history,
+ *   conversations.replies, reactions.add/remove, auth.test (bot token) and
+ *   apps.connections.open (app-level token). Every request is recorded as it
+ *   arrived (method, path, headers, parsed body) so tests assert real request
+ *   shapes.
  * - Socket Mode on the same server by WebSocket upgrade (slack-socket-mode.ts),
  *   so the real SocketModeClient connects to it.
  * - Uploaded files at their url_private_download, for the bot token only.
- * Test hooks play the workspace's side: `post` is a user posting a message.
+ * - Button presses and the response_urls they carry (slack-interactivity.ts).
+ * Test hooks play the workspace's side: `post` is a user posting a message,
+ * `press` a user pressing a button.
  */
 import {
   createServer,
@@ -24,15 +28,22 @@ import {
 import type { AddressInfo } from "node:net";
 import { ChannelHistory, TsClock } from "./slack-history.ts";
 import {
+  type ResponsePost,
+  SlackInteractivity,
+  type SlackPress,
+  type SlackPressResult,
+} from "./slack-interactivity.ts";
+import {
   appMentionEvent,
   eventCallback,
-  guessMimetype,
   IDENTITY,
   mentions,
+  messageChangedEvent,
+  messageDeletedEvent,
   messageEvent,
   type SlackFile,
   type StoredMessage,
-  slackId,
+  slackFile,
   userMessage,
 } from "./slack-objects.ts";
 import { SocketModeServer } from "./slack-socket-mode.ts";
@@ -40,13 +51,16 @@ import {
   botMethod,
   parseBody,
   type Reply,
+  type SlackEphemeral,
   type SlackMessage,
   type StoredFile,
   serveFile,
 } from "./slack-web.ts";
 
+export type { SlackBlock } from "./slack-blocks.ts";
+export type { ResponsePost, SlackPress, SlackPressResult } from "./slack-interactivity.ts";
 export type { StoredMessage } from "./slack-objects.ts";
-export type { SlackMessage } from "./slack-web.ts";
+export type { SlackEphemeral, SlackMessage } from "./slack-web.ts";
 
 export interface SlackRequest {
   method: string;
@@ -79,6 +93,8 @@ export interface SlackStandInOptions {
 export class SlackStandIn {
   readonly requests: SlackRequest[] = [];
   readonly messages: SlackMessage[] = [];
+  /** What the app sent single users through chat.postEphemeral, in order. */
+  readonly ephemerals: SlackEphemeral[] = [];
   /** Every file download attempt, by file id, and whether it carried the bot token. */
   readonly downloads: { id: string; authorized: boolean }[] = [];
   readonly botUserId = IDENTITY.botUserId;
@@ -93,6 +109,7 @@ export class SlackStandIn {
   private readonly store = new ChannelHistory();
   private readonly files = new Map<string, StoredFile>();
   private readonly socketMode: SocketModeServer;
+  private readonly interactivity: SlackInteractivity;
 
   private constructor(
     private readonly server: Server,
@@ -105,6 +122,17 @@ export class SlackStandIn {
       ackTimeoutMs: options.ackTimeoutMs,
       pingIntervalMs: options.pingIntervalMs,
       maxRetries: 3,
+    });
+    this.interactivity = new SlackInteractivity({
+      origin: () => `http://${this.origin}`,
+      store: this.store,
+      clock: this.clock,
+      socketMode: this.socketMode,
+      post: (channel, message) => {
+        this.store.add(channel, message);
+        this.emit(channel, message);
+      },
+      change: (channel, previous, next) => this.change(channel, previous, next),
     });
   }
 
@@ -197,6 +225,16 @@ export class SlackStandIn {
     return { ts, message, delivered };
   }
 
+  /** A user presses a button in a stored message: block_actions in an `interactive` envelope. */
+  press(input: SlackPress): SlackPressResult {
+    return this.interactivity.press(input);
+  }
+
+  /** Posts to response_urls that were accepted ("ok"), in order; url_id is the path after /actions/. */
+  get responses(): readonly ResponsePost[] {
+    return this.interactivity.responses;
+  }
+
   /** Everything stored for the channel, thread replies included, oldest first. */
   history(channel: string): readonly StoredMessage[] {
     return this.store.all(channel);
@@ -243,11 +281,13 @@ export class SlackStandIn {
   reset(): void {
     this.requests.length = 0;
     this.messages.length = 0;
+    this.ephemerals.length = 0;
     this.downloads.length = 0;
     this.limits.length = 0;
     this.opens = 0;
     this.store.clear();
     this.files.clear();
+    this.interactivity.reset();
     this.socketMode.resetRecords();
   }
 
@@ -269,6 +309,17 @@ export class SlackStandIn {
     return delivered;
   }
 
+  /** An edit or deletion of a stored message, and the hidden event Slack sends for it. */
+  private change(channel: string, previous: StoredMessage, next: StoredMessage | undefined): void {
+    if (next) this.store.replace(channel, next);
+    else this.store.remove(channel, previous.ts);
+    const ts = this.clock.next();
+    const event = next
+      ? messageChangedEvent(channel, previous, next, ts)
+      : messageDeletedEvent(channel, previous, ts);
+    this.socketMode.deliver(eventCallback(IDENTITY, event), "message");
+  }
+
   private parentUser(channel: string, threadTs: string | undefined): string | undefined {
     if (!threadTs) return undefined;
     const parent = this.store.find(channel, threadTs);
@@ -277,26 +328,9 @@ export class SlackStandIn {
   }
 
   private storeFile(user: string, file: NonNullable<UserPost["files"]>[number]): SlackFile {
-    const id = slackId("F");
-    const mimetype = file.mimetype ?? guessMimetype(file.name);
-    this.files.set(id, { name: file.name, bytes: file.bytes, mimetype });
-    const url = `http://${this.origin}/files/${id}/${encodeURIComponent(file.name)}`;
-    const now = Math.floor(Date.now() / 1000);
-    return {
-      id,
-      created: now,
-      timestamp: now,
-      name: file.name,
-      title: file.name,
-      mimetype,
-      filetype: file.name.includes(".") ? (file.name.split(".").pop() ?? "") : "binary",
-      user,
-      size: file.bytes.length,
-      mode: "hosted",
-      is_external: false,
-      url_private: url,
-      url_private_download: url,
-    };
+    const stored = slackFile(`http://${this.origin}`, user, file);
+    this.files.set(stored.id, { name: file.name, bytes: file.bytes, mimetype: stored.mimetype });
+    return stored;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -307,6 +341,11 @@ export class SlackStandIn {
     const path = url.pathname;
     const body = parseBody(req.headers["content-type"] ?? "", raw);
     this.requests.push({ method: req.method ?? "", path, headers: req.headers, body });
+    // A response_url is Slack's hooks host, not the Web API: no token, no Web API rate limit.
+    if (req.method === "POST" && path.startsWith("/actions/")) {
+      this.interactivity.respond(path.slice("/actions/".length), body, res);
+      return;
+    }
     if (req.method === "POST" && path === "/api/apps.connections.open") this.opens += 1;
 
     const reply: Reply = (status, payload, headers = {}) => {
@@ -353,6 +392,8 @@ export class SlackStandIn {
         nextTs: () => this.clock.next(),
         posted: (message) => this.messages.push(message),
         emit: (channel, message) => this.emit(channel, message),
+        change: (channel, previous, edited) => this.change(channel, previous, edited),
+        ephemeral: (message) => this.ephemerals.push(message),
       }),
     );
   }

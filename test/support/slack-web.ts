@@ -1,12 +1,14 @@
 /**
  * HTTP pieces of the Slack stand-in (slack-stand-in.ts): request bodies the
  * way Slack's Web API reads them, the Web API methods that take the bot
- * token, and private file downloads the way Slack
+ * token (posting with Block Kit, editing the app's own messages, ephemeral
+ * messages), and private file downloads the way Slack
  * serves url_private_download — the bytes for the bot token, and for anyone
  * else a redirect to the workspace sign-in page (an HTML 200 once followed),
  * which is why a downloader must check what it got rather than trust a 200.
  */
 import type { ServerResponse } from "node:http";
+import { readBlocks, type SlackBlock } from "./slack-blocks.ts";
 import type { ChannelHistory } from "./slack-history.ts";
 import { botMessage, IDENTITY, type StoredMessage } from "./slack-objects.ts";
 
@@ -22,12 +24,17 @@ export interface StoredFile {
   mimetype: string;
 }
 
-/** WebClient sends form-encoded bodies; Slack also accepts JSON. */
+/** WebClient sends form-encoded bodies; Slack also accepts JSON (`{unparsed}` when it isn't). */
 export function parseBody(contentType: string, raw: string): Record<string, unknown> {
   if (!raw) return {};
   if (contentType.startsWith("application/json")) {
-    const parsed: unknown = JSON.parse(raw);
-    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : {};
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (typeof parsed === "object" && parsed !== null) return parsed as Record<string, unknown>;
+    } catch {
+      // answered below as a body that isn't JSON
+    }
+    return { unparsed: raw };
   }
   return Object.fromEntries(new URLSearchParams(raw));
 }
@@ -77,6 +84,16 @@ export interface SlackMessage {
   text: string;
   thread_ts?: string;
   ts: string;
+  /** Present when the post carried Block Kit, as Slack stored it. */
+  blocks?: SlackBlock[];
+}
+
+/** What the app sent one user through chat.postEphemeral. */
+export interface SlackEphemeral {
+  channel: string;
+  user: string;
+  text: string;
+  blocks?: SlackBlock[];
 }
 
 /** The stand-in's state a bot-token method reads and changes. */
@@ -88,6 +105,9 @@ export interface BotContext {
   posted: (message: SlackMessage) => void;
   /** Sends the Socket Mode events for a newly stored message. */
   emit: (channel: string, message: StoredMessage) => void;
+  /** Replaces a stored message with its edit and sends message_changed. */
+  change: (channel: string, previous: StoredMessage, edited: StoredMessage) => void;
+  ephemeral: (message: SlackEphemeral) => void;
 }
 
 /** The answer (always HTTP 200) to a Web API method called with the bot token. */
@@ -117,17 +137,62 @@ export function botMethod(
       const channel = str("channel");
       const text = str("text");
       if (!channels.includes(channel)) return { ok: false, error: "channel_not_found" };
-      if (!text) return { ok: false, error: "no_text" };
+      const blocks = readBlocks(body.blocks);
+      if (!Array.isArray(blocks)) return blocks;
+      // Blocks carry a message without text (text is then only the notification fallback).
+      if (!text && blocks.length === 0) return { ok: false, error: "no_text" };
       if (text.length > 40_000) return { ok: false, error: "msg_too_long" };
       const ts = context.nextTs();
       const threadTs = str("thread_ts") || undefined;
-      context.posted({ channel, text, ts, ...(threadTs ? { thread_ts: threadTs } : {}) });
+      context.posted({
+        channel,
+        text,
+        ts,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+        ...(blocks.length > 0 ? { blocks } : {}),
+      });
       const parentUser = threadTs ? store.find(channel, threadTs)?.user : undefined;
-      const message = botMessage(IDENTITY, { text, ts, thread_ts: threadTs, parentUser });
+      const message = botMessage(IDENTITY, { text, ts, thread_ts: threadTs, parentUser, blocks });
       store.add(channel, message);
       // Slack sends the app its own posts as message events too (with bot_id); a listener must skip them.
       context.emit(channel, message);
       return { ok: true, channel, ts, message };
+    }
+    case "chat.update": {
+      const channel = str("channel");
+      if (!channels.includes(channel)) return { ok: false, error: "channel_not_found" };
+      const previous = store.find(channel, str("ts"));
+      if (!previous) return { ok: false, error: "message_not_found" };
+      // An app may edit only what it posted itself.
+      if (previous.user !== IDENTITY.botUserId) return { ok: false, error: "cant_update_message" };
+      // Fields the call leaves out keep their value; `blocks: []` removes the blocks.
+      const blocks = body.blocks === undefined ? (previous.blocks ?? []) : readBlocks(body.blocks);
+      if (!Array.isArray(blocks)) return blocks;
+      const text = body.text === undefined ? previous.text : str("text");
+      if (!text && blocks.length === 0) return { ok: false, error: "no_text" };
+      if (text.length > 40_000) return { ok: false, error: "msg_too_long" };
+      const { blocks: _replaced, ...kept } = previous;
+      const message: StoredMessage = {
+        ...kept,
+        text,
+        ...(blocks.length > 0 ? { blocks } : {}),
+        edited: { user: IDENTITY.botUserId, ts: context.nextTs() },
+      };
+      context.change(channel, previous, message);
+      return { ok: true, channel, ts: previous.ts, text, message };
+    }
+    case "chat.postEphemeral": {
+      const channel = str("channel");
+      const user = str("user");
+      if (!channels.includes(channel)) return { ok: false, error: "channel_not_found" };
+      if (!/^[UW][A-Z0-9]+$/.test(user)) return { ok: false, error: "user_not_in_channel" };
+      const blocks = readBlocks(body.blocks);
+      if (!Array.isArray(blocks)) return blocks;
+      const text = str("text");
+      if (!text && blocks.length === 0) return { ok: false, error: "no_text" };
+      context.ephemeral({ channel, user, text, ...(blocks.length > 0 ? { blocks } : {}) });
+      // An ephemeral message is never stored, so its ts names nothing a later call could find.
+      return { ok: true, message_ts: context.nextTs() };
     }
     case "conversations.open": {
       const users = str("users") ? str("users").split(",") : [];

@@ -1,20 +1,16 @@
 import { DiscordAPIError, makeURLSearchParams, REST, RequestMethod } from "@discordjs/rest";
 import {
-  type CreateWebSocketManagerOptions,
-  Encoding,
-  type SessionInfo,
-  WebSocketManager,
-  WebSocketShardEvents,
-} from "@discordjs/ws";
-import {
   type APIMessage,
+  ButtonStyle,
+  ComponentType,
   GatewayDispatchEvents,
-  type GatewayDispatchPayload,
   GatewayIntentBits,
-  type GatewayMessageCreateDispatch,
+  InteractionResponseType,
+  MessageFlags,
   Routes,
 } from "discord-api-types/v10";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DiscordClients, type GatewayClientOptions } from "../support/discord-clients.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 
 /**
@@ -31,66 +27,27 @@ const INTENTS =
   GatewayIntentBits.DirectMessages;
 
 let standIn: DiscordStandIn;
-const managers: WebSocketManager[] = [];
+let clients: DiscordClients;
 
 beforeEach(async () => {
   standIn = await DiscordStandIn.start({
     token: TOKEN,
     channels: [CHANNEL],
+    users: [USER.id],
     // Short, so the client's heartbeats (first one at a random fraction of this) happen within a test.
     heartbeatInterval: 300,
   });
+  clients = new DiscordClients(standIn, TOKEN, INTENTS);
 });
 
 afterEach(async () => {
-  for (const manager of managers.splice(0)) await manager.destroy();
+  await clients.destroy();
   await standIn.stop();
 });
 
-function restClient(token = TOKEN): REST {
-  return new REST({ api: standIn.apiBase, version: "10" }).setToken(token);
-}
-
+const restClient = (token?: string): REST => clients.rest(token);
 /** A gateway client as roster's listener will build it, recording what it receives. */
-function gatewayClient(
-  options: { token?: string; rest?: REST; intents?: number; session?: SessionInfo } = {},
-) {
-  // The default session store is one map shared by every manager in the process; each client
-  // here keeps its own so one test's session can't leak into another's.
-  const sessions = new Map<number, SessionInfo>();
-  if (options.session) sessions.set(0, options.session);
-  const settings: CreateWebSocketManagerOptions = {
-    token: options.token ?? TOKEN,
-    intents: options.intents ?? INTENTS,
-    rest: options.rest ?? restClient(),
-    encoding: Encoding.JSON,
-    compression: null,
-    retrieveSessionInfo: (shardId) => sessions.get(shardId) ?? null,
-    updateSessionInfo: (shardId, info) => {
-      if (info) sessions.set(shardId, info);
-      else sessions.delete(shardId);
-    },
-  };
-  const manager = new WebSocketManager(settings);
-  managers.push(manager);
-  const dispatches: GatewayDispatchPayload[] = [];
-  const errors: Error[] = [];
-  manager.on(WebSocketShardEvents.Dispatch, ({ data }) => {
-    dispatches.push(data);
-  });
-  // Without an error listener the emitter throws the shard's errors (a refused reconnect, say).
-  manager.on(WebSocketShardEvents.Error, ({ error }) => {
-    errors.push(error);
-  });
-  const messageCreate = (id: string) =>
-    standIn.waitFor(() =>
-      dispatches.find(
-        (dispatch): dispatch is GatewayMessageCreateDispatch =>
-          dispatch.t === GatewayDispatchEvents.MessageCreate && dispatch.d.id === id,
-      ),
-    );
-  return { manager, dispatches, errors, messageCreate };
-}
+const gatewayClient = (options?: GatewayClientOptions) => clients.gateway(options);
 
 const say = (content: string, extra: { mentions?: string[] } = {}) =>
   standIn.post({ channel_id: CHANNEL, guild_id: GUILD, author: USER, content, ...extra });
@@ -309,5 +266,132 @@ describe("the Discord stand-in under the real discord.js clients", () => {
     expect((await typing()).status).toBe(204);
     expect(standIn.typing.map((call) => call.channel_id)).toEqual([CHANNEL, CHANNEL]);
     expect(standIn.requests.map((request) => request.path)).toHaveLength(3);
+  });
+});
+
+describe("buttons and interactions", () => {
+  const approve = { type: ComponentType.Button, style: ButtonStyle.Success, label: "Approve" };
+  const deny = { type: ComponentType.Button, style: ButtonStyle.Danger, label: "Deny" };
+  const offer = (components: unknown[], channel = CHANNEL) =>
+    restClient().post(Routes.channelMessages(channel), {
+      body: { content: "May I?", components },
+    }) as Promise<APIMessage>;
+  const row = (...buttons: unknown[]) => ({ type: ComponentType.ActionRow, components: buttons });
+  const yes = { ...approve, custom_id: "offer:1:approve" };
+  const no = { ...deny, custom_id: "offer:1:deny" };
+  const buttons = [row(yes, no)];
+  // Interaction routes take no bot token: the interaction's own token is the credential.
+  const anonymous = () => new REST({ api: standIn.apiBase, version: "10" });
+  const deferUpdate = { type: InteractionResponseType.DeferredMessageUpdate };
+  const press = (message_id: string, custom_id: string, guild_id?: string) =>
+    standIn.press({ message_id, custom_id, user: USER, ...(guild_id ? { guild_id } : {}) });
+
+  it("stores a message's buttons as Discord does and refuses what Discord refuses", async () => {
+    const { manager, messageCreate } = gatewayClient();
+    await manager.connect();
+    const sent = await offer(buttons);
+    // Discord numbers the components it stores in document order.
+    const stored = [
+      {
+        type: 1,
+        id: 1,
+        components: [
+          { ...yes, id: 2 },
+          { ...no, id: 3 },
+        ],
+      },
+    ];
+    expect(sent.components).toEqual(stored);
+    expect(standIn.messages[0]?.components).toEqual(stored);
+    expect(standIn.history(CHANNEL)[0]?.components).toEqual(stored);
+    expect((await messageCreate(sent.id)).d.components).toEqual(stored);
+
+    const tooLong = offer([row({ ...approve, custom_id: "x".repeat(101) })]);
+    // The client flattens Discord's nested error tree into its message, one line per field.
+    await expect(tooLong).rejects.toMatchObject({
+      status: 400,
+      code: 50035,
+      message: expect.stringContaining(
+        "components[0].components[0].custom_id[BASE_TYPE_MAX_LENGTH]",
+      ),
+    });
+    const six = Array.from({ length: 6 }, (_, n) => ({ ...approve, custom_id: `b${n}` }));
+    await expect(offer([row(...six)])).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("components[0].components[BASE_TYPE_BAD_LENGTH]"),
+    });
+    expect(standIn.messages).toHaveLength(1);
+  });
+
+  it("delivers a press as INTERACTION_CREATE: a member in a guild, a user in a DM", async () => {
+    const { manager, received } = gatewayClient();
+    await manager.connect();
+    const sent = await offer(buttons);
+    const pressed = press(sent.id, "offer:1:deny", GUILD);
+    const { d } = await received(GatewayDispatchEvents.InteractionCreate);
+    expect(d).toMatchObject({
+      id: pressed.id,
+      application_id: standIn.botUserId,
+      type: 3,
+      token: pressed.token,
+      version: 1,
+      channel_id: CHANNEL,
+      guild_id: GUILD,
+      member: { user: { id: USER.id, username: USER.username }, roles: [], permissions: "0" },
+      message: { id: sent.id, content: "May I?", components: sent.components },
+      data: { custom_id: "offer:1:deny", component_type: 2 },
+      locale: "en-US",
+      app_permissions: "0",
+    });
+    expect(d.user).toBeUndefined();
+    expect(() => press(sent.id, "nope")).toThrow();
+
+    const dm = (await restClient().post(Routes.userChannels(), {
+      body: { recipient_id: USER.id },
+    })) as { id: string };
+    const inDm = await offer(buttons, dm.id);
+    const { id } = press(inDm.id, "offer:1:approve");
+    const direct = await received(GatewayDispatchEvents.InteractionCreate, (e) => e.d.id === id);
+    expect(direct.d).toMatchObject({ channel_id: dm.id, user: { id: USER.id } });
+    expect([direct.d.member, direct.d.guild_id]).toEqual([undefined, undefined]);
+  });
+
+  it("records callbacks, refuses a second one with 40060, and takes edits and followups", async () => {
+    const { manager, received } = gatewayClient();
+    await manager.connect();
+    const sent = await offer(buttons);
+    const { id, token } = press(sent.id, "offer:1:approve");
+    const update = { content: "Approved by owner", components: [] };
+    const answer = await clients.callback(id, token, {
+      type: InteractionResponseType.UpdateMessage,
+      data: update,
+    });
+    expect(answer.status).toBe(204);
+    expect(standIn.interactionResponses).toEqual([{ interaction_id: id, type: 7, data: update }]);
+    expect(standIn.history(CHANNEL)[0]).toMatchObject({ id: sent.id, ...update });
+    const edited = await received(GatewayDispatchEvents.MessageUpdate);
+    expect(edited.d).toMatchObject({ id: sent.id, content: "Approved by owner", components: [] });
+
+    const again = clients.callback(id, token, deferUpdate);
+    await expect(again).rejects.toBeInstanceOf(DiscordAPIError);
+    await expect(again).rejects.toMatchObject({ status: 400, code: 40060 });
+    const unknown = clients.callback("1300000000000000999", token, deferUpdate);
+    await expect(unknown).rejects.toMatchObject({ status: 404, code: 10062 });
+
+    const appId = standIn.botUserId;
+    const followup = (await anonymous().post(Routes.webhook(appId, token), {
+      body: { content: "Only you see this", flags: MessageFlags.Ephemeral },
+      auth: false,
+    })) as APIMessage;
+    expect(followup).toMatchObject({ content: "Only you see this", flags: 64 });
+    const original = (await anonymous().patch(Routes.webhookMessage(appId, token, "@original"), {
+      body: { content: "Approved, and done" },
+      auth: false,
+    })) as APIMessage;
+    expect(original).toMatchObject({ id: sent.id, content: "Approved, and done" });
+    const kinds = standIn.interactionResponses.map((response) => response.type);
+    expect(kinds).toEqual([7, "followup", "edit_original"]);
+    // The ephemeral followup never reached the channel.
+    expect(standIn.history(CHANNEL).map((m) => m.content)).toEqual(["Approved, and done"]);
   });
 });

@@ -1,7 +1,8 @@
-import { LogLevel, SocketModeClient } from "@slack/socket-mode";
+import { LogLevel } from "@slack/socket-mode";
 import { WebClient } from "@slack/web-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { buttonBlocks, postJson, SlackClients } from "../support/slack-clients.ts";
 import { SlackStandIn } from "../support/slack-stand-in.ts";
 
 /**
@@ -16,18 +17,8 @@ const OTHER = "U0OTHER77";
 /** The client waits this long before each reconnect and pings three times as often. */
 const CLIENT_PING_TIMEOUT = 600;
 
-/** What SocketModeClient hands an `events_api` listener (its emitter leaves it untyped). */
-interface EventArgs {
-  ack: (response?: Record<string, unknown>) => Promise<void>;
-  envelope_id: string;
-  body: { event_id: string } & Record<string, unknown>;
-  event: Record<string, unknown> & { type: string; ts: string };
-  retry_num: number;
-  retry_reason: string;
-}
-
 let standIn: SlackStandIn;
-const clients: SocketModeClient[] = [];
+let clients: SlackClients;
 
 beforeEach(async () => {
   standIn = await SlackStandIn.start({
@@ -39,39 +30,17 @@ beforeEach(async () => {
     ackTimeoutMs: 250,
     pingIntervalMs: 200,
   });
+  clients = new SlackClients(standIn, { bot: BOT_TOKEN, app: APP_TOKEN }, CLIENT_PING_TIMEOUT);
 });
 
 afterEach(async () => {
-  for (const client of clients.splice(0)) await client.disconnect();
+  await clients.disconnect();
   await standIn.stop();
 });
 
-function webClient(token = BOT_TOKEN): WebClient {
-  return new WebClient(token, {
-    slackApiUrl: standIn.apiBase,
-    retryConfig: { retries: 0 },
-    logLevel: LogLevel.ERROR,
-  });
-}
-
+const webClient = (token?: string): WebClient => clients.web(token);
 /** A Socket Mode client as roster's listener will build it, recording (and acking) what it gets. */
-function socketClient(options: { appToken?: string; ackWhen?: (args: EventArgs) => boolean } = {}) {
-  const client = new SocketModeClient({
-    appToken: options.appToken ?? APP_TOKEN,
-    clientOptions: { slackApiUrl: standIn.apiBase },
-    logLevel: LogLevel.ERROR,
-    clientPingTimeout: CLIENT_PING_TIMEOUT,
-  });
-  clients.push(client);
-  const events: EventArgs[] = [];
-  const record = async (args: EventArgs) => {
-    events.push(args);
-    if (options.ackWhen?.(args) ?? true) await args.ack();
-  };
-  client.on("message", record);
-  client.on("app_mention", record);
-  return { client, events };
-}
+const socketClient: SlackClients["socket"] = (options) => clients.socket(options);
 
 describe("Socket Mode", () => {
   it("opens a link with the app token and greets the real client with hello", async () => {
@@ -353,5 +322,77 @@ describe("Web API", () => {
       code: "slack_webapi_rate_limited_error",
     });
     await expect(web.auth.test()).resolves.toMatchObject({ ok: true });
+  });
+});
+
+describe("buttons and interactivity", () => {
+  const blocks = buttonBlocks("May I?", { Approve: "offer:1:approve", Deny: "offer:1:deny" }, "1");
+  const offer = () => webClient().chat.postMessage({ channel: GENERAL, text: "May I?", blocks });
+  const press = (message_ts: string, action_id: string) =>
+    standIn.press({ channel: GENERAL, message_ts, action_id, user: OWNER });
+
+  it("stores blocks as Slack does, edits them with chat.update, and refuses bad ones", async () => {
+    const { client, events } = socketClient();
+    await client.start();
+    const posted = await offer();
+    const stored = standIn.history(GENERAL)[0]?.blocks ?? [];
+    expect(stored).toMatchObject([
+      { type: "section", block_id: expect.any(String) },
+      { type: "actions", elements: [{ action_id: "offer:1:approve", text: { emoji: true } }, {}] },
+    ]);
+    expect(posted.message?.blocks).toEqual(stored);
+    expect(standIn.messages[0]?.blocks).toEqual(stored);
+
+    const edit = { channel: GENERAL, ts: posted.ts ?? "", text: "Done", blocks: [] };
+    await webClient().chat.update(edit);
+    const [edited] = standIn.history(GENERAL);
+    expect(edited).toMatchObject({ text: "Done", edited: { user: standIn.botUserId } });
+    expect(edited?.blocks).toBeUndefined();
+    // Slack tells the app about the edit with a hidden message_changed event.
+    await standIn.waitFor(() => events.some((e) => e.event.subtype === "message_changed"));
+    const bad = webClient().apiCall("chat.postMessage", { channel: GENERAL, blocks: "[1]" });
+    await expect(bad).rejects.toMatchObject({ data: { error: "invalid_blocks" } });
+  });
+
+  it("sends a press as an interactive block_actions envelope, again until acked", async () => {
+    let deliveries = 0;
+    const { client, interactions } = socketClient({ ackInteractionWhen: () => ++deliveries > 1 });
+    await client.start();
+    const posted = await offer();
+    const pressed = press(posted.ts ?? "", "offer:1:deny");
+    expect(pressed.delivered).toBe(true);
+    await standIn.waitFor(() => interactions.length === 2 && standIn.unacked === 0);
+    const [first, again] = interactions;
+    expect(first?.body).toMatchObject({
+      type: "block_actions",
+      user: { id: OWNER, team_id: standIn.teamId },
+      api_app_id: standIn.appId,
+      container: { message_ts: posted.ts, channel_id: GENERAL, is_ephemeral: false },
+      channel: { id: GENERAL },
+      message: { ts: posted.ts, text: "May I?", blocks: posted.message?.blocks },
+      response_url: pressed.response_url,
+      trigger_id: pressed.trigger_id,
+      actions: [{ action_id: "offer:1:deny", value: "1", type: "button" }],
+    });
+    expect(again?.body).toEqual(first?.body);
+    expect(again?.envelope_id).not.toBe(first?.envelope_id);
+    const envelopes = standIn.socket.envelopes.map((e) => `${e.type} ${e.event_type}`);
+    expect(envelopes).toContain("interactive block_actions");
+  });
+
+  it("takes response_url posts (ok, replacing the offer) and chat.postEphemeral", async () => {
+    const ts = (await offer()).ts ?? "";
+    const { response_url } = press(ts, "offer:1:approve");
+    const body = { replace_original: true, text: "Approved by owner" };
+    expect(await postJson(response_url, body)).toEqual([200, "ok"]);
+    expect(standIn.responses).toEqual([{ url_id: response_url.split("/actions/")[1], body }]);
+    expect(standIn.history(GENERAL)[0]).toMatchObject({ ts, text: "Approved by owner" });
+    const unknown = response_url.replace(/[^/]+$/, "unknown");
+    expect(await postJson(unknown, body)).toEqual([404, "no_service"]);
+
+    const ephemeral = { channel: GENERAL, user: OWNER, text: "Only you see this" };
+    const sent = await webClient().chat.postEphemeral(ephemeral);
+    expect(sent).toMatchObject({ ok: true, message_ts: expect.stringMatching(/^\d+\.\d{6}$/) });
+    expect(standIn.ephemerals).toEqual([ephemeral]);
   });
 });
