@@ -115,14 +115,15 @@ describe("identity and purpose edits", () => {
 
   it("a purpose edit lands in the channel's purpose.md; a bad channel id is refused", async () => {
     const token = await env.token("elf");
+    // a room nobody trusted yet: the edit waits for the desk
     const reply = await post("/submit", token, {
       intent: "purpose-edit",
-      payload: { channel_id: "term-ops", purpose: "Where the on-call talks to elf." },
+      payload: { channel_id: "discord-1-ops", purpose: "Where the on-call talks to elf." },
     });
     const gate = findGate(env.paths, String(reply.body.gate_id));
     expect(showGate(env.paths, gate)).toContain("+Where the on-call talks to elf.");
     await approveGate(env.paths, gate, { by: "test" });
-    expect(readFileSync(join(env.paths.data, "channels/term-ops/purpose.md"), "utf8")).toBe(
+    expect(readFileSync(join(env.paths.data, "channels/discord-1-ops/purpose.md"), "utf8")).toBe(
       "Where the on-call talks to elf.",
     );
     const bad = await post("/submit", token, {
