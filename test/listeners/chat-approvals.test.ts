@@ -1,11 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readListenerStatuses } from "../../runner/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
-import { chatWorker, until } from "../support/chat-turns.ts";
+import { chatWorker, lazyServer, until } from "../support/chat-turns.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
@@ -31,7 +29,7 @@ describe.skipIf(!docker)("approvals from chat (Discord)", () => {
   let model: ModelServer;
   let discord: DiscordStandIn;
   let deployment: RosterRoot;
-  let server: ChildProcess | undefined;
+  const server = lazyServer(() => deployment);
 
   const gates = async (): Promise<GateLine[]> => {
     const ls = await deployment.roster(["approvals", "ls", "--all", "--json"]);
@@ -95,23 +93,10 @@ describe.skipIf(!docker)("approvals from chat (Discord)", () => {
       api_base: discord.apiBase,
     });
     expect((await deployment.roster(["channel", "trust", ROOM_ID])).code).toBe(0);
-    const child = deployment.spawnRoster(["server", "start"]);
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
-    });
-    server = child;
-    await until(
-      () => readListenerStatuses(deployment.paths).find((s) => s.state === "connected"),
-      "the listener",
-    );
+    await server.start();
   });
   afterAll(async () => {
-    const child = server;
-    if (child) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await server.stop();
     await discord?.stop();
     await model?.stop();
     await deployment?.cleanup();
@@ -190,7 +175,7 @@ describe.skipIf(!docker)("approvals from chat (Slack)", () => {
   let model: ModelServer;
   let slack: SlackStandIn;
   let deployment: RosterRoot;
-  let server: ChildProcess | undefined;
+  const server = lazyServer(() => deployment);
 
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
@@ -218,23 +203,10 @@ describe.skipIf(!docker)("approvals from chat (Slack)", () => {
       api_base: slack.apiBase,
     });
     expect((await deployment.roster(["channel", "trust", ROOM_ID])).code).toBe(0);
-    const child = deployment.spawnRoster(["server", "start"]);
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
-    });
-    server = child;
-    await until(
-      () => readListenerStatuses(deployment.paths).find((s) => s.state === "connected"),
-      "the listener",
-    );
+    await server.start();
   });
   afterAll(async () => {
-    const child = server;
-    if (child) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await server.stop();
     await slack?.stop();
     await model?.stop();
     await deployment?.cleanup();

@@ -1,4 +1,3 @@
-import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -7,7 +6,7 @@ import { askHealth } from "../../runner/gateway/health.ts";
 import { type ListenerStatus, readListenerStatuses } from "../../runner/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
-import { chatWorker, messageOf, until } from "../support/chat-turns.ts";
+import { chatWorker, lazyServer, messageOf, until } from "../support/chat-turns.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
@@ -26,29 +25,12 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
   let model: ModelServer;
   let discord: DiscordStandIn;
   let deployment: RosterRoot;
-  let server: ChildProcess | undefined;
 
   const listener = (worker = "elf"): ListenerStatus | undefined =>
     readListenerStatuses(deployment.paths).find((status) => status.worker === worker);
-  const startServer = async () => {
-    const child = deployment.spawnRoster(["server", "start"]);
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
-    });
-    server = child;
-    await until(
-      () => listener()?.state === "connected" && listener()?.pid,
-      "the listener to connect",
-    );
-  };
-  const stopServer = async () => {
-    const child = server;
-    if (!child) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    await exited;
-    server = undefined;
-  };
+  const server = lazyServer(() => deployment);
+  const startServer = () => server.start();
+  const stopServer = () => server.stop();
   /** Texts of the turns the model was asked, in order. */
   const turns = () =>
     model.requests

@@ -1,4 +1,3 @@
-import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -6,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askHealth } from "../../runner/gateway/health.ts";
 import { type ListenerStatus, readListenerStatuses } from "../../runner/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
-import { chatWorker, messageOf, until } from "../support/chat-turns.ts";
+import { chatWorker, lazyServer, messageOf, until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
@@ -25,29 +24,12 @@ describe.skipIf(!docker)("the Slack listener under roster server", () => {
   let model: ModelServer;
   let slack: SlackStandIn;
   let deployment: RosterRoot;
-  let server: ChildProcess | undefined;
 
   const listener = (): ListenerStatus | undefined =>
     readListenerStatuses(deployment.paths).find((status) => status.worker === "elf");
-  const startServer = async () => {
-    const child = deployment.spawnRoster(["server", "start"]);
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
-    });
-    server = child;
-    await until(
-      () => listener()?.state === "connected" && listener()?.pid,
-      "the listener to connect",
-    );
-  };
-  const stopServer = async () => {
-    const child = server;
-    if (!child) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    await exited;
-    server = undefined;
-  };
+  const server = lazyServer(() => deployment);
+  const startServer = () => server.start();
+  const stopServer = () => server.stop();
   const turns = () =>
     model.requests
       .filter((r) => r.body.messages?.at(-1)?.role !== "tool")
@@ -125,20 +107,18 @@ describe.skipIf(!docker)("the Slack listener under roster server", () => {
 
   it("in an untrusted channel the reply waits as a gate and goes out once approved", async () => {
     post(LOBBY, "send: Welcome to the lobby");
-    let gate: { id: string } | undefined;
-    for (let i = 0; i < 240 && !gate; i++) {
+    const gate = await until(async () => {
       const ls = await deployment.roster(["approvals", "ls", "--json"]);
-      gate = ls.stdout
+      return ls.stdout
         .trim()
         .split("\n")
         .filter(Boolean)
         .map((line) => JSON.parse(line) as { id: string; intent: string; state: string })
         .find((g) => g.intent === "slack-send" && g.state === "pending");
-      if (!gate) await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    }, "the gate");
     expect(gate).toBeDefined();
     expect(sent(LOBBY)).toHaveLength(0);
-    const approved = await deployment.roster(["approvals", "approve", gate?.id ?? ""]);
+    const approved = await deployment.roster(["approvals", "approve", gate.id]);
     expect(approved.code, approved.stderr).toBe(0);
     expect(sent(LOBBY).map((m) => m.text)).toEqual(["Welcome to the lobby"]);
   });

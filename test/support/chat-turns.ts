@@ -3,7 +3,10 @@
  * block of its turn and answers it, and a polling wait. The worker itself is
  * the scripted model (model-server.ts); nothing here stands in for roster.
  */
+import type { ChildProcess } from "node:child_process";
+import { readListenerStatuses } from "../../runner/listeners/supervisor.ts";
 import { type RecordedRequest, type Turn, textOf } from "./model-server.ts";
+import type { RosterRoot } from "./roster-root.ts";
 
 /** The message block of a turn's input (the last user message), parsed. */
 export function messageOf(request: RecordedRequest): { channel: string; text: string } | undefined {
@@ -62,4 +65,46 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * `roster server start` for a listener test: started, and waited on until
+ * elf's listener is connected; stopped with SIGTERM. ROSTER_TEST_LOG=1 shows
+ * the server's log.
+ */
+export function serverFor(deployment: RosterRoot): {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+} {
+  let server: ChildProcess | undefined;
+  const elf = () =>
+    readListenerStatuses(deployment.paths).find((status) => status.worker === "elf");
+  return {
+    async start() {
+      const child = deployment.spawnRoster(["server", "start"]);
+      child.stderr.on("data", (chunk: Buffer) => {
+        if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
+      });
+      server = child;
+      await until(() => elf()?.state === "connected" && elf()?.pid, "the listener to connect");
+    },
+    async stop() {
+      const child = server;
+      if (!child) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+      server = undefined;
+    },
+  };
+}
+
+/** serverFor, for a deployment made later (in beforeAll). */
+export function lazyServer(deployment: () => RosterRoot): ReturnType<typeof serverFor> {
+  let made: ReturnType<typeof serverFor> | undefined;
+  const get = () => {
+    made ??= serverFor(deployment());
+    return made;
+  };
+  return { start: () => get().start(), stop: () => get().stop() };
 }
