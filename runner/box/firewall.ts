@@ -14,13 +14,36 @@ async function iptables(args: string[]): Promise<{ code: number; output: string 
   return { code: result.code, output: result.tail.join("\n") };
 }
 
-export async function ensureEgressLockdown(subnet: string, gatewayPort: number): Promise<void> {
+/**
+ * One change at a time in this process: two boxes provisioned at once (the
+ * server runs several) would otherwise interleave flush and append and could
+ * leave DROP ahead of ACCEPT. A chain that already says exactly this is left
+ * alone, so boxes already running never see it flushed.
+ */
+let queue: Promise<void> = Promise.resolve();
+
+export function ensureEgressLockdown(subnet: string, gatewayPort: number): Promise<void> {
+  const next = queue.then(() => applyLockdown(subnet, gatewayPort));
+  queue = next.catch(() => undefined);
+  return next;
+}
+
+async function applyLockdown(subnet: string, gatewayPort: number): Promise<void> {
   const fail = (step: string, output: string) =>
     new RosterError(
       `could not install the host firewall rule (${step}: ${output.split("\n")[0] || "iptables failed"}); roster needs root and iptables, or set [box] egress_lockdown = false in org.toml`,
       { exitCode: 2 },
     );
-  if ((await iptables(["-S", CHAIN])).code !== 0) {
+  const jump = ["INPUT", "-s", subnet, "-j", CHAIN];
+  const current = await iptables(["-S", CHAIN]);
+  const wanted = [
+    `-N ${CHAIN}`,
+    `-A ${CHAIN} -p tcp -m tcp --dport ${gatewayPort} -j ACCEPT`,
+    `-A ${CHAIN} -j DROP`,
+  ];
+  const hooked = (await iptables(["-C", ...jump])).code === 0;
+  if (current.code === 0 && hooked && current.output.trim() === wanted.join("\n")) return;
+  if (current.code !== 0) {
     const created = await iptables(["-N", CHAIN]);
     if (created.code !== 0 && !created.output.includes("already exists"))
       throw fail("create chain", created.output);
@@ -34,8 +57,7 @@ export async function ensureEgressLockdown(subnet: string, gatewayPort: number):
     const added = await iptables(rule);
     if (added.code !== 0) throw fail("add rule", added.output);
   }
-  const jump = ["INPUT", "-s", subnet, "-j", CHAIN];
-  if ((await iptables(["-C", ...jump])).code !== 0) {
+  if (!hooked) {
     const inserted = await iptables(["-I", ...jump]);
     if (inserted.code !== 0) throw fail("hook INPUT", inserted.output);
   }

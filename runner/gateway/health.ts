@@ -18,6 +18,9 @@ export async function runningGateway(
     return undefined;
   }
   if (!state.addrs?.some((addr) => addr !== "127.0.0.1" && addr !== "::1")) return undefined;
+  // the server's own gateway runs in this very process: alive as long as we are,
+  // and never worth a question that a busy event loop could answer late
+  if (state.pid === process.pid && state.config_root === configRoot) return state;
   const health = await askHealth(state.port, 2000);
   return health?.config_root === configRoot ? state : undefined;
 }

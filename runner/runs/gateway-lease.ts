@@ -37,6 +37,9 @@ export async function leaseGateway(options: {
   const { paths, port } = options;
   const lost = new AbortController();
   const running = await runningGateway(paths.state, paths.config);
+  // in the server's own process the gateway can't vanish while the box runs
+  if (running?.pid === process.pid)
+    return { port: running.port, lost: lost.signal, release: async () => undefined };
   if (running) return watchStandalone(running.port, lost);
 
   let embedded: Awaited<ReturnType<typeof launchEmbeddedGateway>>;

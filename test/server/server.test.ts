@@ -122,7 +122,10 @@ describe.skipIf(!docker)("roster server", () => {
     const beta = await addTask("beta: take a long time");
 
     const server = deployment.spawnRoster(["server", "start", "--cap", "2"]);
-    server.stderr.resume();
+    let log = "";
+    server.stderr.on("data", (chunk: Buffer) => {
+      log += chunk.toString();
+    });
     await until(() => {
       const a = taskNow(alpha.id);
       return (
@@ -130,7 +133,9 @@ describe.skipIf(!docker)("roster server", () => {
         existsSync(join(runDir(deployment.paths.state, "elf", a.run_id ?? ""), "outcome.json")) &&
         model.requests.some((r) => taskOf(r).includes("beta"))
       );
-    }, "alpha to report and beta to be under way");
+    }, "alpha to report and beta to be under way").catch((error: unknown) => {
+      throw new Error(`${String(error)}\nserver log:\n${log}`);
+    });
     const alphaRun = taskNow(alpha.id)?.run_id ?? "";
     const betaRun = taskNow(beta.id)?.run_id ?? "";
     const exited = new Promise((resolve) => server.once("exit", resolve));
