@@ -27,7 +27,11 @@ export function showGate(paths: RosterPaths, gate: Gate): string {
   if (gate.result !== undefined) lines.push(`result    ${JSON.stringify(gate.result)}`);
   if (gate.error) lines.push(`error     ${gate.error}`);
   const body = executor
-    ? executor.render(gate.payload, { paths, worker: gate.worker.replace(/^org\//, "") })
+    ? executor.render(gate.payload, {
+        paths,
+        worker: gate.worker.replace(/^org\//, ""),
+        runId: gate.run_id,
+      })
     : JSON.stringify(gate.payload, null, 2);
   return `${lines.join("\n")}\n\n--- what would be sent ---\n${body}\n--- end ---\n`;
 }

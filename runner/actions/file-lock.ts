@@ -18,6 +18,26 @@ function alive(pid: number): boolean {
   }
 }
 
+export class LockBusy extends RosterError {}
+
+/** Like withFileLock, but a busy lock is waited for (polled) up to `waitMs` before giving up. */
+export async function withFileLockWaiting<T>(
+  lock: string,
+  what: string,
+  waitMs: number,
+  body: () => Promise<T>,
+): Promise<T> {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await withFileLock(lock, what, body);
+    } catch (error) {
+      if (!(error instanceof LockBusy) || Date.now() > until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 25 + Math.random() * 50));
+    }
+  }
+}
+
 export async function withFileLock<T>(
   lock: string,
   what: string,
@@ -36,7 +56,7 @@ export async function withFileLock<T>(
         // vanished between open and read: try again
       }
       if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && alive(holder))) {
-        throw new RosterError(
+        throw new LockBusy(
           `${what} is being changed by process ${holder || process.pid}; try again`,
           {
             exitCode: 1,

@@ -149,8 +149,29 @@ export class ActionHost implements ActionHandler {
       : "no executor";
     if (!executor || payloadProblem)
       return reply(400, { status: "error", error: `bad envelope: ${payloadProblem}` });
-    const refused = executor.precheck?.(payload, { paths: this.paths, worker });
-    if (refused) return reply(409, { status: "error", error: refused });
+    let refused: string | undefined;
+    try {
+      refused = await executor.precheck?.(payload, {
+        paths: this.paths,
+        worker,
+        runId: runId || null,
+      });
+    } catch (error) {
+      return reply(500, {
+        status: "error",
+        error: `the proposal could not be checked: ${errorMessage(error)}`,
+      });
+    }
+    if (refused) {
+      appendJournal(this.paths, {
+        worker,
+        run_id: runId || null,
+        kind: "action-refused",
+        intent: grant.name,
+        detail: refused,
+      });
+      return reply(409, { status: "error", error: refused });
+    }
 
     const gate: Gate = {
       id: newGateId(),
@@ -173,14 +194,17 @@ export class ActionHost implements ActionHandler {
       intent: grant.name,
       summary,
     });
-    const trust = decideTrust({
-      grant,
-      rules: config.trust,
-      subject,
-      payload,
-      history: () => listGates(this.paths, worker),
-      isTrustedChannel: trustedChannels(this.paths),
-    });
+    const forced = executor.mustGate?.(payload);
+    const trust = forced
+      ? { run: "gate" as const, because: forced }
+      : decideTrust({
+          grant,
+          rules: config.trust,
+          subject,
+          payload,
+          history: () => listGates(this.paths, worker),
+          isTrustedChannel: trustedChannels(this.paths),
+        });
     if (trust.run === "auto") return this.runNow(grant, gate, summary, trust.because);
     try {
       writeGate(this.paths, gate);

@@ -19,7 +19,8 @@ export type JournalKind =
   | "executed"
   | "failed"
   | "outcome-reported"
-  | "continuation-filed";
+  | "continuation-filed"
+  | "repo-quarantined";
 
 export interface JournalEvent {
   ts: string;

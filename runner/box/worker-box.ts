@@ -38,6 +38,9 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
       gatewayPort: input.gatewayPort,
       runId: input.runId,
       sentinels: [...worker.sentinels, ...(input.keyEnv ? [input.keyEnv] : [])],
+      ...(input.home.repos.repos.length
+        ? { reposJson: JSON.stringify(input.home.repos.repos) }
+        : {}),
     }),
     ...input.env,
   };

@@ -18,6 +18,7 @@ export const EXECUTORS = [
   "task",
   "task-list",
   "term",
+  "repo",
 ] as const;
 export type ExecutorName = (typeof EXECUTORS)[number];
 

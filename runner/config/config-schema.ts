@@ -240,11 +240,29 @@ export const HostDirConnection = Type.Object(
   },
   { additionalProperties: false },
 );
+/**
+ * A host git repository. `write = "gated"` (a bare repo) gives each run a clone
+ * of its own and lets the worker propose pushes (repo_push) that the host
+ * checks and lands fast-forward only; the limits below bound what a push may
+ * carry.
+ */
 export const HostRepoConnection = Type.Object(
   {
     kind: Type.Literal("host-repo"),
     path: Type.String({ pattern: "^/" }),
     write: Type.Optional(Type.Union([Type.Literal("ro"), Type.Literal("gated")])),
+    /** The branch pushes land on (default main). */
+    branch: Type.Optional(
+      Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9._/-]*$", maxLength: 200 }),
+    ),
+    /** Files with the executable bit may land (default false). */
+    allow_executables: Type.Optional(Type.Boolean()),
+    /** Largest single file a push may add, in bytes (default 10 MiB). */
+    max_file_bytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Largest push, bundle and new blobs alike, in bytes (default 100 MiB). */
+    max_push_bytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** More deletions than this need `confirm_bulk_delete`, which always gates (default 20). */
+    max_deletions_ungated: Type.Optional(Type.Integer({ minimum: 0 })),
     grant: Type.Optional(Edges),
   },
   { additionalProperties: false },

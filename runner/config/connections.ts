@@ -14,7 +14,25 @@ export interface ConnectionMount {
   path: string;
   readOnly: boolean;
   kind: "host-dir" | "host-repo";
+  /** A gated repo: each run gets its own clone and may propose pushes under these rules. */
+  gated?: RepoPolicy;
 }
+
+/** What a gated repo lets a push carry (defaults filled in). */
+export interface RepoPolicy {
+  branch: string;
+  allowExecutables: boolean;
+  maxFileBytes: number;
+  maxPushBytes: number;
+  maxDeletionsUngated: number;
+}
+
+export const REPO_DEFAULTS = {
+  branch: "main",
+  maxFileBytes: 10 * 1024 * 1024,
+  maxPushBytes: 100 * 1024 * 1024,
+  maxDeletionsUngated: 20,
+} as const;
 
 export function edgeScopes(connection: ConnectionConfig): string[] {
   return Object.keys(connection.grant ?? {})
@@ -70,6 +88,18 @@ export function mountProblem(connection: ConnectionConfig): string | undefined {
   if (!existsSync(connection.path) || !statSync(connection.path).isDirectory()) {
     return `${connection.path} is not an existing directory`;
   }
+  // a gated repo is landed on with update-ref: it must be bare, so no checkout can drift from it
+  if (
+    connection.kind === "host-repo" &&
+    connection.write === "gated" &&
+    !(
+      existsSync(join(connection.path, "HEAD")) &&
+      existsSync(join(connection.path, "objects")) &&
+      existsSync(join(connection.path, "refs"))
+    )
+  ) {
+    return `${connection.path} is not a bare git repository (write = "gated" needs one: git clone --bare)`;
+  }
   return undefined;
 }
 
@@ -81,8 +111,25 @@ export function connectionMount(
     return { name, path: connection.path, readOnly: connection.mode !== "rw", kind: "host-dir" };
   }
   if (connection.kind === "host-repo") {
-    // gated pushes go through the action host (to come); the checkout itself is never writable
-    return { name, path: connection.path, readOnly: true, kind: "host-repo" };
+    // the repo itself is never writable from a box: a gated one is reached through a per-run clone
+    return {
+      name,
+      path: connection.path,
+      readOnly: true,
+      kind: "host-repo",
+      ...(connection.write === "gated"
+        ? {
+            gated: {
+              branch: connection.branch ?? REPO_DEFAULTS.branch,
+              allowExecutables: connection.allow_executables ?? false,
+              maxFileBytes: connection.max_file_bytes ?? REPO_DEFAULTS.maxFileBytes,
+              maxPushBytes: connection.max_push_bytes ?? REPO_DEFAULTS.maxPushBytes,
+              maxDeletionsUngated:
+                connection.max_deletions_ungated ?? REPO_DEFAULTS.maxDeletionsUngated,
+            },
+          }
+        : {}),
+    };
   }
   return undefined;
 }

@@ -359,7 +359,9 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
       view.connections.push({
         name: connectionName,
         kind: mount.kind,
-        detail: `mounted at ~/mnt/${connectionName} (${mount.readOnly ? "read-only" : "read-write"})`,
+        detail: mount.gated
+          ? `a git clone of your own at ~/mnt/${connectionName} on branch run/<run-id> (read-write); origin is the real repo, read-only: commit there and land it on ${mount.gated.branch} with repo_push`
+          : `mounted at ~/mnt/${connectionName} (${mount.readOnly ? "read-only" : "read-write"})`,
       });
     } else if ("hosts" in connection) {
       if (connection.env) view.sentinels.push(connection.env);

@@ -6,6 +6,7 @@ import { BOX_GID, BOX_HOME, BOX_UID } from "../box/layout.ts";
 import type { WorkerView } from "../config/load.ts";
 import { piAgentConfig } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { type ClonedRepos, cloneRunRepos } from "../repos/clone.ts";
 import { readTasks, scheduleView } from "../tasks/store.ts";
 
 /**
@@ -35,16 +36,19 @@ export interface RunHome {
   home: string;
   mounts: BoxMount[];
   user: BoxUser;
+  /** Gated repos cloned for this run (ROSTER_REPOS_JSON, and the record's `repos`). */
+  repos: Omit<ClonedRepos, "mounts">;
 }
 
 export async function buildRunHome(options: {
   paths: RosterPaths;
   worker: WorkerView;
   runDir: string;
+  runId: string;
   /** A session's channel: its record read-only at ~/channel, the worker's store for it at ~/channel/store. */
   channel?: string;
 }): Promise<RunHome> {
-  const { paths, worker, runDir, channel } = options;
+  const { paths, worker, runDir, runId, channel } = options;
   const user = boxUser();
   const home = join(runDir, "home");
   const self = join(runDir, "self");
@@ -91,8 +95,11 @@ export async function buildRunHome(options: {
     );
   }
 
+  const cloned = await cloneRunRepos({ mounts: worker.mounts, runDir, runId, home });
+
   const root = process.getuid?.() === 0;
   if (root) {
+    for (const repo of cloned.repos) await chownTree(join(runDir, "repos", repo.connection), user);
     await chownTree(home, user);
     await chown(store, user.uid, user.gid);
     await chownTree(join(store, ".locks"), user);
@@ -105,16 +112,19 @@ export async function buildRunHome(options: {
     { source: worker.dir, target: `${BOX_HOME}/self/config`, readOnly: true },
     { source: workerRuns, target: `${BOX_HOME}/self/runs`, readOnly: true },
     { source: journal, target: `${BOX_HOME}/self/journal`, readOnly: true },
-    ...worker.mounts.map((mount) => ({
-      source: mount.path,
-      target: `${BOX_HOME}/mnt/${mount.name}`,
-      readOnly: mount.readOnly,
-    })),
+    ...worker.mounts
+      .filter((mount) => !mount.gated)
+      .map((mount) => ({
+        source: mount.path,
+        target: `${BOX_HOME}/mnt/${mount.name}`,
+        readOnly: mount.readOnly,
+      })),
+    ...cloned.mounts,
     ...channelMounts,
     { source: join(paths.ca, "ca.crt"), target: BOX_CA, readOnly: true },
     { source: join(paths.ca, "bundle.crt"), target: BOX_CA_BUNDLE, readOnly: true },
   ];
-  return { home, mounts, user };
+  return { home, mounts, user, repos: { repos: cloned.repos, record: cloned.record } };
 }
 
 async function chownTree(dir: string, user: BoxUser): Promise<void> {

@@ -159,7 +159,7 @@ function describe(paths: RosterPaths, gate: Gate): string {
   let rendered: string;
   try {
     rendered = executor
-      ? executor.render(gate.payload, { paths, worker })
+      ? executor.render(gate.payload, { paths, worker, runId: gate.run_id })
       : JSON.stringify(gate.payload);
   } catch {
     rendered = JSON.stringify(gate.payload);

@@ -10,6 +10,8 @@ import { errorMessage, RosterError } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import { compilePrompt } from "../prompt/compile.ts";
+import { settleRunRepos } from "../repos/backstop.ts";
+import { gatedRepos } from "../repos/clone.ts";
 import { assistantText, describeEvent, LineSplitter, parseEvent } from "./pi-events.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import {
@@ -111,7 +113,11 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
     await writeFile(join(dir, "prompt/system.md"), prompt.system);
     await writeFile(join(dir, "prompt/input.md"), prompt.input);
 
-    const home = await buildRunHome({ paths, worker, runDir: dir });
+    const home = await buildRunHome({ paths, worker, runDir: dir, runId: id });
+    if (Object.keys(home.repos.record).length) {
+      record = { ...record, repos: home.repos.record };
+      await writeRecord(dir, record);
+    }
     token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId: id });
     const events = createWriteStream(join(dir, "events.jsonl"), { flags: "a" });
     const stderr = createWriteStream(join(dir, "stderr.log"), { flags: "a" });
@@ -164,6 +170,18 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
       },
     );
     for (const line of splitter.flush()) onLine(line);
+    const repos = await settleRunRepos({
+      docker: box.docker,
+      image: box.image,
+      paths,
+      worker: worker.name,
+      runId: id,
+      runDir: dir,
+      user: home.user,
+      repos: gatedRepos(worker.mounts),
+      records: record.repos,
+    });
+    if (repos) record = { ...record, repos };
     await Promise.all(
       [events, stderr].map((stream) => new Promise((resolve) => stream.end(resolve))),
     );

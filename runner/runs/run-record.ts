@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { RepoRecord } from "../repos/clone.ts";
 
 /**
  * The permanent record of a run: state/runs/<worker>/<run-id>/run.json, always
@@ -29,6 +30,8 @@ export interface RunRecord {
   turns?: number;
   /** Task runs: the task they ran. */
   task_id?: string;
+  /** Gated repos the run had a clone of, and what became of its commits there. */
+  repos?: Record<string, RepoRecord>;
   /** The process that governs the run: if it is gone while the record says running, the run crashed. */
   runner_pid?: number;
 }

@@ -111,6 +111,10 @@ export function showRun(run: RunLocation): string {
     `ended     ${record.ended_at ?? "-"}`,
     `exit      ${record.exit_code ?? "-"}`,
     ...(record.error ? [`error     ${record.error}`] : []),
+    ...Object.entries(record.repos ?? {}).map(
+      ([name, repo]) =>
+        `repo      ${name}: ${repo.state} (base ${repo.base_commit.slice(0, 12)}${repo.produced_commit ? `, head ${repo.produced_commit.slice(0, 12)}` : ""})${repo.quarantine_ref ? ` kept at ${repo.quarantine_ref}` : ""}${repo.error ? ` — ${repo.error}` : ""}`,
+    ),
     `path      ${run.dir}`,
   ];
   const input = join(run.dir, "prompt/input.md");

@@ -10,8 +10,10 @@ import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
-import { buildRunHome } from "../home/build-home.ts";
+import { boxUser, buildRunHome } from "../home/build-home.ts";
 import { compilePrompt } from "../prompt/compile.ts";
+import { settleRunRepos } from "../repos/backstop.ts";
+import { gatedRepos } from "../repos/clone.ts";
 import { type Provisioned, provision } from "../runs/provision.ts";
 import {
   type EndedBy,
@@ -161,7 +163,11 @@ export class Session {
       });
       await mkdir(join(dir, "prompt"), { recursive: true });
       await writeFile(join(dir, "prompt/system.md"), prompt.system);
-      const home = await buildRunHome({ paths, worker, runDir: dir, channel: spec.channel });
+      const home = await buildRunHome({ paths, worker, runDir: dir, runId, channel: spec.channel });
+      if (Object.keys(home.repos.record).length) {
+        record = { ...record, repos: home.repos.record };
+        await writeRecord(dir, record);
+      }
       token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId });
       const events = createWriteStream(join(dir, "events.jsonl"), { flags: "a" });
       const stderr = createWriteStream(join(dir, "stderr.log"), { flags: "a" });
@@ -376,8 +382,20 @@ export class Session {
     await this.handle.kill("signal");
     await this.handle.done;
     await Promise.all(this.logs.map((log) => new Promise((resolve) => log.end(resolve))));
+    const repos = await settleRunRepos({
+      docker: this.box.docker,
+      image: this.box.image,
+      paths: this.spec.paths,
+      worker: this.worker.name,
+      runId: this.runId,
+      runDir: this.dir,
+      user: boxUser(),
+      repos: gatedRepos(this.worker.mounts),
+      records: this.record.repos,
+    });
     this.record = {
       ...this.record,
+      ...(repos ? { repos } : {}),
       state,
       ended_at: new Date().toISOString(),
       ended_by: endedBy,

@@ -23,6 +23,11 @@ export interface Executor<Payload = unknown> {
   /** Given where it would land, an edit renders as a diff of the file as it is now. */
   render(payload: Payload, context?: Omit<ExecutionContext, "key">): string;
   /** A refusal known before anything is filed (a stale base, say), as "field: reason". */
-  precheck?(payload: Payload, context: Omit<ExecutionContext, "key">): string | undefined;
+  precheck?(
+    payload: Payload,
+    context: Omit<ExecutionContext, "key">,
+  ): string | undefined | Promise<string | undefined>;
+  /** A reason this proposal waits for a human whatever trust says (a bulk delete, say). */
+  mustGate?(payload: Payload): string | undefined;
   run(payload: Payload, context: ExecutionContext): Promise<Record<string, unknown>>;
 }

@@ -5,6 +5,7 @@ import type { Executor } from "./executor.ts";
 import { identity } from "./identity.ts";
 import { messageUser } from "./message-user.ts";
 import { purpose } from "./purpose.ts";
+import { repoPush } from "./repo.ts";
 import { selfEdit } from "./self-edit.ts";
 import { slack } from "./slack.ts";
 import { fileTask, setTasks } from "./tasks.ts";
@@ -22,4 +23,5 @@ export const EXECUTOR_TABLE: Record<ExecutorName, Executor<unknown>> = {
   task: fileTask,
   "task-list": setTasks,
   term,
+  repo: repoPush,
 };
