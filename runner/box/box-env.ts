@@ -33,12 +33,9 @@ export function boxEnvironment(input: BoxEnvInput): Record<string, string> {
     // Node's own fetch and http honour the proxy variables only when asked
     NODE_USE_ENV_PROXY: "1",
     // git sends proxy credentials up front (the gateway never answers 407)
-    GIT_CONFIG_COUNT: "2",
+    GIT_CONFIG_COUNT: "1",
     GIT_CONFIG_KEY_0: "http.proxyAuthMethod",
     GIT_CONFIG_VALUE_0: "basic",
-    // a gated repo's origin is mounted owned by the host's user; reading it is the point
-    GIT_CONFIG_KEY_1: "safe.directory",
-    GIT_CONFIG_VALUE_1: "*",
     NODE_EXTRA_CA_CERTS: BOX_CA,
     SSL_CERT_FILE: BOX_CA_BUNDLE,
     CURL_CA_BUNDLE: BOX_CA_BUNDLE,

@@ -95,7 +95,13 @@ export async function buildRunHome(options: {
     );
   }
 
-  const cloned = await cloneRunRepos({ mounts: worker.mounts, runDir, runId, home });
+  const cloned = await cloneRunRepos({
+    mounts: worker.mounts,
+    runDir,
+    runId,
+    home,
+    worker: worker.name,
+  });
 
   const root = process.getuid?.() === 0;
   if (root) {

@@ -2,14 +2,18 @@ import { chown, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { appendJournal } from "../actions/journal.ts";
+import { BOX_IMAGE } from "../box/layout.ts";
 import { runBox } from "../box/lifecycle.ts";
+import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
-import type { BoxUser } from "../home/build-home.ts";
+import { type BoxUser, boxUser } from "../home/build-home.ts";
+import type { RunRecord } from "../runs/run-record.ts";
 import {
   cloneDir,
   cloneMountpoint,
   type GatedRepo,
+  gatedRepos,
   originMountpoint,
   type RepoRecord,
 } from "./clone.ts";
@@ -52,6 +56,33 @@ export interface SettleInput {
   user: BoxUser;
   repos: GatedRepo[];
   records: Record<string, RepoRecord> | undefined;
+}
+
+/**
+ * A run whose runner died: its box is gone (reaped), its repos are settled the
+ * same way, with the worker's repos as config says now.
+ */
+export async function settleAfterCrash(
+  docker: Docker,
+  paths: RosterPaths,
+  record: RunRecord,
+  dir: string,
+): Promise<RunRecord> {
+  if (!record.repos) return record;
+  const config = loadConfig(paths.config, { vaultDir: paths.vault });
+  const view = workerView(config, record.worker);
+  const repos = await settleRunRepos({
+    docker,
+    image: config.org.engine?.image ?? BOX_IMAGE,
+    paths,
+    worker: record.worker,
+    runId: record.id,
+    runDir: dir,
+    user: boxUser(),
+    repos: view ? gatedRepos(view.mounts) : [],
+    records: record.repos,
+  });
+  return repos ? { ...record, repos } : record;
 }
 
 /** Settles every active repo of a run; never throws (a failure is recorded as backstop-failed). */

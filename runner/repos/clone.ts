@@ -65,6 +65,8 @@ export async function cloneRunRepos(options: {
   runDir: string;
   runId: string;
   home: string;
+  /** Commits made in the clone are the worker's. */
+  worker: string;
 }): Promise<ClonedRepos> {
   const out: ClonedRepos = { mounts: [], repos: [], record: {} };
   for (const repo of gatedRepos(options.mounts)) {
@@ -90,6 +92,8 @@ export async function cloneRunRepos(options: {
     await git(dest, ["checkout", "--quiet", "-b", branch]);
     // from here on the paths are the box's: origin is the read-only mount, objects borrowed through it
     await git(dest, ["remote", "set-url", "origin", originMountpoint(connection)]);
+    await git(dest, ["config", "user.name", options.worker]);
+    await git(dest, ["config", "user.email", `${options.worker}@workers.roster.invalid`]);
     await writeFile(
       join(dest, ".git/objects/info/alternates"),
       `../../../.origins/${connection}/objects\n`,
@@ -108,6 +112,11 @@ export async function cloneRunRepos(options: {
       mode: "write",
     });
     out.record[connection] = { base_commit: base, mode: "write", state: "active" };
+  }
+  if (out.repos.length) {
+    // origin is owned by the host's user, and git's upload-pack (run for `git fetch origin`)
+    // reads only global config, not the environment's: trusting it is said here
+    await writeFile(join(options.home, ".gitconfig"), "[safe]\n\tdirectory = *\n");
   }
   return out;
 }

@@ -20,6 +20,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
 import { readCredential } from "../gateway/vault.ts";
+import { settleAfterCrash } from "../repos/backstop.ts";
 import { storeCredential } from "./credentials.ts";
 import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
 import { finished, readRecord, runDir, writeRecord } from "./run-record.ts";
@@ -88,7 +89,7 @@ export async function reapAndRecord(
       await writeRecord(
         dir,
         finished(
-          record,
+          await settleAfterCrash(docker, paths, record, dir),
           "crash",
           undefined,
           "orphaned: its runner was gone; the box was killed at the next start",

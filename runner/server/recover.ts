@@ -1,6 +1,7 @@
 import type Docker from "dockerode";
 import { processAlive, reapOrphans } from "../box/orphans.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { settleAfterCrash } from "../repos/backstop.ts";
 import { finished, listRuns, readRecord, writeRecord } from "../runs/run-record.ts";
 import { allTasks, updateTasks } from "../tasks/store.ts";
 import { readOutcome, settledState } from "./dispatch.ts";
@@ -30,7 +31,7 @@ export async function recover(docker: Docker, paths: RosterPaths): Promise<Recov
     await writeRecord(
       run.dir,
       finished(
-        record,
+        await settleAfterCrash(docker, paths, record, run.dir),
         "crash",
         undefined,
         "its runner died mid-run; the box was killed when the server started again",

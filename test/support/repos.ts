@@ -93,6 +93,7 @@ export async function fakeRunWithClone(options: {
     runDir: dir,
     runId: options.runId,
     home,
+    worker: options.worker,
   });
   await writeRecord(dir, {
     id: options.runId,
