@@ -14,6 +14,7 @@ fi
 missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v git >/dev/null 2>&1 || missing+=(git)
 if ((${#missing[@]})); then
   echo "with-docker: installing ${missing[*]} from Debian" >&2
   export DEBIAN_FRONTEND=noninteractive
