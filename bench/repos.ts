@@ -46,6 +46,16 @@ const du = (dir: string) =>
   Number(execFileSync("du", ["-sb", dir], { encoding: "utf8" }).split("\t")[0]);
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 
+const appMount = (canonical: string) => [
+  {
+    name: "app",
+    path: canonical,
+    readOnly: true,
+    kind: "host-repo" as const,
+    gated: { ...REPO_DEFAULTS, allowExecutables: false },
+  },
+];
+
 function collect(dir: string, out: string[]): void {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (out.length >= FILES) return;
@@ -91,15 +101,7 @@ try {
     mkdirSync(join(run, "home"), { recursive: true });
     let start = performance.now();
     await cloneRunRepos({
-      mounts: [
-        {
-          name: "app",
-          path: canonical,
-          readOnly: true,
-          kind: "host-repo",
-          gated: { ...REPO_DEFAULTS, allowExecutables: false },
-        },
-      ],
+      mounts: appMount(canonical),
       runDir: run,
       runId: `r${i}`,
       home: join(run, "home"),
@@ -142,15 +144,7 @@ try {
   const dir = runDir(paths.state, "bench", runId);
   mkdirSync(join(dir, "home"), { recursive: true });
   const cloned = await cloneRunRepos({
-    mounts: [
-      {
-        name: "app",
-        path: canonical,
-        readOnly: true,
-        kind: "host-repo",
-        gated: { ...REPO_DEFAULTS, allowExecutables: false },
-      },
-    ],
+    mounts: appMount(canonical),
     runDir: dir,
     runId,
     home: join(dir, "home"),

@@ -1,7 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { checkAndHold, land, PushRefused } from "../../repos/push.ts";
+import { checkAndHold, land, PushRefused, type PushRequest } from "../../repos/push.ts";
 import { renderPush } from "../../repos/render.ts";
-import type { Executor } from "./executor.ts";
+import type { ExecutionContext, Executor } from "./executor.ts";
 
 /**
  * repo: a run's commits landed on a gated repo's branch (repo_push). The
@@ -20,6 +20,15 @@ const Payload = Type.Object(
   { additionalProperties: false },
 );
 type Payload = Static<typeof Payload>;
+
+const pushRequest = (payload: Payload, context: Omit<ExecutionContext, "key">): PushRequest => ({
+  paths: context.paths,
+  worker: context.worker,
+  runId: context.runId,
+  repo: payload.repo,
+  head: payload.head,
+  confirmBulkDelete: payload.confirm_bulk_delete ?? false,
+});
 
 export const repoPush: Executor<Payload> = {
   schema: Payload,
@@ -40,14 +49,7 @@ export const repoPush: Executor<Payload> = {
     payload.confirm_bulk_delete ? "a bulk delete always waits for a human" : undefined,
   async precheck(payload, context) {
     try {
-      await checkAndHold({
-        paths: context.paths,
-        worker: context.worker,
-        runId: context.runId,
-        repo: payload.repo,
-        head: payload.head,
-        confirmBulkDelete: payload.confirm_bulk_delete ?? false,
-      });
+      await checkAndHold(pushRequest(payload, context));
       return undefined;
     } catch (error) {
       if (error instanceof PushRefused) return error.message;
@@ -55,13 +57,6 @@ export const repoPush: Executor<Payload> = {
     }
   },
   async run(payload, context) {
-    return land({
-      paths: context.paths,
-      worker: context.worker,
-      runId: context.runId,
-      repo: payload.repo,
-      head: payload.head,
-      confirmBulkDelete: payload.confirm_bulk_delete ?? false,
-    });
+    return land(pushRequest(payload, context));
   },
 };
