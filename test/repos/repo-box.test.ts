@@ -1,8 +1,16 @@
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { readJournal } from "../../runner/actions/journal.ts";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import {
+  listRuns,
+  type RunRecord,
+  readRecord,
+  runDir,
+  writeRecord,
+} from "../../runner/runs/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import {
   ModelServer,
@@ -10,7 +18,13 @@ import {
   type ScriptStep,
   type Turn,
 } from "../support/model-server.ts";
-import { mainOf, makeCanonical, sh, writeRepoConnection } from "../support/repos.ts";
+import {
+  fakeRunWithClone,
+  mainOf,
+  makeCanonical,
+  sh,
+  writeRepoConnection,
+} from "../support/repos.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**
@@ -193,6 +207,41 @@ describe.skipIf(!docker)("repo_push from a real box", () => {
     const shown = await deployment.roster(["runs", "show", String(record?.id)]);
     expect(shown.stdout).toContain(`repo      app: quarantined`);
     expect(shown.stdout).toContain(`kept at ${ref}`);
+  });
+
+  it("a run whose runner died keeps its commits too: the next server start quarantines them", async () => {
+    const runId = "2026-11-30-00-00-00-crashed1";
+    const clone = await fakeRunWithClone({
+      paths: deployment.paths,
+      worker: "elf",
+      runId,
+      connection: "app",
+      canonical,
+    });
+    writeFileSync(join(clone, "lost.md"), "almost lost\n");
+    sh(clone, ["add", "-A"]);
+    sh(clone, ["commit", "-q", "-m", "before the crash"]);
+    const commit = sh(clone, ["rev-parse", "HEAD"]).trim();
+    // back to the box's own view of origin, as the crashed run left it
+    sh(clone, ["remote", "set-url", "origin", "/home/worker/mnt/.origins/app"]);
+    writeFileSync(join(clone, ".git/objects/info/alternates"), "../../../.origins/app/objects\n");
+    const dir = runDir(deployment.paths.state, "elf", runId);
+    const record = readRecord(dir);
+    // a pid that is not running: the runner is gone
+    await writeRecord(dir, { ...(record as RunRecord), runner_pid: 2 ** 22 + 1 });
+    if (process.getuid?.() === 0) execFileSync("chown", ["-R", "1000:1000", join(dir, "repos")]);
+
+    const server = await deployment.roster(["server", "start", "--once", "--no-listen"]);
+    expect(server.code, server.stderr).toBe(0);
+    expect(server.stderr).toContain(`run ${runId} crashed with the last server; recorded`);
+    const after = readRecord(dir);
+    const ref = `refs/roster/quarantine/elf/${runId}`;
+    expect(after).toMatchObject({
+      state: "failed",
+      ended_by: "crash",
+      repos: { app: { state: "quarantined", produced_commit: commit, quarantine_ref: ref } },
+    });
+    expect(sh(canonical, ["show", `${ref}:lost.md`])).toBe("almost lost\n");
   });
 
   it("a run without a gated repo has no repo_push tool", async () => {
