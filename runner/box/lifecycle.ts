@@ -112,7 +112,16 @@ export async function startBox(
   const done = (async (): Promise<BoxOutcome> => {
     try {
       const result = (await container.wait()) as { StatusCode?: number };
-      await Promise.race([streamEnded, new Promise((resolve) => setTimeout(resolve, 2000))]);
+      // the last output may trail the exit a little; wait for it, briefly — and
+      // clear that wait, or it alone holds the process for its full length
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([
+        streamEnded,
+        new Promise((resolve) => {
+          grace = setTimeout(resolve, 2000);
+        }),
+      ]);
+      clearTimeout(grace);
       return { exitCode: result.StatusCode ?? 1, endedBy, containerId: container.id };
     } catch {
       // the engine lost the container (or its connection): count it as an error end

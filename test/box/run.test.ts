@@ -217,6 +217,19 @@ describe.skipIf(!docker)("roster run", () => {
     ).toHaveLength(0);
   });
 
+  it("exits promptly once the run is over: nothing holds the process after its record is final", async () => {
+    model.play({ text: "done at once" });
+    const child = deployment.spawnRoster(["run", "elf", "answer at once"]);
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const exitedAt = Date.now();
+    expect(code).toBe(0);
+    const [run] = listRuns(deployment.paths.state, "elf");
+    const record = run ? readRecord(run.dir) : undefined;
+    expect(record?.state).toBe("done");
+    // generous: what it guards against is a leftover timer or socket holding the process for seconds
+    expect(exitedAt - Date.parse(String(record?.ended_at))).toBeLessThan(1000);
+  });
+
   it("streams pi's events with --json", async () => {
     model.play({ text: "json mode" });
     const result = await deployment.roster(["run", "--json", "elf", "events please"]);
