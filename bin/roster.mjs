@@ -1,8 +1,34 @@
 #!/usr/bin/env node
-// The `roster` command. The host runner is TypeScript run directly (tsx), so a
-// checkout needs no build step: `npm ci && npx roster ...`.
-import { register } from "tsx/esm/api";
+// The `roster` command. The host runner is compiled into dist/ (by `npm ci`
+// through prepare, or `npm run build`); a checkout whose runner/ changed since
+// then runs the TypeScript directly (tsx), so `npx roster` is never stale.
+import { readdirSync, statSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
-register();
-const { main } = await import("../runner/cli/main.ts");
+const compiled = fileURLToPath(new URL("../dist/roster.js", import.meta.url));
+const sources = fileURLToPath(new URL("../runner", import.meta.url));
+
+function compiledIsFresh() {
+  let built;
+  try {
+    built = statSync(compiled).mtimeMs;
+  } catch {
+    return false;
+  }
+  for (const entry of readdirSync(sources, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith(".ts")) continue;
+    const path = `${entry.parentPath ?? entry.path}/${entry.name}`;
+    if (statSync(path).mtimeMs > built) return false;
+  }
+  return true;
+}
+
+let main;
+if (compiledIsFresh()) {
+  ({ main } = await import("../dist/roster.js"));
+} else {
+  const { register } = await import("tsx/esm/api");
+  register();
+  ({ main } = await import("../runner/cli/main.ts"));
+}
 process.exitCode = await main(process.argv);

@@ -59,7 +59,7 @@ export async function launchEmbeddedGateway(options: {
   for (const address of options.listen) args.push("--addr", formatAddr(address));
   // stdout is ignored so nothing the child prints can mix with the run's answer;
   // stderr is inherited so a gateway bug still shows its stack. execArgv is
-  // cleared because bin/roster.mjs loads TypeScript itself.
+  // cleared because bin/roster.mjs picks the compiled runner or TypeScript itself.
   const child = fork(ROSTER_BIN, args, {
     env: options.env,
     execArgv: [],

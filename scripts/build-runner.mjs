@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// Compiles the host runner (runner/, TypeScript) into dist/ with esbuild, so the
+// `roster` command starts without transpiling anything. Run by `npm ci` and
+// `npm install` (prepare) and by `npm run build`. With --check it builds in
+// memory and fails when dist/ differs: `npm test` runs that, so stale compiled
+// output never passes.
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const args = process.argv.slice(2);
+const check = args.includes("--check");
+// --outdir <dir>: build or check elsewhere than dist/ (the staleness test does)
+const at = args.indexOf("--outdir");
+const outdir = at >= 0 && args[at + 1] ? resolve(args[at + 1]) : join(root, "dist");
+
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: { roster: "runner/cli/main.ts" },
+  bundle: true,
+  // lazy imports stay lazy: a command loads only what it uses
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  // dependencies are loaded from node_modules as they are, never copied in
+  packages: "external",
+  outdir,
+  // flat: runner/version.ts finds the checkout one level up from wherever it lands
+  chunkNames: "[name]-[hash]",
+  write: false,
+  logLevel: "warning",
+});
+
+const built = new Map(result.outputFiles.map((file) => [relative(outdir, file.path), file.text]));
+
+function existing(dir, prefix = "") {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory()
+      ? existing(join(dir, entry.name), `${prefix}${entry.name}/`)
+      : [`${prefix}${entry.name}`],
+  );
+}
+
+if (check) {
+  const present = existing(outdir);
+  const stale = [
+    ...[...built]
+      .filter(([name, text]) => {
+        const file = join(outdir, name);
+        return !existsSync(file) || readFileSync(file, "utf8") !== text;
+      })
+      .map(([name]) => name),
+    ...present.filter((name) => !built.has(name)),
+  ];
+  if (stale.length) {
+    console.error(
+      `${relative(root, outdir) || outdir} is stale (${stale.slice(0, 3).join(", ")}${stale.length > 3 ? ", …" : ""}): run npm run build`,
+    );
+    process.exit(1);
+  }
+  console.log(`${relative(root, outdir)} matches runner/ (${built.size} files)`);
+} else {
+  rmSync(outdir, { recursive: true, force: true });
+  for (const [name, text] of built) {
+    mkdirSync(dirname(join(outdir, name)), { recursive: true });
+    writeFileSync(join(outdir, name), text);
+  }
+  console.log(`built ${relative(root, outdir)} (${built.size} files)`);
+}

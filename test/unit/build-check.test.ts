@@ -1,0 +1,53 @@
+import { execFile } from "node:child_process";
+import { appendFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+
+/**
+ * The compiled runner (dist/) must match runner/: `npm test` runs the check,
+ * so stale output never passes. Built and checked here in a folder of the
+ * test's own, never in the dist/ other tests are running.
+ */
+const run = promisify(execFile);
+const script = join(import.meta.dirname, "../../scripts/build-runner.mjs");
+const dirs: string[] = [];
+
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+async function check(outdir: string): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [script, "--check", "--outdir", outdir]);
+    return { code: 0, output: stdout + stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failed.code ?? 1, output: `${failed.stdout ?? ""}${failed.stderr ?? ""}` };
+  }
+}
+
+describe("the compiled runner's staleness check", () => {
+  it("passes on fresh output and fails, naming a file, on changed, missing or extra output", async () => {
+    const outdir = await mkdtemp(join(tmpdir(), "roster-dist-"));
+    dirs.push(outdir);
+    await run(process.execPath, [script, "--outdir", outdir]);
+    expect(await check(outdir)).toMatchObject({ code: 0 });
+
+    appendFileSync(join(outdir, "roster.js"), "\n// edited by hand\n");
+    const changed = await check(outdir);
+    expect(changed.code).toBe(1);
+    expect(changed.output).toMatch(/is stale \(roster\.js\): run npm run build/);
+
+    await run(process.execPath, [script, "--outdir", outdir]);
+    const chunk = readdirSync(outdir).find((name) => name.startsWith("chunk-"));
+    rmSync(join(outdir, String(chunk)));
+    expect((await check(outdir)).output).toContain(`(${chunk})`);
+
+    await run(process.execPath, [script, "--outdir", outdir]);
+    appendFileSync(join(outdir, "left-over.js"), "export {};\n");
+    expect((await check(outdir)).output).toContain("(left-over.js)");
+  });
+});
