@@ -1,82 +1,212 @@
 /**
- * How long `roster run` takes to get a worker talking, against the floor of a
- * bare `docker run --rm <image> true` on the same machine, and how much memory
- * a running box holds. Needs Docker, root (for the firewall rule) and the box
- * image.
+ * What a governed run costs on top of the container itself, side by side in
+ * one run: the floors (a bare `docker run … true`, and a hardened `docker run`
+ * of pi against the scripted model), then `roster run` in a fresh root, warm,
+ * and with a running gateway (`roster gateway start`, as the daemon holds one):
+ * time to the model's first request, time to process exit, the box's exit to
+ * the process's, host CPU per run and the CLI's peak RSS (GNU time, children
+ * included). Needs Docker, root (for the firewall rule) and the box image.
  *   npx tsx bench/run-latency.ts
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { SENTINEL } from "../runner/box/box-env.ts";
 import { connectDocker } from "../runner/box/docker.ts";
-import { BOX_IMAGE } from "../runner/box/layout.ts";
+import { BOX_IMAGE, RUN_PI } from "../runner/box/layout.ts";
+import { piAgentConfig } from "../runner/config/model.ts";
+import { listRuns, readRecord } from "../runner/runs/run-record.ts";
+import { ROSTER_BIN } from "../test/support/cli.ts";
 import { ModelServer } from "../test/support/model-server.ts";
-import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { makeRosterRoot, type RosterRoot } from "../test/support/roster-root.ts";
 
+const ROUNDS = 5;
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const { client } = await connectDocker();
+const model = await new ModelServer().start("0.0.0.0");
+
+interface Sample {
+  first: number;
+  exit: number;
+  /** The box's end (record final) to the process's exit. */
+  tail?: number;
+  cpu?: number;
+  rssMb?: number;
+}
+
+/** Spawns a command, timing the model's first request and the exit; `time` adds CPU and RSS. */
+async function sample(
+  command: string[],
+  env: NodeJS.ProcessEnv,
+  timed: boolean,
+): Promise<Sample & { stderr: string }> {
+  const asked = model.requests.length;
+  model.reset();
+  model.play({ text: "ok" });
+  const stats = join(tmpdir(), `roster-bench-time-${process.pid}`);
+  const argv = timed ? ["/usr/bin/time", "-o", stats, "-f", "%U %S %M", ...command] : command;
+  const started = performance.now();
+  const child = spawn(argv[0] as string, argv.slice(1), {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  let first = 0;
+  const watch = setInterval(() => {
+    if (!first && model.requests.length > asked) first = performance.now() - started;
+  }, 2);
+  await new Promise((resolve) => child.once("exit", resolve));
+  const exit = performance.now() - started;
+  clearInterval(watch);
+  const out: Sample & { stderr: string } = { first, exit, stderr };
+  if (timed) {
+    const [user, sys, rss] =
+      readFileSync(stats, "utf8").trim().split("\n").at(-1)?.split(" ").map(Number) ?? [];
+    out.cpu = (user ?? 0) + (sys ?? 0);
+    out.rssMb = (rss ?? 0) / 1024;
+  }
+  return out;
+}
+
+async function rosterSamples(deployment: RosterRoot, rounds: number): Promise<Sample[]> {
+  const samples: Sample[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const wall = Date.now();
+    const run = await sample(
+      [process.execPath, ROSTER_BIN, "run", "elf", "hi"],
+      { ROSTER_ROOT: deployment.root },
+      true,
+    );
+    const exitedAt = wall + run.exit;
+    const latest = listRuns(deployment.paths.state, "elf")[0];
+    const ended = latest ? readRecord(latest.dir)?.ended_at : undefined;
+    samples.push({ ...run, tail: ended ? exitedAt - Date.parse(ended) : Number.NaN });
+  }
+  return samples;
+}
 
 const floors: number[] = [];
-for (let i = 0; i < 5; i++) {
+for (let i = 0; i < ROUNDS; i++) {
   const started = performance.now();
   execFileSync("docker", ["run", "--rm", BOX_IMAGE, "true"]);
   floors.push(performance.now() - started);
 }
 
-const model = await new ModelServer().start("127.0.0.1");
-const deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"));
-const toFirstRequest: number[] = [];
-let memoryBytes = 0;
+// the hardened docker run of pi itself against the scripted model: what roster adds nothing to
+const home = mkdtempSync(join(tmpdir(), "roster-bench-home-"));
+mkdirSync(join(home, "agent"), { recursive: true });
+const agent = piAgentConfig(
+  {
+    provider: "openai-compatible",
+    model: "scripted-1",
+    base_url: `http://host.docker.internal:${model.port}/v1`,
+  },
+  SENTINEL,
+);
+writeFileSync(join(home, "agent/models.json"), JSON.stringify(agent.models));
+writeFileSync(join(home, "agent/settings.json"), JSON.stringify(agent.settings));
+execFileSync("chown", ["-R", "1000:1000", home]);
+const bare: Sample[] = [];
+for (let i = 0; i < ROUNDS; i++) {
+  bare.push(
+    await sample(
+      [
+        "docker",
+        "run",
+        "--rm",
+        "--read-only",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--user",
+        "1000:1000",
+        "--tmpfs",
+        "/tmp",
+        "--add-host",
+        "host.docker.internal:host-gateway",
+        "-v",
+        `${home}:/home/worker`,
+        "-e",
+        "PI_CODING_AGENT_DIR=/home/worker/agent",
+        BOX_IMAGE,
+        RUN_PI,
+        "--mode",
+        "json",
+        "--no-session",
+        "-p",
+        "hi",
+      ],
+      {},
+      false,
+    ),
+  );
+}
+rmSync(home, { recursive: true, force: true });
+
+const fresh = await makeRosterRoot(model.baseUrl("127.0.0.1"));
+let cold: Sample[];
+let warm: Sample[];
 try {
-  for (let i = 0; i < 4; i++) {
-    const asked = model.requests.length;
-    model.reset();
-    model.play(
-      i === 3
-        ? { toolCalls: [{ name: "bash", arguments: { command: "sleep 4" } }] }
-        : { text: "ok" },
-      { text: "done" },
-    );
-    const started = performance.now();
-    const child = deployment.spawnRoster(["run", "elf", "hi"]);
-    while (model.requests.length === asked) await new Promise((resolve) => setTimeout(resolve, 5));
-    toFirstRequest.push(performance.now() - started);
-    if (i === 3) {
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      const [box] = await client.listContainers({ filters: { label: ["roster.worker=elf"] } });
-      if (box) {
-        const stats = (await client.getContainer(box.Id).stats({ stream: false })) as {
-          memory_stats?: { usage?: number; stats?: Record<string, number> };
-        };
-        const memory = stats.memory_stats ?? {};
-        // what `docker stats` shows: usage less the page cache (cgroup v1: total_cache; v2: inactive_file)
-        memoryBytes =
-          (memory.usage ?? 0) -
-          (memory.stats?.total_inactive_file ?? memory.stats?.inactive_file ?? 0);
-      }
-    }
-    await new Promise((resolve) => child.once("exit", resolve));
-  }
+  cold = await rosterSamples(fresh, 1);
+  warm = await rosterSamples(fresh, ROUNDS);
 } finally {
+  await fresh.cleanup();
+}
+
+const held = await makeRosterRoot(model.baseUrl("127.0.0.1"));
+let withGateway: Sample[];
+const gateway = spawn(process.execPath, [ROSTER_BIN, "gateway", "start"], {
+  env: { ...process.env, ROSTER_ROOT: held.root },
+  stdio: "ignore",
+});
+try {
+  for (let i = 0; i < 100; i++) {
+    try {
+      readFileSync(join(held.paths.state, "gateway.json"));
+      break;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  await rosterSamples(held, 1); // first run in a root creates the CA and the network rule
+  withGateway = await rosterSamples(held, ROUNDS);
+} finally {
+  gateway.kill("SIGTERM");
+  await new Promise((resolve) => gateway.once("exit", resolve));
+  await held.cleanup();
   await model.stop();
-  await deployment.cleanup();
 }
 
 const floor = median(floors);
-const first = toFirstRequest[0] ?? 0;
-const warm = median(toFirstRequest.slice(1));
-console.log(`Docker ${(await client.version()).Version}, Node ${process.version}\n`);
-console.log("| measure | ms | vs floor |");
-console.log("|---|---|---|");
+const bareFirst = median(bare.map((s) => s.first));
+const row = (label: string, samples: Sample[]) => {
+  const first = median(samples.map((s) => s.first));
+  const exit = median(samples.map((s) => s.exit));
+  const tail = median(samples.map((s) => s.tail ?? Number.NaN));
+  const cpu = median(samples.map((s) => s.cpu ?? Number.NaN));
+  const rss = Math.max(...samples.map((s) => s.rssMb ?? 0));
+  console.log(
+    `| ${label} | ${first.toFixed(0)} | ${(first / bareFirst).toFixed(2)}x | ${exit.toFixed(0)} | ${Number.isNaN(tail) ? "-" : tail.toFixed(0)} | ${Number.isNaN(cpu) ? "-" : cpu.toFixed(2)} | ${rss ? rss.toFixed(0) : "-"} |`,
+  );
+};
 console.log(
-  `| floor: docker run --rm ${BOX_IMAGE} true (median of 5) | ${floor.toFixed(0)} | 1.00x |`,
+  `Docker ${(await client.version()).Version}, Node ${process.version}, medians of ${ROUNDS}\n`,
 );
 console.log(
-  `| roster run → model's first request, first run in a fresh root (creates the CA) | ${first.toFixed(0)} | ${(first / floor).toFixed(2)}x |`,
+  "| run | to first model request ms | vs pi floor | to exit ms | record final → exit ms | host CPU s | peak RSS MB |",
 );
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
 console.log(
-  `| roster run → model's first request, warm (median of 3) | ${warm.toFixed(0)} | ${(warm / floor).toFixed(2)}x |`,
+  `| floor: docker run --rm ${BOX_IMAGE} true | - | - | ${floor.toFixed(0)} | - | - | - |`,
 );
-console.log(
-  `\nmemory of a running box (pi idle in a tool call, cache excluded): ${(memoryBytes / 1024 / 1024).toFixed(0)} MiB`,
-);
+row("floor: hardened docker run of pi -p", bare);
+row("roster run, fresh root (first run)", cold);
+row("roster run, warm", warm);
+row("roster run, gateway already running", withGateway);

@@ -6,7 +6,7 @@ import { ACTIONS_HOST } from "./action-host.ts";
 import type { CertificateAuthority } from "./ca.ts";
 import type { GatewayTimeouts } from "./defaults.ts";
 import { type ExchangeDeps, handleRequest, type Target, upstreamRefusal } from "./exchange.ts";
-import { type Identity, resolveToken, tokenFromProxyAuthorization } from "./identity.ts";
+import { type Identity, TokenResolver, tokenFromProxyAuthorization } from "./identity.ts";
 import { grantNamesHost, judge } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
 import type { RequestFacts } from "./request-facts.ts";
@@ -37,8 +37,9 @@ interface TunnelContext {
 const tunnels = new WeakMap<object, TunnelContext>();
 
 export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Server } {
+  const tokens = new TokenResolver(deps.identityDir);
   const identify = (header: string | undefined) =>
-    resolveToken(deps.identityDir, tokenFromProxyAuthorization(header));
+    tokens.resolve(tokenFromProxyAuthorization(header));
 
   // stalled clients are found by a periodic sweep: sweep often enough for the timeouts to mean something
   const serverOptions = {

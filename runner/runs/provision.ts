@@ -109,52 +109,55 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     throw refuse(`no model configured: add a [model] section to ${join(paths.config, "org.toml")}`);
   const endpoint = modelEndpoint(worker.model);
 
-  const { client: docker } = await connectDocker(env);
-  await reapAndRecord(docker, paths, note);
+  // the credential first: a run that can't talk to its model starts nothing
+  if (endpoint.credential && !readCredential(paths.vault, endpoint.credential)) {
+    const fromEnv = endpoint.keyEnv ? env[endpoint.keyEnv] : undefined;
+    if (!fromEnv)
+      throw refuse(
+        `no model credential "${endpoint.credential}" for ${worker.model.provider}: run \`roster login ${endpoint.credential}\`${endpoint.keyEnv ? ` or set ${endpoint.keyEnv}` : ""}`,
+      );
+    await storeCredential(paths.vault, endpoint.credential, { key: fromEnv });
+    note(
+      `stored ${endpoint.keyEnv} in the vault as credential "${endpoint.credential}" (it never enters a box)`,
+    );
+  }
 
-  // network and firewall
+  const { client: docker } = await connectDocker(env);
   const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
+  const image = config.org.engine?.image ?? BOX_IMAGE;
+  // What does not depend on each other runs at once: the image, the orphan sweep
+  // and the network first; then the firewall and the gateway (which both need
+  // the network's addresses). Every step is awaited before any failure is
+  // reported, and a gateway already leased is given back.
+  const early = [ensureImage(docker, image, env, note), reapAndRecord(docker, paths, note)];
   let network: Awaited<ReturnType<typeof ensureLockedNetwork>>;
   try {
     network = await ensureLockedNetwork(docker);
   } catch (error) {
+    await Promise.allSettled(early);
     throw refuse(`the locked network is not in place: ${errorMessage(error)}`);
   }
   if (worker.box.egress_lockdown === false) {
     note(
       "warning: [box] egress_lockdown = false — boxes can reach every port on this host; only the gateway is meant to be reachable",
     );
-  } else {
-    await ensureEgressLockdown(network.subnet, port);
   }
-
-  // gateway: a running daemon's, or one embedded for this run; watched until released
-  const gateway = await leaseGateway({ paths, port, bridge: network.gateway, env });
+  const firewall =
+    worker.box.egress_lockdown === false
+      ? Promise.resolve()
+      : ensureEgressLockdown(network.subnet, port);
+  // a running daemon's gateway, or one embedded for this run; watched until released
+  const leased = leaseGateway({ paths, port, bridge: network.gateway, env });
+  const settled = await Promise.allSettled([leased, firewall, ...early]);
+  const gateway = settled[0].status === "fulfilled" ? settled[0].value : undefined;
   try {
+    const failed = settled.find((result) => result.status === "rejected");
+    if (failed) throw failed.reason;
+    if (!gateway) throw new Error("the gateway lease was lost");
     if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
       throw refuse(
         `the CA is missing from ${paths.ca}: start the gateway once (roster gateway start) to create it`,
       );
-    }
-    const image = config.org.engine?.image ?? BOX_IMAGE;
-    if (!(await imageExists(docker, image))) {
-      if (image !== BOX_IMAGE)
-        throw refuse(`the box image ${image} is missing: build or pull it first`);
-      note(`the box image ${image} is missing; building it (once)`);
-      await buildBoxImage({ docker, progress: consoleProgress(), tag: image, env });
-    }
-    if (endpoint.credential && !readCredential(paths.vault, endpoint.credential)) {
-      const fromEnv = endpoint.keyEnv ? env[endpoint.keyEnv] : undefined;
-      if (fromEnv) {
-        await storeCredential(paths.vault, endpoint.credential, { key: fromEnv });
-        note(
-          `stored ${endpoint.keyEnv} in the vault as credential "${endpoint.credential}" (it never enters a box)`,
-        );
-      } else {
-        throw refuse(
-          `no model credential "${endpoint.credential}" for ${worker.model.provider}: run \`roster login ${endpoint.credential}\`${endpoint.keyEnv ? ` or set ${endpoint.keyEnv}` : ""}`,
-        );
-      }
     }
     return {
       docker,
@@ -169,7 +172,21 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       release: () => gateway.release(),
     };
   } catch (error) {
-    await gateway.release();
+    await gateway?.release();
     throw error;
   }
+}
+
+/** The box image, built once when it is roster's own and missing. */
+async function ensureImage(
+  docker: Docker,
+  image: string,
+  env: NodeJS.ProcessEnv,
+  note: (text: string) => void,
+): Promise<void> {
+  if (await imageExists(docker, image)) return;
+  if (image !== BOX_IMAGE)
+    throw refuse(`the box image ${image} is missing: build or pull it first`);
+  note(`the box image ${image} is missing; building it (once)`);
+  await buildBoxImage({ docker, progress: consoleProgress(), tag: image, env });
 }
