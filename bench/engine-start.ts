@@ -2,10 +2,10 @@
  * pi's own start inside the box: a hardened `docker run` of `run-pi -p`
  * against the scripted model, to the model's first request and to exit, with
  * the caches pi could use warm or cold. Each run starts with an empty /tmp
- * (a tmpfs), so by default both of pi's caches — Node's module compile cache
- * (pi calls enableCompileCache(): $NODE_COMPILE_CACHE or /tmp) and jiti's
- * transpile cache for the .ts extensions (/tmp/jiti) — start cold every run.
- * The variants mount a cache filled by an earlier run instead.
+ * (a tmpfs), so unless the image brings them, both of pi's caches — Node's
+ * module compile cache (pi calls enableCompileCache(): $NODE_COMPILE_CACHE or
+ * /tmp) and jiti's transpile cache for the .ts extensions (/tmp/jiti) — start
+ * cold every run. The image bakes both; the cold row turns them off.
  *   npx tsx bench/engine-start.ts      (Docker, root, the box image)
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -36,13 +36,9 @@ const agent = piAgentConfig(
 );
 writeFileSync(join(home, "agent/models.json"), JSON.stringify(agent.models));
 writeFileSync(join(home, "agent/settings.json"), JSON.stringify(agent.settings));
-const compileCache = join(work, "compile-cache");
-const jitiTmp = join(work, "jiti-tmp");
-mkdirSync(compileCache);
-mkdirSync(jitiTmp);
 execFileSync("chown", ["-R", "1000:1000", work]);
 
-async function once(extra: string[]): Promise<{ first: number; exit: number }> {
+async function once(extra: string[], cold = false): Promise<{ first: number; exit: number }> {
   const asked = model.requests.length;
   model.reset();
   model.play({ text: "ok" });
@@ -69,6 +65,8 @@ async function once(extra: string[]): Promise<{ first: number; exit: number }> {
       "PI_CODING_AGENT_DIR=/home/worker/agent",
       ...extra,
       image,
+      // cold: an empty jiti folder in /tmp stops run-pi from copying the baked one in
+      ...(cold ? ["sh", "-c", 'mkdir -p /tmp/jiti && exec "$@"', "sh"] : []),
       RUN_PI,
       "--mode",
       "json",
@@ -87,42 +85,22 @@ async function once(extra: string[]): Promise<{ first: number; exit: number }> {
   return { first, exit: performance.now() - started };
 }
 
-const variants: Array<{ name: string; args: string[]; fill?: string[] }> = [
-  { name: "as the box runs today (both caches cold)", args: [] },
+const variants: Array<{ name: string; args: string[]; cold?: boolean }> = [
   {
-    name: "Node compile cache warm (read-only mount)",
-    fill: ["-v", `${compileCache}:/cc`, "-e", "NODE_COMPILE_CACHE=/cc"],
-    args: ["-v", `${compileCache}:/cc:ro`, "-e", "NODE_COMPILE_CACHE=/cc"],
+    name: "both caches cold (every run before they were baked)",
+    args: ["-e", "NODE_COMPILE_CACHE=/tmp/cc"],
+    cold: true,
   },
-  {
-    name: "jiti cache warm",
-    // the compile cache kept on the fresh tmpfs, so only jiti's is warm
-    fill: ["-v", `${jitiTmp}:/jt`, "-e", "TMPDIR=/jt", "-e", "NODE_COMPILE_CACHE=/tmp/cc"],
-    args: ["-v", `${jitiTmp}:/jt`, "-e", "TMPDIR=/jt", "-e", "NODE_COMPILE_CACHE=/tmp/cc"],
-  },
-  {
-    name: "both warm",
-    args: [
-      "-v",
-      `${compileCache}:/cc:ro`,
-      "-e",
-      "NODE_COMPILE_CACHE=/cc",
-      "-v",
-      `${jitiTmp}:/jt`,
-      "-e",
-      "TMPDIR=/jt",
-    ],
-  },
+  { name: "caches baked into the image (what runs now)", args: [] },
 ];
 try {
   console.log(`image ${image}; medians of ${ROUNDS}\n`);
   console.log("| pi in the box | to first model request ms | to exit ms |");
   console.log("| --- | --- | --- |");
   for (const variant of variants) {
-    if (variant.fill) await once(variant.fill);
-    await once(variant.args); // one unmeasured run: the page cache, not the caches, is warm after it
+    await once(variant.args, variant.cold); // unmeasured: warms the page cache, not pi's caches
     const samples = [];
-    for (let i = 0; i < ROUNDS; i++) samples.push(await once(variant.args));
+    for (let i = 0; i < ROUNDS; i++) samples.push(await once(variant.args, variant.cold));
     console.log(
       `| ${variant.name} | ${median(samples.map((s) => s.first)).toFixed(0)} | ${median(samples.map((s) => s.exit)).toFixed(0)} |`,
     );

@@ -18,7 +18,7 @@ export function registerGatewayCommands(program: Command): void {
       const paths = rosterPaths();
       if (flags.embedded) {
         if (!flags.addr) throw new RosterError("--embedded needs --addr", { exitCode: 2 });
-        const { serveEmbedded } = await import("../gateway/embedded.ts");
+        const { serveEmbedded } = await import("../gateway/embedded-child.ts");
         return serveEmbedded(paths, flags.addr);
       }
       const listen = flags.addr ?? (await defaultListen(paths.config));

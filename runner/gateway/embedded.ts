@@ -1,9 +1,9 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
-import { errorMessage, RosterError } from "../errors.ts";
 import { PROJECT_ROOT } from "../version.ts";
-import { Gateway, type ListenAddress } from "./gateway.ts";
+// types only: the run's side must not load the gateway itself (TLS, executors, chat clients)
+import type { ListenAddress } from "./gateway.ts";
 
 /**
  * The gateway `roster run` embeds when no standalone one is running, as a
@@ -11,12 +11,12 @@ import { Gateway, type ListenAddress } from "./gateway.ts";
  * run's own process: a gateway crash then cannot take the run's bookkeeping
  * down with it, and the run can see the gateway die and stop its box at once.
  *
- * Both halves of the protocol live here. Over the fork's IPC channel the child
+ * This is the parent's half (embedded-child.ts is the child's). Over the fork's IPC channel the child
  * sends exactly one message, ready (with its bound addresses) or failed (with
  * the reason); it stops when the channel closes, which happens when the parent
  * disconnects it or exits in any way, so it never outlives its run.
  */
-type ChildMessage =
+export type ChildMessage =
   | { type: "ready"; addresses: ListenAddress[]; configRoot: string }
   | { type: "failed"; error: string };
 
@@ -42,7 +42,7 @@ export interface EmbeddedGateway {
 
 const ROSTER_BIN = join(PROJECT_ROOT, "bin/roster.mjs");
 const READY_TIMEOUT_MS = 60_000;
-const STOP_GRACE_MS = 5_000;
+export const STOP_GRACE_MS = 5_000;
 
 /**
  * Starts the child and waits for it to listen. Rejects with the child's own
@@ -149,50 +149,4 @@ function formatAddr(address: ListenAddress): string {
   return address.host.includes(":")
     ? `[${address.host}]:${address.port}`
     : `${address.host}:${address.port}`;
-}
-
-/**
- * The child's side: `roster gateway start --embedded`. Listens, says so over
- * IPC, and serves until the channel closes (or SIGTERM). It writes no
- * state/gateway.json: it belongs to one run and must not be found and used by
- * another.
- */
-export async function serveEmbedded(paths: RosterPaths, listen: ListenAddress[]): Promise<void> {
-  const send = process.send?.bind(process);
-  if (!send) {
-    throw new RosterError(
-      "--embedded is roster run's own: it needs the IPC channel of its parent",
-      {
-        exitCode: 2,
-      },
-    );
-  }
-  // Ctrl-C reaches the whole foreground process group; the parent answers it by
-  // stopping its box first and then this gateway, so the box is never left
-  // without its door while it still runs.
-  process.on("SIGINT", () => undefined);
-  let gateway: Gateway;
-  try {
-    gateway = await Gateway.start({ paths, listen, recordState: false });
-  } catch (error) {
-    process.exitCode = 1;
-    // the parent closes the channel once it has the reason; then this exits
-    send({ type: "failed", error: errorMessage(error) } satisfies ChildMessage);
-    return;
-  }
-  const stopped = new Promise<void>((resolve) => {
-    process.once("disconnect", resolve);
-    process.once("SIGTERM", resolve);
-  });
-  send({
-    type: "ready",
-    addresses: gateway.addresses,
-    configRoot: paths.config,
-  } satisfies ChildMessage);
-  await stopped;
-  // Exit even if a stray socket would keep the loop alive: when the parent is
-  // gone, nobody else would ever end this process.
-  setTimeout(() => process.exit(0), STOP_GRACE_MS).unref();
-  await gateway.stop().catch(() => undefined);
-  process.exit(0);
 }

@@ -2,7 +2,6 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { ActionHost } from "../actions/host.ts";
 import type { GatewaySection } from "../config/config-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { ActionHandler } from "./action-host.ts";
@@ -79,7 +78,7 @@ export class Gateway {
       audit,
       budgets,
       upstreams,
-      actions: options.actions ?? new ActionHost(paths, config),
+      actions: options.actions ?? lazyActionHost(paths, config),
       vaultDir: paths.vault,
       maxBodyBytes: section.max_body_bytes ?? 64 * 1024 * 1024,
       ca,
@@ -171,4 +170,19 @@ function resolveTimeouts(
     }
   }
   return merged;
+}
+
+/**
+ * The action host, loaded at its first request: its executors bring chat and
+ * mail clients and a secret scanner that a gateway serving only model calls
+ * never needs, and every run that embeds a gateway would wait for them.
+ */
+function lazyActionHost(paths: RosterPaths, config: ConfigSource): ActionHandler {
+  let host: Promise<ActionHandler> | undefined;
+  return {
+    handle: async (request) => {
+      host ??= import("../actions/host.ts").then(({ ActionHost }) => new ActionHost(paths, config));
+      return (await host).handle(request);
+    },
+  };
 }
