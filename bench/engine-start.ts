@@ -8,74 +8,31 @@
  * cold every run. The image bakes both; the cold row turns them off.
  *   npx tsx bench/engine-start.ts      (Docker, root, the box image)
  */
-import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { SENTINEL } from "../runner/box/box-env.ts";
-import { BOX_IMAGE, RUN_PI } from "../runner/box/layout.ts";
-import { piAgentConfig } from "../runner/config/model.ts";
+import { BOX_IMAGE } from "../runner/box/layout.ts";
 import { ModelServer } from "../test/support/model-server.ts";
+import { piFloor } from "./pi-floor.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 7);
 const image = process.env.IMAGE ?? BOX_IMAGE;
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const model = await new ModelServer().start("0.0.0.0");
-const work = mkdtempSync(join(tmpdir(), "roster-bench-engine-"));
-const home = join(work, "home");
-mkdirSync(join(home, "agent"), { recursive: true });
-const agent = piAgentConfig(
-  {
-    provider: "openai-compatible",
-    model: "scripted-1",
-    base_url: `http://host.docker.internal:${model.port}/v1`,
-  },
-  SENTINEL,
-);
-writeFileSync(join(home, "agent/models.json"), JSON.stringify(agent.models));
-writeFileSync(join(home, "agent/settings.json"), JSON.stringify(agent.settings));
-execFileSync("chown", ["-R", "1000:1000", work]);
+const floor = piFloor(model.port);
 
 async function once(extra: string[], cold = false): Promise<{ first: number; exit: number }> {
   const asked = model.requests.length;
   model.reset();
   model.play({ text: "ok" });
   const started = performance.now();
-  const child = spawn(
-    "docker",
-    [
-      "run",
-      "--rm",
-      "--read-only",
-      "--cap-drop",
-      "ALL",
-      "--security-opt",
-      "no-new-privileges",
-      "--user",
-      "1000:1000",
-      "--tmpfs",
-      "/tmp:rw,exec,mode=1777",
-      "--add-host",
-      "host.docker.internal:host-gateway",
-      "-v",
-      `${home}:/home/worker`,
-      "-e",
-      "PI_CODING_AGENT_DIR=/home/worker/agent",
-      ...extra,
-      image,
-      // cold: an empty jiti folder in /tmp stops run-pi from copying the baked one in
-      ...(cold ? ["sh", "-c", 'mkdir -p /tmp/jiti && exec "$@"', "sh"] : []),
-      RUN_PI,
-      "--mode",
-      "json",
-      "--no-session",
-      "-p",
-      "hi",
-    ],
-    { stdio: "ignore" },
+  // cold: an empty jiti folder in /tmp stops run-pi from copying the baked one in
+  const argv = floor.argv(
+    image,
+    extra,
+    cold ? ["sh", "-c", 'mkdir -p /tmp/jiti && exec "$@"', "sh"] : [],
   );
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: "ignore" });
   let first = 0;
   const watch = setInterval(() => {
     if (!first && model.requests.length > asked) first = performance.now() - started;
@@ -107,5 +64,5 @@ try {
   }
 } finally {
   await model.stop();
-  rmSync(work, { recursive: true, force: true });
+  floor.cleanup();
 }

@@ -9,18 +9,17 @@
  *   npx tsx bench/run-latency.ts
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { SENTINEL } from "../runner/box/box-env.ts";
 import { connectDocker } from "../runner/box/docker.ts";
-import { BOX_IMAGE, RUN_PI } from "../runner/box/layout.ts";
-import { piAgentConfig } from "../runner/config/model.ts";
+import { BOX_IMAGE } from "../runner/box/layout.ts";
 import { listRuns, readRecord } from "../runner/runs/run-record.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
 import { ModelServer } from "../test/support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../test/support/roster-root.ts";
+import { piFloor } from "./pi-floor.ts";
 
 const ROUNDS = 5;
 const median = (values: number[]) =>
@@ -99,56 +98,10 @@ for (let i = 0; i < ROUNDS; i++) {
 }
 
 // the hardened docker run of pi itself against the scripted model: what roster adds nothing to
-const home = mkdtempSync(join(tmpdir(), "roster-bench-home-"));
-mkdirSync(join(home, "agent"), { recursive: true });
-const agent = piAgentConfig(
-  {
-    provider: "openai-compatible",
-    model: "scripted-1",
-    base_url: `http://host.docker.internal:${model.port}/v1`,
-  },
-  SENTINEL,
-);
-writeFileSync(join(home, "agent/models.json"), JSON.stringify(agent.models));
-writeFileSync(join(home, "agent/settings.json"), JSON.stringify(agent.settings));
-execFileSync("chown", ["-R", "1000:1000", home]);
+const floorRun = piFloor(model.port);
 const bare: Sample[] = [];
-for (let i = 0; i < ROUNDS; i++) {
-  bare.push(
-    await sample(
-      [
-        "docker",
-        "run",
-        "--rm",
-        "--read-only",
-        "--cap-drop",
-        "ALL",
-        "--security-opt",
-        "no-new-privileges",
-        "--user",
-        "1000:1000",
-        "--tmpfs",
-        "/tmp",
-        "--add-host",
-        "host.docker.internal:host-gateway",
-        "-v",
-        `${home}:/home/worker`,
-        "-e",
-        "PI_CODING_AGENT_DIR=/home/worker/agent",
-        BOX_IMAGE,
-        RUN_PI,
-        "--mode",
-        "json",
-        "--no-session",
-        "-p",
-        "hi",
-      ],
-      {},
-      false,
-    ),
-  );
-}
-rmSync(home, { recursive: true, force: true });
+for (let i = 0; i < ROUNDS; i++) bare.push(await sample(floorRun.argv(BOX_IMAGE), {}, false));
+floorRun.cleanup();
 
 const fresh = await makeRosterRoot(model.baseUrl("127.0.0.1"));
 let cold: Sample[];
