@@ -6,7 +6,7 @@
  * CPU per request. Then each proxy's memory (RSS): idle, at its peak under 200
  * concurrent clients × 50 requests, and holding 1000 idle connections. Needs
  * mitmdump on PATH.
- *   npx tsx bench/gateway.ts
+ *   npx tsx bench/gateway.ts          (PROFILE=<dir> also profiles the gateway)
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -89,7 +89,15 @@ await writeFile(
 const gatewayPort = await freePort();
 const gateway = spawn(
   process.execPath,
-  [join(PROJECT_ROOT, "bin/roster.mjs"), "gateway", "start", "--addr", `127.0.0.1:${gatewayPort}`],
+  [
+    // PROFILE=<dir>: the gateway writes a V8 CPU profile there when it stops
+    ...(process.env.PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROFILE}`] : []),
+    join(PROJECT_ROOT, "bin/roster.mjs"),
+    "gateway",
+    "start",
+    "--addr",
+    `127.0.0.1:${gatewayPort}`,
+  ],
   {
     env: { ...process.env, ROSTER_ROOT: root },
     stdio: "ignore",

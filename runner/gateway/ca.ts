@@ -1,11 +1,10 @@
-import "reflect-metadata";
 import { webcrypto } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import { createSecureContext, rootCertificates, type SecureContext } from "node:tls";
-import * as x509 from "@peculiar/x509";
+import type * as X509 from "@peculiar/x509";
 
 /**
  * The host CA that lets the gateway read a box's TLS: created once under
@@ -13,7 +12,22 @@ import * as x509 from "@peculiar/x509";
  * host name a box connects to. `bundle.crt` (system roots + this CA) is what
  * boxes trust; the runner mounts it read-only.
  */
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+/**
+ * @peculiar/x509 (with the reflect polyfill it needs) takes a quarter of a
+ * second to load: more than the rest of a gateway's start. It is loaded in the
+ * background once the CA is open, so the gateway listens without waiting for
+ * it and the first leaf (seconds later, once a box is up) finds it ready.
+ */
+let x509Module: Promise<typeof X509> | undefined;
+function loadX509(): Promise<typeof X509> {
+  x509Module ??= (async () => {
+    await import("reflect-metadata");
+    const x509 = await import("@peculiar/x509");
+    x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+    return x509;
+  })();
+  return x509Module;
+}
 
 const ALGORITHM = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 const DAY = 86_400_000;
@@ -57,18 +71,25 @@ function randomSerial(): string {
 export class CertificateAuthority {
   private readonly leaves = new Map<string, Promise<SecureContext>>();
 
+  private parsed: Promise<X509.X509Certificate> | undefined;
+
   private constructor(
     readonly files: CaFiles,
-    private readonly cert: x509.X509Certificate,
+    readonly certPem: string,
     private readonly key: webcrypto.CryptoKey,
   ) {}
+
+  private cert(): Promise<X509.X509Certificate> {
+    this.parsed ??= loadX509().then((x509) => new x509.X509Certificate(this.certPem));
+    return this.parsed;
+  }
 
   /** Loads the CA from `dir`, creating it (and the bundle) on first use. */
   static async open(dir: string): Promise<CertificateAuthority> {
     const files = caFiles(dir);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     if (!existsSync(files.key) || !existsSync(files.cert)) await createCa(files);
-    const cert = new x509.X509Certificate(await readFile(files.cert, "utf8"));
+    const certPem = await readFile(files.cert, "utf8");
     const key = await webcrypto.subtle.importKey(
       "pkcs8",
       fromPem(await readFile(files.key, "utf8")),
@@ -77,11 +98,12 @@ export class CertificateAuthority {
       ["sign"],
     );
     await writeBundle(files);
-    return new CertificateAuthority(files, cert, key);
-  }
-
-  get certPem(): string {
-    return this.cert.toString("pem");
+    const ca = new CertificateAuthority(files, certPem, key);
+    // warm, not awaited: a failure here surfaces at the first leaf, which asks again
+    ca.cert().catch(() => {
+      ca.parsed = undefined;
+    });
+    return ca;
   }
 
   /** A TLS context presenting a leaf for `host` (a DNS name or an IP), minted once per process. */
@@ -97,12 +119,14 @@ export class CertificateAuthority {
   }
 
   private async mintLeaf(host: string): Promise<SecureContext> {
+    const x509 = await loadX509();
+    const caCert = await this.cert();
     const keys = await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"]);
     const now = Date.now();
     const leaf = await x509.X509CertificateGenerator.create({
       serialNumber: randomSerial(),
       subject: `CN=${host.replace(/[,=+<>#;"\\]/g, "_")}`,
-      issuer: this.cert.subject,
+      issuer: caCert.subject,
       notBefore: new Date(now - DAY),
       notAfter: new Date(now + 90 * DAY),
       signingKey: this.key,
@@ -116,7 +140,7 @@ export class CertificateAuthority {
           isIP(host) ? { type: "ip", value: host } : { type: "dns", value: host },
         ]),
         await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-        await x509.AuthorityKeyIdentifierExtension.create(this.cert),
+        await x509.AuthorityKeyIdentifierExtension.create(caCert),
       ],
     });
     const keyPem = toPem(await webcrypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY");
@@ -125,6 +149,7 @@ export class CertificateAuthority {
 }
 
 async function createCa(files: CaFiles): Promise<void> {
+  const x509 = await loadX509();
   const keys = await webcrypto.subtle.generateKey(ALGORITHM, true, ["sign", "verify"]);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({

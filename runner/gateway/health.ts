@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { request } from "undici";
 import type { GatewayState } from "./gateway.ts";
 
 /**
@@ -34,6 +33,9 @@ export async function askHealth(
   timeoutMs: number,
 ): Promise<{ config_root?: string } | undefined> {
   try {
+    // loaded here, not at the top: most runs never ask (no standalone gateway), and
+    // loading undici costs a run more than the question itself
+    const { request } = await import("undici");
     const response = await request(`http://127.0.0.1:${port}/healthz`, {
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
