@@ -2,7 +2,8 @@
  * What a governed run costs on top of the container itself, side by side in
  * one run: the floors (a bare `docker run … true`, and a hardened `docker run`
  * of pi against the scripted model), then `roster run` in a fresh root, warm,
- * and with a running gateway (`roster gateway start`, as the daemon holds one):
+ * with a running gateway (`roster gateway start`), and handed to a running
+ * server (`roster server start`, which runs the box itself):
  * time to the model's first request, time to process exit, the box's exit to
  * the process's, host CPU per run and the CLI's peak RSS (GNU time, children
  * included). Needs Docker, root (for the firewall rule) and the box image.
@@ -134,8 +135,34 @@ try {
   gateway.kill("SIGTERM");
   await new Promise((resolve) => gateway.once("exit", resolve));
   await held.cleanup();
-  await model.stop();
 }
+
+// the same with a server running: `roster run` hands the run over
+const served = await makeRosterRoot(model.baseUrl("127.0.0.1"));
+let handed: Sample[];
+const server = spawn(process.execPath, [ROSTER_BIN, "server", "start", "--no-listen"], {
+  env: { ...process.env, ROSTER_ROOT: served.root },
+  stdio: "ignore",
+});
+try {
+  for (let i = 0; i < 200; i++) {
+    try {
+      readFileSync(join(served.paths.state, "server.sock"));
+    } catch (error) {
+      // a socket can't be read as a file: that error means it is there
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await rosterSamples(served, 1);
+  handed = await rosterSamples(served, ROUNDS);
+} finally {
+  server.kill("SIGTERM");
+  await new Promise((resolve) => server.once("exit", resolve));
+  await served.cleanup();
+}
+
+await model.stop();
 
 const floor = median(floors);
 const bareFirst = median(bare.map((s) => s.first));
@@ -163,3 +190,4 @@ row("floor: hardened docker run of pi -p", bare);
 row("roster run, fresh root (first run)", cold);
 row("roster run, warm", warm);
 row("roster run, gateway already running", withGateway);
+row("roster run, handed to a running server", handed);

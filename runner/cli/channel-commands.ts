@@ -220,7 +220,7 @@ export function registerChannelCommands(program: Command): void {
 async function botsSection(paths: RosterPaths): Promise<string> {
   const { loadConfig } = await import("../config/load.ts");
   const { botBindings } = await import("../config/bot-bindings.ts");
-  const { readServerState } = await import("../server/daemon.ts");
+  const { readServerState } = await import("../server/state.ts");
   const { readListenerStatuses } = await import("../listeners/supervisor.ts");
   const bindings = botBindings(loadConfig(paths.config, { vaultDir: paths.vault }).workers);
   if (!bindings.length) return "";

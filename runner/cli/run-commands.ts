@@ -100,47 +100,76 @@ export function registerRunCommands(program: Command): void {
     .description("run a worker once in a locked box and print its answer")
     .option("--ceiling <minutes>", "wall-clock limit in minutes", "30")
     .option("--json", "stream pi's JSON events on stdout instead of the readable view")
-    .action(async (worker: string, words: string[], flags: { ceiling: string; json?: boolean }) => {
-      const ceiling = Number(flags.ceiling);
-      if (!(ceiling > 0))
-        throw new RosterError(
-          `--ceiling must be a positive number of minutes (got "${flags.ceiling}")`,
-          { exitCode: 2 },
-        );
-      const prompt = words.join(" ").trim();
-      if (!prompt) throw new RosterError("the prompt is empty", { exitCode: 2 });
-      const paths = rosterPaths();
-      const created = await initRoots(paths);
-      if (created.some((path) => path.endsWith("org.toml")))
-        process.stderr.write(`roster: initialised ${paths.config} from org.example.toml\n`);
-      const abort = new AbortController();
-      const onSignal = () => abort.abort();
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
-      try {
-        const { runOneShot } = await import("../runs/oneshot.ts");
-        const result = await runOneShot({
-          paths,
-          worker,
-          prompt,
-          ceilingMinutes: ceiling,
-          json: flags.json ?? false,
-          signal: abort.signal,
-          write: (text) => process.stdout.write(text),
-          note: (text) => process.stderr.write(`${text}\n`),
-        });
-        if (!flags.json && result.record) {
-          const r = result.record;
-          process.stderr.write(
-            `run ${r.id}: ${r.state} (${r.ended_by}${r.exit_code !== undefined ? `, exit ${r.exit_code}` : ""})\n`,
+    .option("--local", "start the box from this process even when a server is running")
+    .action(
+      async (
+        worker: string,
+        words: string[],
+        flags: { ceiling: string; json?: boolean; local?: boolean },
+      ) => {
+        const ceiling = Number(flags.ceiling);
+        if (!(ceiling > 0))
+          throw new RosterError(
+            `--ceiling must be a positive number of minutes (got "${flags.ceiling}")`,
+            { exitCode: 2 },
           );
+        const prompt = words.join(" ").trim();
+        if (!prompt) throw new RosterError("the prompt is empty", { exitCode: 2 });
+        const paths = rosterPaths();
+        const created = await initRoots(paths);
+        if (created.some((path) => path.endsWith("org.toml")))
+          process.stderr.write(`roster: initialised ${paths.config} from org.example.toml\n`);
+        const abort = new AbortController();
+        const onSignal = () => abort.abort();
+        process.once("SIGINT", onSignal);
+        process.once("SIGTERM", onSignal);
+        try {
+          if (!flags.local) {
+            // a running server takes the run: its gateway, Docker connection and modules are warm
+            const { runThroughServer } = await import("../server/run-client.ts");
+            const handed = await runThroughServer(
+              paths,
+              { worker, prompt, ceiling_min: ceiling, json: flags.json ?? false },
+              {
+                write: (text) => process.stdout.write(text),
+                note: (text) => process.stderr.write(`${text}\n`),
+                signal: abort.signal,
+              },
+            );
+            if (handed) {
+              const r = handed.run;
+              if (!flags.json && r)
+                process.stderr.write(
+                  `run ${r.id}: ${r.state} (${r.ended_by}${r.exit_code !== undefined ? `, exit ${r.exit_code}` : ""}; run by the server)\n`,
+                );
+              process.exitCode = handed.exitCode;
+              return;
+            }
+          }
+          const { runOneShot } = await import("../runs/oneshot.ts");
+          const result = await runOneShot({
+            paths,
+            worker,
+            prompt,
+            ceilingMinutes: ceiling,
+            json: flags.json ?? false,
+            signal: abort.signal,
+            write: (text) => process.stdout.write(text),
+            note: (text) => process.stderr.write(`${text}\n`),
+          });
+          if (!flags.json && result.record) {
+            const r = result.record;
+            process.stderr.write(
+              `run ${r.id}: ${r.state} (${r.ended_by}${r.exit_code !== undefined ? `, exit ${r.exit_code}` : ""})\n`,
+            );
+          }
+          process.exitCode = result.exitCode;
+        } finally {
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
         }
-        process.exitCode = result.exitCode;
-      } finally {
-        process.off("SIGINT", onSignal);
-        process.off("SIGTERM", onSignal);
-      }
-    });
+      },
+    );
 
   const runs = program.command("runs").description("run records");
   runs

@@ -1,8 +1,5 @@
-import { readFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { connectDocker } from "../box/docker.ts";
-import { processAlive } from "../box/orphans.ts";
 import { botBindings } from "../config/bot-bindings.ts";
 import { formatConfigError, loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
@@ -15,6 +12,10 @@ import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import { SessionRouter } from "../sessions/router.ts";
 import { Dispatcher } from "./dispatch.ts";
 import { recover } from "./recover.ts";
+import { type RunSocket, serveRuns } from "./run-socket.ts";
+import { readServerState, type ServerState, serverStateFile } from "./state.ts";
+
+export { readServerState, type ServerState, serverStateFile } from "./state.ts";
 
 /**
  * `roster server start`: one foreground process that holds the gateway (and
@@ -37,27 +38,6 @@ export interface ServerOptions {
   env?: NodeJS.ProcessEnv;
   /** Dispatch polling period. */
   tickMs?: number;
-}
-
-export interface ServerState {
-  pid: number;
-  started_at: string;
-  cap: number;
-  once: boolean;
-  gateway: { port: number; addrs: string[] };
-}
-
-export function serverStateFile(paths: RosterPaths): string {
-  return join(paths.state, "server.json");
-}
-
-export function readServerState(paths: RosterPaths): ServerState | undefined {
-  try {
-    const state = JSON.parse(readFileSync(serverStateFile(paths), "utf8")) as ServerState;
-    return processAlive(state.pid) ? state : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export async function startServer(options: ServerOptions): Promise<number> {
@@ -134,6 +114,18 @@ export async function startServer(options: ServerOptions): Promise<number> {
     otherBoxes: () => sessions,
   });
 
+  // `roster run` hands its runs to this server (not in --once: it is about to leave)
+  let runs: RunSocket | undefined;
+  if (!options.once) {
+    try {
+      runs = await serveRuns({ paths, env, note });
+    } catch (error) {
+      note(
+        `runs are not taken over (each \`roster run\` starts its own box): ${errorMessage(error)}`,
+      );
+    }
+  }
+
   const stopping = new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
@@ -169,6 +161,7 @@ export async function startServer(options: ServerOptions): Promise<number> {
     note(`server: ${errorMessage(error)}`);
     exitCode = 1;
   } finally {
+    await runs?.close();
     await listeners.stop();
     await dispatcher.stop();
     await router.closeAll();

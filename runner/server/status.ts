@@ -3,7 +3,7 @@ import { askHealth } from "../gateway/health.ts";
 import { type ListenerStatus, readListenerStatuses } from "../listeners/supervisor.ts";
 import { listRuns, readRecord } from "../runs/run-record.ts";
 import { allTasks } from "../tasks/store.ts";
-import { readServerState } from "./daemon.ts";
+import { readServerState } from "./state.ts";
 
 /**
  * `roster server status`: is a server running for this deployment, does its

@@ -1,0 +1,155 @@
+import { chmod, rm } from "node:fs/promises";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { join } from "node:path";
+import { type Static, Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage, RosterError } from "../errors.ts";
+
+/**
+ * `roster run` handed to a running server: the server already holds the
+ * gateway, a Docker connection and warm modules, so a run costs it a box and
+ * little else. It listens on a Unix socket in the state folder (0600: the
+ * server's own user only; never mounted into a box). One request per run:
+ * `POST /runs` with the run's worker, prompt, ceiling and view; the answer is
+ * a stream of JSON lines — `{out}` for the run's stdout, `{note}` for its
+ * stderr, then `{exit, run}` or `{error, exit}`. A client that goes away
+ * (Ctrl-C, killed) aborts its run: the box is stopped and the record says so.
+ */
+export const runSocketPath = (paths: RosterPaths) => join(paths.state, "server.sock");
+
+export const RunRequest = Type.Object(
+  {
+    worker: Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", maxLength: 64 }),
+    prompt: Type.String({ minLength: 1, maxLength: 1024 * 1024 }),
+    ceiling_min: Type.Number({ exclusiveMinimum: 0, maximum: 24 * 60 }),
+    json: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+export type RunRequest = Static<typeof RunRequest>;
+
+const MAX_BODY_BYTES = 2 * 1024 * 1024;
+
+export interface RunSocket {
+  /** Stops taking runs, aborts those in flight and waits until their records are final. */
+  close(): Promise<void>;
+}
+
+export async function serveRuns(options: {
+  paths: RosterPaths;
+  env: NodeJS.ProcessEnv;
+  note: (text: string) => void;
+}): Promise<RunSocket> {
+  const path = runSocketPath(options.paths);
+  // a socket file left by a server that died: no live server holds it (the caller checked)
+  await rm(path, { force: true });
+  const inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
+
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((error: unknown) => {
+      options.note(`run socket: ${errorMessage(error)}`);
+      res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== "POST" || req.url !== "/runs") {
+      res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}\n');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        res.writeHead(413).end();
+        return;
+      }
+      chunks.push(chunk);
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      body = undefined;
+    }
+    if (!Value.Check(RunRequest, body)) {
+      const first = Value.Errors(RunRequest, body).First();
+      res
+        .writeHead(400, { "content-type": "application/json" })
+        .end(
+          `${JSON.stringify({ error: `bad run request: ${first?.path || "(body)"} ${first?.message ?? ""}`, exit: 2 })}\n`,
+        );
+      return;
+    }
+    const run = body;
+    res.writeHead(200, { "content-type": "application/x-ndjson" });
+    const send = (line: Record<string, unknown>) => {
+      if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify(line)}\n`);
+    };
+    const abort = new AbortController();
+    // the client is gone before its run ended: stop the run (its box, its record)
+    res.on("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const done = (async () => {
+      const { runOneShot } = await import("../runs/oneshot.ts");
+      try {
+        const result = await runOneShot({
+          paths: options.paths,
+          worker: run.worker,
+          prompt: run.prompt,
+          ceilingMinutes: run.ceiling_min,
+          json: run.json,
+          signal: abort.signal,
+          env: options.env,
+          write: (text) => send({ out: text }),
+          note: (text) => send({ note: text }),
+        });
+        const record = result.record;
+        send({
+          exit: result.exitCode,
+          run: record
+            ? {
+                id: record.id,
+                state: record.state,
+                ended_by: record.ended_by,
+                exit_code: record.exit_code,
+              }
+            : null,
+        });
+      } catch (error) {
+        send({
+          error: errorMessage(error),
+          exit: error instanceof RosterError ? error.exitCode : 1,
+        });
+      } finally {
+        res.end();
+      }
+    })();
+    const entry = { abort, done };
+    inFlight.add(entry);
+    await done;
+    inFlight.delete(entry);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(path, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  await chmod(path, 0o600);
+  return {
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const entry of inFlight) entry.abort.abort();
+      await Promise.all([...inFlight].map((entry) => entry.done));
+      server.closeAllConnections();
+      await closed;
+      await rm(path, { force: true });
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { processAlive } from "../box/orphans.ts";
+import type { RosterPaths } from "../config/paths.ts";
+
+/**
+ * state/server.json: which server runs for this deployment (written by
+ * `roster server start`, removed when it stops). Small on purpose: `roster run`
+ * reads it to hand its run over, and must not load the server to do so.
+ */
+export interface ServerState {
+  pid: number;
+  started_at: string;
+  cap: number;
+  once: boolean;
+  gateway: { port: number; addrs: string[] };
+}
+
+export function serverStateFile(paths: RosterPaths): string {
+  return join(paths.state, "server.json");
+}
+
+export function readServerState(paths: RosterPaths): ServerState | undefined {
+  try {
+    const state = JSON.parse(readFileSync(serverStateFile(paths), "utf8")) as ServerState;
+    return processAlive(state.pid) ? state : undefined;
+  } catch {
+    return undefined;
+  }
+}

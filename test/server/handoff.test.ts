@@ -1,0 +1,99 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { until } from "../support/chat-turns.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer } from "../support/model-server.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+/**
+ * `roster run` with a server running: the server takes the run (its gateway,
+ * its Docker connection), the command shows the same answer and exits with the
+ * run's status; Ctrl-C on the command stops the run on the server; with no
+ * server (or a dead one's socket left behind) the command runs the box itself.
+ */
+const docker = await testDocker();
+
+describe.skipIf(!docker)("roster run handed to a running server", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"));
+  });
+  beforeEach(() => {
+    model.reset();
+    model.requests.length = 0;
+  });
+  afterAll(async () => {
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  const latest = () => {
+    const run = listRuns(deployment.paths.state, "elf")[0];
+    return run ? readRecord(run.dir) : undefined;
+  };
+
+  it("runs in the server, answers the same, and Ctrl-C stops it there", async () => {
+    const server = deployment.spawnRoster(["server", "start", "--no-listen"]);
+    let serverLog = "";
+    server.stderr.on("data", (chunk: Buffer) => {
+      serverLog += chunk.toString();
+    });
+    try {
+      await until(() => /gateway on/.test(serverLog), "the server to start");
+      const socket = join(deployment.paths.state, "server.sock");
+      await until(() => existsSync(socket), "the server to take runs", 10_000);
+
+      model.play({ text: "handed over and answered" });
+      const run = await deployment.roster(["run", "elf", "say something"]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toBe("handed over and answered\n");
+      expect(run.stderr).toMatch(/run \S+: done \(exit, exit 0; run by the server\)/);
+      // the server's process governed it, through the server's own gateway
+      expect(latest()).toMatchObject({ state: "done", runner_pid: server.pid });
+
+      // --json streams pi's events through the server just the same
+      model.play({ text: "as events" });
+      const json = await deployment.roster(["run", "--json", "elf", "events please"]);
+      expect(json.code, json.stderr).toBe(0);
+      const events = json.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { type: string });
+      expect(events.at(-1)?.type).toBe("agent_settled");
+
+      // Ctrl-C on the command: the box is stopped on the server and the record says so
+      model.play({ toolCalls: [{ name: "bash", arguments: { command: "sleep 300" } }] });
+      const asked = model.requests.length;
+      const child = deployment.spawnRoster(["run", "elf", "wait"]);
+      await until(() => model.requests.length > asked, "the model to be asked", 60_000);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      child.kill("SIGINT");
+      expect(await exited).toBe(130);
+      await until(() => latest()?.state === "failed", "the record to be finished", 30_000);
+      expect(latest()).toMatchObject({ ended_by: "signal", runner_pid: server.pid });
+      const client = docker as NonNullable<typeof docker>;
+      expect(
+        await client.listContainers({ all: true, filters: { label: ["roster.worker=elf"] } }),
+      ).toHaveLength(0);
+    } finally {
+      const stopped = new Promise((resolve) => server.once("exit", resolve));
+      server.kill("SIGTERM");
+      await stopped;
+    }
+    expect(existsSync(join(deployment.paths.state, "server.sock"))).toBe(false);
+
+    // no server: the command runs the box itself
+    model.play({ text: "on my own" });
+    const alone = await deployment.roster(["run", "elf", "and now?"]);
+    expect(alone.code, alone.stderr).toBe(0);
+    expect(alone.stdout).toBe("on my own\n");
+    expect(alone.stderr).not.toContain("run by the server");
+    expect(latest()?.runner_pid).not.toBe(server.pid);
+  });
+});
