@@ -4,13 +4,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { readJournal } from "../../runner/actions/journal.ts";
-import {
-  listRuns,
-  type RunRecord,
-  readRecord,
-  runDir,
-  writeRecord,
-} from "../../runner/runs/run-record.ts";
+import { type RunRecord, readRecord, runDir, writeRecord } from "../../runner/runs/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import {
   ModelServer,
@@ -25,7 +19,7 @@ import {
   sh,
   writeRepoConnection,
 } from "../support/repos.ts";
-import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**
  * repo_push from a real box: the worker (the scripted model driving pi's bash
@@ -73,10 +67,7 @@ describe.skipIf(!docker)("repo_push from a real box", () => {
     await deployment?.cleanup();
   });
 
-  const lastRecord = () => {
-    const run = listRuns(deployment.paths.state, "elf")[0];
-    return run ? readRecord(run.dir) : undefined;
-  };
+  const lastRecord = () => latestRecord(deployment.paths, "elf");
 
   it("a commit in the box lands on main, and the record and the journal say so", async () => {
     const before = mainOf(canonical);

@@ -1,11 +1,10 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
-import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**
  * `roster run` with a server running: the server takes the run (its gateway,
@@ -32,10 +31,7 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
     await deployment?.cleanup();
   });
 
-  const latest = () => {
-    const run = listRuns(deployment.paths.state, "elf")[0];
-    return run ? readRecord(run.dir) : undefined;
-  };
+  const latest = () => latestRecord(deployment.paths, "elf");
 
   it("runs in the server, answers the same, and Ctrl-C stops it there", async () => {
     const server = deployment.spawnRoster(["server", "start", "--no-listen"]);

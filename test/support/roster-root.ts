@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { initRoots } from "../../runner/config/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
+import { listRuns, type RunRecord, readRecord } from "../../runner/runs/run-record.ts";
 import { runRoster, spawnRoster } from "./cli.ts";
 
 /** A throwaway deployment (ROSTER_ROOT) made by `roster init`, pointed at the scripted model. */
@@ -59,4 +60,10 @@ export async function makeRosterRoot(
     spawnRoster: (args) => spawnRoster(args, env),
     cleanup: () => rm(root, { recursive: true, force: true }),
   };
+}
+
+/** A worker's newest run record in a deployment. */
+export function latestRecord(paths: RosterPaths, worker: string): RunRecord | undefined {
+  const run = listRuns(paths.state, worker)[0];
+  return run ? readRecord(run.dir) : undefined;
 }
