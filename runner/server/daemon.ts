@@ -106,16 +106,18 @@ export async function startServer(options: ServerOptions): Promise<number> {
       note(`listening for ${binding.worker} on ${binding.platform} (bot "${binding.credential}")`);
   }
   let sessions = 0;
+  // handed-over runs are declared below, once the gateway is up; they count toward the cap
+  let runs: RunSocket | undefined;
   const dispatcher = new Dispatcher({
     paths,
     cap: options.cap,
     note,
     env,
-    otherBoxes: () => sessions,
+    otherBoxes: () => sessions + (runs?.active() ?? 0),
   });
 
-  // `roster run` hands its runs to this server (not in --once: it is about to leave)
-  let runs: RunSocket | undefined;
+  // `roster run` hands its runs to this server (not in --once: it is about to leave);
+  // they always run (someone is waiting at a terminal), and due tasks wait for them
   if (!options.once) {
     try {
       runs = await serveRuns({ paths, env, note });

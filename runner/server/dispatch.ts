@@ -20,7 +20,7 @@ export interface DispatchOptions {
   cap: number;
   note: (text: string) => void;
   env?: NodeJS.ProcessEnv;
-  /** Boxes running besides tasks (sessions): they count toward the cap. */
+  /** Boxes running besides tasks (sessions, runs handed over by `roster run`): they count toward the cap. */
   otherBoxes?: () => number;
 }
 

@@ -32,6 +32,8 @@ export type RunRequest = Static<typeof RunRequest>;
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
 export interface RunSocket {
+  /** Runs handed over and not yet finished: boxes that count toward the server's cap. */
+  active(): number;
   /** Stops taking runs, aborts those in flight and waits until their records are final. */
   close(): Promise<void>;
 }
@@ -143,6 +145,7 @@ export async function serveRuns(options: {
   });
   await chmod(path, 0o600);
   return {
+    active: () => inFlight.size,
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const entry of inFlight) entry.abort.abort();

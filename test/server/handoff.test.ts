@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { readTasks } from "../../runner/tasks/store.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
@@ -33,8 +34,8 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
 
   const latest = () => latestRecord(deployment.paths, "elf");
 
-  it("runs in the server, answers the same, and Ctrl-C stops it there", async () => {
-    const server = deployment.spawnRoster(["server", "start", "--no-listen"]);
+  it("runs in the server, answers the same, counts toward its cap, and Ctrl-C stops it there", async () => {
+    const server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "1"]);
     let serverLog = "";
     server.stderr.on("data", (chunk: Buffer) => {
       serverLog += chunk.toString();
@@ -67,12 +68,27 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
       const asked = model.requests.length;
       const child = deployment.spawnRoster(["run", "elf", "wait"]);
       await until(() => model.requests.length > asked, "the model to be asked", 60_000);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // the handed run holds the server's only box (--cap 1): a due task waits for it
+      const added = await deployment.roster(["task", "add", "elf", "count the apples", "--json"]);
+      expect(added.code, added.stderr).toBe(0);
+      const taskId = (JSON.parse(added.stdout) as { id: string }).id;
+      const taskState = () =>
+        readTasks(deployment.paths, "elf").tasks.find((task) => task.id === taskId)?.state;
+      await new Promise((resolve) => setTimeout(resolve, 4500)); // past two dispatch ticks
+      expect(taskState()).toBe("pending");
+
       const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
       child.kill("SIGINT");
       expect(await exited).toBe(130);
-      await until(() => latest()?.state === "failed", "the record to be finished", 30_000);
+      await until(
+        () => latest()?.state === "failed" && latest()?.ended_by === "signal",
+        "the handed run's record to be finished",
+        30_000,
+      );
       expect(latest()).toMatchObject({ ended_by: "signal", runner_pid: server.pid });
+      // the box is free again: the task runs now
+      model.play({ toolCalls: [{ name: "task_complete", arguments: { note: "12 apples" } }] });
+      await until(() => taskState() === "done", "the task to run once the box was free", 60_000);
       const client = docker as NonNullable<typeof docker>;
       expect(
         await client.listContainers({ all: true, filters: { label: ["roster.worker=elf"] } }),
