@@ -30,6 +30,7 @@ export const RunRequest = Type.Object(
 export type RunRequest = Static<typeof RunRequest>;
 
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
+const REQUEST_TIMEOUT_MS = 10_000;
 
 export interface RunSocket {
   /** Runs handed over and not yet finished: boxes that count toward the server's cap. */
@@ -42,18 +43,29 @@ export async function serveRuns(options: {
   paths: RosterPaths;
   env: NodeJS.ProcessEnv;
   note: (text: string) => void;
+  /** How long a client may take to send its whole request (default 10 s). */
+  requestTimeoutMs?: number;
 }): Promise<RunSocket> {
   const path = runSocketPath(options.paths);
   // a socket file left by a server that died: no live server holds it (the caller checked)
   await rm(path, { force: true });
   const inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
 
-  const server = createServer((req, res) => {
-    void handle(req, res).catch((error: unknown) => {
-      options.note(`run socket: ${errorMessage(error)}`);
-      res.destroy();
-    });
-  });
+  const timeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  // the stalled-request sweep must run often enough for the timeout to mean something
+  const server = createServer(
+    { connectionsCheckingInterval: Math.min(1000, timeoutMs) },
+    (req, res) => {
+      void handle(req, res).catch((error: unknown) => {
+        options.note(`run socket: ${errorMessage(error)}`);
+        res.destroy();
+      });
+    },
+  );
+  // a client that connects and never finishes its request is dropped, not kept
+  // forever; the run itself (the response) has no such limit: its ceiling bounds it
+  server.headersTimeout = timeoutMs;
+  server.requestTimeout = timeoutMs;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== "POST" || req.url !== "/runs") {
