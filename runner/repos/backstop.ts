@@ -17,9 +17,9 @@ import {
   originMountpoint,
   type RepoRecord,
 } from "./clone.ts";
-import { git, isAncestor, resolveRef } from "./git.ts";
+import { isAncestor, resolveRef } from "./git.ts";
 import { takeBoxFile } from "./intake.ts";
-import { openBundle, quarantineRef } from "./quarantine.ts";
+import { keepInCanonical, openBundle } from "./quarantine.ts";
 
 /**
  * Nothing a run committed is lost. After its box is gone, each writable clone
@@ -193,14 +193,7 @@ async function quarantine(
       }
       if (!chosen) return { ...record, state: "pushed" };
       const ref = quarantineRefFor(input.worker, input.runId);
-      await git(repo.canonical, [
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
-        held.dir,
-        `+${quarantineRef(chosen.index)}:${ref}`,
-      ]);
+      await keepInCanonical(repo.canonical, held, chosen.index, ref);
       appendJournal(input.paths, {
         worker: input.worker,
         run_id: input.runId,

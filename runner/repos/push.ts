@@ -11,7 +11,7 @@ import { cloneDir, runBranch } from "./clone.ts";
 import { git, isAncestor, resolveRef } from "./git.ts";
 import { IntakeError, takeBoxFile } from "./intake.ts";
 import { rangeProblems } from "./push-rules.ts";
-import { BundleRefused, openBundle, quarantineRef } from "./quarantine.ts";
+import { BundleRefused, keepInCanonical, openBundle } from "./quarantine.ts";
 import { secretFindings } from "./secrets.ts";
 
 /**
@@ -122,14 +122,7 @@ export async function checkAndHold(
         target.policy.maxPushBytes,
       );
       if (findings.length) throw new PushRefused(`refused: ${describe(findings)}`);
-      await git(target.canonical, [
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
-        quarantine.dir,
-        `${quarantineRef(0)}:${incomingRef(worker, runId, head)}`,
-      ]);
+      await keepInCanonical(target.canonical, quarantine, 0, incomingRef(worker, runId, head));
       return { commits: facts.commits, files: facts.net.length, deletions: facts.deletions };
     } finally {
       await quarantine.remove();

@@ -75,6 +75,27 @@ export async function openBundle(options: {
   }
 }
 
+/**
+ * Keeps one of the quarantine's checked heads in the canonical repo at `ref`
+ * (objects and all): the only way anything from a box reaches it. Replaces
+ * the ref if it is there already.
+ */
+export async function keepInCanonical(
+  canonical: string,
+  quarantine: Quarantine,
+  index: number,
+  ref: string,
+): Promise<void> {
+  await git(canonical, [
+    "fetch",
+    "--quiet",
+    "--no-tags",
+    "--no-write-fetch-head",
+    quarantine.dir,
+    `+${quarantineRef(index)}:${ref}`,
+  ]);
+}
+
 function lastLine(text: string): string {
   const lines = text
     .trim()
