@@ -1,4 +1,4 @@
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { errorMessage, RosterError } from "../errors.ts";
 
 /**
@@ -14,7 +14,12 @@ export interface DockerEndpoint {
 }
 
 /** Where dockerode will connect, honouring DOCKER_HOST the way the docker CLI does. */
-export function dockerEndpoint(env: NodeJS.ProcessEnv = process.env): DockerEndpoint {
+export async function dockerEndpoint(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<DockerEndpoint> {
+  // loaded on first use: dockerode and its dependencies cost ~0.25 s of CPU to load,
+  // which a run spends while its gateway starts, not before it
+  const { default: Docker } = await import("dockerode");
   const host = env.DOCKER_HOST;
   if (host?.startsWith("unix://")) {
     const socketPath = host.slice("unix://".length);
@@ -40,7 +45,7 @@ export interface DockerInfo {
 
 /** Connects and pings; a refusal names the socket tried and how to start Docker. */
 export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promise<DockerInfo> {
-  const endpoint = dockerEndpoint(env);
+  const endpoint = await dockerEndpoint(env);
   try {
     const version = await endpoint.client.version();
     return {

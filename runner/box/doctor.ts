@@ -23,7 +23,7 @@ export async function boxDoctor(
   options: { image?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<DoctorReport> {
   const name = options.image ?? BOX_IMAGE;
-  const endpoint = dockerEndpoint(options.env);
+  const endpoint = await dockerEndpoint(options.env);
   const report: DoctorReport = {
     docker: { ok: false, endpoint: endpoint.describe },
     image: { name, present: false },

@@ -10,6 +10,8 @@ import { LOCKED_NETWORK } from "./layout.ts";
  */
 export interface LockedNetwork {
   name: string;
+  /** Docker's id for it: its bridge on the host is br-<first 12 characters>. */
+  id: string;
   subnet: string;
   /** The host's address on this network: where the gateway listens for boxes. */
   gateway: string;
@@ -53,5 +55,5 @@ export async function ensureLockedNetwork(
   if (!config?.Subnet || !config.Gateway) {
     throw new RosterError(`network ${name} has no IPv4 subnet and gateway`);
   }
-  return { name, subnet: config.Subnet, gateway: config.Gateway };
+  return { name, id: info.Id, subnet: config.Subnet, gateway: config.Gateway };
 }

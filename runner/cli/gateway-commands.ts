@@ -27,6 +27,7 @@ export function registerGatewayCommands(program: Command): void {
       process.stdout.write(
         `gateway listening on ${running.addresses.map((a) => `${a.host}:${a.port}`).join(", ")} (config ${paths.config})\n`,
       );
+      running.warm();
       await new Promise<void>((resolve) => {
         const stop = () => resolve();
         process.once("SIGINT", stop);

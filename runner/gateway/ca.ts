@@ -14,9 +14,9 @@ import type * as X509 from "@peculiar/x509";
  */
 /**
  * @peculiar/x509 (with the reflect polyfill it needs) takes a quarter of a
- * second to load: more than the rest of a gateway's start. It is loaded in the
- * background once the CA is open, so the gateway listens without waiting for
- * it and the first leaf (seconds later, once a box is up) finds it ready.
+ * second to load: more than the rest of a gateway's start. It is loaded by
+ * warm() once the gateway listens and has said so, so nothing waits for it and
+ * the first leaf (a second later, once a box is up) finds it ready.
  */
 let x509Module: Promise<typeof X509> | undefined;
 function loadX509(): Promise<typeof X509> {
@@ -98,12 +98,15 @@ export class CertificateAuthority {
       ["sign"],
     );
     await writeBundle(files);
-    const ca = new CertificateAuthority(files, certPem, key);
-    // warm, not awaited: a failure here surfaces at the first leaf, which asks again
-    ca.cert().catch(() => {
-      ca.parsed = undefined;
+    return new CertificateAuthority(files, certPem, key);
+  }
+
+  /** Loads what minting a leaf needs, ahead of the first one; never throws. */
+  warm(): void {
+    // a failure here surfaces at the first leaf, which asks again
+    this.cert().catch(() => {
+      this.parsed = undefined;
     });
-    return ca;
   }
 
   /** A TLS context presenting a leaf for `host` (a DNS name or an IP), minted once per process. */

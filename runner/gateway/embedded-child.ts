@@ -41,6 +41,7 @@ export async function serveEmbedded(paths: RosterPaths, listen: ListenAddress[])
     addresses: gateway.addresses,
     configRoot: paths.config,
   } satisfies ChildMessage);
+  gateway.warm();
   await stopped;
   // Exit even if a stray socket would keep the loop alive: when the parent is
   // gone, nobody else would ever end this process.

@@ -135,6 +135,16 @@ export class Gateway {
     return this.addresses[0]?.port ?? 0;
   }
 
+  /**
+   * Loads, after the fact, what only a box's first request needs (the leaf
+   * minter, the upstream trust store): whoever started the gateway calls this
+   * once it has said the gateway is up, so nobody waits for it.
+   */
+  warm(): void {
+    this.ca.warm();
+    this.upstreams.warm();
+  }
+
   async stop(): Promise<void> {
     for (const server of this.servers) {
       server.closeAllConnections();

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { get } from "node:http";
 import { join } from "node:path";
 import type { GatewayState } from "./gateway.ts";
 
@@ -28,21 +29,43 @@ export async function runningGateway(
  * One /healthz question on loopback: the answer when the gateway says ok within
  * `timeoutMs`, else undefined. Cheap enough to ask every few seconds of a run.
  */
-export async function askHealth(
+export function askHealth(
   port: number,
   timeoutMs: number,
 ): Promise<{ config_root?: string } | undefined> {
-  try {
-    // loaded here, not at the top: most runs never ask (no standalone gateway), and
-    // loading undici costs a run more than the question itself
-    const { request } = await import("undici");
-    const response = await request(`http://127.0.0.1:${port}/healthz`, {
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
+  // node:http, not undici: it is already loaded, and loading undici cost a run
+  // more than the question itself. One socket, no agent, nothing left open.
+  return new Promise((resolve) => {
+    const request = get(
+      { host: "127.0.0.1", port, path: "/healthz", agent: false, timeout: timeoutMs },
+      (response) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          // an answer this large is not our gateway's
+          if (size > 64 * 1024) request.destroy();
+          else chunks.push(chunk);
+        });
+        response.on("end", () => {
+          try {
+            const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+              ok?: boolean;
+              config_root?: string;
+            };
+            resolve(response.statusCode === 200 && body.ok ? body : undefined);
+          } catch {
+            resolve(undefined);
+          }
+        });
+        response.on("error", () => resolve(undefined));
+      },
+    );
+    const deadline = setTimeout(() => request.destroy(), timeoutMs);
+    request.on("close", () => {
+      clearTimeout(deadline);
+      resolve(undefined);
     });
-    const body = (await response.body.json()) as { ok?: boolean; config_root?: string };
-    return response.statusCode === 200 && body.ok ? body : undefined;
-  } catch {
-    return undefined;
-  }
+    request.on("error", () => resolve(undefined));
+  });
 }

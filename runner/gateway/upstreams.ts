@@ -71,23 +71,37 @@ interface Pools {
 }
 
 export class Upstreams {
-  private readonly guarded: Pools;
-  private readonly named: Pools;
+  private readonly extraCas: string[];
+  private pools: { guarded: Pools; named: Pools } | undefined;
 
   constructor(readonly options: UpstreamOptions) {
+    // read now, so a missing file fails the gateway's start rather than its first request
+    this.extraCas = options.extraCaFiles.map((file) => readFileSync(file, "utf8"));
+  }
+
+  /**
+   * The connection pools, made on first use (or by warm() once the gateway
+   * listens): parsing the trust store takes ~60 ms, which a starting gateway
+   * should not spend before it listens.
+   */
+  private connections(): { guarded: Pools; named: Pools } {
+    if (this.pools) return this.pools;
     // one trust store, parsed once: a `ca` list on the agent would be parsed again for
     // every upstream TLS connection (the system roots are ~140 certificates)
-    const secureContext = createSecureContext({
-      ca: [...rootCertificates, ...options.extraCaFiles.map((file) => readFileSync(file, "utf8"))],
-    });
-    const resolve = lowerKeys(options.resolve);
+    const secureContext = createSecureContext({ ca: [...rootCertificates, ...this.extraCas] });
+    const resolve = lowerKeys(this.options.resolve);
     const make = (allowInternal: boolean): Pools => {
       const lookup = guardedLookup(resolve, allowInternal);
       const common = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: 256, lookup };
       return { http: new HttpAgent(common), https: new HttpsAgent({ ...common, secureContext }) };
     };
-    this.guarded = make(false);
-    this.named = make(true);
+    this.pools = { guarded: make(false), named: make(true) };
+    return this.pools;
+  }
+
+  /** Makes the pools now, ahead of the first request. */
+  warm(): void {
+    this.connections();
   }
 
   /**
@@ -100,7 +114,8 @@ export class Upstreams {
     allowInternal: boolean,
     init: UpstreamRequest,
   ): Promise<UpstreamReply> {
-    const pools = allowInternal ? this.named : this.guarded;
+    const { named, guarded } = this.connections();
+    const pools = allowInternal ? named : guarded;
     const { connectTimeoutMs, headersTimeoutMs } = this.options;
     return new Promise((resolve, reject) => {
       const options = {
@@ -159,7 +174,8 @@ export class Upstreams {
   }
 
   async close(): Promise<void> {
-    for (const pools of [this.guarded, this.named]) {
+    if (!this.pools) return;
+    for (const pools of [this.pools.guarded, this.pools.named]) {
       pools.http.destroy();
       pools.https.destroy();
     }

@@ -4,8 +4,9 @@ import type Docker from "dockerode";
 import { connectDocker, imageExists } from "../box/docker.ts";
 import { ensureEgressLockdown } from "../box/firewall.ts";
 import { buildBoxImage } from "../box/image-build.ts";
-import { BOX_IMAGE } from "../box/layout.ts";
+import { BOX_IMAGE, LOCKED_NETWORK } from "../box/layout.ts";
 import { ensureLockedNetwork } from "../box/network.ts";
+import { recallLockedNetwork, rememberLockedNetwork } from "../box/network-memo.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
 import {
@@ -122,33 +123,47 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     );
   }
 
-  const { client: docker } = await connectDocker(env);
   const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
   const image = config.org.engine?.image ?? BOX_IMAGE;
-  // What does not depend on each other runs at once: the image, the orphan sweep
-  // and the network first; then the firewall and the gateway (which both need
-  // the network's addresses). Every step is awaited before any failure is
-  // reported, and a gateway already leased is given back.
-  const early = [ensureImage(docker, image, env, note), reapAndRecord(docker, paths, note)];
-  let network: Awaited<ReturnType<typeof ensureLockedNetwork>>;
-  try {
-    network = await ensureLockedNetwork(docker);
-  } catch (error) {
-    await Promise.allSettled(early);
-    throw refuse(`the locked network is not in place: ${errorMessage(error)}`);
-  }
-  if (worker.box.egress_lockdown === false) {
+  const lockdown = worker.box.egress_lockdown !== false;
+  if (!lockdown) {
     note(
       "warning: [box] egress_lockdown = false — boxes can reach every port on this host; only the gateway is meant to be reachable",
     );
   }
-  const firewall =
-    worker.box.egress_lockdown === false
-      ? Promise.resolve()
-      : ensureEgressLockdown(network.subnet, port);
+  // What does not depend on each other runs at once. The network as last
+  // verified (its bridge still up with the same id and address) lets the
+  // gateway, a process of its own, and the firewall start before the Docker
+  // client has even loaded; without it they wait for Docker's answer. Then the
+  // image and the orphan sweep. Every step is awaited before any failure is
+  // reported, and a gateway already leased is given back.
+  let network = recallLockedNetwork(paths.state, LOCKED_NETWORK);
   // a running daemon's gateway, or one embedded for this run; watched until released
-  const leased = leaseGateway({ paths, port, bridge: network.gateway, env });
-  const settled = await Promise.allSettled([leased, firewall, ...early]);
+  const lease = (bridge: string) => leaseGateway({ paths, port, bridge, env });
+  const lockDown = (subnet: string) =>
+    lockdown ? ensureEgressLockdown(subnet, port) : Promise.resolve();
+  let leased = network ? lease(network.gateway) : undefined;
+  let firewall = network ? lockDown(network.subnet) : undefined;
+  let docker: Docker;
+  try {
+    ({ client: docker } = await connectDocker(env));
+  } catch (error) {
+    await giveBack(leased, firewall);
+    throw error;
+  }
+  const early = [ensureImage(docker, image, env, note), reapAndRecord(docker, paths, note)];
+  if (!network) {
+    try {
+      network = await ensureLockedNetwork(docker);
+      rememberLockedNetwork(paths.state, network);
+    } catch (error) {
+      await Promise.allSettled(early);
+      throw refuse(`the locked network is not in place: ${errorMessage(error)}`);
+    }
+    leased = lease(network.gateway);
+    firewall = lockDown(network.subnet);
+  }
+  const settled = await Promise.allSettled([leased ?? lease(network.gateway), firewall, ...early]);
   const gateway = settled[0].status === "fulfilled" ? settled[0].value : undefined;
   try {
     const failed = settled.find((result) => result.status === "rejected");
@@ -175,6 +190,15 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     await gateway?.release();
     throw error;
   }
+}
+
+/** After a failure: waits for what was started and stops a gateway that came up. */
+async function giveBack(
+  leased: Promise<GatewayLease> | undefined,
+  firewall: Promise<void> | undefined,
+): Promise<void> {
+  const [gateway] = await Promise.allSettled([leased, firewall]);
+  if (gateway.status === "fulfilled") await gateway.value?.release();
 }
 
 /** The box image, built once when it is roster's own and missing. */

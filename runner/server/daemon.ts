@@ -72,6 +72,7 @@ export async function startServer(options: ServerOptions): Promise<number> {
 
   const listen = options.listen ?? (await defaultListen(paths.config));
   const gateway = await Gateway.start({ paths, listen });
+  gateway.warm();
   const state: ServerState = {
     pid: process.pid,
     started_at: new Date().toISOString(),
