@@ -5,7 +5,8 @@
  * large (1 MB) responses; requests/s, p50/p99 latency, and the proxy process's
  * CPU per request. Then each proxy's memory (RSS): idle, at its peak under 200
  * concurrent clients × 50 requests, and holding 1000 idle connections. Needs
- * mitmdump on PATH.
+ * mitmdump on PATH; with `hey` on PATH the exchanges are also driven by it, a
+ * client in its own process.
  *   npx tsx bench/gateway.ts          (PROFILE=<dir> also profiles the gateway)
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -22,6 +23,7 @@ import { mintToken } from "../runner/gateway/identity.ts";
 import { PROJECT_ROOT } from "../runner/version.ts";
 import { freePort } from "../test/support/roster-root.ts";
 import { makeServerCertificate } from "../test/support/test-ca.ts";
+import { type HeyResult, hey, heyAvailable } from "./hey.ts";
 
 const CONCURRENCY = 8;
 const SIZES = [
@@ -217,6 +219,41 @@ try {
       );
     }
   }
+  if (heyAvailable()) {
+    // the same exchanges driven by hey, a client in a process (and threads) of its own
+    const trustFile = join(work, "trust.pem");
+    await writeFile(trustFile, [certificate.caPem, rosterCa, mitmCa].join("\n"));
+    const proxies: Record<string, string | undefined> = {
+      "direct HTTPS": undefined,
+      "roster gateway": `http://${token}:x@127.0.0.1:${gatewayPort}`,
+      mitmproxy: `http://127.0.0.1:${mitmPort}`,
+    };
+    console.log(`\nThe same, driven by hey (${CONCURRENCY} concurrent clients):\n`);
+    console.log(
+      "| response | route | req/s | p50 ms | p99 ms | added p50 ms | proxy CPU ms/req | req/s vs direct | failures |",
+    );
+    console.log("|---|---|---|---|---|---|---|---|---|");
+    for (const size of SIZES) {
+      let direct: HeyResult | undefined;
+      for (const route of routes) {
+        const requests = size.requests * 3;
+        const proxy = proxies[route.name];
+        const cpuBefore = cpuMs(route.pid);
+        const result = await hey({
+          url: `${origin}/${size.bytes}`,
+          requests,
+          concurrency: CONCURRENCY,
+          trustFile,
+          ...(proxy ? { proxy } : {}),
+        });
+        const cpu = (cpuMs(route.pid) - cpuBefore) / requests;
+        direct ??= result;
+        console.log(
+          `| ${size.name} | ${route.name} | ${result.rps.toFixed(0)} | ${result.p50.toFixed(2)} | ${result.p99.toFixed(2)} | ${(result.p50 - direct.p50).toFixed(2)} | ${route.pid ? cpu.toFixed(3) : "-"} | ${(result.rps / direct.rps).toFixed(2)}x | ${result.failures} |`,
+        );
+      }
+    }
+  } else console.log("\n(hey is not on PATH: `apt-get install hey` adds rows driven by it)");
   console.log(
     "\n| route | RSS idle MiB | RSS peak, 200 clients × 50 req MiB | req/s at 200 clients | failures | RSS with 1000 idle connections MiB |",
   );

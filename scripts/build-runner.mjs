@@ -21,11 +21,41 @@ const outdir = at >= 0 && args[at + 1] ? resolve(args[at + 1]) : join(root, "dis
 // by one cost the CLI ~0.2 s at every start (typebox alone ~0.15 s); bundled
 // into a chunk they load in a few milliseconds. Only the command that uses
 // them pays even that, since chunks stay lazy.
-const BUNDLED = ["@sinclair/typebox", "commander", "smol-toml"];
+const BUNDLED = ["@sinclair/typebox", "commander", "smol-toml", "dockerode", "docker-modem"];
 const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const external = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies })
   .filter((name) => !BUNDLED.includes(name))
   .flatMap((name) => [name, `${name}/*`]);
+
+// Bundling dockerode also lets two of its parts load on first use instead of
+// with it: the buildkit session (gRPC and protobuf, ~150 ms to load) and the
+// ssh transport (ssh2, ~60 ms). Roster builds with the classic builder and
+// talks to a local socket, so a run never loads either; anyone who does use
+// them gets the real modules, required from node_modules when first called.
+const LAZY = {
+  "dockerode/lib/session": /^\.\/session$/,
+  "docker-modem/lib/ssh": /^\.\/ssh$/,
+};
+const lazyParts = {
+  name: "lazy-docker-parts",
+  setup(build) {
+    for (const [target, filter] of Object.entries(LAZY)) {
+      const owner = `/node_modules/${target.split("/")[0]}/lib/`;
+      build.onResolve({ filter }, (args) =>
+        args.importer.includes(owner) ? { path: target, namespace: "lazy" } : undefined,
+      );
+    }
+    // the real module, left to node_modules
+    build.onResolve({ filter: /\.js$/, namespace: "lazy" }, (args) => ({
+      path: args.path,
+      external: true,
+    }));
+    build.onLoad({ filter: /.*/, namespace: "lazy" }, (args) => ({
+      contents: `module.exports = function () { return require(${JSON.stringify(`${args.path}.js`)}).apply(this, arguments); };`,
+      loader: "js",
+    }));
+  },
+};
 
 const result = await build({
   absWorkingDir: root,
@@ -37,6 +67,7 @@ const result = await build({
   platform: "node",
   target: "node20",
   external,
+  plugins: [lazyParts],
   // commander is CommonJS: its require("node:events") needs a real require in an ES module
   banner: {
     js: 'import { createRequire as __rosterRequire } from "node:module"; const require = __rosterRequire(import.meta.url);',
