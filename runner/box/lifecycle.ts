@@ -15,6 +15,8 @@ export interface BoxOutcome {
   exitCode: number;
   endedBy: EndedBy;
   containerId: string;
+  /** The kernel's OOM killer ended it (asked only with `reportOom`). */
+  oomKilled?: boolean;
 }
 
 export interface RunBoxOptions {
@@ -29,6 +31,8 @@ export interface RunBoxOptions {
    * gateway died): a box must never run on without its one door. Ends "error".
    */
   fault?: AbortSignal;
+  /** Ask the engine, before removing the box, whether the OOM killer ended it. */
+  reportOom?: boolean;
 }
 
 export interface BoxHandle {
@@ -122,7 +126,16 @@ export async function startBox(
         }),
       ]);
       clearTimeout(grace);
-      return { exitCode: result.StatusCode ?? 1, endedBy, containerId: container.id };
+      const outcome: BoxOutcome = {
+        exitCode: result.StatusCode ?? 1,
+        endedBy,
+        containerId: container.id,
+      };
+      if (options.reportOom) {
+        const info = await container.inspect().catch(() => undefined);
+        outcome.oomKilled = info?.State?.OOMKilled === true;
+      }
+      return outcome;
     } catch {
       // the engine lost the container (or its connection): count it as an error end
       if (endedBy === "exit") endedBy = "error";

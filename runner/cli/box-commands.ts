@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { BOX_IMAGE, DEFAULT_BASE } from "../box/layout.ts";
+import { errorMessage, RosterError } from "../errors.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 
@@ -74,4 +75,93 @@ export function registerBoxCommands(program: Command): void {
       );
       if (!report.docker.ok || !report.image.present) process.exitCode = 1;
     });
+
+  box
+    .command("exec")
+    .description(
+      "run one command in a fresh box of a worker (its mounts, lockdown and gateway; no model) and print a JSON envelope",
+    )
+    .argument("<worker>", "the worker whose box it is")
+    .argument("<command...>", "after --: the command, run by bash -o pipefail -c in ~/workspace")
+    .option("--timeout <secs>", "kill the box after this many seconds", "600")
+    .action(async (worker: string, words: string[], flags: { timeout: string }) => {
+      const timeoutSecs = Number(flags.timeout);
+      if (!Number.isInteger(timeoutSecs) || timeoutSecs < 1 || timeoutSecs > 86_400)
+        throw new RosterError(
+          `--timeout must be a whole number of seconds from 1 to 86400 (got "${flags.timeout}")`,
+          { exitCode: 2 },
+        );
+      const command = words.join(" ").trim();
+      if (!command) throw new RosterError("the command is empty", { exitCode: 2 });
+      const { rosterPaths } = await import("../config/paths.ts");
+      const { runExec } = await import("../runs/exec.ts");
+      const abort = new AbortController();
+      const onSignal = () => abort.abort();
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+      const started = Date.now();
+      try {
+        const envelope = await runExec({
+          paths: rosterPaths(),
+          worker,
+          command,
+          timeoutSecs,
+          signal: abort.signal,
+          note: (text) => process.stderr.write(`${text}\n`),
+        }).catch((error: unknown) => {
+          // the box never started (config, Docker, the gateway): still one envelope, and exit 2
+          process.exitCode = error instanceof RosterError ? error.exitCode : 1;
+          return {
+            status: "error" as const,
+            stdout: "",
+            stderr: "",
+            exit_code: null,
+            duration_ms: Date.now() - started,
+            error: errorMessage(error),
+          };
+        });
+        process.stdout.write(`${JSON.stringify(envelope)}\n`);
+        // the command's own exit code when it has one; 124 for a timeout (as timeout(1)); else 1
+        process.exitCode ??= envelope.exit_code ?? (envelope.status === "timeout" ? 124 : 1);
+      } finally {
+        process.off("SIGINT", onSignal);
+        process.off("SIGTERM", onSignal);
+      }
+    });
+
+  const copy =
+    (direction: "in" | "out") =>
+    async (worker: string, from: string, to: string, flags: { json?: boolean }) => {
+      const { rosterPaths } = await import("../config/paths.ts");
+      const { loadWorker } = await import("../runs/provision.ts");
+      const store = await import("../store/copy.ts");
+      const paths = rosterPaths();
+      await loadWorker(paths, worker);
+      const bytes =
+        direction === "in"
+          ? await store.copyIntoStore(paths, worker, from, to)
+          : await store.copyOutOfStore(paths, worker, from, to);
+      const storePath = direction === "in" ? to : from;
+      process.stdout.write(
+        flags.json
+          ? `${JSON.stringify({ worker, direction, store_path: storePath, bytes })}\n`
+          : `copied ${bytes} bytes ${direction === "in" ? `into ${worker}'s store at ${to}` : `from ${worker}'s store to ${to}`}\n`,
+      );
+    };
+  box
+    .command("cp-in")
+    .description("copy one host file into a worker's store (never outside it)")
+    .argument("<worker>")
+    .argument("<host-file>")
+    .argument("<store-path>", "a path inside the store, e.g. notes/today.md")
+    .option("--json", "print the result as JSON")
+    .action(copy("in"));
+  box
+    .command("cp-out")
+    .description("copy one file out of a worker's store to the host")
+    .argument("<worker>")
+    .argument("<store-path>")
+    .argument("<host-file>")
+    .option("--json", "print the result as JSON")
+    .action(copy("out"));
 }

@@ -52,6 +52,8 @@ export interface ProvisionOptions {
   worker: string;
   note: (text: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** False for a box that runs no engine (`roster box exec`): no model, no model credential. */
+  model?: boolean;
 }
 
 function refuse(message: string, exitCode = 2): RosterError {
@@ -106,22 +108,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
   const env = options.env ?? process.env;
   const { worker, identity, config } = await loadWorker(paths, options.worker);
   for (const warning of config.warnings) note(`warning: ${warning}`);
-  if (!worker.model)
-    throw refuse(`no model configured: add a [model] section to ${join(paths.config, "org.toml")}`);
-  const endpoint = modelEndpoint(worker.model);
-
-  // the credential first: a run that can't talk to its model starts nothing
-  if (endpoint.credential && !readCredential(paths.vault, endpoint.credential)) {
-    const fromEnv = endpoint.keyEnv ? env[endpoint.keyEnv] : undefined;
-    if (!fromEnv)
-      throw refuse(
-        `no model credential "${endpoint.credential}" for ${worker.model.provider}: run \`roster login ${endpoint.credential}\`${endpoint.keyEnv ? ` or set ${endpoint.keyEnv}` : ""}`,
-      );
-    await storeCredential(paths.vault, endpoint.credential, { key: fromEnv });
-    note(
-      `stored ${endpoint.keyEnv} in the vault as credential "${endpoint.credential}" (it never enters a box)`,
-    );
-  }
+  const keyEnv = options.model === false ? undefined : await checkModel(paths, worker, env, note);
 
   const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
   const image = config.org.engine?.image ?? BOX_IMAGE;
@@ -182,7 +169,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       image,
       hostAddress: network.gateway,
       gateway,
-      keyEnv: endpoint.keyEnv,
+      keyEnv,
       // after the box is gone: an embedded gateway is stopped only once nothing needs it
       release: () => gateway.release(),
     };
@@ -190,6 +177,33 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     await gateway?.release();
     throw error;
   }
+}
+
+/** The model the worker's engine talks to, and its credential in the vault: its key variable. */
+async function checkModel(
+  paths: RosterPaths,
+  worker: WorkerView,
+  env: NodeJS.ProcessEnv,
+  note: (text: string) => void,
+): Promise<string | undefined> {
+  if (!worker.model)
+    throw refuse(`no model configured: add a [model] section to ${join(paths.config, "org.toml")}`);
+  const endpoint = modelEndpoint(worker.model);
+
+  // the credential first: a run that can't talk to its model starts nothing
+  if (endpoint.credential && !readCredential(paths.vault, endpoint.credential)) {
+    const fromEnv = endpoint.keyEnv ? env[endpoint.keyEnv] : undefined;
+    if (!fromEnv)
+      throw refuse(
+        `no model credential "${endpoint.credential}" for ${worker.model.provider}: run \`roster login ${endpoint.credential}\`${endpoint.keyEnv ? ` or set ${endpoint.keyEnv}` : ""}`,
+      );
+    await storeCredential(paths.vault, endpoint.credential, { key: fromEnv });
+    note(
+      `stored ${endpoint.keyEnv} in the vault as credential "${endpoint.credential}" (it never enters a box)`,
+    );
+  }
+
+  return endpoint.keyEnv;
 }
 
 /** After a failure: waits for what was started and stops a gateway that came up. */

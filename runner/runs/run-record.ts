@@ -16,7 +16,7 @@ export type EndedBy = "exit" | "ceiling" | "signal" | "idle" | "error" | "crash"
 export interface RunRecord {
   id: string;
   worker: string;
-  kind: "box" | "task" | "session";
+  kind: "box" | "task" | "session" | "exec";
   state: RunState;
   started_at: string;
   ended_at?: string;
