@@ -5,6 +5,7 @@ import { errorMessage, RosterError } from "../errors.ts";
 // Implementations load when a command runs, so `roster --help` stays instant.
 
 interface BuildFlags {
+  worker?: string;
   base: string;
   tag: string;
   rebuildBase?: boolean;
@@ -26,6 +27,7 @@ export function registerBoxCommands(program: Command): void {
     .description(
       "build the box image (builds a base from Debian packages when no registry answers)",
     )
+    .option("--worker <name>", "build that worker's toolchain image (on the box image) instead")
     .option("--base <image>", "base image the Dockerfile builds on", DEFAULT_BASE)
     .option("--tag <image>", "tag for the built image", BOX_IMAGE)
     .option("--rebuild-base", "rebuild the Debian-built base even if one is cached")
@@ -37,6 +39,34 @@ export function registerBoxCommands(program: Command): void {
       const { buildBoxImage, formatBytes } = await import("../box/image-build.ts");
       const { consoleProgress } = await import("../box/progress.ts");
       const { client } = await connectDocker();
+      if (flags.worker) {
+        const { rosterPaths } = await import("../config/paths.ts");
+        const { loadWorker } = await import("../runs/provision.ts");
+        const { imageExists } = await import("../box/docker.ts");
+        const { ensureToolchainImage } = await import("../box/toolchain-image.ts");
+        const { worker, config } = await loadWorker(rosterPaths(), flags.worker);
+        const image = config.org.engine?.image ?? BOX_IMAGE;
+        const progress = consoleProgress({ verbose: flags.verbose ?? false });
+        if (!(await imageExists(client, image)))
+          await buildBoxImage({ docker: client, progress, base: flags.base, tag: image });
+        const toolchain = await ensureToolchainImage({
+          docker: client,
+          baseImage: image,
+          worker: worker.name,
+          toolchain: worker.toolchain,
+          progress,
+        });
+        process.stdout.write(
+          flags.json
+            ? `${JSON.stringify({ worker: worker.name, ...toolchain, toolchain: worker.toolchain })}\n`
+            : toolchain.tag === image
+              ? `${worker.name} declares no [toolchain]: its runs use ${image}\n`
+              : toolchain.built
+                ? `built ${toolchain.tag} in ${toolchain.seconds.toFixed(1)}s\n`
+                : `${toolchain.tag} is current (neither the box image nor the declaration changed)\n`,
+        );
+        return;
+      }
       const built = await buildBoxImage({
         docker: client,
         progress: consoleProgress({ verbose: flags.verbose ?? false }),

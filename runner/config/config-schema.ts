@@ -1,6 +1,7 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
 import { BudgetLimit, BudgetMeter, Grant, OrgGrant } from "./grant-schema.ts";
+import { ToolchainSection } from "./toolchain-schema.ts";
 
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
 export const GatewaySection = Type.Object(
@@ -171,6 +172,7 @@ export const OrgConfig = Type.Object(
     budget: Type.Optional(BudgetSection),
     heartbeat: Type.Optional(Type.Array(HeartbeatRule)),
     chat: Type.Optional(ChatSection),
+    toolchain: Type.Optional(ToolchainSection),
   },
   { additionalProperties: false },
 );
@@ -200,6 +202,7 @@ export const WorkerConfig = Type.Object(
     ),
     /** Only "off": a worker may switch off the heartbeat org.toml gives it, never start one. */
     heartbeat: Type.Optional(Type.Literal("off")),
+    toolchain: Type.Optional(ToolchainSection),
     budget: Type.Optional(
       Type.Object(
         { limit: Type.Optional(Type.Array(BudgetLimit)) },

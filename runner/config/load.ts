@@ -35,6 +35,7 @@ import {
   scopeToWorkers,
   workerDenyGrants,
 } from "./narrowing.ts";
+import { type Toolchain, workerToolchain } from "./toolchain-schema.ts";
 
 /**
  * Loads and validates the operator's config: org.toml, every
@@ -330,6 +331,8 @@ export interface WorkerView {
   connections: Array<{ name: string; kind: string; detail: string }>;
   /** The heartbeat org.toml gives this worker (undefined: none, or switched off). */
   heartbeat: Heartbeat | undefined;
+  /** Packages baked into its derived box image (org.toml's per ecosystem unless it has its own). */
+  toolchain: Toolchain;
 }
 
 export function workerView(config: LoadedConfig, name: string): WorkerView | undefined {
@@ -347,6 +350,7 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
     sentinels: [],
     connections: [],
     heartbeat: worker.heartbeat === "off" ? undefined : heartbeatFor(config.org.heartbeat, name),
+    toolchain: workerToolchain(config.org.toolchain, worker.toolchain),
   };
   for (const expose of [...(config.org.expose ?? []), ...(worker.expose ?? [])]) {
     if (!view.sentinels.includes(expose.env)) view.sentinels.push(expose.env);

@@ -9,6 +9,7 @@ import { ensureLockedNetwork } from "../box/network.ts";
 import { recallLockedNetwork, rememberLockedNetwork } from "../box/network-memo.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
+import { ensureToolchainImage } from "../box/toolchain-image.ts";
 import {
   formatConfigError,
   type LoadedConfig,
@@ -138,7 +139,17 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     await giveBack(leased, firewall);
     throw error;
   }
-  const early = [ensureImage(docker, image, env, note), reapAndRecord(docker, paths, note)];
+  // the box image (built once if it is roster's and missing), then the worker's toolchain on it
+  const workerImage = ensureImage(docker, image, env, note).then(() =>
+    ensureToolchainImage({
+      docker,
+      baseImage: image,
+      worker: worker.name,
+      toolchain: worker.toolchain,
+      progress: { step: note, detail: () => undefined, note },
+    }),
+  );
+  const early = [workerImage, reapAndRecord(docker, paths, note)];
   if (!network) {
     try {
       network = await ensureLockedNetwork(docker);
@@ -166,7 +177,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       config,
       worker,
       identity,
-      image,
+      image: (await workerImage).tag,
       hostAddress: network.gateway,
       gateway,
       keyEnv,

@@ -24,6 +24,7 @@ const worker: WorkerView = {
   sentinels: [],
   connections: [],
   heartbeat: undefined,
+  toolchain: { apt: [], npm: [], pip: [] },
 };
 
 describe("outcomes since the last run", () => {

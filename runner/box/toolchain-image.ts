@@ -1,0 +1,152 @@
+import { createHash } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type Docker from "dockerode";
+import { type Toolchain, toolchainIsEmpty } from "../config/toolchain-schema.ts";
+import { RosterError } from "../errors.ts";
+import { followStream, imageExists } from "./docker.ts";
+import type { Progress } from "./progress.ts";
+
+/**
+ * A worker's declared toolchain as an image of its own, built FROM the box
+ * image: `roster-box-<worker>:<hash>`, where the hash covers the base image's
+ * id (its content digest) and the declaration. A rebuilt box image or a
+ * changed declaration is a new tag, built before the run that needs it; while
+ * neither changes the tag exists and is reused as it is. Docker tags an image
+ * only once every step succeeded, so a failed build leaves no tag behind and
+ * no run ever starts on half of one.
+ */
+export const TOOLCHAIN_LABEL = "org.roster.toolchain";
+
+export interface ToolchainImage {
+  tag: string;
+  built: boolean;
+  seconds: number;
+}
+
+export function toolchainTag(worker: string, baseId: string, toolchain: Toolchain): string {
+  const sorted = {
+    apt: [...toolchain.apt].sort(),
+    npm: [...toolchain.npm].sort(),
+    pip: [...toolchain.pip].sort(),
+  };
+  const hash = createHash("sha256")
+    .update(JSON.stringify({ base: baseId, toolchain: sorted }))
+    .digest("hex")
+    .slice(0, 16);
+  return `roster-box-${worker}:${hash}`;
+}
+
+const quote = (names: string[]) => names.map((name) => `'${name}'`).join(" ");
+
+/** The Dockerfile: one layer per ecosystem, then the same setuid sweep the box image ends with. */
+export function toolchainDockerfile(baseId: string, worker: string, toolchain: Toolchain): string {
+  const lines = [
+    `FROM ${baseId}`,
+    "USER root",
+    'SHELL ["/bin/bash", "-o", "pipefail", "-c"]',
+    "ENV DEBIAN_FRONTEND=noninteractive",
+  ];
+  if (toolchain.apt.length)
+    lines.push(
+      `RUN apt-get update --error-on=any && apt-get install -y --no-install-recommends ${quote(toolchain.apt)} && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin`,
+    );
+  if (toolchain.npm.length)
+    lines.push(
+      `RUN npm install -g --no-audit --no-fund --loglevel=error ${quote(toolchain.npm)} && rm -rf /root/.npm`,
+    );
+  if (toolchain.pip.length)
+    lines.push(
+      `RUN pip install --no-cache-dir --break-system-packages --root-user-action=ignore ${quote(toolchain.pip)}`,
+    );
+  lines.push(
+    String.raw`RUN find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} + && test -z "$(find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -print -quit)"`,
+    `LABEL ${TOOLCHAIN_LABEL}="${worker}"`,
+    "USER worker",
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+/** Which declared package the build's output blames, if it names one. */
+export function blamedPackage(toolchain: Toolchain, output: string): string | undefined {
+  const declared = [
+    ...toolchain.apt.map((entry) => ({ ecosystem: "apt", entry, name: entry.split("=")[0] })),
+    ...toolchain.npm.map((entry) => ({
+      ecosystem: "npm",
+      entry,
+      name: entry.replace(/(.)@.*$/, "$1"),
+    })),
+    ...toolchain.pip.map((entry) => ({
+      ecosystem: "pip",
+      entry,
+      name: entry.split(/[[=<>~!]/)[0],
+    })),
+  ];
+  const blames = [
+    /Unable to locate package (\S+)/,
+    /Package '?([^' ]+)'? has no installation candidate/,
+    /Version '[^']+' for '([^']+)' was not found/,
+    /404 Not Found - GET \S+\/(@?[^/\s]+(?:\/[^/\s]+)?) /,
+    /No matching version found for (@?[^@\s]+)/,
+    /No matching distribution found for ([A-Za-z0-9._-]+)/,
+  ];
+  for (const pattern of blames) {
+    const named = pattern.exec(output)?.[1]?.replace("%2f", "/").replace("%2F", "/");
+    const hit = declared.find((d) => d.name === named);
+    if (hit) return `${hit.ecosystem} package "${hit.entry}"`;
+  }
+  return undefined;
+}
+
+/** The worker's image: the box image itself when it declares nothing, else its derived one, built if missing. */
+export async function ensureToolchainImage(options: {
+  docker: Docker;
+  baseImage: string;
+  worker: string;
+  toolchain: Toolchain;
+  progress: Progress;
+}): Promise<ToolchainImage> {
+  const { docker, toolchain, worker, progress } = options;
+  const started = Date.now();
+  if (toolchainIsEmpty(toolchain)) return { tag: options.baseImage, built: false, seconds: 0 };
+  const base = await docker.getImage(options.baseImage).inspect();
+  const tag = toolchainTag(worker, base.Id, toolchain);
+  if (await imageExists(docker, tag)) return { tag, built: false, seconds: 0 };
+
+  const context = await mkdtemp(join(tmpdir(), "roster-toolchain-"));
+  const output: string[] = [];
+  let failure: string | undefined;
+  try {
+    await writeFile(join(context, "Dockerfile"), toolchainDockerfile(base.Id, worker, toolchain));
+    progress.step(`toolchain: building ${tag} for ${worker}`);
+    const stream = await docker.buildImage(
+      { context, src: ["Dockerfile"] },
+      { t: tag, forcerm: true, labels: { [TOOLCHAIN_LABEL]: worker } },
+    );
+    await followStream(docker, stream, (message) => {
+      if (message.error) {
+        failure = message.errorDetail?.message ?? message.error;
+        return;
+      }
+      for (const line of (message.stream ?? "").split("\n")) {
+        const text = line.trimEnd();
+        if (!text) continue;
+        output.push(text);
+        if (/^Step \d+\/\d+ :/.test(text)) progress.step(`toolchain: ${text.slice(0, 110)}`);
+        else progress.detail(text);
+      }
+    });
+  } finally {
+    await rm(context, { recursive: true, force: true });
+  }
+  if (failure) {
+    const text = output.join("\n");
+    const blamed = blamedPackage(toolchain, text);
+    throw new RosterError(
+      `the toolchain of ${worker} could not be built: ${blamed ? `${blamed} can't be installed` : failure}; nothing was started\n  ${output.slice(-8).join("\n  ")}`,
+      { exitCode: 2 },
+    );
+  }
+  return { tag, built: true, seconds: (Date.now() - started) / 1000 };
+}

@@ -1,0 +1,99 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TOOLCHAIN_LABEL } from "../../runner/box/toolchain-image.ts";
+import { listRuns } from "../../runner/runs/run-record.ts";
+import { testDocker } from "../support/docker.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+/**
+ * A worker's `[toolchain]` becomes an image of its own, built from the box
+ * image with real Debian packages: usable in the worker's next box, reused
+ * while nothing changed, rebuilt when the declaration changes, and a package
+ * that can't be installed stops everything, named.
+ */
+const docker = await testDocker();
+
+async function removeToolchainImages(): Promise<void> {
+  const images = await docker?.listImages({
+    filters: { label: [`${TOOLCHAIN_LABEL}=elf`] },
+  });
+  for (const image of images ?? [])
+    await docker
+      ?.getImage(image.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
+}
+
+describe.skipIf(!docker)("declared toolchains", () => {
+  let deployment: RosterRoot;
+  let workerToml: string;
+  let original: string;
+
+  const declare = (apt: string[]) =>
+    writeFile(
+      workerToml,
+      `${original}\n[toolchain]\napt = [${apt.map((name) => `"${name}"`).join(", ")}]\n`,
+    );
+  const exec = async (command: string) => {
+    const result = await deployment.roster(["box", "exec", "elf", "--", command], {
+      timeoutMs: 240_000,
+    });
+    return { ...result, envelope: JSON.parse(result.stdout) as Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    await removeToolchainImages();
+    deployment = await makeRosterRoot("http://127.0.0.1:9/v1");
+    workerToml = join(deployment.paths.config, "workers/elf/worker.toml");
+    original = await readFile(workerToml, "utf8");
+  });
+  afterAll(async () => {
+    await deployment?.cleanup();
+    await removeToolchainImages();
+  });
+
+  it("builds a declared Debian package into the worker's image, then reuses it", async () => {
+    await declare(["sl"]);
+    const built = await deployment.roster(["box", "build", "--worker", "elf", "--json"], {
+      timeoutMs: 240_000,
+    });
+    expect(built.code, built.stderr).toBe(0);
+    const first = JSON.parse(built.stdout) as { tag: string; built: boolean };
+    expect(first).toMatchObject({ built: true, tag: expect.stringMatching(/^roster-box-elf:/) });
+
+    const used = await exec("test -x /usr/games/sl && echo present; id -un");
+    expect(used.envelope).toMatchObject({ status: "ok", stdout: "present\nworker\n" });
+    expect(used.stderr).not.toContain("toolchain: building");
+
+    const again = await deployment.roster(["box", "build", "--worker", "elf", "--json"]);
+    expect(JSON.parse(again.stdout)).toMatchObject({ built: false, tag: first.tag });
+  });
+
+  it("rebuilds before the next run when the declaration changes", async () => {
+    await declare(["sl", "figlet"]);
+    const used = await exec("command -v figlet && test -x /usr/games/sl && echo both");
+    expect(used.envelope, used.stderr).toMatchObject({ status: "ok" });
+    expect(used.envelope.stdout).toMatch(/figlet\nboth\n$/);
+    expect(used.stderr).toMatch(/toolchain: building roster-box-elf:[0-9a-f]{16} for elf/);
+  });
+
+  it("a package that can't be installed fails the build naming it, and nothing starts", async () => {
+    await declare(["sl", "roster-no-such-package"]);
+    const runs = listRuns(deployment.paths.state, "elf").length;
+    const failed = await exec("echo should-not-run");
+    expect(failed.code).toBe(2);
+    expect(failed.envelope).toMatchObject({ status: "error", exit_code: null, stdout: "" });
+    expect(String(failed.envelope.error)).toContain(
+      `the toolchain of elf could not be built: apt package "roster-no-such-package" can't be installed; nothing was started`,
+    );
+    expect(listRuns(deployment.paths.state, "elf")).toHaveLength(runs);
+  });
+
+  it("refuses an entry that is not a package name, naming file, line and field", async () => {
+    await writeFile(workerToml, `${original}\n[toolchain]\napt = ["sl; curl evil"]\n`);
+    const result = await deployment.roster(["validate"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr + result.stdout).toMatch(/worker\.toml:\d+.*toolchain/);
+  });
+});
