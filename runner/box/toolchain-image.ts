@@ -5,14 +5,15 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import { type Toolchain, toolchainIsEmpty } from "../config/toolchain-schema.ts";
 import { RosterError } from "../errors.ts";
+import { hostExtraCa } from "./build-context.ts";
 import { followStream, imageExists } from "./docker.ts";
 import type { Progress } from "./progress.ts";
 
 /**
  * A worker's declared toolchain as an image of its own, built FROM the box
  * image: `roster-box-<worker>:<hash>`, where the hash covers the base image's
- * id (its content digest) and the declaration. A rebuilt box image or a
- * changed declaration is a new tag, built before the run that needs it; while
+ * id (its content digest), the declaration and the recipe. A rebuilt box
+ * image, a changed declaration or a roster that installs differently is a new tag, built before the run that needs it; while
  * neither changes the tag exists and is reused as it is. Docker tags an image
  * only once every step succeeded, so a failed build leaves no tag behind and
  * no run ever starts on half of one.
@@ -25,14 +26,17 @@ export interface ToolchainImage {
   seconds: number;
 }
 
+/** The declaration in one order, so listing the same packages differently is the same image. */
+const sorted = (toolchain: Toolchain): Toolchain => ({
+  apt: [...toolchain.apt].sort(),
+  npm: [...toolchain.npm].sort(),
+  pip: [...toolchain.pip].sort(),
+});
+
+/** Named by the recipe itself: the base image's id, the packages and how roster installs them. */
 export function toolchainTag(worker: string, baseId: string, toolchain: Toolchain): string {
-  const sorted = {
-    apt: [...toolchain.apt].sort(),
-    npm: [...toolchain.npm].sort(),
-    pip: [...toolchain.pip].sort(),
-  };
   const hash = createHash("sha256")
-    .update(JSON.stringify({ base: baseId, toolchain: sorted }))
+    .update(toolchainDockerfile(baseId, worker, sorted(toolchain)))
     .digest("hex")
     .slice(0, 16);
   return `roster-box-${worker}:${hash}`;
@@ -47,21 +51,27 @@ export function toolchainDockerfile(baseId: string, worker: string, toolchain: T
     "USER root",
     'SHELL ["/bin/bash", "-o", "pipefail", "-c"]',
     "ENV DEBIAN_FRONTEND=noninteractive",
+    // the host's CA certificates, for registries reached through a TLS-intercepting proxy
+    "COPY build-ca.crt /tmp/roster-build-ca.crt",
   ];
+  const ca =
+    "if [ -s /tmp/roster-build-ca.crt ]; then export NODE_EXTRA_CA_CERTS=/tmp/roster-build-ca.crt PIP_CERT=/tmp/roster-build-ca.crt; fi;";
   if (toolchain.apt.length)
     lines.push(
       `RUN apt-get update --error-on=any && apt-get install -y --no-install-recommends ${quote(toolchain.apt)} && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin`,
     );
   if (toolchain.npm.length)
     lines.push(
-      `RUN npm install -g --no-audit --no-fund --loglevel=error ${quote(toolchain.npm)} && rm -rf /root/.npm`,
+      // into /usr/local, not the image's NPM_CONFIG_PREFIX under $HOME: a run mounts its own $HOME there
+      `RUN ${ca} npm install -g --prefix /usr/local --no-audit --no-fund --loglevel=error ${quote(toolchain.npm)} && rm -rf /root/.npm`,
     );
   if (toolchain.pip.length)
     lines.push(
-      `RUN pip install --no-cache-dir --break-system-packages --root-user-action=ignore ${quote(toolchain.pip)}`,
+      // as root into the system's site (/usr/local), never a user site under $HOME
+      `RUN ${ca} PIP_USER=0 pip install --no-cache-dir --break-system-packages --root-user-action=ignore ${quote(toolchain.pip)}`,
     );
   lines.push(
-    String.raw`RUN find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} + && test -z "$(find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -print -quit)"`,
+    String.raw`RUN rm -f /tmp/roster-build-ca.crt && find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} + && test -z "$(find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -print -quit)"`,
     `LABEL ${TOOLCHAIN_LABEL}="${worker}"`,
     "USER worker",
   );
@@ -106,6 +116,7 @@ export async function ensureToolchainImage(options: {
   worker: string;
   toolchain: Toolchain;
   progress: Progress;
+  env?: NodeJS.ProcessEnv;
 }): Promise<ToolchainImage> {
   const { docker, toolchain, worker, progress } = options;
   const started = Date.now();
@@ -118,10 +129,14 @@ export async function ensureToolchainImage(options: {
   const output: string[] = [];
   let failure: string | undefined;
   try {
-    await writeFile(join(context, "Dockerfile"), toolchainDockerfile(base.Id, worker, toolchain));
+    await writeFile(
+      join(context, "Dockerfile"),
+      toolchainDockerfile(base.Id, worker, sorted(toolchain)),
+    );
+    await writeFile(join(context, "build-ca.crt"), hostExtraCa(options.env ?? process.env));
     progress.step(`toolchain: building ${tag} for ${worker}`);
     const stream = await docker.buildImage(
-      { context, src: ["Dockerfile"] },
+      { context, src: ["Dockerfile", "build-ca.crt"] },
       { t: tag, forcerm: true, labels: { [TOOLCHAIN_LABEL]: worker } },
     );
     await followStream(docker, stream, (message) => {

@@ -147,6 +147,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       worker: worker.name,
       toolchain: worker.toolchain,
       progress: { step: note, detail: () => undefined, note },
+      env,
     }),
   );
   const early = [workerImage, reapAndRecord(docker, paths, note)];

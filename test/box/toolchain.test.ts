@@ -30,11 +30,9 @@ describe.skipIf(!docker)("declared toolchains", () => {
   let workerToml: string;
   let original: string;
 
-  const declare = (apt: string[]) =>
-    writeFile(
-      workerToml,
-      `${original}\n[toolchain]\napt = [${apt.map((name) => `"${name}"`).join(", ")}]\n`,
-    );
+  const list = (names: string[]) => `[${names.map((name) => `"${name}"`).join(", ")}]`;
+  const declare = (apt: string[], npm: string[] = []) =>
+    writeFile(workerToml, `${original}\n[toolchain]\napt = ${list(apt)}\nnpm = ${list(npm)}\n`);
   const exec = async (command: string) => {
     const result = await deployment.roster(["box", "exec", "elf", "--", command], {
       timeoutMs: 240_000,
@@ -70,11 +68,13 @@ describe.skipIf(!docker)("declared toolchains", () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ built: false, tag: first.tag });
   });
 
-  it("rebuilds before the next run when the declaration changes", async () => {
-    await declare(["sl", "figlet"]);
-    const used = await exec("command -v figlet && test -x /usr/games/sl && echo both");
+  it("rebuilds before the next run when the declaration changes (Debian and npm packages)", async () => {
+    await declare(["sl", "figlet"], ["json@11.0.0"]);
+    const used = await exec(
+      "command -v figlet && test -x /usr/games/sl && echo both; echo '{\"a\":42}' | json a",
+    );
     expect(used.envelope, used.stderr).toMatchObject({ status: "ok" });
-    expect(used.envelope.stdout).toMatch(/figlet\nboth\n$/);
+    expect(used.envelope.stdout).toMatch(/figlet\nboth\n42\n$/);
     expect(used.stderr).toMatch(/toolchain: building roster-box-elf:[0-9a-f]{16} for elf/);
   });
 
