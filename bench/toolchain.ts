@@ -1,0 +1,69 @@
+/**
+ * A worker with a declared toolchain: its first run (the derived image is
+ * built: apt-get update, the packages, the setuid sweep) against its next runs
+ * (the image is reused), each `roster box exec <worker> -- true`, with a bare
+ * `docker run --rm <image> true` beside them. Needs Docker, root and the box
+ * image; Debian's mirror must answer.
+ *   npx tsx bench/toolchain.ts
+ */
+import { spawn } from "node:child_process";
+import { appendFile } from "node:fs/promises";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { connectDocker } from "../runner/box/docker.ts";
+import { BOX_IMAGE } from "../runner/box/layout.ts";
+import { TOOLCHAIN_LABEL } from "../runner/box/toolchain-image.ts";
+import { ROSTER_BIN } from "../test/support/cli.ts";
+import { makeRosterRoot } from "../test/support/roster-root.ts";
+
+const ROUNDS = 3;
+const WORKER_PACKAGES = 'apt = ["figlet", "sl"]';
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
+async function timed(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
+  const started = performance.now();
+  const child = spawn(argv[0] as string, argv.slice(1), {
+    env: { ...process.env, ...env },
+    stdio: "ignore",
+  });
+  const code = await new Promise((resolve) => child.once("exit", resolve));
+  if (code !== 0) throw new Error(`${argv.join(" ")} exited ${String(code)}`);
+  return performance.now() - started;
+}
+
+const { client } = await connectDocker();
+const removeDerived = async () => {
+  for (const image of await client.listImages({ filters: { label: [`${TOOLCHAIN_LABEL}=elf`] } }))
+    await client.getImage(image.Id).remove({ force: true });
+};
+
+const floors: number[] = [];
+for (let i = 0; i < ROUNDS; i++)
+  floors.push(await timed(["docker", "run", "--rm", BOX_IMAGE, "true"]));
+const root = await makeRosterRoot("http://127.0.0.1:9/v1");
+const env = { ROSTER_ROOT: root.root };
+const exec = [process.execPath, ROSTER_BIN, "box", "exec", "elf", "--", "true"];
+let first = 0;
+const reused: number[] = [];
+try {
+  await timed(exec, env); // the CA, the remembered network: not what is measured
+  await removeDerived();
+  await appendFile(
+    join(root.paths.config, "workers/elf/worker.toml"),
+    `\n[toolchain]\n${WORKER_PACKAGES}\n`,
+  );
+  first = await timed(exec, env);
+  for (let i = 0; i < ROUNDS; i++) reused.push(await timed(exec, env));
+} finally {
+  await root.cleanup();
+  await removeDerived();
+}
+console.log(`toolchain: ${WORKER_PACKAGES}; medians of ${ROUNDS}\n`);
+console.log("| run | ms | vs reuse |");
+console.log("| --- | --- | --- |");
+console.log(`| floor: docker run --rm ${BOX_IMAGE} true | ${median(floors).toFixed(0)} | - |`);
+console.log(
+  `| first run: image built | ${first.toFixed(0)} | ${(first / median(reused)).toFixed(1)}x |`,
+);
+console.log(`| next runs: image reused | ${median(reused).toFixed(0)} | 1.0x |`);
