@@ -26,9 +26,21 @@ export function registerRunCommands(program: Command): void {
     .description("check every config file; prints file:line: field: message per problem")
     .option("--json", "print the problems as JSON")
     .action(async (flags: { json?: boolean }) => {
-      const { formatConfigError, loadConfig } = await import("../config/load.ts");
+      const { formatConfigError, loadConfig, workerView } = await import("../config/load.ts");
+      const { projectToolchains } = await import("../config/project-toolchain.ts");
       const paths = rosterPaths();
       const config = loadConfig(paths.config, { vaultDir: paths.vault });
+      // the toolchains projects declare in the repos workers mount, each repo once
+      if (!config.errors.length) {
+        const seen = new Set<string>();
+        for (const name of config.workers.keys()) {
+          const mounts = (workerView(config, name)?.mounts ?? []).filter(
+            (mount) => !seen.has(mount.name),
+          );
+          for (const mount of mounts) seen.add(mount.name);
+          config.errors.push(...(await projectToolchains(mounts)).errors);
+        }
+      }
       if (flags.json) {
         process.stdout.write(
           `${JSON.stringify({ ok: config.errors.length === 0, errors: config.errors, warnings: config.warnings })}\n`,

@@ -19,6 +19,7 @@ import {
 } from "../config/load.ts";
 import { modelEndpoint } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { projectToolchains, withProjects } from "../config/project-toolchain.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
 import { readCredential } from "../gateway/vault.ts";
@@ -110,6 +111,13 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
   const { worker, identity, config } = await loadWorker(paths, options.worker);
   for (const warning of config.warnings) note(`warning: ${warning}`);
   const keyEnv = options.model === false ? undefined : await checkModel(paths, worker, env, note);
+  // what the projects it mounts declare joins the worker's own toolchain
+  const projects = await projectToolchains(worker.mounts);
+  if (projects.errors.length)
+    throw refuse(
+      `a project's toolchain is invalid, nothing was started:\n${projects.errors.map(formatConfigError).join("\n")}`,
+    );
+  const toolchain = withProjects(worker.toolchain, projects.toolchain);
 
   const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
   const image = config.org.engine?.image ?? BOX_IMAGE;
@@ -145,7 +153,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       docker,
       baseImage: image,
       worker: worker.name,
-      toolchain: worker.toolchain,
+      toolchain,
       progress: { step: note, detail: () => undefined, note },
       env,
     }),

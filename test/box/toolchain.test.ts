@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOOLCHAIN_LABEL } from "../../runner/box/toolchain-image.ts";
 import { listRuns } from "../../runner/runs/run-record.ts";
 import { testDocker } from "../support/docker.ts";
+import { makeCanonical, sh, writeRepoConnection } from "../support/repos.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**
@@ -95,5 +96,31 @@ describe.skipIf(!docker)("declared toolchains", () => {
     const result = await deployment.roster(["validate"]);
     expect(result.code).toBe(2);
     expect(result.stderr + result.stdout).toMatch(/worker\.toml:\d+.*toolchain/);
+  });
+
+  it("adds what a mounted project declares in .roster/toolchain.toml on its main", async () => {
+    await writeFile(workerToml, original);
+    const canonical = makeCanonical({
+      ".roster/toolchain.toml": 'apt = ["sl"]\n',
+      "README.md": "a project\n",
+    });
+    await writeRepoConnection(deployment.paths, "project", canonical, "elf");
+    const used = await exec("test -x /usr/games/sl && echo from-the-project");
+    expect(used.envelope, used.stderr).toMatchObject({
+      status: "ok",
+      stdout: "from-the-project\n",
+    });
+
+    // validate reads it too, and names the repo, branch, file, line and field
+    const seed = join(canonical, "..", "seed");
+    await writeFile(join(seed, ".roster/toolchain.toml"), '# tools\napt = ["sl"]\nbrew = ["x"]\n');
+    sh(seed, ["commit", "-q", "-am", "a key roster doesn't know"]);
+    sh(seed, ["push", "-q", canonical, "main"]);
+    const result = await deployment.roster(["validate"]);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toContain("project:main:.roster/toolchain.toml:3: brew: unknown key");
+    const refused = await exec("echo should-not-run");
+    expect(refused.code).toBe(2);
+    expect(String(refused.envelope.error)).toContain("a project's toolchain is invalid");
   });
 });
