@@ -8,25 +8,12 @@
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import { BOX_IMAGE } from "../runner/box/layout.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { median, timed } from "./timing.ts";
 
 const ROUNDS = 5;
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-
-async function timed(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
-  const started = performance.now();
-  const child = spawn(argv[0] as string, argv.slice(1), {
-    env: { ...process.env, ...env },
-    stdio: "ignore",
-  });
-  const code = await new Promise((resolve) => child.once("exit", resolve));
-  if (code !== 0) throw new Error(`${argv.join(" ")} exited ${String(code)}`);
-  return performance.now() - started;
-}
 
 const floors: number[] = [];
 for (let i = 0; i < ROUNDS; i++)

@@ -1,36 +1,14 @@
-/**
- * A worker with a declared toolchain: its first run (the derived image is
- * built: apt-get update, the packages, the setuid sweep) against its next runs
- * (the image is reused), each `roster box exec <worker> -- true`, with a bare
- * `docker run --rm <image> true` beside them. Needs Docker, root and the box
- * image; Debian's mirror must answer.
- *   npx tsx bench/toolchain.ts
- */
-import { spawn } from "node:child_process";
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import { connectDocker } from "../runner/box/docker.ts";
 import { BOX_IMAGE } from "../runner/box/layout.ts";
 import { TOOLCHAIN_LABEL } from "../runner/box/toolchain-image.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { median, timed } from "./timing.ts";
 
 const ROUNDS = 3;
 const WORKER_PACKAGES = 'apt = ["figlet", "sl"]';
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-
-async function timed(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
-  const started = performance.now();
-  const child = spawn(argv[0] as string, argv.slice(1), {
-    env: { ...process.env, ...env },
-    stdio: "ignore",
-  });
-  const code = await new Promise((resolve) => child.once("exit", resolve));
-  if (code !== 0) throw new Error(`${argv.join(" ")} exited ${String(code)}`);
-  return performance.now() - started;
-}
 
 const { client } = await connectDocker();
 const removeDerived = async () => {

@@ -3,6 +3,7 @@ import type Docker from "dockerode";
 import { errorMessage, RosterError } from "../errors.ts";
 import { ENGINE_PIN } from "../version.ts";
 import { assembleContext, type ContextSources } from "./build-context.ts";
+import { followBuild } from "./build-output.ts";
 import { followStream, imageExists } from "./docker.ts";
 import { BOX_IMAGE, DEFAULT_BASE, LABELS, OFFLINE_BASE } from "./layout.ts";
 import { buildOfflineBase } from "./offline-base.ts";
@@ -83,25 +84,10 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
         },
       },
     );
-    let failure: string | undefined;
-    const recent: string[] = [];
-    await followStream(docker, stream, (message) => {
-      if (message.error) {
-        failure = message.errorDetail?.message ?? message.error;
-        return;
-      }
-      for (const line of (message.stream ?? "").split("\n")) {
-        const text = line.trimEnd();
-        if (!text) continue;
-        if (/^Step \d+\/\d+ :/.test(text)) progress.step(`image: ${truncate(text, 110)}`);
-        else progress.detail(text);
-        recent.push(text);
-        if (recent.length > 15) recent.shift();
-      }
-    });
+    const { failure, output } = await followBuild(docker, stream, progress, "image");
     if (failure) {
       throw new RosterError(
-        `building ${tag} failed: ${failure}; the previous image is kept\n  ${recent.join("\n  ")}`,
+        `building ${tag} failed: ${failure}; the previous image is kept\n  ${output.slice(-15).join("\n  ")}`,
       );
     }
   } finally {
@@ -122,10 +108,6 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
 
 export function splitList(value: string | undefined): string[] {
   return value ? value.split(",").filter(Boolean) : [];
-}
-
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 export function formatBytes(bytes: number): string {

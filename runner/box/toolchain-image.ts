@@ -6,7 +6,8 @@ import type Docker from "dockerode";
 import { type Toolchain, toolchainIsEmpty } from "../config/toolchain-schema.ts";
 import { RosterError } from "../errors.ts";
 import { hostExtraCa } from "./build-context.ts";
-import { followStream, imageExists } from "./docker.ts";
+import { followBuild } from "./build-output.ts";
+import { imageExists } from "./docker.ts";
 import type { Progress } from "./progress.ts";
 
 /**
@@ -126,8 +127,7 @@ export async function ensureToolchainImage(options: {
   if (await imageExists(docker, tag)) return { tag, built: false, seconds: 0 };
 
   const context = await mkdtemp(join(tmpdir(), "roster-toolchain-"));
-  const output: string[] = [];
-  let failure: string | undefined;
+  let build: Awaited<ReturnType<typeof followBuild>>;
   try {
     await writeFile(
       join(context, "Dockerfile"),
@@ -139,22 +139,11 @@ export async function ensureToolchainImage(options: {
       { context, src: ["Dockerfile", "build-ca.crt"] },
       { t: tag, forcerm: true, labels: { [TOOLCHAIN_LABEL]: worker } },
     );
-    await followStream(docker, stream, (message) => {
-      if (message.error) {
-        failure = message.errorDetail?.message ?? message.error;
-        return;
-      }
-      for (const line of (message.stream ?? "").split("\n")) {
-        const text = line.trimEnd();
-        if (!text) continue;
-        output.push(text);
-        if (/^Step \d+\/\d+ :/.test(text)) progress.step(`toolchain: ${text.slice(0, 110)}`);
-        else progress.detail(text);
-      }
-    });
+    build = await followBuild(docker, stream, progress, "toolchain");
   } finally {
     await rm(context, { recursive: true, force: true });
   }
+  const { failure, output } = build;
   if (failure) {
     const text = output.join("\n");
     const blamed = blamedPackage(toolchain, text);

@@ -1,11 +1,8 @@
 import { runBox } from "../box/lifecycle.ts";
-import { workerBoxSpec } from "../box/worker-box.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
-import { settleRunRepos } from "../repos/backstop.ts";
-import { gatedRepos } from "../repos/clone.ts";
 import { provision } from "./provision.ts";
 import { finished, newRunId, type RunRecord, runDir, writeRecord } from "./run-record.ts";
 
@@ -113,15 +110,10 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
     token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId: id });
     const outcome = await runBox(
       box.docker,
-      workerBoxSpec({
-        worker,
+      box.boxSpec({
         runId: id,
-        image: box.image,
         home,
         token,
-        gatewayPort: box.gateway.port,
-        hostAddress: box.hostAddress,
-        keyEnv: box.keyEnv,
         cmd: ["bash", "-o", "pipefail", "-c", options.command],
       }),
       {
@@ -133,17 +125,7 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
         onStderr: (chunk) => stderr.push(chunk),
       },
     );
-    const repos = await settleRunRepos({
-      docker: box.docker,
-      image: box.image,
-      paths,
-      worker: worker.name,
-      runId: id,
-      runDir: dir,
-      user: home.user,
-      repos: gatedRepos(worker.mounts),
-      records: record.repos,
-    });
+    const repos = await box.settleRepos({ id, dir, records: record.repos });
     if (repos) record = { ...record, repos };
     record = finished(record, outcome.endedBy, outcome.exitCode);
     await writeRecord(dir, record);

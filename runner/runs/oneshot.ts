@@ -4,14 +4,11 @@ import { join } from "node:path";
 import { outcomesSince } from "../actions/journal.ts";
 import { BOX_HOME, RUN_PI } from "../box/layout.ts";
 import { runBox } from "../box/lifecycle.ts";
-import { workerBoxSpec } from "../box/worker-box.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import { compilePrompt } from "../prompt/compile.ts";
-import { settleRunRepos } from "../repos/backstop.ts";
-import { gatedRepos } from "../repos/clone.ts";
 import { assistantText, describeEvent, LineSplitter, parseEvent } from "./pi-events.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import {
@@ -134,15 +131,10 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
     };
     const outcome = await runBox(
       box.docker,
-      workerBoxSpec({
-        worker,
+      box.boxSpec({
         runId: id,
-        image: box.image,
         home,
         token,
-        gatewayPort: gateway.port,
-        hostAddress: box.hostAddress,
-        keyEnv: box.keyEnv,
         cmd: [
           RUN_PI,
           "--mode",
@@ -170,17 +162,7 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
       },
     );
     for (const line of splitter.flush()) onLine(line);
-    const repos = await settleRunRepos({
-      docker: box.docker,
-      image: box.image,
-      paths,
-      worker: worker.name,
-      runId: id,
-      runDir: dir,
-      user: home.user,
-      repos: gatedRepos(worker.mounts),
-      records: record.repos,
-    });
+    const repos = await box.settleRepos({ id, dir, records: record.repos });
     if (repos) record = { ...record, repos };
     await Promise.all(
       [events, stderr].map((stream) => new Promise((resolve) => stream.end(resolve))),

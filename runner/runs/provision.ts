@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
+import type { BoxSpec } from "../box/container-spec.ts";
 import { connectDocker, imageExists } from "../box/docker.ts";
 import { ensureEgressLockdown } from "../box/firewall.ts";
 import { buildBoxImage } from "../box/image-build.ts";
@@ -10,6 +11,7 @@ import { recallLockedNetwork, rememberLockedNetwork } from "../box/network-memo.
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
 import { ensureToolchainImage } from "../box/toolchain-image.ts";
+import { type WorkerBoxInput, workerBoxSpec } from "../box/worker-box.ts";
 import {
   formatConfigError,
   type LoadedConfig,
@@ -23,10 +25,12 @@ import { projectToolchains, withProjects } from "../config/project-toolchain.ts"
 import { errorMessage, RosterError } from "../errors.ts";
 import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
 import { readCredential } from "../gateway/vault.ts";
-import { settleAfterCrash } from "../repos/backstop.ts";
+import { boxUser } from "../home/build-home.ts";
+import { settleAfterCrash, settleRunRepos } from "../repos/backstop.ts";
+import { gatedRepos } from "../repos/clone.ts";
 import { storeCredential } from "./credentials.ts";
 import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
-import { finished, readRecord, runDir, writeRecord } from "./run-record.ts";
+import { finished, type RunRecord, readRecord, runDir, writeRecord } from "./run-record.ts";
 
 /**
  * The fail-closed preconditions every box needs, once, for every kind of run:
@@ -46,6 +50,19 @@ export interface Provisioned {
   gateway: GatewayLease;
   /** The model provider's key variable (a sentinel in the box), if it has one. */
   keyEnv: string | undefined;
+  /**
+   * After a run's box is gone: what became of its gated repos' clones (pushed,
+   * unchanged, or unpushed work kept on a quarantine ref); undefined without any.
+   */
+  /** The box spec for one of this worker's runs: the caller gives the run, its $HOME, token and command. */
+  boxSpec(
+    run: Omit<WorkerBoxInput, "worker" | "image" | "gatewayPort" | "hostAddress" | "keyEnv">,
+  ): BoxSpec;
+  settleRepos(run: {
+    id: string;
+    dir: string;
+    records: RunRecord["repos"];
+  }): Promise<RunRecord["repos"]>;
   release(): Promise<void>;
 }
 
@@ -176,6 +193,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     const failed = settled.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
     if (!gateway) throw new Error("the gateway lease was lost");
+    const { tag } = await workerImage;
     if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
       throw refuse(
         `the CA is missing from ${paths.ca}: start the gateway once (roster gateway start) to create it`,
@@ -186,10 +204,31 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       config,
       worker,
       identity,
-      image: (await workerImage).tag,
+      image: tag,
       hostAddress: network.gateway,
       gateway,
       keyEnv,
+      boxSpec: (run) =>
+        workerBoxSpec({
+          ...run,
+          worker,
+          image: tag,
+          gatewayPort: gateway.port,
+          hostAddress: network.gateway,
+          keyEnv,
+        }),
+      settleRepos: (run) =>
+        settleRunRepos({
+          docker,
+          image: tag,
+          paths,
+          worker: worker.name,
+          runId: run.id,
+          runDir: run.dir,
+          user: boxUser(),
+          repos: gatedRepos(worker.mounts),
+          records: run.records,
+        }),
       // after the box is gone: an embedded gateway is stopped only once nothing needs it
       release: () => gateway.release(),
     };

@@ -4,16 +4,13 @@ import { join } from "node:path";
 import { outcomesSince } from "../actions/journal.ts";
 import { BOX_HOME, RUN_PI } from "../box/layout.ts";
 import { type BoxHandle, type BoxOutcome, startBox } from "../box/lifecycle.ts";
-import { workerBoxSpec } from "../box/worker-box.ts";
 import { isTrusted } from "../channels/designations.ts";
 import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
-import { boxUser, buildRunHome } from "../home/build-home.ts";
+import { buildRunHome } from "../home/build-home.ts";
 import { compilePrompt } from "../prompt/compile.ts";
-import { settleRunRepos } from "../repos/backstop.ts";
-import { gatedRepos } from "../repos/clone.ts";
 import { type Provisioned, provision } from "../runs/provision.ts";
 import {
   type EndedBy,
@@ -176,15 +173,10 @@ export class Session {
       const feed: Buffer[] = [];
       const handle = await startBox(
         box.docker,
-        workerBoxSpec({
-          worker,
+        box.boxSpec({
           runId,
-          image: box.image,
           home,
           token,
-          gatewayPort: box.gateway.port,
-          hostAddress: box.hostAddress,
-          keyEnv: box.keyEnv,
           cmd: [
             RUN_PI,
             "--mode",
@@ -382,15 +374,9 @@ export class Session {
     await this.handle.kill("signal");
     await this.handle.done;
     await Promise.all(this.logs.map((log) => new Promise((resolve) => log.end(resolve))));
-    const repos = await settleRunRepos({
-      docker: this.box.docker,
-      image: this.box.image,
-      paths: this.spec.paths,
-      worker: this.worker.name,
-      runId: this.runId,
-      runDir: this.dir,
-      user: boxUser(),
-      repos: gatedRepos(this.worker.mounts),
+    const repos = await this.box.settleRepos({
+      id: this.runId,
+      dir: this.dir,
       records: this.record.repos,
     });
     this.record = {
