@@ -20,6 +20,7 @@ import type { Progress } from "./progress.ts";
  * no run ever starts on half of one.
  */
 export const TOOLCHAIN_LABEL = "org.roster.toolchain";
+export const TOOLCHAIN_DEPLOYMENT_LABEL = "org.roster.toolchain.deployment";
 
 export interface ToolchainImage {
   tag: string;
@@ -118,6 +119,8 @@ export async function ensureToolchainImage(options: {
   toolchain: Toolchain;
   progress: Progress;
   env?: NodeJS.ProcessEnv;
+  /** The deployment that builds it (prune removes only its own). */
+  deployment?: string;
 }): Promise<ToolchainImage> {
   const { docker, toolchain, worker, progress } = options;
   const started = Date.now();
@@ -137,7 +140,14 @@ export async function ensureToolchainImage(options: {
     progress.step(`toolchain: building ${tag} for ${worker}`);
     const stream = await docker.buildImage(
       { context, src: ["Dockerfile", "build-ca.crt"] },
-      { t: tag, forcerm: true, labels: { [TOOLCHAIN_LABEL]: worker } },
+      {
+        t: tag,
+        forcerm: true,
+        labels: {
+          [TOOLCHAIN_LABEL]: worker,
+          ...(options.deployment ? { [TOOLCHAIN_DEPLOYMENT_LABEL]: options.deployment } : {}),
+        },
+      },
     );
     build = await followBuild(docker, stream, progress, "toolchain");
   } finally {

@@ -4,6 +4,7 @@ import type { RunHome } from "../home/build-home.ts";
 import { boxEnvironment } from "./box-env.ts";
 import type { BoxSpec } from "./container-spec.ts";
 import { CONTAINER_LABELS } from "./layout.ts";
+import { toolsEnvironment, toolsMount } from "./tools-volume.ts";
 
 /**
  * The whole box spec for one worker's run, whatever drives pi in it (a
@@ -26,6 +27,8 @@ export interface WorkerBoxInput {
   cmd: string[];
   /** Mode-specific variables (ROSTER_CEILING_MIN, ROSTER_TASK_ID, …). */
   env?: Record<string, string>;
+  /** The worker's toolchain volume for this image, mounted at /opt/tools. */
+  toolsVolume?: string;
   interactive?: boolean;
 }
 
@@ -42,6 +45,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
         ? { reposJson: JSON.stringify(input.home.repos.repos) }
         : {}),
     }),
+    ...(input.toolsVolume ? toolsEnvironment() : {}),
     ...input.env,
   };
   return {
@@ -49,7 +53,9 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
     name: `roster-box-${input.runId}`,
     cmd: input.cmd,
     env,
-    mounts: input.home.mounts,
+    mounts: input.toolsVolume
+      ? [...input.home.mounts, toolsMount(input.toolsVolume)]
+      : input.home.mounts,
     user: input.home.user,
     hostAddress: input.hostAddress,
     limits: {

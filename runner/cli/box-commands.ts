@@ -44,6 +44,8 @@ export function registerBoxCommands(program: Command): void {
         const { loadWorker } = await import("../runs/provision.ts");
         const { imageExists } = await import("../box/docker.ts");
         const { ensureToolchainImage } = await import("../box/toolchain-image.ts");
+        const { deploymentKey } = await import("../box/tools-volume.ts");
+        const { projectToolchains, withProjects } = await import("../config/project-toolchain.ts");
         const { worker, config } = await loadWorker(rosterPaths(), flags.worker);
         const image = config.org.engine?.image ?? BOX_IMAGE;
         const progress = consoleProgress({ verbose: flags.verbose ?? false });
@@ -53,8 +55,12 @@ export function registerBoxCommands(program: Command): void {
           docker: client,
           baseImage: image,
           worker: worker.name,
-          toolchain: worker.toolchain,
+          toolchain: withProjects(
+            worker.toolchain,
+            (await projectToolchains(worker.mounts)).toolchain,
+          ),
           progress,
+          deployment: deploymentKey(config.root),
         });
         process.stdout.write(
           flags.json
@@ -194,4 +200,39 @@ export function registerBoxCommands(program: Command): void {
     .argument("<host-file>")
     .option("--json", "print the result as JSON")
     .action(copy("out"));
+
+  box
+    .command("prune")
+    .description(
+      "remove toolchain images and volumes no current worker uses (never what a running box holds)",
+    )
+    .option("--json", "print the report as JSON")
+    .action(async (flags: { json?: boolean }) => {
+      const { rosterPaths } = await import("../config/paths.ts");
+      const { formatConfigError, loadConfig } = await import("../config/load.ts");
+      const { connectDocker } = await import("../box/docker.ts");
+      const { pruneToolchains } = await import("../box/prune.ts");
+      const { formatBytes } = await import("../box/image-build.ts");
+      const paths = rosterPaths();
+      const config = loadConfig(paths.config, { vaultDir: paths.vault });
+      // pruning by a config that can't be read could remove what a worker still uses
+      if (config.errors.length)
+        throw new RosterError(
+          `config is invalid, nothing was pruned:\n${config.errors.map(formatConfigError).join("\n")}`,
+          { exitCode: 2 },
+        );
+      const { client } = await connectDocker();
+      const report = await pruneToolchains(client, config, config.org.engine?.image ?? BOX_IMAGE);
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(report)}\n`);
+        return;
+      }
+      for (const item of report.removed)
+        process.stdout.write(`removed ${item.kind} ${item.name} (${formatBytes(item.bytes)})\n`);
+      for (const item of report.kept)
+        process.stdout.write(`kept ${item.kind} ${item.name}: ${item.why}\n`);
+      process.stdout.write(
+        `${report.removed.length ? `freed ${formatBytes(report.freedBytes)}` : "nothing to prune"}\n`,
+      );
+    });
 }

@@ -11,6 +11,7 @@ import { recallLockedNetwork, rememberLockedNetwork } from "../box/network-memo.
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
 import { ensureToolchainImage } from "../box/toolchain-image.ts";
+import { deploymentKey, ensureToolsVolume } from "../box/tools-volume.ts";
 import { type WorkerBoxInput, workerBoxSpec } from "../box/worker-box.ts";
 import {
   formatConfigError,
@@ -56,7 +57,10 @@ export interface Provisioned {
    */
   /** The box spec for one of this worker's runs: the caller gives the run, its $HOME, token and command. */
   boxSpec(
-    run: Omit<WorkerBoxInput, "worker" | "image" | "gatewayPort" | "hostAddress" | "keyEnv">,
+    run: Omit<
+      WorkerBoxInput,
+      "worker" | "image" | "gatewayPort" | "hostAddress" | "keyEnv" | "toolsVolume"
+    >,
   ): BoxSpec;
   settleRepos(run: {
     id: string;
@@ -171,6 +175,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       baseImage: image,
       worker: worker.name,
       toolchain,
+      deployment: deploymentKey(paths.config),
       progress: { step: note, detail: () => undefined, note },
       env,
     }),
@@ -194,6 +199,14 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     if (failed) throw failed.reason;
     if (!gateway) throw new Error("the gateway lease was lost");
     const { tag } = await workerImage;
+    // the worker's toolchain volume for exactly this image
+    const imageId = (await docker.getImage(tag).inspect()).Id;
+    const toolsVolume = await ensureToolsVolume(
+      docker,
+      deploymentKey(paths.config),
+      worker.name,
+      imageId,
+    );
     if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
       throw refuse(
         `the CA is missing from ${paths.ca}: start the gateway once (roster gateway start) to create it`,
@@ -216,6 +229,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
           gatewayPort: gateway.port,
           hostAddress: network.gateway,
           keyEnv,
+          toolsVolume,
         }),
       settleRepos: (run) =>
         settleRunRepos({

@@ -1,7 +1,9 @@
+import { execFileSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { deploymentKey, TOOLS_LABELS } from "../../runner/box/tools-volume.ts";
 import { initRoots } from "../../runner/config/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
@@ -58,7 +60,10 @@ export async function makeRosterRoot(
     gatewayPort,
     roster: (args, opts = {}) => runRoster(args, env, opts.timeoutMs),
     spawnRoster: (args) => spawnRoster(args, env),
-    cleanup: () => rm(root, { recursive: true, force: true }),
+    cleanup: async () => {
+      await removeToolsVolumes(paths.config);
+      await rm(root, { recursive: true, force: true });
+    },
   };
 }
 
@@ -66,4 +71,20 @@ export async function makeRosterRoot(
 export function latestRecord(paths: RosterPaths, worker: string): RunRecord | undefined {
   const run = listRuns(paths.state, worker)[0];
   return run ? readRecord(run.dir) : undefined;
+}
+
+/** The toolchain volumes a throwaway deployment's runs made (none without Docker). */
+async function removeToolsVolumes(configRoot: string): Promise<void> {
+  const label = `${TOOLS_LABELS.deployment}=${deploymentKey(configRoot)}`;
+  try {
+    const names = execFileSync("docker", ["volume", "ls", "-q", "--filter", `label=${label}`], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    })
+      .split("\n")
+      .filter(Boolean);
+    if (names.length) execFileSync("docker", ["volume", "rm", "-f", ...names], { stdio: "ignore" });
+  } catch {
+    // no Docker here, or a volume still in use: nothing this test can do about it
+  }
 }
