@@ -3,7 +3,7 @@ import { type LoadedConfig, workerView } from "../config/load.ts";
 import { projectToolchains, withProjects } from "../config/project-toolchain.ts";
 import { toolchainIsEmpty } from "../config/toolchain-schema.ts";
 import { errorMessage } from "../errors.ts";
-import { TOOLCHAIN_DEPLOYMENT_LABEL, toolchainTag } from "./toolchain-image.ts";
+import { readWheels, TOOLCHAIN_DEPLOYMENT_LABEL, toolchainTag } from "./toolchain-image.ts";
 import { deploymentKey, TOOLS_LABELS, toolsVolumeName } from "./tools-volume.ts";
 
 /**
@@ -36,7 +36,14 @@ async function currentNames(
     if (!worker) continue;
     const projects = await projectToolchains(worker.mounts);
     const toolchain = withProjects(worker.toolchain, projects.toolchain);
-    const tag = toolchainIsEmpty(toolchain) ? boxImage : toolchainTag(name, base.Id, toolchain);
+    const tag = toolchainIsEmpty(toolchain)
+      ? boxImage
+      : toolchainTag(
+          name,
+          base.Id,
+          toolchain,
+          await readWheels(toolchain.pipWheels).catch(() => []),
+        );
     tags.add(tag);
     const image = await docker
       .getImage(tag)

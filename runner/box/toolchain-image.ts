@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
@@ -30,15 +30,21 @@ export interface ToolchainImage {
 
 /** The declaration in one order, so listing the same packages differently is the same image. */
 const sorted = (toolchain: Toolchain): Toolchain => ({
+  ...toolchain,
   apt: [...toolchain.apt].sort(),
   npm: [...toolchain.npm].sort(),
   pip: [...toolchain.pip].sort(),
 });
 
 /** Named by the recipe itself: the base image's id, the packages and how roster installs them. */
-export function toolchainTag(worker: string, baseId: string, toolchain: Toolchain): string {
+export function toolchainTag(
+  worker: string,
+  baseId: string,
+  toolchain: Toolchain,
+  wheels: Wheel[] = [],
+): string {
   const hash = createHash("sha256")
-    .update(toolchainDockerfile(baseId, worker, sorted(toolchain)))
+    .update(toolchainDockerfile(baseId, worker, sorted(toolchain), wheels))
     .digest("hex")
     .slice(0, 16);
   return `roster-box-${worker}:${hash}`;
@@ -47,7 +53,12 @@ export function toolchainTag(worker: string, baseId: string, toolchain: Toolchai
 const quote = (names: string[]) => names.map((name) => `'${name}'`).join(" ");
 
 /** The Dockerfile: one layer per ecosystem, then the same setuid sweep the box image ends with. */
-export function toolchainDockerfile(baseId: string, worker: string, toolchain: Toolchain): string {
+export function toolchainDockerfile(
+  baseId: string,
+  worker: string,
+  toolchain: Toolchain,
+  wheels: Wheel[] = [],
+): string {
   const lines = [
     `FROM ${baseId}`,
     "USER root",
@@ -67,17 +78,55 @@ export function toolchainDockerfile(baseId: string, worker: string, toolchain: T
       // into /usr/local, not the image's NPM_CONFIG_PREFIX under $HOME: a run mounts its own $HOME there
       `RUN ${ca} npm install -g --prefix /usr/local --no-audit --no-fund --loglevel=error ${quote(toolchain.npm)} && rm -rf /root/.npm`,
     );
+  if (wheels.length) {
+    // each wheel by name and content, so a changed wheel is a new image
+    for (const wheel of wheels) lines.push(`# wheel ${wheel.name} ${wheel.sha256}`);
+    lines.push("COPY wheels/ /tmp/roster-wheels/");
+  }
+  const findLinks = wheels.length
+    ? "--find-links /tmp/roster-wheels --retries 0 --timeout 10 "
+    : "";
   if (toolchain.pip.length)
     lines.push(
       // as root into the system's site (/usr/local), never a user site under $HOME
-      `RUN ${ca} PIP_USER=0 pip install --no-cache-dir --break-system-packages --root-user-action=ignore ${quote(toolchain.pip)}`,
+      `RUN ${ca} PIP_USER=0 pip install ${findLinks} --no-cache-dir --break-system-packages --root-user-action=ignore ${quote(toolchain.pip)}`,
     );
   lines.push(
-    String.raw`RUN rm -f /tmp/roster-build-ca.crt && find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} + && test -z "$(find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -print -quit)"`,
+    String.raw`RUN rm -rf /tmp/roster-build-ca.crt /tmp/roster-wheels && find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -exec chmod ug-s {} + && test -z "$(find / -xdev -type f \( -perm -4000 -o -perm -2000 \) -print -quit)"`,
     `LABEL ${TOOLCHAIN_LABEL}="${worker}"`,
     "USER worker",
   );
   return `${lines.join("\n")}\n`;
+}
+
+/** A wheel from the declared folder, as it enters the build. */
+export interface Wheel {
+  name: string;
+  sha256: string;
+  path: string;
+}
+
+/** The .whl files of the declared folder (not its subfolders), refused if the folder is not there. */
+export async function readWheels(folder: string | undefined): Promise<Wheel[]> {
+  if (!folder) return [];
+  const names = await readdir(folder).catch(() => {
+    throw new RosterError(`[toolchain] pip_wheels: ${folder} is not a readable folder`, {
+      exitCode: 2,
+    });
+  });
+  const wheels: Wheel[] = [];
+  for (const name of names.filter((entry) => /^[A-Za-z0-9._+-]+\.whl$/.test(entry)).sort()) {
+    const path = join(folder, name);
+    if (!(await stat(path)).isFile()) continue;
+    wheels.push({
+      name,
+      path,
+      sha256: createHash("sha256")
+        .update(await readFile(path))
+        .digest("hex"),
+    });
+  }
+  return wheels;
 }
 
 /** Which declared package the build's output blames, if it names one. */
@@ -126,7 +175,8 @@ export async function ensureToolchainImage(options: {
   const started = Date.now();
   if (toolchainIsEmpty(toolchain)) return { tag: options.baseImage, built: false, seconds: 0 };
   const base = await docker.getImage(options.baseImage).inspect();
-  const tag = toolchainTag(worker, base.Id, toolchain);
+  const wheels = await readWheels(toolchain.pipWheels);
+  const tag = toolchainTag(worker, base.Id, toolchain, wheels);
   if (await imageExists(docker, tag)) return { tag, built: false, seconds: 0 };
 
   const context = await mkdtemp(join(tmpdir(), "roster-toolchain-"));
@@ -134,12 +184,17 @@ export async function ensureToolchainImage(options: {
   try {
     await writeFile(
       join(context, "Dockerfile"),
-      toolchainDockerfile(base.Id, worker, sorted(toolchain)),
+      toolchainDockerfile(base.Id, worker, sorted(toolchain), wheels),
     );
+    await mkdir(join(context, "wheels"));
+    for (const wheel of wheels) await copyFile(wheel.path, join(context, "wheels", wheel.name));
     await writeFile(join(context, "build-ca.crt"), hostExtraCa(options.env ?? process.env));
     progress.step(`toolchain: building ${tag} for ${worker}`);
     const stream = await docker.buildImage(
-      { context, src: ["Dockerfile", "build-ca.crt"] },
+      {
+        context,
+        src: ["Dockerfile", "build-ca.crt", ...wheels.map((wheel) => `wheels/${wheel.name}`)],
+      },
       {
         t: tag,
         forcerm: true,

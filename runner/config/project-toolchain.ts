@@ -4,7 +4,11 @@ import { GitError, git } from "../repos/git.ts";
 import type { ConnectionMount } from "./connections.ts";
 import type { ConfigError } from "./load.ts";
 import { locateLine } from "./locate.ts";
-import { type Toolchain, ToolchainSection } from "./toolchain-schema.ts";
+import {
+  ProjectToolchainSection,
+  type Toolchain,
+  type ToolchainSection,
+} from "./toolchain-schema.ts";
 
 /**
  * A project's own toolchain: `.roster/toolchain.toml` (the `[toolchain]` keys,
@@ -52,7 +56,7 @@ export async function projectToolchains(mounts: ConnectionMount[]): Promise<Proj
       });
       continue;
     }
-    const problems = [...Value.Errors(ToolchainSection, value)];
+    const problems = [...Value.Errors(ProjectToolchainSection, value)];
     for (const problem of problems) {
       const field = problem.path.split("/").filter(Boolean).join(".") || "(top level)";
       errors.push({
@@ -78,6 +82,7 @@ export async function projectToolchains(mounts: ConnectionMount[]): Promise<Proj
 export function withProjects(worker: Toolchain, projects: Toolchain): Toolchain {
   const union = (a: string[], b: string[]) => [...a, ...b.filter((entry) => !a.includes(entry))];
   return {
+    ...worker,
     apt: union(worker.apt, projects.apt),
     npm: union(worker.npm, projects.npm),
     pip: union(worker.pip, projects.pip),

@@ -23,15 +23,24 @@ export const ToolchainSection = Type.Object(
       "^[A-Za-z0-9][A-Za-z0-9._-]*(\\[[A-Za-z0-9,._-]+\\])?((==|>=|<=|~=|!=)[A-Za-z0-9.*+!-]+)?$",
       'e.g. "requests" or "requests==2.32.3"',
     ),
+    /** A host folder of .whl files pip may install from, besides its index (private wheels). */
+    pip_wheels: Type.Optional(Type.String({ pattern: "^/", description: "an absolute path" })),
   },
   { additionalProperties: false },
 );
 export type ToolchainSection = Static<typeof ToolchainSection>;
 
+/** What a project's .roster/toolchain.toml may say: packages only, never a host path. */
+export const ProjectToolchainSection = Type.Omit(ToolchainSection, ["pip_wheels"], {
+  additionalProperties: false,
+});
+
 export interface Toolchain {
   apt: string[];
   npm: string[];
   pip: string[];
+  /** The host folder of wheels pip may use (the worker's, else the org's). */
+  pipWheels?: string;
 }
 
 /** The worker's own list for each ecosystem it declares, else the org's. */
@@ -39,10 +48,12 @@ export function workerToolchain(
   org: ToolchainSection | undefined,
   worker: ToolchainSection | undefined,
 ): Toolchain {
+  const pipWheels = worker?.pip_wheels ?? org?.pip_wheels;
   return {
     apt: worker?.apt ?? org?.apt ?? [],
     npm: worker?.npm ?? org?.npm ?? [],
     pip: worker?.pip ?? org?.pip ?? [],
+    ...(pipWheels ? { pipWheels } : {}),
   };
 }
 

@@ -1,6 +1,9 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BOX_IMAGE } from "../../runner/box/layout.ts";
 import { TOOLCHAIN_LABEL } from "../../runner/box/toolchain-image.ts";
 import { listRuns } from "../../runner/runs/run-record.ts";
 import { testDocker } from "../support/docker.ts";
@@ -123,4 +126,56 @@ describe.skipIf(!docker)("declared toolchains", () => {
     expect(refused.code).toBe(2);
     expect(String(refused.envelope.error)).toContain("a project's toolchain is invalid");
   });
+
+  it("installs a Python package from a wheel folder the test makes", async () => {
+    // the previous test's project (left with a key roster refuses) is no longer granted
+    await rm(join(deployment.paths.config, "connections/project.toml"), { force: true });
+    const wheels = await mkdtemp(join(tmpdir(), "roster-wheels-"));
+    try {
+      // the wheel is made in a box (it has python3), so the host needs nothing but Docker
+      execFileSync("docker", [
+        "run",
+        "--rm",
+        "--user",
+        "0",
+        "-v",
+        `${wheels}:/out`,
+        BOX_IMAGE,
+        "python3",
+        "-c",
+        MAKE_WHEEL,
+      ]);
+      await writeFile(
+        workerToml,
+        `${original}\n[toolchain]\npip = ["rosterhello==1.0"]\npip_wheels = "${wheels}"\n`,
+      );
+      const used = await exec("python3 -c 'import rosterhello; print(rosterhello.GREETING)'");
+      expect(used.envelope, used.stderr).toMatchObject({
+        status: "ok",
+        stdout: "hello from a local wheel\n",
+      });
+    } finally {
+      await rm(wheels, { recursive: true, force: true });
+    }
+  });
 });
+
+/** A minimal pure-Python wheel (rosterhello 1.0), written with zipfile by the box's python3. */
+const MAKE_WHEEL = `
+import base64, hashlib, zipfile
+name, ver = "rosterhello", "1.0"
+info = f"{name}-{ver}.dist-info"
+files = {
+    f"{name}/__init__.py": b'GREETING = "hello from a local wheel"\\n',
+    f"{info}/METADATA": f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {ver}\\n".encode(),
+    f"{info}/WHEEL": b"Wheel-Version: 1.0\\nGenerator: roster-test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+record = []
+with zipfile.ZipFile(f"/out/{name}-{ver}-py3-none-any.whl", "w") as wheel:
+    for path, data in files.items():
+        wheel.writestr(path, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    wheel.writestr(f"{info}/RECORD", "\\n".join(record) + "\\n")
+`;
