@@ -78,6 +78,16 @@ interface Parsed<T> {
   text: string;
 }
 
+/** A TOML syntax error as a config problem: file, line, first line of the parser's message. */
+export function tomlSyntaxError(error: TomlError, display: string): ConfigError {
+  return {
+    file: display,
+    line: error.line,
+    field: "(syntax)",
+    message: error.message.split("\n")[0] ?? "invalid TOML",
+  };
+}
+
 function readToml(
   file: string,
   display: string,
@@ -88,12 +98,7 @@ function readToml(
     return { value: parse(text), text };
   } catch (error) {
     if (!(error instanceof TomlError)) throw error;
-    errors.push({
-      file: display,
-      line: error.line,
-      field: "(syntax)",
-      message: error.message.split("\n")[0] ?? "invalid TOML",
-    });
+    errors.push(tomlSyntaxError(error, display));
     return undefined;
   }
 }

@@ -2,7 +2,7 @@ import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { parse, TomlError } from "smol-toml";
 import { GitError, git } from "../repos/git.ts";
 import type { ConnectionMount } from "./connections.ts";
-import type { ConfigError } from "./load.ts";
+import { type ConfigError, tomlSyntaxError } from "./load.ts";
 import { locateLine } from "./locate.ts";
 import {
   ProjectToolchainSection,
@@ -48,12 +48,7 @@ export async function projectToolchains(mounts: ConnectionMount[]): Promise<Proj
       value = parse(text);
     } catch (error) {
       if (!(error instanceof TomlError)) throw error;
-      errors.push({
-        file: display,
-        line: error.line,
-        field: "(syntax)",
-        message: error.message.split("\n")[0] ?? "invalid TOML",
-      });
+      errors.push(tomlSyntaxError(error, display));
       continue;
     }
     const problems = [...Value.Errors(ProjectToolchainSection, value)];
