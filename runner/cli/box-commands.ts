@@ -120,50 +120,62 @@ export function registerBoxCommands(program: Command): void {
     .argument("<worker>", "the worker whose box it is")
     .argument("<command...>", "after --: the command, run by bash -o pipefail -c in ~/workspace")
     .option("--timeout <secs>", "kill the box after this many seconds", "600")
-    .action(async (worker: string, words: string[], flags: { timeout: string }) => {
-      const timeoutSecs = Number(flags.timeout);
-      if (!Number.isInteger(timeoutSecs) || timeoutSecs < 1 || timeoutSecs > 86_400)
-        throw new RosterError(
-          `--timeout must be a whole number of seconds from 1 to 86400 (got "${flags.timeout}")`,
-          { exitCode: 2 },
-        );
-      const command = words.join(" ").trim();
-      if (!command) throw new RosterError("the command is empty", { exitCode: 2 });
-      const { rosterPaths } = await import("../config/paths.ts");
-      const { runExec } = await import("../runs/exec.ts");
-      const abort = new AbortController();
-      const onSignal = () => abort.abort();
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
-      const started = Date.now();
-      try {
-        const envelope = await runExec({
-          paths: rosterPaths(),
-          worker,
-          command,
-          timeoutSecs,
-          signal: abort.signal,
-          note: (text) => process.stderr.write(`${text}\n`),
-        }).catch((error: unknown) => {
-          // the box never started (config, Docker, the gateway): still one envelope, and exit 2
-          process.exitCode = error instanceof RosterError ? error.exitCode : 1;
-          return {
-            status: "error" as const,
-            stdout: "",
-            stderr: "",
-            exit_code: null,
-            duration_ms: Date.now() - started,
-            error: errorMessage(error),
-          };
-        });
-        process.stdout.write(`${JSON.stringify(envelope)}\n`);
-        // the command's own exit code when it has one; 124 for a timeout (as timeout(1)); else 1
-        process.exitCode ??= envelope.exit_code ?? (envelope.status === "timeout" ? 124 : 1);
-      } finally {
-        process.off("SIGINT", onSignal);
-        process.off("SIGTERM", onSignal);
-      }
-    });
+    .option("--local", "start the box from this process even when a server is running")
+    .action(
+      async (worker: string, words: string[], flags: { timeout: string; local?: boolean }) => {
+        const timeoutSecs = Number(flags.timeout);
+        if (!Number.isInteger(timeoutSecs) || timeoutSecs < 1 || timeoutSecs > 86_400)
+          throw new RosterError(
+            `--timeout must be a whole number of seconds from 1 to 86400 (got "${flags.timeout}")`,
+            { exitCode: 2 },
+          );
+        const command = words.join(" ").trim();
+        if (!command) throw new RosterError("the command is empty", { exitCode: 2 });
+        const { rosterPaths } = await import("../config/paths.ts");
+        const paths = rosterPaths();
+        const abort = new AbortController();
+        const onSignal = () => abort.abort();
+        process.once("SIGINT", onSignal);
+        process.once("SIGTERM", onSignal);
+        const started = Date.now();
+        const note = (text: string) => process.stderr.write(`${text}\n`);
+        try {
+          const envelope = await (async () => {
+            if (!flags.local) {
+              // a running server takes it: its gateway, Docker connection and modules are warm
+              const { execThroughServer } = await import("../server/run-client.ts");
+              const handed = await execThroughServer(
+                paths,
+                { worker, command, timeout_secs: timeoutSecs },
+                { note, signal: abort.signal },
+              );
+              if (handed) return handed;
+            }
+            const { runExec } = await import("../runs/exec.ts");
+            return runExec({ paths, worker, command, timeoutSecs, signal: abort.signal, note });
+          })().catch((error: unknown) => {
+            // the box never started (config, Docker, the gateway): still one envelope, and exit 2
+            process.exitCode = error instanceof RosterError ? error.exitCode : 1;
+            return {
+              status: "error" as const,
+              stdout: "",
+              stderr: "",
+              exit_code: null,
+              duration_ms: Date.now() - started,
+              error: errorMessage(error),
+            };
+          });
+          if (envelope.status === "error" && !envelope.duration_ms)
+            envelope.duration_ms = Date.now() - started;
+          process.stdout.write(`${JSON.stringify(envelope)}\n`);
+          const { execExitCode } = await import("../runs/exec-envelope.ts");
+          process.exitCode ??= execExitCode(envelope);
+        } finally {
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
+        }
+      },
+    );
 
   const copy =
     (direction: "in" | "out") =>

@@ -3,6 +3,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
+import type { ExecEnvelope } from "./exec-envelope.ts";
 import { provision } from "./provision.ts";
 import { finished, newRunId, type RunRecord, runDir, writeRecord } from "./run-record.ts";
 
@@ -15,19 +16,6 @@ import { finished, newRunId, type RunRecord, runDir, writeRecord } from "./run-r
  * signal is named only when roster knows why it came (its own timeout, the
  * kernel's OOM killer), and no answer without an exit code is ever "ok".
  */
-export interface ExecEnvelope {
-  status: "ok" | "failed" | "timeout" | "error";
-  stdout: string;
-  stderr: string;
-  exit_code: number | null;
-  duration_ms: number;
-  signal?: "SIGKILL";
-  reason?: "timeout" | "memory";
-  note?: string;
-  run_id?: string;
-  error?: string;
-}
-
 export interface ExecOptions {
   paths: RosterPaths;
   worker: string;

@@ -2,48 +2,59 @@ import { existsSync } from "node:fs";
 import { request } from "node:http";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
-import { type RunRequest, runSocketPath } from "./run-socket.ts";
+import type { ExecEnvelope } from "../runs/exec-envelope.ts";
+import { type ExecRequest, type RunRequest, runSocketPath } from "./run-socket.ts";
 import { readServerState } from "./state.ts";
 
 /**
- * The `roster run` side of a handed-off run (see run-socket.ts): sends the run
- * to the running server and relays what it streams back. Resolves undefined
- * when no server takes it (none running, or a socket left by one that died):
- * the caller then runs the box itself. Aborting (Ctrl-C) closes the
- * connection, which stops the run on the server.
+ * The CLI side of a box handed to the running server (see run-socket.ts):
+ * sends the request and relays what the server streams back. Resolves
+ * undefined when no server takes it (none running, or a socket left by one
+ * that died): the caller then starts the box itself. Aborting (Ctrl-C)
+ * closes the connection, which stops the box on the server.
  */
 export interface HandedRun {
   exitCode: number;
   run: { id: string; state: string; ended_by?: string; exit_code?: number } | null;
 }
 
-export function runThroughServer(
+interface Io {
+  write(text: string): void;
+  note(text: string): void;
+  signal: AbortSignal;
+}
+
+/** The last line of a handed box, or "aborted" when the caller's signal ended it first. */
+type Final = Record<string, unknown> | "aborted";
+
+function handToServer(
   paths: RosterPaths,
-  run: RunRequest,
-  io: { write(text: string): void; note(text: string): void; signal: AbortSignal },
-): Promise<HandedRun | undefined> {
+  route: "/runs" | "/exec",
+  body: RunRequest | ExecRequest,
+  io: Io,
+): Promise<Final | undefined> {
   const socketPath = runSocketPath(paths);
   if (!existsSync(socketPath) || !readServerState(paths)) return Promise.resolve(undefined);
   return new Promise((resolve, reject) => {
     let answered = false;
-    let result: HandedRun | undefined;
+    let final: Record<string, unknown> | undefined;
     let failure: RosterError | undefined;
     const req = request({
       socketPath,
-      path: "/runs",
+      path: route,
       method: "POST",
       headers: { "content-type": "application/json" },
     });
-    // Ctrl-C: closing the connection is what stops the run on the server
+    // Ctrl-C: closing the connection is what stops the box on the server
     const onAbort = () => {
       req.destroy();
-      resolve({ exitCode: 130, run: null });
+      resolve("aborted");
     };
     io.signal.addEventListener("abort", onAbort, { once: true });
     req.on("error", (error: NodeJS.ErrnoException) => {
       io.signal.removeEventListener("abort", onAbort);
-      if (io.signal.aborted) resolve({ exitCode: 130, run: null });
-      // nobody there after all: run it here
+      if (io.signal.aborted) resolve("aborted");
+      // nobody there after all: start it here
       else if (!answered) resolve(undefined);
       else reject(new RosterError(`the server stopped answering mid-run: ${error.message}`));
     });
@@ -52,19 +63,14 @@ export function runThroughServer(
       let pending = "";
       const onLine = (line: string) => {
         if (!line.trim()) return;
-        const message = JSON.parse(line) as {
-          out?: string;
-          note?: string;
-          exit?: number;
-          run?: HandedRun["run"];
-          error?: string;
-        };
+        const message = JSON.parse(line) as Record<string, unknown>;
         if (typeof message.out === "string") io.write(message.out);
         else if (typeof message.note === "string") io.note(message.note);
         else if (typeof message.error === "string")
-          failure = new RosterError(message.error, { exitCode: message.exit ?? 1 });
-        else if (typeof message.exit === "number")
-          result = { exitCode: message.exit, run: message.run ?? null };
+          failure = new RosterError(message.error, {
+            exitCode: typeof message.exit === "number" ? message.exit : 1,
+          });
+        else if (typeof message.exit === "number") final = message;
       };
       response.setEncoding("utf8");
       response.on("data", (chunk: string) => {
@@ -80,12 +86,50 @@ export function runThroughServer(
         io.signal.removeEventListener("abort", onAbort);
         onLine(pending);
         if (failure) reject(failure);
-        else if (result) resolve(result);
-        else if (io.signal.aborted) resolve({ exitCode: 130, run: null });
+        else if (final) resolve(final);
+        else if (io.signal.aborted) resolve("aborted");
         else reject(new RosterError("the server ended the run without saying how it went"));
       });
       response.on("error", () => undefined);
     });
-    req.end(JSON.stringify(run));
+    req.end(JSON.stringify(body));
   });
+}
+
+/** `roster run` through the server. */
+export async function runThroughServer(
+  paths: RosterPaths,
+  run: RunRequest,
+  io: Io,
+): Promise<HandedRun | undefined> {
+  const final = await handToServer(paths, "/runs", run, io);
+  if (final === undefined) return undefined;
+  if (final === "aborted") return { exitCode: 130, run: null };
+  return {
+    exitCode: final.exit as number,
+    run: (final.run ?? null) as HandedRun["run"],
+  };
+}
+
+/** `roster box exec` through the server: its envelope, or undefined when no server took it. */
+export async function execThroughServer(
+  paths: RosterPaths,
+  exec: ExecRequest,
+  io: Omit<Io, "write">,
+): Promise<ExecEnvelope | undefined> {
+  const final = await handToServer(paths, "/exec", exec, { ...io, write: () => undefined });
+  if (final === undefined) return undefined;
+  if (final === "aborted")
+    return {
+      status: "error",
+      stdout: "",
+      stderr: "",
+      exit_code: null,
+      duration_ms: 0,
+      error: "interrupted; the box was stopped",
+    };
+  const envelope = final.envelope;
+  if (typeof envelope !== "object" || envelope === null)
+    throw new RosterError("the server ended the exec without its envelope");
+  return envelope as ExecEnvelope;
 }

@@ -1,26 +1,30 @@
 import { chmod, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { join } from "node:path";
-import { type Static, Type } from "@sinclair/typebox";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 
 /**
- * `roster run` handed to a running server: the server already holds the
- * gateway, a Docker connection and warm modules, so a run costs it a box and
- * little else. It listens on a Unix socket in the state folder (0600: the
- * server's own user only; never mounted into a box). One request per run:
- * `POST /runs` with the run's worker, prompt, ceiling and view; the answer is
- * a stream of JSON lines — `{out}` for the run's stdout, `{note}` for its
- * stderr, then `{exit, run}` or `{error, exit}`. A client that goes away
- * (Ctrl-C, killed) aborts its run: the box is stopped and the record says so.
+ * `roster run` and `roster box exec` handed to a running server: the server
+ * already holds the gateway, a Docker connection and warm modules, so a run
+ * costs it a box and little else. It listens on a Unix socket in the state
+ * folder (0600: the server's own user only; never mounted into a box). One
+ * request per box: `POST /runs` with the run's worker, prompt, ceiling and
+ * view, or `POST /exec` with the worker, command and timeout. The answer is a
+ * stream of JSON lines — `{out}` for the run's stdout, `{note}` for its
+ * stderr, then one final line: `{exit, run}` for a run, `{exit, envelope}`
+ * for an exec, or `{error, exit}` when no box could start. A client that goes
+ * away (Ctrl-C, killed) aborts its box: it is stopped and the record says so.
  */
 export const runSocketPath = (paths: RosterPaths) => join(paths.state, "server.sock");
 
+const WorkerName = Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", maxLength: 64 });
+
 export const RunRequest = Type.Object(
   {
-    worker: Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", maxLength: 64 }),
+    worker: WorkerName,
     prompt: Type.String({ minLength: 1, maxLength: 1024 * 1024 }),
     ceiling_min: Type.Number({ exclusiveMinimum: 0, maximum: 24 * 60 }),
     json: Type.Boolean(),
@@ -29,15 +33,103 @@ export const RunRequest = Type.Object(
 );
 export type RunRequest = Static<typeof RunRequest>;
 
+export const ExecRequest = Type.Object(
+  {
+    worker: WorkerName,
+    command: Type.String({ minLength: 1, maxLength: 1024 * 1024 }),
+    timeout_secs: Type.Integer({ minimum: 1, maximum: 86_400 }),
+  },
+  { additionalProperties: false },
+);
+export type ExecRequest = Static<typeof ExecRequest>;
+
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 10_000;
 
 export interface RunSocket {
-  /** Runs handed over and not yet finished: boxes that count toward the server's cap. */
+  /** Boxes handed over and not yet finished: they count toward the server's cap. */
   active(): number;
-  /** Stops taking runs, aborts those in flight and waits until their records are final. */
+  /** Stops taking boxes, aborts those in flight and waits until their records are final. */
   close(): Promise<void>;
 }
+
+type Send = (line: Record<string, unknown>) => void;
+interface Job {
+  env: NodeJS.ProcessEnv;
+  paths: RosterPaths;
+  send: Send;
+  signal: AbortSignal;
+}
+
+/** A route: the request it accepts, checked against its schema, and the box it starts. */
+interface Route {
+  accept(body: unknown): ((job: Job) => Promise<void>) | { refusal: string };
+}
+
+function route<T extends TSchema>(
+  label: string,
+  schema: T,
+  start: (body: Static<T>, job: Job) => Promise<void>,
+): Route {
+  return {
+    accept(body) {
+      if (Value.Check(schema, body)) return (job) => start(body, job);
+      const first = Value.Errors(schema, body).First();
+      return {
+        refusal: `bad ${label} request: ${first?.path || "(body)"} ${first?.message ?? ""}`,
+      };
+    },
+  };
+}
+
+const routes = new Map<string, Route>([
+  [
+    "/runs",
+    route("run", RunRequest, async (run, job) => {
+      const { runOneShot } = await import("../runs/oneshot.ts");
+      const result = await runOneShot({
+        paths: job.paths,
+        worker: run.worker,
+        prompt: run.prompt,
+        ceilingMinutes: run.ceiling_min,
+        json: run.json,
+        signal: job.signal,
+        env: job.env,
+        write: (text) => job.send({ out: text }),
+        note: (text) => job.send({ note: text }),
+      });
+      const record = result.record;
+      job.send({
+        exit: result.exitCode,
+        run: record
+          ? {
+              id: record.id,
+              state: record.state,
+              ended_by: record.ended_by,
+              exit_code: record.exit_code,
+            }
+          : null,
+      });
+    }),
+  ],
+  [
+    "/exec",
+    route("exec", ExecRequest, async (exec, job) => {
+      const { runExec } = await import("../runs/exec.ts");
+      const { execExitCode } = await import("../runs/exec-envelope.ts");
+      const envelope = await runExec({
+        paths: job.paths,
+        worker: exec.worker,
+        command: exec.command,
+        timeoutSecs: exec.timeout_secs,
+        signal: job.signal,
+        env: job.env,
+        note: (text) => job.send({ note: text }),
+      });
+      job.send({ exit: execExitCode(envelope), envelope });
+    }),
+  ],
+]);
 
 export async function serveRuns(options: {
   paths: RosterPaths;
@@ -68,7 +160,8 @@ export async function serveRuns(options: {
   server.requestTimeout = timeoutMs;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method !== "POST" || req.url !== "/runs") {
+    const route = req.method === "POST" && req.url ? routes.get(req.url) : undefined;
+    if (!route) {
       res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}\n');
       return;
     }
@@ -88,51 +181,26 @@ export async function serveRuns(options: {
     } catch {
       body = undefined;
     }
-    if (!Value.Check(RunRequest, body)) {
-      const first = Value.Errors(RunRequest, body).First();
+    const start = route.accept(body);
+    if (typeof start !== "function") {
       res
         .writeHead(400, { "content-type": "application/json" })
-        .end(
-          `${JSON.stringify({ error: `bad run request: ${first?.path || "(body)"} ${first?.message ?? ""}`, exit: 2 })}\n`,
-        );
+        .end(`${JSON.stringify({ error: start.refusal, exit: 2 })}\n`);
       return;
     }
-    const run = body;
     res.writeHead(200, { "content-type": "application/x-ndjson" });
-    const send = (line: Record<string, unknown>) => {
+    const send: Send = (line) => {
       if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify(line)}\n`);
     };
     const abort = new AbortController();
-    // the client is gone before its run ended: stop the run (its box, its record)
+    // the client is gone before its box ended: stop the box (and finish its record)
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
+    const job: Job = { paths: options.paths, env: options.env, send, signal: abort.signal };
     const done = (async () => {
-      const { runOneShot } = await import("../runs/oneshot.ts");
       try {
-        const result = await runOneShot({
-          paths: options.paths,
-          worker: run.worker,
-          prompt: run.prompt,
-          ceilingMinutes: run.ceiling_min,
-          json: run.json,
-          signal: abort.signal,
-          env: options.env,
-          write: (text) => send({ out: text }),
-          note: (text) => send({ note: text }),
-        });
-        const record = result.record;
-        send({
-          exit: result.exitCode,
-          run: record
-            ? {
-                id: record.id,
-                state: record.state,
-                ended_by: record.ended_by,
-                exit_code: record.exit_code,
-              }
-            : null,
-        });
+        await start(job);
       } catch (error) {
         send({
           error: errorMessage(error),

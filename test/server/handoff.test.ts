@@ -8,9 +8,9 @@ import { ModelServer } from "../support/model-server.ts";
 import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**
- * `roster run` with a server running: the server takes the run (its gateway,
- * its Docker connection), the command shows the same answer and exits with the
- * run's status; Ctrl-C on the command stops the run on the server; with no
+ * `roster run` and `roster box exec` with a server running: the server takes
+ * the box (its gateway, its Docker connection), the command shows the same
+ * answer and exits with the box's status; Ctrl-C on the command stops the run on the server; with no
  * server (or a dead one's socket left behind) the command runs the box itself.
  */
 const docker = await testDocker();
@@ -62,6 +62,36 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
         .split("\n")
         .map((line) => JSON.parse(line) as { type: string });
       expect(events.at(-1)?.type).toBe("agent_settled");
+
+      // box exec goes the same way: the envelope is the command's, the box the server's
+      const exec = await deployment.roster(["box", "exec", "elf", "--", "echo here; exit 3"]);
+      expect(exec.code, exec.stderr).toBe(3);
+      expect(JSON.parse(exec.stdout)).toMatchObject({
+        status: "failed",
+        exit_code: 3,
+        stdout: "here\n",
+      });
+      expect(latest()).toMatchObject({ kind: "exec", state: "failed", runner_pid: server.pid });
+      const slow = await deployment.roster([
+        "box",
+        "exec",
+        "elf",
+        "--timeout",
+        "1",
+        "--",
+        "sleep 60",
+      ]);
+      expect(slow.code, slow.stderr).toBe(124);
+      expect(JSON.parse(slow.stdout)).toMatchObject({
+        status: "timeout",
+        exit_code: null,
+        signal: "SIGKILL",
+        reason: "timeout",
+      });
+      const unknown = await deployment.roster(["box", "exec", "nobody", "--", "true"]);
+      expect(unknown.code).toBe(2);
+      expect(JSON.parse(unknown.stdout)).toMatchObject({ status: "error", exit_code: null });
+      expect(JSON.parse(unknown.stdout).error).toContain('no worker named "nobody"');
 
       // Ctrl-C on the command: the box is stopped on the server and the record says so
       model.play({ toolCalls: [{ name: "bash", arguments: { command: "sleep 300" } }] });

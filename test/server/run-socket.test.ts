@@ -82,6 +82,14 @@ describe("the server's run socket", () => {
     expect(JSON.parse(missing.text)).toMatchObject({ exit: 2 });
     expect(JSON.parse(missing.text).error).toMatch(/^bad run request: /);
     expect((await ask(aRun, "/elsewhere")).status).toBe(404);
+    // a route is a real route, never something inherited by an object's name
+    expect((await ask(aRun, "/constructor")).status).toBe(404);
+    const noCommand = await ask(
+      JSON.stringify({ worker: "elf", command: "", timeout_secs: 5 }),
+      "/exec",
+    );
+    expect(noCommand.status).toBe(400);
+    expect(JSON.parse(noCommand.text).error).toMatch(/^bad exec request: \/command /);
     // over the size limit: refused before it is all read (on a raw socket, whose
     // own write error when the server hangs up is this test's to handle)
     const big = "x".repeat(3 * 1024 * 1024);

@@ -1,0 +1,27 @@
+/**
+ * What `roster box exec` answers, wherever the box ran (this process or a
+ * running server): one JSON object a script can trust. `exit_code` is what
+ * the process exited with, never inferred; `signal` and `reason` appear only
+ * when roster knows why the kernel killed it.
+ */
+export interface ExecEnvelope {
+  status: "ok" | "failed" | "timeout" | "error";
+  stdout: string;
+  stderr: string;
+  exit_code: number | null;
+  duration_ms: number;
+  signal?: "SIGKILL";
+  reason?: "timeout" | "memory";
+  note?: string;
+  run_id?: string;
+  error?: string;
+}
+
+/**
+ * The process exit code that goes with an envelope: the command's own when it
+ * has one, 124 for a timeout (as timeout(1) does), else 1 — never 0 without
+ * an exit code of 0 from the command.
+ */
+export function execExitCode(envelope: ExecEnvelope): number {
+  return envelope.exit_code ?? (envelope.status === "timeout" ? 124 : 1);
+}
