@@ -25,14 +25,22 @@ export function registerServerCommands(program: Command): void {
     .option("--once", "run the tasks that are due, wait for them, then exit (for cron and tests)")
     .option("--no-listen", "start no chat listeners")
     .option("--addr <host:port>", "where the gateway listens (repeatable)", parseAddr)
+    .option("--no-console", "serve no web console ([console] in org.toml says where it listens)")
     .action(
-      async (flags: { cap: number; once?: boolean; listen: boolean; addr?: ListenAddress[] }) => {
+      async (flags: {
+        cap: number;
+        once?: boolean;
+        listen: boolean;
+        console: boolean;
+        addr?: ListenAddress[];
+      }) => {
         const { startServer } = await import("../server/daemon.ts");
         process.exitCode = await startServer({
           paths: rosterPaths(),
           cap: flags.cap,
           once: flags.once ?? false,
           noListen: !flags.listen,
+          noConsole: !flags.console,
           ...(flags.addr ? { listen: flags.addr } : {}),
           note: (text) => process.stderr.write(`roster: ${text}\n`),
         });

@@ -158,6 +158,19 @@ export const ChatSection = Type.Object(
 );
 export type ChatSection = Static<typeof ChatSection>;
 
+/**
+ * `roster server start`'s web console. Loopback unless `listen` says otherwise;
+ * `enabled = false` turns it off. Org-only: no worker can move or open it.
+ */
+export const ConsoleSection = Type.Object(
+  {
+    listen: Type.Optional(Type.String({ pattern: "^(\\[[0-9a-fA-F:]+\\]|[^:\\s]+):\\d{1,5}$" })),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type ConsoleSection = Static<typeof ConsoleSection>;
+
 export const OrgConfig = Type.Object(
   {
     engine: Type.Optional(EngineSection),
@@ -173,6 +186,7 @@ export const OrgConfig = Type.Object(
     heartbeat: Type.Optional(Type.Array(HeartbeatRule)),
     chat: Type.Optional(ChatSection),
     toolchain: Type.Optional(ToolchainSection),
+    console: Type.Optional(ConsoleSection),
   },
   { additionalProperties: false },
 );

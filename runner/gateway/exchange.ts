@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
 import type { AuditLog, AuditOutcome, DecisionLine } from "./audit.ts";
 import type { Budgets } from "./budget.ts";
+import type { ClosedPorts } from "./closed-ports.ts";
 import type { ConfigSource } from "./config-source.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
@@ -40,6 +41,8 @@ export interface ExchangeDeps {
   actions: ActionHandler;
   vaultDir: string;
   maxBodyBytes: number;
+  /** Host services no box may reach (the console), checked before any grant. */
+  closed: ClosedPorts;
 }
 
 /** What the judge decided plus the headers to inject, or a refusal. */
@@ -82,6 +85,13 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
   const config = deps.config.get();
   const broken = deps.config.brokenReason(config);
   if (broken) return { kind: "refuse", refusal: denied(undefined, broken), decision: undefined };
+  const closed = deps.closed.reason(facts.host, facts.port);
+  if (closed)
+    return {
+      kind: "refuse",
+      refusal: denied("closed", closed, "denied by gateway (a host service no box may reach)"),
+      decision: undefined,
+    };
   const mcp = liftMcp(facts.headers["content-type"], body);
   if (mcp === "batch") {
     return {

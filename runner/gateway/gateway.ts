@@ -8,6 +8,7 @@ import type { ActionHandler } from "./action-host.ts";
 import { AuditLog } from "./audit.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
+import { ClosedPorts, consolePort } from "./closed-ports.ts";
 import { ConfigSource } from "./config-source.ts";
 import { GATEWAY_TIMEOUT_DEFAULTS, type GatewayTimeouts } from "./defaults.ts";
 import { createProxyServers, type ServerDeps } from "./server.ts";
@@ -33,6 +34,8 @@ export interface GatewayOptions {
   timeouts?: Partial<GatewayTimeouts>;
   /** Write state/gateway.json (off for throwaway embedded gateways in tests). */
   recordState?: boolean;
+  /** Ports of host services no box may reach (the console's), refused before any grant. */
+  closedPorts?: number[];
 }
 
 export interface GatewayState {
@@ -81,6 +84,8 @@ export class Gateway {
       actions: options.actions ?? lazyActionHost(paths, config),
       vaultDir: paths.vault,
       maxBodyBytes: section.max_body_bytes ?? 64 * 1024 * 1024,
+      // the console's port is closed by every gateway (embedded ones too), running or not
+      closed: new ClosedPorts([consolePort(loaded.org.console), ...(options.closedPorts ?? [])]),
       ca,
       identityDir: paths.identity,
       configRoot: paths.config,

@@ -183,9 +183,11 @@ async function openTunnel(
   };
   if (target.host !== ACTIONS_HOST) {
     const config = deps.config.get();
-    const decision = deps.config.brokenReason(config)
-      ? undefined
-      : judge(config.grants, facts, "connect");
+    // a closed host service is never piped raw; its requests are refused inside the tunnel
+    const decision =
+      deps.config.brokenReason(config) || deps.closed.reason(target.host, target.port)
+        ? undefined
+        : judge(config.grants, facts, "connect");
     if (decision?.verdict === "tunnel" && decision.rule) {
       await pipeTunnel(deps, socket, head, target, decision.rule.name, facts, decision.rule);
       return;

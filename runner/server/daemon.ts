@@ -3,6 +3,7 @@ import { connectDocker } from "../box/docker.ts";
 import { botBindings } from "../config/bot-bindings.ts";
 import { formatConfigError, loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
 import { runningGateway } from "../gateway/health.ts";
@@ -33,6 +34,8 @@ export interface ServerOptions {
   once: boolean;
   /** Start no chat listeners. */
   noListen: boolean;
+  /** Serve no web console (also `[console] enabled = false`). */
+  noConsole?: boolean;
   listen?: ListenAddress[];
   note: (text: string) => void;
   env?: NodeJS.ProcessEnv;
@@ -106,6 +109,23 @@ export async function startServer(options: ServerOptions): Promise<number> {
     for (const binding of bindings)
       note(`listening for ${binding.worker} on ${binding.platform} (bot "${binding.credential}")`);
   }
+  // the web console: loopback unless [console] listen says otherwise; a failure to
+  // start it is reported and the server goes on (the CLI desk still works)
+  let webConsole: RunningConsole | undefined;
+  if (!options.once && !options.noConsole && config.org.console?.enabled !== false) {
+    try {
+      const { startConsole, DEFAULT_CONSOLE_LISTEN } = await import("../console/serve.ts");
+      webConsole = await startConsole({
+        paths,
+        listen: config.org.console?.listen ?? DEFAULT_CONSOLE_LISTEN,
+        workers: () => [...loadConfig(paths.config).workers.keys()],
+        sessions: () => router.sessions(),
+      });
+      note(`console on ${webConsole.url}; log in with ${webConsole.loginUrl}`);
+    } catch (error) {
+      note(`the web console did not start: ${errorMessage(error)}`);
+    }
+  }
   let sessions = 0;
   // handed-over runs are declared below, once the gateway is up; they count toward the cap
   let runs: RunSocket | undefined;
@@ -165,6 +185,7 @@ export async function startServer(options: ServerOptions): Promise<number> {
     exitCode = 1;
   } finally {
     await runs?.close();
+    await webConsole?.close();
     await listeners.stop();
     await dispatcher.stop();
     await router.closeAll();

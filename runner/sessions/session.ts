@@ -113,6 +113,25 @@ export class Session {
     return this.handle.containerId;
   }
 
+  /** What status pages show: whose session, which channel, and what waits in it. */
+  get summary(): {
+    worker: string;
+    channel: string;
+    runId: string;
+    busy: boolean;
+    queued: number;
+    turns: number;
+  } {
+    return {
+      worker: this.spec.worker,
+      channel: this.spec.channel,
+      runId: this.runId,
+      busy: this.busy,
+      queued: this.queue.length,
+      turns: this.turns,
+    };
+  }
+
   /** Ending or ended: new messages go to a fresh session. */
   get closing(): boolean {
     return this.finishing !== undefined;

@@ -1,0 +1,243 @@
+import { type Context, Hono } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import { html } from "hono/html";
+import { streamSSE } from "hono/streaming";
+import { approveGate, denyGate } from "../actions/desk.ts";
+import { readGate } from "../actions/gates.ts";
+import { loadConfig } from "../config/load.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage } from "../errors.ts";
+import type { Session } from "../sessions/session.ts";
+import type { ConsoleFeed } from "./feed.ts";
+import { CSS, type Html, live, page, SCRIPT } from "./html.ts";
+import { type ConsoleKey, matches } from "./key.ts";
+import { approvalsPart } from "./pages/approvals.ts";
+import { type DoorFilter, doorFilters, doorPart } from "./pages/door.ts";
+import { type RunFilter, runPage, runsFilters, runsPart } from "./pages/runs.ts";
+import { channelPart, sessionsPart } from "./pages/sessions.ts";
+
+/**
+ * The console's routes. Every page needs the session cookie the login link
+ * sets; every POST also needs the CSRF token (a form field or the
+ * `x-csrf-token` header) and, when the browser sends one, an Origin of the
+ * console itself. Responses carry a CSP that allows no inline script, no
+ * framing, and nothing from elsewhere.
+ */
+export interface ConsoleDeps {
+  paths: RosterPaths;
+  key: ConsoleKey;
+  feed: ConsoleFeed;
+  sessions: () => Promise<Session[]>;
+}
+
+type Env = { Variables: { form: Record<string, unknown> } };
+
+export const COOKIE = "roster_console";
+const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const GATE_ID = /^g-[0-9a-f]{4,64}$/;
+
+const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join("; ");
+
+export function consoleApp(deps: ConsoleDeps): Hono<Env> {
+  const { paths, key, feed } = deps;
+  const app = new Hono<Env>();
+
+  app.use(async (c, next) => {
+    await next();
+    c.header("content-security-policy", CSP);
+    c.header("x-content-type-options", "nosniff");
+    c.header("referrer-policy", "no-referrer");
+    c.header("cache-control", "no-store");
+    c.header("x-frame-options", "DENY");
+  });
+
+  app.get("/console.css", (c) => c.body(CSS, 200, { "content-type": "text/css; charset=utf-8" }));
+  app.get("/console.js", (c) =>
+    c.body(SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8" }),
+  );
+
+  // the login link: the key once, then a cookie derived from it; the key leaves the address bar
+  app.get("/login", (c) => {
+    if (!matches(c.req.query("key"), key.key))
+      return c.html(
+        plain(
+          "Not logged in",
+          "That login link is not this server's. Use the one `roster server start` printed.",
+        ),
+        403,
+      );
+    setCookie(c, COOKIE, key.session, {
+      httpOnly: true,
+      sameSite: "Strict",
+      path: "/",
+    });
+    return c.redirect("/approvals", 303);
+  });
+
+  app.use(async (c, next) => {
+    if (!matches(getCookie(c, COOKIE), key.session))
+      return c.html(
+        plain(
+          "Log in first",
+          "Open the login link `roster server start` printed (it carries this install's key).",
+        ),
+        401,
+      );
+    if (c.req.method !== "GET" && c.req.method !== "HEAD") {
+      const origin = c.req.header("origin");
+      if (origin && origin !== new URL(c.req.url).origin)
+        return c.html(plain("Refused", "This request came from another site."), 403);
+      const form = c.req.header("content-type")?.includes("form") ? await c.req.parseBody() : {};
+      const token =
+        c.req.header("x-csrf-token") ?? (typeof form.csrf === "string" ? form.csrf : undefined);
+      if (!matches(token, key.csrf))
+        return c.html(
+          plain("Refused", "The request has no valid CSRF token; reload the page and try again."),
+          403,
+        );
+      c.set("form", form);
+    }
+    await next();
+  });
+
+  const workers = () => [...loadConfig(paths.config).workers.keys()].sort();
+  const show = (c: Context<Env>, title: string, current: string, body: Html) =>
+    c.html(page({ title, current, csrf: key.csrf, body }));
+  const fragment = (c: Context<Env>) => c.req.query("fragment") === "1";
+
+  app.get("/", (c) => c.redirect("/approvals", 303));
+
+  app.get("/approvals", (c) => {
+    feed.watchGates();
+    const part = approvalsPart(paths, loadConfig(paths.config), key.csrf);
+    if (fragment(c)) return c.html(part);
+    return show(c, "Approvals", "/approvals", live("gate", "/approvals?fragment=1", part));
+  });
+
+  app.post("/gates/:worker/:id/:verb", async (c) => {
+    const { worker, id, verb } = c.req.param();
+    if (!NAME.test(worker) || !GATE_ID.test(id) || (verb !== "approve" && verb !== "deny"))
+      return c.html(plain("Not found", "No such gate."), 404);
+    const gate = readGate(paths, worker, id);
+    if (!gate) return c.html(plain("Not found", `No gate ${id} for ${worker}.`), 404);
+    const form = c.get("form") ?? {};
+    const note =
+      typeof form.note === "string" && form.note.trim()
+        ? form.note.trim().slice(0, 2000)
+        : undefined;
+    const decision = { by: "console", ...(note ? { note } : {}) };
+    try {
+      await (verb === "approve" ? approveGate : denyGate)(paths, gate, decision);
+    } catch (error) {
+      return c.html(plain("Not done", errorMessage(error)), 409);
+    }
+    return c.redirect(`/approvals#${id}`, 303);
+  });
+
+  app.get("/runs", (c) => {
+    const filter: RunFilter = {
+      worker: c.req.query("worker"),
+      kind: c.req.query("kind"),
+      state: c.req.query("state"),
+    };
+    const part = runsPart(paths, filter);
+    if (fragment(c)) return c.html(part);
+    return show(c, "Runs", "/runs", html`${runsFilters(filter, workers())}${part}`);
+  });
+
+  app.get("/runs/:worker/:id", (c) => {
+    const { worker, id } = c.req.param();
+    const part =
+      NAME.test(worker) && /^[0-9A-Za-z-]{1,80}$/.test(id) ? runPage(paths, worker, id) : undefined;
+    if (!part) return c.html(plain("Not found", "No such run."), 404);
+    return show(c, `Run ${id}`, "/runs", part);
+  });
+
+  app.get("/sessions", async (c) => {
+    const part = sessionsPart(paths, await deps.sessions());
+    if (fragment(c)) return c.html(part);
+    return show(
+      c,
+      "Sessions and channels",
+      "/sessions",
+      live("turn", "/sessions?fragment=1", part),
+    );
+  });
+
+  app.get("/channels/:id", (c) => {
+    const id = c.req.param("id");
+    const part = channelPart(paths, id);
+    if (!part) return c.html(plain("Not found", "No such channel."), 404);
+    if (fragment(c)) return c.html(part);
+    return show(
+      c,
+      `Channel ${id}`,
+      "/sessions",
+      live("turn", `/channels/${encodeURIComponent(id)}?fragment=1`, part),
+    );
+  });
+
+  app.get("/door", (c) => {
+    const filter: DoorFilter = {
+      worker: c.req.query("worker"),
+      run: c.req.query("run"),
+      verdict: c.req.query("verdict"),
+      host: c.req.query("host"),
+    };
+    const part = doorPart(paths, filter);
+    if (fragment(c)) return c.html(part);
+    const query = new URLSearchParams({ ...cleaned(filter), fragment: "1" }).toString();
+    return show(
+      c,
+      "Door",
+      "/door",
+      html`${doorFilters(filter, workers())}${live("decision", `/door?${query}`, part)}`,
+    );
+  });
+
+  // the live feed: each event is a nudge; pages fetch their own fresh part
+  app.get("/events", (c) =>
+    streamSSE(c, async (stream) => {
+      let closed = false;
+      const unsubscribe = feed.subscribe((event) => {
+        if (!closed)
+          void stream
+            .writeSSE({ event: event.kind, data: JSON.stringify(event) })
+            .catch(() => undefined);
+      });
+      const ping = setInterval(() => {
+        if (!closed) void stream.writeSSE({ event: "ping", data: "" }).catch(() => undefined);
+      }, 25_000);
+      await new Promise<void>((resolve) => {
+        stream.onAbort(() => {
+          closed = true;
+          resolve();
+        });
+      });
+      clearInterval(ping);
+      unsubscribe();
+    }),
+  );
+
+  return app;
+}
+
+function cleaned(filter: DoorFilter): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(filter).filter((entry): entry is [string, string] => Boolean(entry[1])),
+  );
+}
+
+function plain(title: string, text: string): Html {
+  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} · roster</title><link rel="stylesheet" href="/console.css"></head>
+<body><main><h1>${title}</h1><p>${text}</p></main></body></html>`;
+}

@@ -1,0 +1,68 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import type { RosterPaths } from "../config/paths.ts";
+import type { Session } from "../sessions/session.ts";
+import { consoleApp } from "./app.ts";
+import { ConsoleFeed } from "./feed.ts";
+import { consoleKey } from "./key.ts";
+
+/**
+ * The web console `roster server start` serves (see app.ts for the pages and
+ * their guards). Loopback by default. A peer that opens a connection and
+ * never finishes its request is dropped; an open page's event stream is the
+ * only long-lived response, and it ends when either side does.
+ */
+export { DEFAULT_CONSOLE_LISTEN } from "../gateway/closed-ports.ts";
+
+export interface RunningConsole {
+  url: string;
+  /** The link that logs a browser in (carries the install's key). */
+  loginUrl: string;
+  port: number;
+  host: string;
+  close(): Promise<void>;
+}
+
+export async function startConsole(options: {
+  paths: RosterPaths;
+  listen: string;
+  workers: () => string[];
+  sessions: () => Promise<Session[]>;
+}): Promise<RunningConsole> {
+  const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(options.listen);
+  const host = match?.[1]?.replace(/^\[|\]$/g, "") ?? "127.0.0.1";
+  const wanted = Number(match?.[2] ?? 7717);
+  const key = consoleKey(options.paths);
+  const feed = new ConsoleFeed(options.paths, options.workers);
+  feed.start();
+  const app = consoleApp({ paths: options.paths, key, feed, sessions: options.sessions });
+  const server = createServer(getRequestListener(app.fetch));
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  // open pages hold their event stream; everything else is short
+  server.keepAliveTimeout = 5_000;
+  server.maxConnections = 256;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(wanted, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shown = host.includes(":") ? `[${host}]` : host === "0.0.0.0" ? "127.0.0.1" : host;
+  const url = `http://${shown}:${port}`;
+  return {
+    url,
+    loginUrl: `${url}/login?key=${key.key}`,
+    port,
+    host,
+    close: async () => {
+      feed.close();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
