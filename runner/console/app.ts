@@ -55,7 +55,8 @@ export function consoleApp(deps: ConsoleDeps): Hono<Env> {
     await next();
     c.header("content-security-policy", CSP);
     c.header("x-content-type-options", "nosniff");
-    c.header("referrer-policy", "no-referrer");
+    // same-origin, not no-referrer: with no-referrer a form POST says `Origin: null`
+    c.header("referrer-policy", "same-origin");
     c.header("cache-control", "no-store");
     c.header("x-frame-options", "DENY");
   });

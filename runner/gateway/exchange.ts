@@ -174,7 +174,8 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
 export function refusalOutcome(ruling: Extract<Ruling, { kind: "refuse" }>): AuditOutcome {
   return {
     verdict: ruling.note ? "allow" : "deny",
-    rule: ruling.decision?.rule?.name,
+    // a refusal before any grant (a closed host service) names its own rule
+    rule: ruling.decision?.rule?.name ?? ruling.refusal.rule,
     status: ruling.refusal.status,
     ...(ruling.note ? { note: ruling.note } : {}),
   };

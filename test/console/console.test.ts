@@ -1,0 +1,205 @@
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { storeCredential } from "../../runner/runs/credentials.ts";
+import { testBrowser, testOutput } from "../support/browser.ts";
+import { until } from "../support/chat-turns.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer } from "../support/model-server.ts";
+import { freePort, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { SmtpSink } from "../support/smtp.ts";
+
+/**
+ * The web console in a real browser, served by a real `roster server start`:
+ * log in through the printed link, watch a gate filed by a real box appear
+ * without a reload, approve it (the SMTP server receives exactly one email),
+ * see markup a worker wrote shown as text, and find the console closed to
+ * requests without the cookie or the CSRF token, and to boxes altogether.
+ */
+const docker = await testDocker();
+const browser: Browser | undefined = docker ? await testBrowser() : undefined;
+
+const GRANTS = `
+[[action]]
+name = "email-send"
+executor = "email"
+trust = "gate"
+`;
+
+describe.skipIf(!docker || !browser)("the web console", () => {
+  let model: ModelServer;
+  let smtp: SmtpSink;
+  let deployment: RosterRoot;
+  let server: ReturnType<RosterRoot["spawnRoster"]>;
+  let serverLog = "";
+  let base = "";
+  let login = "";
+  let page: Page;
+  const shots = testOutput("console");
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    smtp = await SmtpSink.start({ user: "roster", pass: "smtp-secret" });
+    const port = await freePort();
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      extraOrg: `${GRANTS}\n[console]\nlisten = "127.0.0.1:${port}"\n`,
+    });
+    await storeCredential(deployment.paths.vault, "smtp", {
+      host: "localhost",
+      port: String(smtp.port),
+      user: "roster",
+      pass: "smtp-secret",
+      from: "elf@roster.test",
+      ca: smtp.caPem,
+    });
+    server = deployment.spawnRoster(["server", "start", "--no-listen"]);
+    server.stderr.on("data", (chunk: Buffer) => {
+      serverLog += chunk.toString();
+    });
+    await until(() => /log in with \S+/.test(serverLog), "the console's login link", 30_000);
+    login = /log in with (\S+)/.exec(serverLog)?.[1] ?? "";
+    base = new URL(login).origin;
+    page = await (browser as Browser).newPage();
+  }, 60_000);
+  afterAll(async () => {
+    await page?.close();
+    await browser?.close();
+    if (server) {
+      const stopped = new Promise((resolve) => server.once("exit", resolve));
+      server.kill("SIGTERM");
+      await stopped;
+    }
+    await model?.stop();
+    await smtp?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("listens on loopback and asks for the login link first", async () => {
+    expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await page.goto(`${base}/approvals`);
+    expect(await page.locator("h1").textContent()).toBe("Log in first");
+    await page.goto(login);
+    expect(new URL(page.url()).pathname).toBe("/approvals");
+    expect(page.url()).not.toContain("key="); // the key leaves the address bar
+    const [cookie] = await page.context().cookies();
+    expect(cookie).toMatchObject({ name: "roster_console", httpOnly: true, sameSite: "Strict" });
+  });
+
+  it("shows a gate a real box files without a reload, its markup as text, and approving sends once", async () => {
+    await page.goto(`${base}/approvals`);
+    await page.screenshot({ path: join(shots, "approvals-empty.png"), fullPage: true });
+    // (expressions as strings: the page's globals are not this file's)
+    const scripts = await page.evaluate("window.stayed = true, document.scripts.length");
+    model.play(
+      {
+        toolCalls: [
+          {
+            name: "send_email",
+            arguments: {
+              to: ["lead@example.test"],
+              subject: "Numbers <script>window.pwned=1</script>",
+              body: "They are in. <img src=x onerror=alert(1)>",
+              rationale: "the lead asked",
+            },
+          },
+        ],
+      },
+      { text: "filed" },
+    );
+    const run = await deployment.roster(["run", "elf", "send the numbers"], {
+      timeoutMs: 120_000,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const card = page.locator("article.gate[data-state=pending]");
+    await card.waitFor({ timeout: 10_000 });
+    // the same page, never reloaded: the event stream brought it
+    expect(await page.evaluate("window.stayed")).toBe(true);
+    const payload = (await card.locator("pre.payload").textContent()) ?? "";
+    expect(payload).toContain("Subject: Numbers <script>window.pwned=1</script>");
+    expect(payload).toContain("<img src=x onerror=alert(1)>");
+    expect(await page.evaluate("document.scripts.length")).toBe(scripts);
+    expect(await page.evaluate("window.pwned")).toBe(undefined);
+    expect(await page.locator("article.gate img").count()).toBe(0);
+    await page.screenshot({ path: join(shots, "approvals-pending.png"), fullPage: true });
+
+    await card.locator("input[name=note]").first().fill("fine, send it");
+    await card.locator("button[value=approve]").click();
+    const executed = page.locator("article.gate[data-state=executed]");
+    await executed.waitFor({ timeout: 30_000 });
+    expect(await executed.textContent()).toContain("by console: fine, send it");
+    expect(smtp.received).toHaveLength(1);
+    expect(smtp.received[0]?.to).toEqual(["lead@example.test"]);
+    await page.screenshot({ path: join(shots, "approvals-executed.png"), fullPage: true });
+  });
+
+  it("refuses state changes without the cookie or without the CSRF token", async () => {
+    const [cookie] = await page.context().cookies();
+    const sessionCookie = `${cookie?.name}=${cookie?.value}`;
+    const target = `${base}/gates/elf/g-00000000/approve`;
+    const noCookie = await fetch(target, { method: "POST", body: new URLSearchParams({}) });
+    expect(noCookie.status).toBe(401);
+    const noToken = await fetch(target, {
+      method: "POST",
+      headers: { cookie: sessionCookie },
+      body: new URLSearchParams({ note: "x" }),
+    });
+    expect(noToken.status).toBe(403);
+    const token = await page.locator("meta[name=csrf-token]").getAttribute("content");
+    const foreign = await fetch(target, {
+      method: "POST",
+      headers: { cookie: sessionCookie, origin: "http://evil.test" },
+      body: new URLSearchParams({ csrf: token ?? "" }),
+    });
+    expect(foreign.status).toBe(403);
+    const honest = await fetch(target, {
+      method: "POST",
+      headers: { cookie: sessionCookie },
+      body: new URLSearchParams({ csrf: token ?? "" }),
+    });
+    expect(honest.status).toBe(404); // through every guard, to a gate that does not exist
+    const headers = (await fetch(`${base}/runs`, { headers: { cookie: sessionCookie } })).headers;
+    expect(headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(headers.get("content-security-policy")).not.toContain("unsafe-inline");
+    expect(smtp.received).toHaveLength(1); // nothing above sent anything
+  });
+
+  it("shows runs, a run in full, sessions and the door", async () => {
+    await page.goto(`${base}/runs`);
+    const first = page.locator("table a[href^='/runs/elf/']").first();
+    await first.waitFor();
+    await page.screenshot({ path: join(shots, "runs.png"), fullPage: true });
+    await first.click();
+    expect(await page.locator("pre.conversation").textContent()).toContain("tool send_email");
+    expect(await page.locator("h2", { hasText: "Door" }).count()).toBe(1);
+    await page.screenshot({ path: join(shots, "run.png"), fullPage: true });
+    await page.goto(`${base}/sessions`);
+    await page.screenshot({ path: join(shots, "sessions.png"), fullPage: true });
+    await page.goto(`${base}/door`);
+    expect(await page.locator("table.decisions tbody tr").count()).toBeGreaterThan(0);
+    await page.screenshot({ path: join(shots, "door.png"), fullPage: true });
+  });
+
+  it("is out of every box's reach: through the gateway and around it", async () => {
+    const port = new URL(base).port;
+    const tries = [
+      `curl -s -o /dev/null -w '%{http_code}' http://host.docker.internal:${port}/approvals`,
+      `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/approvals`,
+      `curl -s --noproxy '*' --max-time 3 -o /dev/null -w '%{http_code}' http://host.docker.internal:${port}/approvals; echo " exit=$?"`,
+    ];
+    const exec = await deployment.roster(["box", "exec", "elf", "--", tries.join("; echo; ")], {
+      timeoutMs: 60_000,
+    });
+    const out = (JSON.parse(exec.stdout) as { stdout: string }).stdout.split("\n");
+    expect(out[0]).toBe("403");
+    expect(out[1]).toBe("403");
+    expect(out[2]).toMatch(/^000 exit=(7|28)$/); // refused or dropped by the lockdown
+    const door = await deployment.roster(["gateway", "log", "--denied", "--json"]);
+    const refusals = door.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { rule: string | null; request: { port: number } });
+    expect(
+      refusals.filter((r) => r.rule === "closed" && r.request.port === Number(port)),
+    ).toHaveLength(2);
+  });
+});
