@@ -206,18 +206,36 @@ export function consoleApp(deps: ConsoleDeps): Hono<Env> {
   });
 
   // the live feed: each event is a nudge; pages fetch their own fresh part
+  // the live feed: each event is a nudge; pages fetch their own fresh part. A page
+  // that stops reading never makes the server hold more than one event for it:
+  // while a write waits, later events only mark their kind as missed, and the
+  // missed kinds go out (once each) when the write completes.
   app.get("/events", (c) =>
     streamSSE(c, async (stream) => {
       let closed = false;
-      const unsubscribe = feed.subscribe((event) => {
-        if (!closed)
-          void stream
-            .writeSSE({ event: event.kind, data: JSON.stringify(event) })
-            .catch(() => undefined);
-      });
-      const ping = setInterval(() => {
-        if (!closed) void stream.writeSSE({ event: "ping", data: "" }).catch(() => undefined);
-      }, 25_000);
+      let writing = false;
+      const missed = new Set<string>();
+      const send = (kind: string) => {
+        if (closed) return;
+        if (writing) {
+          missed.add(kind);
+          return;
+        }
+        writing = true;
+        void stream
+          .writeSSE({ event: kind, data: "" })
+          .catch(() => undefined)
+          .finally(() => {
+            writing = false;
+            const next = missed.values().next();
+            if (!next.done) {
+              missed.delete(next.value);
+              send(next.value);
+            }
+          });
+      };
+      const unsubscribe = feed.subscribe((event) => send(event.kind));
+      const ping = setInterval(() => send("ping"), 25_000);
       await new Promise<void>((resolve) => {
         stream.onAbort(() => {
           closed = true;

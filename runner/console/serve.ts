@@ -29,6 +29,8 @@ export async function startConsole(options: {
   listen: string;
   workers: () => string[];
   sessions: () => Promise<Session[]>;
+  /** How long a peer may take to send a whole request (default 10 s). */
+  requestTimeoutMs?: number;
 }): Promise<RunningConsole> {
   const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(options.listen);
   const host = match?.[1]?.replace(/^\[|\]$/g, "") ?? "127.0.0.1";
@@ -37,9 +39,14 @@ export async function startConsole(options: {
   const feed = new ConsoleFeed(options.paths, options.workers);
   feed.start();
   const app = consoleApp({ paths: options.paths, key, feed, sessions: options.sessions });
-  const server = createServer(getRequestListener(app.fetch));
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
+  const timeoutMs = options.requestTimeoutMs ?? 10_000;
+  // the stalled-request sweep runs often enough for the timeout to mean something
+  const server = createServer(
+    { connectionsCheckingInterval: Math.min(1000, timeoutMs) },
+    getRequestListener(app.fetch),
+  );
+  server.headersTimeout = timeoutMs;
+  server.requestTimeout = timeoutMs;
   // open pages hold their event stream; everything else is short
   server.keepAliveTimeout = 5_000;
   server.maxConnections = 256;
