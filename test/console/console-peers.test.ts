@@ -1,13 +1,13 @@
 import { appendFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { request } from "node:http";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initRoots } from "../../runner/config/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
 import { type RunningConsole, startConsole } from "../../runner/console/serve.ts";
+import { rawPeer } from "../support/hostile.ts";
 
 /**
  * The console's server against peers that misbehave: garbage, a request
@@ -40,21 +40,8 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** Raw bytes on a socket; what came back by the time the server closed it. */
-function raw(bytes: string, endAfter = true): Promise<{ reply: string; ms: number }> {
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const client = connect(web.port, "127.0.0.1");
-    let reply = "";
-    client.on("data", (chunk) => {
-      reply += chunk.toString();
-    });
-    client.on("error", () => undefined);
-    client.on("close", () => resolve({ reply, ms: Date.now() - started }));
-    client.write(bytes);
-    if (endAfter) client.end();
-  });
-}
+const raw = (bytes: string, endAfter = true) =>
+  rawPeer({ port: web.port, host: "127.0.0.1" }, bytes, endAfter);
 
 /** An event stream; resolves with its response once the headers are in. */
 function events(): Promise<{ kinds: string[]; drop(): void; pause(): void }> {

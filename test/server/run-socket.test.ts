@@ -1,12 +1,12 @@
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { request } from "node:http";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initRoots } from "../../runner/config/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
 import { type RunSocket, runSocketPath, serveRuns } from "../../runner/server/run-socket.ts";
+import { rawPeer } from "../support/hostile.ts";
 
 /**
  * The server's run socket against peers that misbehave: garbage bytes, bad
@@ -52,21 +52,8 @@ function ask(body: string, path = "/runs"): Promise<{ status: number; text: stri
   });
 }
 
-/** Raw bytes on the socket; resolves with what came back when the server closed it. */
-function raw(bytes: string, endAfter = true): Promise<{ reply: string; ms: number }> {
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const client = connect(runSocketPath(paths));
-    let reply = "";
-    client.on("data", (chunk) => {
-      reply += chunk.toString();
-    });
-    client.on("error", () => undefined);
-    client.on("close", () => resolve({ reply, ms: Date.now() - started }));
-    client.write(bytes);
-    if (endAfter) client.end();
-  });
-}
+const raw = (bytes: string, endAfter = true) =>
+  rawPeer({ path: runSocketPath(paths) }, bytes, endAfter);
 
 const aRun = JSON.stringify({ worker: "nobody", prompt: "hi", ceiling_min: 1, json: false });
 

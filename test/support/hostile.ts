@@ -9,6 +9,7 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import {
   type AddressInfo,
+  connect,
   createServer as createNetServer,
   type Server,
   type Socket,
@@ -158,5 +159,29 @@ export function writeAll(socket: Socket, data: string | Buffer): Promise<void> {
   return new Promise((resolve) => {
     if (socket.destroyed) return resolve();
     socket.write(data, () => resolve());
+  });
+}
+
+/**
+ * A peer that sends raw bytes (half a request, garbage) to a server's TCP
+ * port or Unix socket and, unless told otherwise, stops sending; resolves
+ * with what came back by the time the server closed the connection.
+ */
+export function rawPeer(
+  to: { port: number; host: string } | { path: string },
+  bytes: string,
+  endAfter = true,
+): Promise<{ reply: string; ms: number }> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const client = "path" in to ? connect(to.path) : connect(to.port, to.host);
+    let reply = "";
+    client.on("data", (chunk) => {
+      reply += chunk.toString();
+    });
+    client.on("error", () => undefined);
+    client.on("close", () => resolve({ reply, ms: Date.now() - started }));
+    client.write(bytes);
+    if (endAfter) client.end();
   });
 }
