@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { readTasks } from "../../runner/tasks/store.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
@@ -107,17 +108,19 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
       await new Promise((resolve) => setTimeout(resolve, 4500)); // past two dispatch ticks
       expect(taskState()).toBe("pending");
 
+      // the task's turn is scripted before the box is freed: the dispatcher may start it at once
+      model.play({ toolCalls: [{ name: "task_complete", arguments: { note: "12 apples" } }] });
       const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
       child.kill("SIGINT");
       expect(await exited).toBe(130);
-      await until(
-        () => latest()?.state === "failed" && latest()?.ended_by === "signal",
-        "the handed run's record to be finished",
-        30_000,
-      );
-      expect(latest()).toMatchObject({ ended_by: "signal", runner_pid: server.pid });
+      // found by what it is, not by being newest: the task's run may already have started
+      const interrupted = () =>
+        listRuns(deployment.paths.state, "elf")
+          .map((run) => readRecord(run.dir))
+          .find((record) => record?.kind === "box" && record.ended_by === "signal");
+      await until(interrupted, "the handed run's record to be finished", 30_000);
+      expect(interrupted()).toMatchObject({ state: "failed", runner_pid: server.pid });
       // the box is free again: the task runs now
-      model.play({ toolCalls: [{ name: "task_complete", arguments: { note: "12 apples" } }] });
       await until(() => taskState() === "done", "the task to run once the box was free", 60_000);
       const client = docker as NonNullable<typeof docker>;
       expect(
