@@ -165,8 +165,6 @@ export function registerBoxCommands(program: Command): void {
               error: errorMessage(error),
             };
           });
-          if (envelope.status === "error" && !envelope.duration_ms)
-            envelope.duration_ms = Date.now() - started;
           process.stdout.write(`${JSON.stringify(envelope)}\n`);
           const { execExitCode } = await import("../runs/exec-envelope.ts");
           process.exitCode ??= execExitCode(envelope);

@@ -234,7 +234,7 @@ export function consoleApp(deps: ConsoleDeps): Hono<Env> {
             }
           });
       };
-      const unsubscribe = feed.subscribe((event) => send(event.kind));
+      const unsubscribe = feed.subscribe(send);
       const ping = setInterval(() => send("ping"), 25_000);
       await new Promise<void>((resolve) => {
         stream.onAbort(() => {

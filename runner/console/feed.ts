@@ -9,14 +9,11 @@ import type { RosterPaths } from "../config/paths.ts";
  * decision, a gate filed or decided, a turn in a channel. The sources are
  * files other processes write too (a `roster approve` at a terminal, a
  * `roster run` with its own gateway), so the feed watches the files rather
- * than hooking one process's code. Each event is only a nudge with what the
- * page needs to decide whether it cares; the page then asks for its fresh
- * fragment. Watchers that fail (a folder removed) are dropped, never thrown.
+ * than hooking one process's code. Each event is only a nudge naming its
+ * kind; a page that cares asks for its fresh fragment. Watchers that fail
+ * (a folder removed) are dropped, never thrown.
  */
-export type FeedEvent =
-  | { kind: "decision" }
-  | { kind: "gate"; worker: string; id: string }
-  | { kind: "turn"; channel: string };
+export type FeedEvent = "decision" | "gate" | "turn";
 
 export class ConsoleFeed {
   private readonly events = new EventEmitter();
@@ -33,7 +30,7 @@ export class ConsoleFeed {
   start(): void {
     mkdirSync(this.paths.audit, { recursive: true });
     this.watchDir(this.paths.audit, (name) => {
-      if (name === "decisions.jsonl") this.emit({ kind: "decision" });
+      if (name === "decisions.jsonl") this.emit("decision");
     });
     this.watchGates();
     const channels = channelsDir(this.paths);
@@ -53,7 +50,7 @@ export class ConsoleFeed {
         continue;
       }
       this.watchDir(dir, (name) => {
-        if (name.endsWith(".json")) this.emit({ kind: "gate", worker, id: name.slice(0, -5) });
+        if (name.endsWith(".json")) this.emit("gate");
       });
     }
   }
@@ -68,7 +65,7 @@ export class ConsoleFeed {
     }
     for (const channel of names) {
       const dir = join(root, channel);
-      if (!this.watchers.has(dir)) this.watchDir(dir, () => this.emit({ kind: "turn", channel }));
+      if (!this.watchers.has(dir)) this.watchDir(dir, () => this.emit("turn"));
     }
   }
 

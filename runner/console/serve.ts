@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import type { RosterPaths } from "../config/paths.ts";
+import type { ListenAddress } from "../gateway/gateway.ts";
 import type { Session } from "../sessions/session.ts";
 import { consoleApp } from "./app.ts";
 import { ConsoleFeed } from "./feed.ts";
@@ -26,15 +27,13 @@ export interface RunningConsole {
 
 export async function startConsole(options: {
   paths: RosterPaths;
-  listen: string;
+  listen: ListenAddress;
   workers: () => string[];
   sessions: () => Promise<Session[]>;
   /** How long a peer may take to send a whole request (default 10 s). */
   requestTimeoutMs?: number;
 }): Promise<RunningConsole> {
-  const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(options.listen);
-  const host = match?.[1]?.replace(/^\[|\]$/g, "") ?? "127.0.0.1";
-  const wanted = Number(match?.[2] ?? 7717);
+  const { host, port: wanted } = options.listen;
   const key = consoleKey(options.paths);
   const feed = new ConsoleFeed(options.paths, options.workers);
   feed.start();

@@ -7,7 +7,7 @@ import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
 import { runningGateway } from "../gateway/health.ts";
-import { defaultListen } from "../gateway/listen.ts";
+import { defaultListen, parseAddr } from "../gateway/listen.ts";
 import { OfferDesk } from "../listeners/offers.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import { SessionRouter } from "../sessions/router.ts";
@@ -115,9 +115,12 @@ export async function startServer(options: ServerOptions): Promise<number> {
   if (!options.once && !options.noConsole && config.org.console?.enabled !== false) {
     try {
       const { startConsole, DEFAULT_CONSOLE_LISTEN } = await import("../console/serve.ts");
+      // the schema checked its shape; one parser for every HOST:PORT
+      const [listen] = parseAddr(config.org.console?.listen ?? DEFAULT_CONSOLE_LISTEN);
+      if (!listen) throw new Error("no address to listen on");
       webConsole = await startConsole({
         paths,
-        listen: config.org.console?.listen ?? DEFAULT_CONSOLE_LISTEN,
+        listen,
         workers: () => [...loadConfig(paths.config).workers.keys()],
         sessions: () => router.sessions(),
       });

@@ -117,6 +117,7 @@ export async function execThroughServer(
   exec: ExecRequest,
   io: Omit<Io, "write">,
 ): Promise<ExecEnvelope | undefined> {
+  const started = Date.now();
   const final = await handToServer(paths, "/exec", exec, { ...io, write: () => undefined });
   if (final === undefined) return undefined;
   if (final === "aborted")
@@ -125,7 +126,7 @@ export async function execThroughServer(
       stdout: "",
       stderr: "",
       exit_code: null,
-      duration_ms: 0,
+      duration_ms: Date.now() - started,
       error: "interrupted; the box was stopped",
     };
   const envelope = final.envelope;

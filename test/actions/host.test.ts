@@ -70,14 +70,7 @@ beforeAll(async () => {
       `name = "${worker}"\n`,
     );
   }
-  await env.writeVault("smtp", {
-    host: "localhost",
-    port: String(smtp.port),
-    user: "roster",
-    pass: "smtp-secret",
-    from: "elf@roster.test",
-    ca: smtp.caPem,
-  });
+  await env.writeVault("smtp", smtp.vaultCredential("elf@roster.test"));
   await new Promise((resolve) => setTimeout(resolve, 600)); // the gateway sees the new workers
 });
 afterAll(async () => {

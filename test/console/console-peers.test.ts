@@ -27,7 +27,7 @@ beforeAll(async () => {
   await initRoots(paths);
   web = await startConsole({
     paths,
-    listen: "127.0.0.1:0",
+    listen: { host: "127.0.0.1", port: 0 },
     workers: () => ["elf"],
     sessions: async () => [],
     requestTimeoutMs: 1500,

@@ -44,14 +44,7 @@ describe.skipIf(!docker || !browser)("the web console", () => {
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
       extraOrg: `${GRANTS}\n[console]\nlisten = "127.0.0.1:${port}"\n`,
     });
-    await storeCredential(deployment.paths.vault, "smtp", {
-      host: "localhost",
-      port: String(smtp.port),
-      user: "roster",
-      pass: "smtp-secret",
-      from: "elf@roster.test",
-      ca: smtp.caPem,
-    });
+    await storeCredential(deployment.paths.vault, "smtp", smtp.vaultCredential("elf@roster.test"));
     server = deployment.spawnRoster(["server", "start", "--no-listen"]);
     server.stderr.on("data", (chunk: Buffer) => {
       serverLog += chunk.toString();

@@ -18,6 +18,7 @@ export class SmtpSink {
   private constructor(
     private readonly server: SMTPServer,
     readonly caPem: string,
+    private readonly credentials: { user: string; pass: string },
   ) {}
 
   static async start(credentials: { user: string; pass: string }): Promise<SmtpSink> {
@@ -46,13 +47,25 @@ export class SmtpSink {
       },
       logger: false,
     });
-    sink = new SmtpSink(server, certificate.caPem);
+    sink = new SmtpSink(server, certificate.caPem, credentials);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return sink;
   }
 
   get port(): number {
     return (this.server.server.address() as AddressInfo).port;
+  }
+
+  /** The vault credential the email executor reads to send through this server. */
+  vaultCredential(from: string): Record<string, string> {
+    return {
+      host: "localhost",
+      port: String(this.port),
+      user: this.credentials.user,
+      pass: this.credentials.pass,
+      from,
+      ca: this.caPem,
+    };
   }
 
   async stop(): Promise<void> {
