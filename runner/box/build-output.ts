@@ -6,8 +6,15 @@ import type { Progress } from "./progress.ts";
  * Follows a classic-builder build to its end: each `Step n/m` becomes a
  * progress step (prefixed, shortened), every other line a detail. Resolves
  * with the build's error, if it reported one, and every line it printed, so
- * the caller can say what failed in its own words.
+ * the caller can say what failed in its own words. The builder colours a
+ * step's stderr and may split one line over several messages ("E", ": ",
+ * "Unable to locate package x"): colour codes are dropped and lines are
+ * joined again before anyone reads them.
  */
+// SGR colour sequences only: the builder adds nothing else (built from a string:
+// a literal ESC in a regex reads as a mistake)
+const COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
 export async function followBuild(
   docker: Docker,
   stream: NodeJS.ReadableStream,
@@ -16,19 +23,24 @@ export async function followBuild(
 ): Promise<{ failure: string | undefined; output: string[] }> {
   let failure: string | undefined;
   const output: string[] = [];
+  let pending = "";
+  const line = (raw: string) => {
+    const text = raw.trimEnd();
+    if (!text) return;
+    output.push(text);
+    if (/^Step \d+\/\d+ :/.test(text)) progress.step(`${prefix}: ${truncate(text, 110)}`);
+    else progress.detail(text);
+  };
   await followStream(docker, stream, (message) => {
     if (message.error) {
       failure = message.errorDetail?.message ?? message.error;
       return;
     }
-    for (const line of (message.stream ?? "").split("\n")) {
-      const text = line.trimEnd();
-      if (!text) continue;
-      output.push(text);
-      if (/^Step \d+\/\d+ :/.test(text)) progress.step(`${prefix}: ${truncate(text, 110)}`);
-      else progress.detail(text);
-    }
+    const lines = (pending + (message.stream ?? "").replace(COLOUR, "")).split("\n");
+    pending = lines.pop() ?? "";
+    for (const text of lines) line(text);
   });
+  line(pending);
   return { failure, output };
 }
 
