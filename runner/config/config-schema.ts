@@ -1,6 +1,6 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
-import { BudgetLimit, BudgetMeter, Grant, OrgGrant } from "./grant-schema.ts";
+import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
 import { ToolchainSection } from "./toolchain-schema.ts";
 
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
@@ -38,6 +38,8 @@ export const BudgetSection = Type.Object(
     currencies: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     meter: Type.Optional(Type.Array(BudgetMeter)),
     limit: Type.Optional(Type.Array(BudgetLimit)),
+    /** Model prices (USD per million tokens) for the `usd` currency; see gateway/prices.ts. */
+    price: Type.Optional(Type.Array(ModelPrice)),
   },
   { additionalProperties: false },
 );

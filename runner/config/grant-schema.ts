@@ -107,6 +107,23 @@ export const BudgetMeter = Type.Object(
 );
 export type BudgetMeter = Static<typeof BudgetMeter>;
 
+/**
+ * A model's price in US dollars per million tokens; `model` is a glob on the
+ * model name the provider reports. Cache reads and writes default to the
+ * input price when unset.
+ */
+export const ModelPrice = Type.Object(
+  {
+    model: Type.String({ minLength: 1 }),
+    input: Type.Number({ minimum: 0 }),
+    output: Type.Number({ minimum: 0 }),
+    cache_read: Type.Optional(Type.Number({ minimum: 0 })),
+    cache_write: Type.Optional(Type.Number({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type ModelPrice = Static<typeof ModelPrice>;
+
 export const Window = Type.Union([
   Type.Literal("minute"),
   Type.Literal("hour"),

@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { RequestFacts } from "./request-facts.ts";
+import type { ModelUsage } from "./usage.ts";
 
 /**
  * One JSON line per decision in audit/decisions.jsonl. Secrets never reach the
@@ -24,6 +25,8 @@ export interface AuditOutcome {
   /** Response body bytes passed to the box (forwarded exchanges and tunnels). */
   bytes?: number;
   outcome?: TransferOutcome;
+  /** A model call's tokens as its provider reported them, and their price when known. */
+  usage?: ModelUsage & { cost_usd?: number };
 }
 
 export interface DecisionRecord extends Omit<AuditOutcome, "rule"> {
@@ -87,7 +90,12 @@ export class DecisionLine {
     this.log.track(this);
   }
 
-  finish(transfer: { outcome: TransferOutcome; bytes: number; note?: string }): void {
+  finish(transfer: {
+    outcome: TransferOutcome;
+    bytes: number;
+    note?: string;
+    usage?: AuditOutcome["usage"];
+  }): void {
     const held = this.held;
     if (!held) return;
     this.write({
@@ -95,6 +103,7 @@ export class DecisionLine {
       bytes: transfer.bytes,
       outcome: transfer.outcome,
       ...(transfer.note ? { note: transfer.note } : {}),
+      ...(transfer.usage ? { usage: transfer.usage } : {}),
     });
   }
 
@@ -150,6 +159,7 @@ export class AuditLog {
       ...(outcome.injected?.length ? { injected: outcome.injected } : {}),
       ...(outcome.note ? { note: outcome.note } : {}),
       ...(outcome.outcome ? { outcome: outcome.outcome, bytes: outcome.bytes ?? 0 } : {}),
+      ...(outcome.usage ? { usage: outcome.usage } : {}),
     };
     if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify(record)}\n`);
     return record;

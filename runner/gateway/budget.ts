@@ -1,12 +1,16 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { BudgetMeter, ScopedLimit, Window } from "../config/grant-schema.ts";
+import type { BudgetMeter, ModelPrice, ScopedLimit, Window } from "../config/grant-schema.ts";
 import { hostMatches } from "../config/host-pattern.ts";
 import { scopeApplies } from "./judge.ts";
+import { costOf, tokensOf } from "./prices.ts";
+import type { ModelUsage } from "./usage.ts";
 
 /**
- * Budgets: meters put a fixed spend on matching calls; limits cap the spend per
- * window (epoch-aligned; a month is 30 days) at org or worker scope. The call
+ * Budgets: meters put a fixed spend on matching calls, and a model call spends
+ * the `tokens` (and `usd`) its provider reports (usage.ts, prices.ts); limits
+ * cap the spend per window (epoch-aligned; a month is 30 days) at org or
+ * worker scope. The call
  * that crosses a limit completes; the next is refused with 402. Every spend is
  * appended to audit/usage.jsonl and counters are rebuilt from it at start, so a
  * restart never resets a budget.
@@ -44,15 +48,17 @@ export class Budgets {
     auditDir: string,
     private meters: BudgetMeter[],
     private limits: ScopedLimit[],
+    private prices: ModelPrice[] = [],
   ) {
     mkdirSync(auditDir, { recursive: true, mode: 0o700 });
     this.file = join(auditDir, "usage.jsonl");
     this.usage = readUsage(this.file);
   }
 
-  reconfigure(meters: BudgetMeter[], limits: ScopedLimit[]): void {
+  reconfigure(meters: BudgetMeter[], limits: ScopedLimit[], prices: ModelPrice[] = []): void {
     this.meters = meters;
     this.limits = limits;
+    this.prices = prices;
   }
 
   /** The spend a call costs, per currency, from every matching meter. */
@@ -92,6 +98,13 @@ export class Budgets {
     now = Date.now(),
   ): BudgetRefusal | undefined {
     const currencies = Object.keys(spend).filter((currency) => (spend[currency] ?? 0) > 0);
+    const over = this.check(subject, currencies, now);
+    if (!over) this.record(subject, spend, now);
+    return over;
+  }
+
+  /** The first limit on these currencies that `subject` has used up, if any. */
+  check(subject: string, currencies: string[], now = Date.now()): BudgetRefusal | undefined {
     if (currencies.length === 0) return undefined;
     for (const limit of this.limits) {
       if (!currencies.includes(limit.currency) || !scopeApplies(limit.scope, subject)) continue;
@@ -108,18 +121,31 @@ export class Budgets {
         };
       }
     }
-    const lines = currencies.map((currency) => ({
-      ts: new Date(now).toISOString(),
-      ts_ms: now,
-      subject,
-      currency,
-      amount: spend[currency] ?? 0,
-    }));
+    return undefined;
+  }
+
+  /** Appends a spend (durably, before counting it) whatever the limits say: it happened. */
+  record(subject: string, spend: Record<string, number>, now = Date.now()): void {
+    const lines = Object.entries(spend)
+      .filter(([, amount]) => amount > 0)
+      .map(([currency, amount]) => ({
+        ts: new Date(now).toISOString(),
+        ts_ms: now,
+        subject,
+        currency,
+        amount,
+      }));
+    if (lines.length === 0) return;
     appendFileSync(this.file, lines.map((line) => `${JSON.stringify(line)}\n`).join(""), {
       mode: 0o600,
     });
     this.usage.push(...lines);
-    return undefined;
+  }
+
+  /** A model call's spend from its reported usage: `tokens`, and `usd` when a price names the model. */
+  modelSpend(usage: ModelUsage): Record<string, number> {
+    const usd = costOf(usage, this.prices);
+    return { tokens: tokensOf(usage), ...(usd !== undefined ? { usd } : {}) };
   }
 
   private used(scope: string, currency: string, since: number): number {

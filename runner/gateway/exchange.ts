@@ -6,6 +6,7 @@ import type { ClosedPorts } from "./closed-ports.ts";
 import type { ConfigSource } from "./config-source.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
+import { budgetRefusal, MODEL_CURRENCIES, meterFor, settleUsage } from "./model-meter.ts";
 import { denied, type Refusal, sendRefusal } from "./refusals.ts";
 import { relayBody } from "./relay.ts";
 import { readBody } from "./request-body.ts";
@@ -18,6 +19,7 @@ import {
 } from "./request-facts.ts";
 import { findSsrfRefusal, literalRefusal } from "./ssrf.ts";
 import { HOP_BY_HOP, UpstreamError, type Upstreams } from "./upstreams.ts";
+import { isModelCall } from "./usage.ts";
 import { readCredential, renderInjection, templatesFor } from "./vault.ts";
 
 /**
@@ -54,6 +56,8 @@ type Ruling =
       inject: Map<string, string>;
       spend: Record<string, number>;
       allowInternal: boolean;
+      /** A model call: its reported usage is metered from the response. */
+      model: boolean;
     };
 
 export function buildFacts(
@@ -115,25 +119,16 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
   const grant = decision.rule;
   const spend = deps.budgets.spendFor({ rule: grant.name, host: facts.host, method: facts.method });
   const over = facts.subject ? deps.budgets.charge(facts.subject, spend) : undefined;
-  if (over) {
-    return {
-      kind: "refuse",
-      decision,
-      note: "budget",
-      refusal: {
-        status: 402,
-        verdict: "budget",
-        rule: grant.name,
-        retryAfterSeconds: over.retryAfterSeconds,
-        body: {
-          error: "budget exceeded",
-          detail: `${over.currency} over ${over.window} cap (${over.used.toFixed(4)}/${over.max.toFixed(4)})`,
-          retry_after_secs: over.retryAfterSeconds,
-          hint: "a budget window is used up — nothing is broken; retry after it resets",
-        },
-      },
-    };
-  }
+  // a model call starts only while the tokens and usd windows have room; the one that
+  // crosses a cap finishes (its usage is only known at its end), the next is refused
+  const model = isModelCall(facts.method, facts.path);
+  const modelOver =
+    !over && model && facts.subject
+      ? deps.budgets.check(facts.subject, MODEL_CURRENCIES)
+      : undefined;
+  const budget = over ?? modelOver;
+  if (budget)
+    return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, budget) };
   let inject = new Map<string, string>();
   if (grant.inject) {
     const credential = readCredential(deps.vaultDir, grant.inject.credential);
@@ -167,7 +162,7 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
       refusal: denied(grant.name, literal.message, "denied by gateway (internal address)"),
     };
   }
-  return { kind: "forward", decision, inject, spend, allowInternal: named };
+  return { kind: "forward", decision, inject, spend, allowInternal: named, model };
 }
 
 /** The audit line for a refusal; budget and credential refusals were allowed by a rule first. */
@@ -312,8 +307,20 @@ export async function handleRequest(
     sendRefusal(res, { status: 502, body: { error: detail, rule: ruleName ?? null } });
     return;
   }
-  await relayBody(response, res, deps.upstreams.options.bodyIdleTimeoutMs, (transfer) =>
-    line.finish(transfer),
+  // a model's answer is read on the side for the usage it reports; the line waits for it
+  const meter = ruling.model && status < 300 ? meterFor(response.headers) : undefined;
+  await relayBody(
+    response,
+    res,
+    deps.upstreams.options.bodyIdleTimeoutMs,
+    (transfer) => {
+      if (!meter) line.finish(transfer);
+      else
+        void settleUsage(meter, deps.budgets, facts.subject).then((usage) =>
+          line.finish({ ...transfer, ...(usage ? { usage } : {}) }),
+        );
+    },
+    meter && ((chunk) => meter.push(chunk)),
   );
 }
 

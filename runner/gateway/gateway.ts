@@ -63,8 +63,15 @@ export class Gateway {
     const section = loaded.org.gateway ?? {};
     const ca = await CertificateAuthority.open(paths.ca);
     const audit = new AuditLog(paths.audit);
-    const budgets = new Budgets(paths.audit, loaded.meters, loaded.limits);
-    config.onChange((next) => budgets.reconfigure(next.meters, next.limits));
+    const budgets = new Budgets(
+      paths.audit,
+      loaded.meters,
+      loaded.limits,
+      loaded.org.budget?.price ?? [],
+    );
+    config.onChange((next) =>
+      budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
+    );
     const resolve = Object.fromEntries(
       Object.entries(section.resolve ?? {}).map(([name, address]) => [name.toLowerCase(), address]),
     );

@@ -28,6 +28,8 @@ export async function relayBody(
   idleMs: number,
   /** Called once, as soon as the outcome is known (before the last bytes go to the box when whole). */
   settle: (transfer: Transfer) => void,
+  /** Sees each body chunk as it goes to the box (the usage meter); must not throw. */
+  observe?: (chunk: Buffer) => void,
 ): Promise<Transfer> {
   let bytes = 0;
   // whichever side failed first decides the outcome; the pipeline then tears down the other
@@ -49,6 +51,7 @@ export async function relayBody(
   const meter = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       bytes += chunk.length;
+      observe?.(chunk);
       timer.refresh();
       callback(null, chunk);
     },

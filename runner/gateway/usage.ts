@@ -1,0 +1,191 @@
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+
+/**
+ * Model usage read from the provider's own answer, as it passes: the token
+ * counts Anthropic Messages, OpenAI Chat Completions and Responses (and
+ * OpenAI-compatible servers that report `usage`) put in a JSON body or in the
+ * events of a stream. The box gets every byte as it comes; the meter only
+ * looks at a copy. A stream is read event by event (only the line being
+ * assembled is kept, and a line past MAX_LINE is skipped); a JSON body is
+ * kept up to MAX_JSON for one parse at its end. A compressed body is
+ * inflated on the side for the same reading.
+ */
+export interface ModelUsage {
+  model?: string;
+  /** Input tokens not read from a cache. */
+  input: number;
+  output: number;
+  cache_read: number;
+  cache_write: number;
+}
+
+const MAX_JSON = 8 * 1024 * 1024;
+const MAX_LINE = 1024 * 1024;
+
+/** Calls the meter looks at: a POST to a model API's generation endpoint. */
+export function isModelCall(method: string, path: string): boolean {
+  return method === "POST" && /\/(chat\/completions|completions|responses|messages)$/.test(path);
+}
+
+const num = (value: unknown) => (typeof value === "number" && value >= 0 ? value : 0);
+
+/** The usage one parsed body or event reports (undefined when it reports none). */
+export function usageOf(message: unknown): Partial<ModelUsage> | undefined {
+  if (typeof message !== "object" || message === null) return undefined;
+  const m = message as Record<string, unknown>;
+  // Anthropic's message_start carries the message; Responses' completion event the response
+  const inner = (m.message ?? m.response) as Record<string, unknown> | undefined;
+  const usage = (m.usage ?? inner?.usage) as Record<string, unknown> | undefined | null;
+  const model = typeof m.model === "string" ? m.model : (inner?.model as string | undefined);
+  if (!usage || typeof usage !== "object") return model ? { model } : undefined;
+  const out: Partial<ModelUsage> = model ? { model } : {};
+  if ("prompt_tokens" in usage || "completion_tokens" in usage) {
+    // Chat Completions: prompt_tokens counts the cached part too
+    const cached = num((usage.prompt_tokens_details as Record<string, unknown>)?.cached_tokens);
+    out.input = Math.max(0, num(usage.prompt_tokens) - cached);
+    out.cache_read = cached;
+    out.output = num(usage.completion_tokens);
+  } else if ("input_tokens_details" in usage || "output_tokens_details" in usage) {
+    // Responses: input_tokens counts the cached part too
+    const cached = num((usage.input_tokens_details as Record<string, unknown>)?.cached_tokens);
+    out.input = Math.max(0, num(usage.input_tokens) - cached);
+    out.cache_read = cached;
+    out.output = num(usage.output_tokens);
+  } else {
+    // Anthropic: input_tokens excludes cache reads and writes; a delta's output is cumulative
+    if ("input_tokens" in usage) out.input = num(usage.input_tokens);
+    if ("output_tokens" in usage) out.output = num(usage.output_tokens);
+    if ("cache_read_input_tokens" in usage) out.cache_read = num(usage.cache_read_input_tokens);
+    if ("cache_creation_input_tokens" in usage)
+      out.cache_write = num(usage.cache_creation_input_tokens);
+  }
+  return out;
+}
+
+export class UsageMeter {
+  private found: Partial<ModelUsage> = {};
+  private seen = false;
+  private json: Buffer[] | undefined = [];
+  private jsonBytes = 0;
+  private line = "";
+  private skipping = false;
+  private readonly inflater: NodeJS.ReadWriteStream | undefined;
+  private readonly inflated: Promise<void>;
+
+  constructor(
+    private readonly kind: "json" | "sse",
+    encoding: string | undefined,
+  ) {
+    const coding = (encoding ?? "").trim().toLowerCase();
+    this.inflater =
+      coding === "gzip" || coding === "x-gzip"
+        ? createGunzip()
+        : coding === "br"
+          ? createBrotliDecompress()
+          : coding === "deflate"
+            ? createInflate()
+            : undefined;
+    const inflater = this.inflater;
+    this.inflated = inflater
+      ? new Promise((resolve) => {
+          inflater.on("data", (chunk: Buffer) => this.read(chunk));
+          inflater.on("end", resolve);
+          // a body that does not inflate is simply not metered
+          inflater.on("error", () => {
+            this.seen = false;
+            resolve();
+          });
+        })
+      : Promise.resolve();
+  }
+
+  /** The meter for a response, or undefined when it is not one a model reports usage in. */
+  static for(
+    contentType: string | undefined,
+    encoding: string | undefined,
+  ): UsageMeter | undefined {
+    const type = (contentType ?? "").toLowerCase();
+    if (type.includes("text/event-stream")) return new UsageMeter("sse", encoding);
+    if (type.includes("json")) return new UsageMeter("json", encoding);
+    return undefined;
+  }
+
+  /** A copy of a body chunk, as it goes to the box. */
+  push(chunk: Buffer): void {
+    if (this.inflater) this.inflater.write(chunk);
+    else this.read(chunk);
+  }
+
+  /** The usage the whole body reported, once it has ended (undefined if none). */
+  async finish(): Promise<ModelUsage | undefined> {
+    if (this.inflater) {
+      this.inflater.end();
+      await this.inflated;
+    }
+    if (this.kind === "json" && this.json) {
+      try {
+        this.merge(usageOf(JSON.parse(Buffer.concat(this.json).toString("utf8"))));
+      } catch {
+        // not JSON after all: nothing to meter
+      }
+    } else if (this.kind === "sse") this.event(this.line);
+    if (!this.seen) return undefined;
+    return {
+      ...(this.found.model ? { model: this.found.model } : {}),
+      input: this.found.input ?? 0,
+      output: this.found.output ?? 0,
+      cache_read: this.found.cache_read ?? 0,
+      cache_write: this.found.cache_write ?? 0,
+    };
+  }
+
+  private read(chunk: Buffer): void {
+    if (this.kind === "json") {
+      if (!this.json) return;
+      this.jsonBytes += chunk.length;
+      if (this.jsonBytes > MAX_JSON) this.json = undefined;
+      else this.json.push(chunk);
+      return;
+    }
+    let text = chunk.toString("latin1");
+    let newline = text.indexOf("\n");
+    while (newline >= 0) {
+      if (!this.skipping) this.event(this.line + text.slice(0, newline));
+      this.line = "";
+      this.skipping = false;
+      text = text.slice(newline + 1);
+      newline = text.indexOf("\n");
+    }
+    if (this.skipping) return;
+    this.line += text;
+    if (this.line.length > MAX_LINE) {
+      this.line = "";
+      this.skipping = true;
+    }
+  }
+
+  /** One line of an event stream: only `data:` lines that hold JSON matter. */
+  private event(raw: string): void {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    if (!line.startsWith("data:")) return;
+    const data = Buffer.from(line.slice(5).trim(), "latin1").toString("utf8");
+    if (!data.startsWith("{")) return;
+    try {
+      this.merge(usageOf(JSON.parse(data)));
+    } catch {
+      // a data line that is not JSON carries no usage
+    }
+  }
+
+  private merge(usage: Partial<ModelUsage> | undefined): void {
+    if (!usage) return;
+    if (usage.model) this.found.model ??= usage.model;
+    for (const field of ["input", "output", "cache_read", "cache_write"] as const) {
+      const value = usage[field];
+      if (value === undefined) continue;
+      this.seen = true;
+      // streams repeat or grow counts (a delta's output is cumulative): the largest is the total
+      this.found[field] = Math.max(this.found[field] ?? 0, value);
+    }
+  }
+}
