@@ -3,6 +3,7 @@ import { RosterError } from "../errors.ts";
 import { ROSTER_VERSION } from "../version.ts";
 import { registerActionCommands } from "./action-commands.ts";
 import { registerBoxCommands } from "./box-commands.ts";
+import { registerBudgetCommands } from "./budget-commands.ts";
 import { registerChannelCommands } from "./channel-commands.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
 import { registerRunCommands } from "./run-commands.ts";
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerBoxCommands(program);
   registerGatewayCommands(program);
+  registerBudgetCommands(program);
   registerRunCommands(program);
   registerActionCommands(program);
   registerTaskCommands(program);

@@ -205,10 +205,13 @@ export function registerRunCommands(program: Command): void {
     });
   runs
     .command("show <run>")
-    .description("one run: its record, task, conversation and files (any unique prefix of its id)")
+    .description(
+      "one run: its record, model tokens and cost, task, conversation and files (any unique prefix of its id)",
+    )
     .action((prefix: string) => {
-      const found = findRun(rosterPaths().state, prefix);
+      const paths = rosterPaths();
+      const found = findRun(paths.state, prefix);
       if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });
-      process.stdout.write(`${showRun(found)}\n`);
+      process.stdout.write(`${showRun(found, paths.audit)}\n`);
     });
 }

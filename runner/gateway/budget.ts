@@ -29,6 +29,16 @@ interface UsageLine {
   amount: number;
 }
 
+export interface LimitStanding {
+  scope: string;
+  currency: string;
+  window: Window;
+  max: number;
+  used: number;
+  remaining: number;
+  resets_at: string;
+}
+
 export interface BudgetRefusal {
   currency: string;
   window: Window;
@@ -146,6 +156,29 @@ export class Budgets {
   modelSpend(usage: ModelUsage): Record<string, number> {
     const usd = costOf(usage, this.prices);
     return { tokens: tokensOf(usage), ...(usd !== undefined ? { usd } : {}) };
+  }
+
+  /**
+   * Every limit (those that bind `subject` when given) with what its window
+   * has used so far, what is left, and when the window resets.
+   */
+  standing(subject?: string, now = Date.now()): LimitStanding[] {
+    return this.limits
+      .filter((limit) => !subject || scopeApplies(limit.scope, subject))
+      .map((limit) => {
+        const length = WINDOW_MS[limit.window];
+        const start = Math.floor(now / length) * length;
+        const used = this.used(limit.scope, limit.currency, start);
+        return {
+          scope: limit.scope,
+          currency: limit.currency,
+          window: limit.window,
+          max: limit.max,
+          used,
+          remaining: Math.max(0, limit.max - used),
+          resets_at: new Date(start + length).toISOString(),
+        };
+      });
   }
 
   private used(scope: string, currency: string, since: number): number {

@@ -1,5 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import type { DecisionRecord } from "../gateway/audit.ts";
+import { readDecisions } from "../gateway/audit-view.ts";
 import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
 import { listRuns, type RunLocation, type RunRecord, readRecord } from "./run-record.ts";
 
@@ -100,9 +102,43 @@ export function conversation(dir: string): string[] {
   return out;
 }
 
-export function showRun(run: RunLocation): string {
+/** A run's model calls as the gateway metered them: tokens by kind, and cost when priced. */
+export interface RunUsage {
+  calls: number;
+  input: number;
+  output: number;
+  cache_read: number;
+  cache_write: number;
+  /** Summed over the calls whose model has a price; absent when none had. */
+  cost_usd?: number;
+}
+
+export function runUsage(decisions: DecisionRecord[], runId: string): RunUsage | undefined {
+  const total: RunUsage = { calls: 0, input: 0, output: 0, cache_read: 0, cache_write: 0 };
+  for (const decision of decisions) {
+    const usage = decision.usage;
+    if (decision.run_id !== runId || !usage) continue;
+    total.calls++;
+    total.input += usage.input;
+    total.output += usage.output;
+    total.cache_read += usage.cache_read;
+    total.cache_write += usage.cache_write;
+    if (usage.cost_usd !== undefined) total.cost_usd = (total.cost_usd ?? 0) + usage.cost_usd;
+  }
+  return total.calls ? total : undefined;
+}
+
+export function formatUsage(usage: RunUsage): string {
+  const tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+  return `${tokens} tokens over ${usage.calls} model call(s) (input ${usage.input}, output ${usage.output}, cache read ${usage.cache_read}, cache write ${usage.cache_write})${usage.cost_usd !== undefined ? `, $${usage.cost_usd.toFixed(4)}` : ", cost unknown (no price for the model)"}`;
+}
+
+export function showRun(run: RunLocation, auditDir?: string): string {
   const record = readRecord(run.dir);
   if (!record) return `run ${run.id}: no record`;
+  const usage = auditDir
+    ? runUsage(readDecisions(auditDir, { run: record.id }), record.id)
+    : undefined;
   const lines = [
     `run       ${record.id}`,
     `worker    ${record.worker}`,
@@ -111,6 +147,7 @@ export function showRun(run: RunLocation): string {
     `ended     ${record.ended_at ?? "-"}`,
     `exit      ${record.exit_code ?? "-"}`,
     ...(record.error ? [`error     ${record.error}`] : []),
+    ...(usage ? [`model     ${formatUsage(usage)}`] : []),
     ...Object.entries(record.repos ?? {}).map(
       ([name, repo]) =>
         `repo      ${name}: ${repo.state} (base ${repo.base_commit.slice(0, 12)}${repo.produced_commit ? `, head ${repo.produced_commit.slice(0, 12)}` : ""})${repo.quarantine_ref ? ` kept at ${repo.quarantine_ref}` : ""}${repo.error ? ` — ${repo.error}` : ""}`,

@@ -2,6 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DecisionRecord } from "../../runner/gateway/audit.ts";
+import { runDir, writeRecord } from "../../runner/runs/run-record.ts";
+import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { viaProxy } from "../support/proxy-clients.ts";
 import { Upstream } from "../support/upstream.ts";
@@ -116,5 +118,36 @@ describe("model usage at the door", () => {
     await env.restart();
     expect((await call("/v1/chat/completions")).status).toBe(402);
     expect(upstream.seen).toHaveLength(2);
+  });
+
+  it("shows each limit's spend (roster budget) and a run's tokens and cost (roster runs show)", async () => {
+    const rosterEnv = { ROSTER_ROOT: env.root };
+    const budget = await runRoster(["budget", "--json"], rosterEnv);
+    expect(budget.code, budget.stderr).toBe(0);
+    expect(JSON.parse(budget.stdout)).toMatchObject({
+      scope: "org",
+      currency: "tokens",
+      window: "day",
+      max: 1000,
+      used: 1200,
+      remaining: 0,
+    });
+    const readable = await runRoster(["budget"], rosterEnv);
+    expect(readable.stdout).toMatch(/^org\s+tokens\s+day\s+1200 of 1000 used, 0 left; resets /);
+    expect((await runRoster(["budget", "--worker", "nobody"], rosterEnv)).code).toBe(2);
+
+    await writeRecord(runDir(env.paths.state, "elf", "run-usage"), {
+      id: "run-usage",
+      worker: "elf",
+      kind: "box",
+      state: "done",
+      started_at: new Date().toISOString(),
+    });
+    const shown = await runRoster(["runs", "show", "run-usage"], rosterEnv);
+    expect(shown.code, shown.stderr).toBe(0);
+    // 0.00393 + 0.00065 dollars over both calls
+    expect(shown.stdout).toContain(
+      "model     1200 tokens over 2 model call(s) (input 700, output 300, cache read 200, cache write 0), $0.0046",
+    );
   });
 });

@@ -4,7 +4,7 @@ import { html } from "hono/html";
 import type { RosterPaths } from "../../config/paths.ts";
 import { readDecisions } from "../../gateway/audit-view.ts";
 import { listRuns, readRecord, runDir } from "../../runs/run-record.ts";
-import { conversation, runRows } from "../../runs/runs-view.ts";
+import { conversation, formatUsage, runRows, runUsage } from "../../runs/runs-view.ts";
 import { duration, type Html, when } from "../html.ts";
 import { decisionRows } from "./door.ts";
 
@@ -54,6 +54,7 @@ export function runPage(paths: RosterPaths, worker: string, id: string): Html | 
   const record = readRecord(dir);
   if (!record) return undefined;
   const decisions = readDecisions(paths.audit, { run: id }).filter((d) => d.run_id === id);
+  const usage = runUsage(decisions, id);
   const hosts = new Map<string, { allowed: number; refused: number; bytes: number }>();
   for (const decision of decisions) {
     const entry = hosts.get(decision.request.host) ?? { allowed: 0, refused: 0, bytes: 0 };
@@ -78,6 +79,7 @@ export function runPage(paths: RosterPaths, worker: string, id: string): Html | 
 <tr><th>duration</th><td>${duration(record.started_at, record.ended_at)}</td></tr>
 <tr><th>exit</th><td>${record.exit_code ?? "–"}</td></tr>
 ${record.error ? html`<tr><th>error</th><td>${record.error}</td></tr>` : ""}
+${usage ? html`<tr><th>model</th><td>${formatUsage(usage)}</td></tr>` : ""}
 </table>
 <h2>Conversation</h2>
 <pre class="conversation">${conversation(dir).join("\n") || "(no events)"}</pre>
