@@ -21,6 +21,8 @@ export interface ModelUsage {
 
 const MAX_JSON = 8 * 1024 * 1024;
 const MAX_LINE = 1024 * 1024;
+const USAGE = Buffer.from('"usage"');
+const DATA = Buffer.from("data:");
 
 /** Calls the meter looks at: a POST to a model API's generation endpoint. */
 export function isModelCall(method: string, path: string): boolean {
@@ -67,7 +69,8 @@ export class UsageMeter {
   private seen = false;
   private json: Buffer[] | undefined = [];
   private jsonBytes = 0;
-  private line = "";
+  private partial: Buffer[] = [];
+  private partialBytes = 0;
   private skipping = false;
   private readonly inflater: NodeJS.ReadWriteStream | undefined;
   private readonly inflated: Promise<void>;
@@ -128,7 +131,7 @@ export class UsageMeter {
       } catch {
         // not JSON after all: nothing to meter
       }
-    } else if (this.kind === "sse") this.event(this.line);
+    } else if (this.kind === "sse" && !this.skipping) this.event(Buffer.concat(this.partial));
     if (!this.seen) return undefined;
     return {
       ...(this.found.model ? { model: this.found.model } : {}),
@@ -147,28 +150,34 @@ export class UsageMeter {
       else this.json.push(chunk);
       return;
     }
-    let text = chunk.toString("latin1");
-    let newline = text.indexOf("\n");
+    // lines are found and filtered as bytes: only a line that mentions "usage" is decoded
+    let from = 0;
+    let newline = chunk.indexOf(10, from);
     while (newline >= 0) {
-      if (!this.skipping) this.event(this.line + text.slice(0, newline));
-      this.line = "";
+      const segment = chunk.subarray(from, newline);
+      if (!this.skipping)
+        this.event(this.partial.length ? Buffer.concat([...this.partial, segment]) : segment);
+      this.partial = [];
+      this.partialBytes = 0;
       this.skipping = false;
-      text = text.slice(newline + 1);
-      newline = text.indexOf("\n");
+      from = newline + 1;
+      newline = chunk.indexOf(10, from);
     }
-    if (this.skipping) return;
-    this.line += text;
-    if (this.line.length > MAX_LINE) {
-      this.line = "";
+    if (this.skipping || from >= chunk.length) return;
+    this.partialBytes += chunk.length - from;
+    if (this.partialBytes > MAX_LINE) {
+      this.partial = [];
+      this.partialBytes = 0;
       this.skipping = true;
-    }
+    } else this.partial.push(chunk.subarray(from));
   }
 
-  /** One line of an event stream: only `data:` lines that hold JSON matter. */
-  private event(raw: string): void {
-    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-    if (!line.startsWith("data:")) return;
-    const data = Buffer.from(line.slice(5).trim(), "latin1").toString("utf8");
+  /** One line of an event stream: only `data:` lines about usage matter. */
+  private event(line: Buffer): void {
+    // every wire format puts its counts under "usage": other events (the bulk of
+    // a stream, its content) are never decoded or parsed
+    if (!line.includes(USAGE) || !line.subarray(0, 5).equals(DATA)) return;
+    const data = line.toString("utf8", 5).trim();
     if (!data.startsWith("{")) return;
     try {
       this.merge(usageOf(JSON.parse(data)));
