@@ -1,3 +1,4 @@
+import type { Transform } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 
 /**
@@ -21,6 +22,8 @@ export interface ModelUsage {
 
 const MAX_JSON = 8 * 1024 * 1024;
 const MAX_LINE = 1024 * 1024;
+/** Past this much inflated output a body is not metered (a decompression bomb costs little). */
+const MAX_INFLATED = 64 * 1024 * 1024;
 const USAGE = Buffer.from('"usage"');
 const DATA = Buffer.from("data:");
 
@@ -72,7 +75,9 @@ export class UsageMeter {
   private partial: Buffer[] = [];
   private partialBytes = 0;
   private skipping = false;
-  private readonly inflater: NodeJS.ReadWriteStream | undefined;
+  /** The body could not be read whole (it would not inflate, or inflated past the cap). */
+  private unreadable = false;
+  private readonly inflater: Transform | undefined;
   private readonly inflated: Promise<void>;
 
   constructor(
@@ -91,11 +96,20 @@ export class UsageMeter {
     const inflater = this.inflater;
     this.inflated = inflater
       ? new Promise((resolve) => {
-          inflater.on("data", (chunk: Buffer) => this.read(chunk));
+          let inflatedBytes = 0;
+          inflater.on("data", (chunk: Buffer) => {
+            inflatedBytes += chunk.length;
+            if (inflatedBytes <= MAX_INFLATED) this.read(chunk);
+            else {
+              this.unreadable = true;
+              inflater.destroy();
+              resolve();
+            }
+          });
           inflater.on("end", resolve);
           // a body that does not inflate is simply not metered
           inflater.on("error", () => {
-            this.seen = false;
+            this.unreadable = true;
             resolve();
           });
         })
@@ -115,6 +129,7 @@ export class UsageMeter {
 
   /** A copy of a body chunk, as it goes to the box. */
   push(chunk: Buffer): void {
+    if (this.unreadable) return;
     if (this.inflater) this.inflater.write(chunk);
     else this.read(chunk);
   }
@@ -122,9 +137,10 @@ export class UsageMeter {
   /** The usage the whole body reported, once it has ended (undefined if none). */
   async finish(): Promise<ModelUsage | undefined> {
     if (this.inflater) {
-      this.inflater.end();
+      if (!this.unreadable) this.inflater.end();
       await this.inflated;
     }
+    if (this.unreadable) return undefined;
     if (this.kind === "json" && this.json) {
       try {
         this.merge(usageOf(JSON.parse(Buffer.concat(this.json).toString("utf8"))));

@@ -59,6 +59,15 @@ describe("the usage meter", () => {
     expect(await meter("data: [DONE]\n\n", "text/event-stream")).toBeUndefined();
     expect(await meter("hello", "text/plain")).toBeUndefined();
     expect(await meter(Buffer.from("not gzip"), "application/json", "gzip")).toBeUndefined();
+    // a decompression bomb (100 MB of empty lines, then usage) is given up on, not inflated whole
+    const bomb = gzipSync(
+      Buffer.concat([Buffer.alloc(100 * 1024 * 1024, 0x0a), Buffer.from(chatStream(tokens))]),
+    );
+    expect(await meter(bomb, "text/event-stream", "gzip", 64 * 1024)).toBeUndefined();
+    const small = gzipSync(
+      Buffer.concat([Buffer.alloc(1024, 0x0a), Buffer.from(chatStream(tokens))]),
+    );
+    expect(await meter(small, "text/event-stream", "gzip")).toEqual(expected);
   });
 
   it("meters only generation endpoints, and prices known models", () => {
