@@ -118,17 +118,14 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
   }
   const grant = decision.rule;
   const spend = deps.budgets.spendFor({ rule: grant.name, host: facts.host, method: facts.method });
-  const over = facts.subject ? deps.budgets.charge(facts.subject, spend) : undefined;
-  // a model call starts only while the tokens and usd windows have room; the one that
-  // crosses a cap finishes (its usage is only known at its end), the next is refused
+  // a model call starts only while the tokens and usd windows have room (checked before
+  // any fixed spend is charged); the one that crosses a cap finishes, the next is refused
   const model = isModelCall(facts.method, facts.path);
   const modelOver =
-    !over && model && facts.subject
-      ? deps.budgets.check(facts.subject, MODEL_CURRENCIES)
-      : undefined;
-  const budget = over ?? modelOver;
-  if (budget)
-    return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, budget) };
+    model && facts.subject ? deps.budgets.check(facts.subject, MODEL_CURRENCIES) : undefined;
+  const over = modelOver ?? (facts.subject ? deps.budgets.charge(facts.subject, spend) : undefined);
+  if (over)
+    return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, over) };
   let inject = new Map<string, string>();
   if (grant.inject) {
     const credential = readCredential(deps.vaultDir, grant.inject.credential);
@@ -315,10 +312,11 @@ export async function handleRequest(
     deps.upstreams.options.bodyIdleTimeoutMs,
     (transfer) => {
       if (!meter) line.finish(transfer);
+      // a spend that can't be recorded (disk full) still leaves the call's line
       else
-        void settleUsage(meter, deps.budgets, facts.subject).then((usage) =>
-          line.finish({ ...transfer, ...(usage ? { usage } : {}) }),
-        );
+        void settleUsage(meter, deps.budgets, facts.subject)
+          .catch(() => undefined)
+          .then((usage) => line.finish({ ...transfer, ...(usage ? { usage } : {}) }));
     },
     meter && ((chunk) => meter.push(chunk)),
   );
