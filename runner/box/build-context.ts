@@ -59,7 +59,8 @@ export async function assembleContext(sources: ContextSources = {}): Promise<Bui
   const dir = await mkdtemp(join(tmpdir(), "roster-build-"));
 
   await cp(join(root, "box/Dockerfile"), join(dir, "Dockerfile"));
-  await cp(join(root, "box/roster-lock"), join(dir, "roster-lock"));
+  for (const tool of ["roster-lock", "roster-busy"])
+    await cp(join(root, "box", tool), join(dir, tool));
   await mkdir(join(dir, "engine"));
   for (const name of ["package.json", "package-lock.json", "run-pi"]) {
     await cp(join(root, "engine", name), join(dir, "engine", name));

@@ -9,7 +9,8 @@ import { type BoxSpec, containerCreateOptions } from "./container-spec.ts";
  * reason to end it wins. A one-shot run waits for the end (runBox); a warm
  * session keeps the handle and writes to the box's stdin (startBox).
  */
-export type EndedBy = "exit" | "ceiling" | "signal" | "error";
+/** `stalled`: the caller's activity watchdog found no sign of life for its window. */
+export type EndedBy = "exit" | "ceiling" | "signal" | "error" | "stalled";
 
 export interface BoxOutcome {
   exitCode: number;

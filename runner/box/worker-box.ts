@@ -1,3 +1,4 @@
+import { durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
 import { parseMemory } from "../config/memory.ts";
 import type { RunHome } from "../home/build-home.ts";
@@ -34,6 +35,7 @@ export interface WorkerBoxInput {
 
 export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
   const { worker } = input;
+  const stallMs = durationMs(worker.box.stall_after);
   const env = {
     ...boxEnvironment({
       token: input.token,
@@ -46,6 +48,10 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
         : {}),
     }),
     ...(input.toolsVolume ? toolsEnvironment() : {}),
+    // roster-busy refreshes its mark well inside this window
+    ...(stallMs !== undefined
+      ? { ROSTER_STALL_AFTER_SECS: String(Math.ceil(stallMs / 1000)) }
+      : {}),
     ...input.env,
   };
   return {

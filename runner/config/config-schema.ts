@@ -52,6 +52,9 @@ export const EngineSection = Type.Object(
   { additionalProperties: false },
 );
 
+/** A duration in whole seconds, minutes or hours, or "off". */
+export const STALL_AFTER_PATTERN = "^(off|[1-9][0-9]{0,5}[smh])$";
+
 export const BoxSection = Type.Object(
   {
     pids_limit: Type.Optional(Type.Integer({ minimum: 16 })),
@@ -68,6 +71,12 @@ export const BoxSection = Type.Object(
     chat_idle_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     /** A terminal (roster talk) session ends after this many quiet seconds. */
     talk_idle_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /**
+     * A run or a session turn with no model output, tool start or end, or tool
+     * output for this long is stopped as stalled: "90s", "5m", "1h", or "off"
+     * (org.toml only: a worker may shorten it, never switch it off).
+     */
+    stall_after: Type.Optional(Type.String({ pattern: STALL_AFTER_PATTERN })),
   },
   { additionalProperties: false },
 );

@@ -7,6 +7,7 @@ import type {
   WorkerConfig,
   WorkerModelSection,
 } from "./config-schema.ts";
+import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
 import type { ConfigError } from "./load.ts";
 import { locateLine } from "./locate.ts";
@@ -32,6 +33,7 @@ export const BOX_DEFAULTS: Required<BoxSection> = {
   turn_ceiling_min: 15,
   chat_idle_secs: 90,
   talk_idle_secs: 300,
+  stall_after: "5m",
 };
 
 /** [box] keys that are plain numbers: a worker's smaller one wins. */
@@ -83,7 +85,16 @@ export function narrowestBox(
     cpus: lower(base.cpus, worker?.cpus, Number.MIN_VALUE),
     egress_lockdown: base.egress_lockdown !== false || worker?.egress_lockdown === true,
     ...timeLimits(base, worker),
+    stall_after: narrowerStall(base.stall_after, worker?.stall_after),
   };
+}
+
+/** The worker's stall window when it is a real, shorter one; "off" never beats a window. */
+function narrowerStall(org: string, worker: string | undefined): string {
+  const orgMs = durationMs(org);
+  const workerMs = worker === undefined ? undefined : durationMs(worker);
+  if (workerMs === undefined) return orgMs === undefined ? "off" : org;
+  return orgMs === undefined || workerMs < orgMs ? (worker ?? org) : org;
 }
 
 function timeLimits(
@@ -235,6 +246,22 @@ export function checkNarrowing(
     const value = box[key];
     if (value !== undefined && value > effectiveBox[key])
       tooMuch(`/box/${key}`, value, effectiveBox[key], orgBox[key] === undefined);
+  }
+  const orgStall = durationMs(effectiveBox.stall_after);
+  if (box.stall_after !== undefined && orgStall !== undefined) {
+    const stall = durationMs(box.stall_after);
+    if (stall === undefined)
+      at(
+        "/box/stall_after",
+        `"off" switches off a protection org.toml keeps on (${allowed(effectiveBox.stall_after, orgBox.stall_after === undefined)}); ${NARROW_ONLY}`,
+      );
+    else if (stall > orgStall)
+      tooMuch(
+        "/box/stall_after",
+        box.stall_after,
+        effectiveBox.stall_after,
+        orgBox.stall_after === undefined,
+      );
   }
 
   const context = worker.context ?? {};

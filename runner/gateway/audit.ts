@@ -27,6 +27,8 @@ export interface AuditOutcome {
   outcome?: TransferOutcome;
   /** A model call's tokens as its provider reported them, and their price when known. */
   usage?: ModelUsage & { cost_usd?: number };
+  /** A budget refusal: which cap, and when its window resets (a run stopped by it says so). */
+  budget?: { detail: string; retry_after_secs: number };
 }
 
 export interface DecisionRecord extends Omit<AuditOutcome, "rule"> {
@@ -160,6 +162,7 @@ export class AuditLog {
       ...(outcome.note ? { note: outcome.note } : {}),
       ...(outcome.outcome ? { outcome: outcome.outcome, bytes: outcome.bytes ?? 0 } : {}),
       ...(outcome.usage ? { usage: outcome.usage } : {}),
+      ...(outcome.budget ? { budget: outcome.budget } : {}),
     };
     if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify(record)}\n`);
     return record;

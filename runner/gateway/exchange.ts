@@ -164,12 +164,17 @@ export function rule(deps: ExchangeDeps, facts: RequestFacts, body: Buffer): Rul
 
 /** The audit line for a refusal; budget and credential refusals were allowed by a rule first. */
 export function refusalOutcome(ruling: Extract<Ruling, { kind: "refuse" }>): AuditOutcome {
+  const { refusal } = ruling;
+  const detail = refusal.body.detail;
   return {
     verdict: ruling.note ? "allow" : "deny",
     // a refusal before any grant (a closed host service) names its own rule
-    rule: ruling.decision?.rule?.name ?? ruling.refusal.rule,
-    status: ruling.refusal.status,
+    rule: ruling.decision?.rule?.name ?? refusal.rule,
+    status: refusal.status,
     ...(ruling.note ? { note: ruling.note } : {}),
+    ...(ruling.note === "budget" && typeof detail === "string"
+      ? { budget: { detail, retry_after_secs: refusal.retryAfterSeconds ?? 0 } }
+      : {}),
   };
 }
 

@@ -1,4 +1,6 @@
+import { durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
+import { describeWindow } from "../runs/stall-watchdog.ts";
 
 /**
  * What the model is told. System = identity + runtime policy + the connections
@@ -74,7 +76,10 @@ export function compilePrompt(input: {
     { label: "IDENTITY", content: identity || `You are ${worker.name}, a worker.` },
     { label: "RUNTIME POLICY", content: RUNTIME_POLICY },
     { label: "CONNECTIONS", content: connections },
-    { label: "RUNTIME SCOPE", content: scopeLines(input).join("\n") },
+    {
+      label: "RUNTIME SCOPE",
+      content: [...scopeLines(input), ...stallLines(input.worker)].join("\n"),
+    },
   ];
   if (input.outcomes?.length)
     blocks.push({ label: "OUTCOMES SINCE YOUR LAST RUN", content: outcomesBlock(input.outcomes) });
@@ -123,6 +128,15 @@ function scopeLines(input: {
     "the channel's whole history is readable at ~/channel/messages.jsonl; ~/channel/store is yours for this channel",
     `reply: ${session.replyBy}`,
     `the session ends after a quiet spell or at ${input.ceilingMinutes} minutes; keep what must last in ~/store`,
+  ];
+}
+
+/** The watchdog, so the worker knows how to keep a long silent command from being taken for a stall. */
+function stallLines(worker: WorkerView): string[] {
+  const ms = durationMs(worker.box.stall_after);
+  if (ms === undefined) return [];
+  return [
+    `a run or turn that shows no sign of life (no output, no tool start or end) for ${describeWindow(ms)} is stopped as stalled; run a long command that prints nothing as \`roster-busy -- <command>\``,
   ];
 }
 

@@ -3,15 +3,24 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { outcomesSince } from "../actions/journal.ts";
 import { BOX_HOME, RUN_PI } from "../box/layout.ts";
-import { runBox } from "../box/lifecycle.ts";
+import { startBox } from "../box/lifecycle.ts";
+import { durationMs } from "../config/duration.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import { compilePrompt } from "../prompt/compile.ts";
-import { assistantText, describeEvent, LineSplitter, parseEvent } from "./pi-events.ts";
+import { budgetStop, describeBudgetStop } from "./budget-stop.ts";
+import {
+  assistantText,
+  describeEvent,
+  LineSplitter,
+  modelErrorOf,
+  parseEvent,
+} from "./pi-events.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import {
+  type EndedBy,
   finished,
   listRuns,
   newRunId,
@@ -20,6 +29,7 @@ import {
   runDir,
   writeRecord,
 } from "./run-record.ts";
+import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
 
 /**
  * `roster run <worker> "<prompt>"`: one governed run, end to end. The box comes
@@ -120,16 +130,29 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
     const stderr = createWriteStream(join(dir, "stderr.log"), { flags: "a" });
     const splitter = new LineSplitter();
     let answer: string | undefined;
+    let modelError: string | undefined;
     const onLine = (line: string) => {
       if (options.json) options.write(`${line}\n`);
       const event = parseEvent(line);
       if (!event) return;
       const text = assistantText(event);
       if (text) answer = text;
+      // the last word counts: pi retries a failed call, and a later answer clears the error
+      if (
+        event.type === "message_end" &&
+        (event.message as { role?: string })?.role === "assistant"
+      )
+        modelError = modelErrorOf(event);
       const shown = options.json ? undefined : describeEvent(event);
       if (shown) options.note(shown);
     };
-    const outcome = await runBox(
+    const stallMs = durationMs(worker.box.stall_after);
+    let stop: ((reason: "stalled") => Promise<void>) | undefined;
+    const watchdog =
+      stallMs === undefined
+        ? undefined
+        : new StallWatchdog(stallMs, home.home, () => void stop?.("stalled"));
+    const started = await startBox(
       box.docker,
       box.boxSpec({
         runId: id,
@@ -155,12 +178,20 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
         ...(options.signal ? { signal: options.signal } : {}),
         fault: gateway.lost,
         onStdout: (chunk) => {
+          watchdog?.activity();
           events.write(chunk);
           for (const line of splitter.push(chunk.toString("utf8"))) onLine(line);
         },
-        onStderr: (chunk) => stderr.write(chunk),
+        onStderr: (chunk) => {
+          watchdog?.activity();
+          stderr.write(chunk);
+        },
       },
     );
+    stop = started.kill;
+    watchdog?.start();
+    const outcome = await started.done;
+    watchdog?.stop();
     for (const line of splitter.flush()) onLine(line);
     const repos = await box.settleRepos({ id, dir, records: record.repos });
     if (repos) record = { ...record, repos };
@@ -174,13 +205,20 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
       await writeRecord(dir, record);
       throw new RosterError(cause, { exitCode: 1 });
     }
-    record = finished(record, outcome.endedBy, outcome.exitCode);
-    if (outcome.endedBy === "ceiling")
+    // a model refused by a used-up budget, as the gateway's audit has it, is why the run stopped
+    const budget =
+      outcome.endedBy === "exit" && modelError ? budgetStop(paths.audit, id) : undefined;
+    const endedBy: EndedBy = budget ? "budget" : outcome.endedBy;
+    record = finished(record, endedBy, outcome.exitCode);
+    if (endedBy === "ceiling")
       record.error = `killed at the ${options.ceilingMinutes}-minute ceiling`;
+    if (endedBy === "stalled" && stallMs !== undefined) record.error = stallMessage(stallMs);
+    if (budget) record.error = `stopped: ${describeBudgetStop(budget)}`;
     await writeRecord(dir, record);
     if (!options.json && answer) options.write(`${answer.trimEnd()}\n`);
-    const exitCode =
-      outcome.endedBy === "ceiling" ? 2 : outcome.endedBy === "signal" ? 130 : outcome.exitCode;
+    if (record.error && endedBy !== "exit") options.note(`run ${id}: ${record.error}`);
+    // 2: a limit stopped it (ceiling, stall, budget); 130: interrupted
+    const exitCode = endedBy === "signal" ? 130 : endedBy === "exit" ? outcome.exitCode : 2;
     return { exitCode, record, answer };
   } catch (error) {
     if (record.state === "running") {

@@ -61,6 +61,19 @@ export function assistantText(event: PiEvent): string | undefined {
   return text.trim() ? text : undefined;
 }
 
+/**
+ * An assistant message_end's model error (a provider refusal or failure after
+ * pi's own retries), if this is one.
+ */
+export function modelErrorOf(event: PiEvent): string | undefined {
+  if (event.type !== "message_end") return undefined;
+  const message = event.message as
+    | { role?: string; stopReason?: string; errorMessage?: string }
+    | undefined;
+  if (message?.role !== "assistant" || message.stopReason !== "error") return undefined;
+  return String(message.errorMessage ?? "unknown model error");
+}
+
 /** A one-line description of what the worker is doing, or undefined for events not worth showing. */
 export function describeEvent(event: PiEvent): string | undefined {
   if (event.type === "tool_execution_start") {

@@ -10,8 +10,20 @@ import type { RepoRecord } from "../repos/clone.ts";
  * `ended_by` values are stable names: logs and tools key on them.
  */
 export type RunState = "running" | "done" | "failed";
-/** `crash`: the runner itself died mid-run; a later start found the record and finished it. */
-export type EndedBy = "exit" | "ceiling" | "signal" | "idle" | "error" | "crash";
+/**
+ * `crash`: the runner itself died mid-run; a later start found the record and finished it.
+ * `stalled`: no sign of life for `[box] stall_after`. `budget`: the model was refused by a
+ * used-up budget and the run stopped there.
+ */
+export type EndedBy =
+  | "exit"
+  | "ceiling"
+  | "signal"
+  | "idle"
+  | "error"
+  | "crash"
+  | "stalled"
+  | "budget";
 
 export interface RunRecord {
   id: string;
@@ -61,19 +73,14 @@ export function readRecord(dir: string): RunRecord | undefined {
   }
 }
 
-/** Finishes a record: a ceiling, a signal, an error, a crash or a non-zero exit is a failure. */
+/** Finishes a record: anything but a clean exit or an idle end is a failure, as is a non-zero exit. */
 export function finished(
   record: RunRecord,
   endedBy: EndedBy,
   exitCode?: number,
   error?: string,
 ): RunRecord {
-  const failed =
-    endedBy === "ceiling" ||
-    endedBy === "error" ||
-    endedBy === "signal" ||
-    endedBy === "crash" ||
-    (exitCode ?? 0) !== 0;
+  const failed = (endedBy !== "exit" && endedBy !== "idle") || (exitCode ?? 0) !== 0;
   return {
     ...record,
     state: failed ? "failed" : "done",

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
+import { budgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
 import { runOneShot } from "../runs/oneshot.ts";
 import { runDir } from "../runs/run-record.ts";
 import { type Task, updateTasks } from "../tasks/store.ts";
@@ -131,11 +132,22 @@ export class Dispatcher {
       const id = result.record?.id ?? runId;
       const outcome = id ? readOutcome(paths, worker, id) : undefined;
       const interrupted = result.record?.ended_by === "signal" && this.stopped;
-      await this.settle(worker, task, interrupted ? "pending" : settledState(outcome), {
-        note: interrupted ? "requeued: the server stopped during its run" : outcome?.note,
+      // stopped by a used-up budget without reporting: it waits for the window to reset
+      const budget =
+        result.record?.ended_by === "budget" && !outcome && id
+          ? budgetStop(paths.audit, id)
+          : undefined;
+      if (budget) this.held.set(`${worker}/${task.id}`, Date.now() + budget.retryAfterSecs * 1000);
+      const requeued = interrupted || budget !== undefined;
+      await this.settle(worker, task, requeued ? "pending" : settledState(outcome), {
+        note: interrupted
+          ? "requeued: the server stopped during its run"
+          : budget
+            ? `requeued: ${describeBudgetStop(budget)}`
+            : outcome?.note,
       });
       note(
-        `task ${task.id} of ${worker}: ${interrupted ? "requeued (server stopping)" : settledState(outcome)} (run ${id ?? "?"}, ${result.record?.ended_by ?? "?"})`,
+        `task ${task.id} of ${worker}: ${interrupted ? "requeued (server stopping)" : budget ? "requeued until its budget resets" : settledState(outcome)} (run ${id ?? "?"}, ${result.record?.ended_by ?? "?"})`,
       );
     } catch (error) {
       await claimed.catch(() => undefined);

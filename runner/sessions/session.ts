@@ -5,12 +5,14 @@ import { outcomesSince } from "../actions/journal.ts";
 import { BOX_HOME, RUN_PI } from "../box/layout.ts";
 import { type BoxHandle, type BoxOutcome, startBox } from "../box/lifecycle.ts";
 import { isTrusted } from "../channels/designations.ts";
+import { durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import { compilePrompt } from "../prompt/compile.ts";
+import { budgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
 import { type Provisioned, provision } from "../runs/provision.ts";
 import {
   type EndedBy,
@@ -21,6 +23,7 @@ import {
   runDir,
   writeRecord,
 } from "../runs/run-record.ts";
+import { StallWatchdog, stallMessage } from "../runs/stall-watchdog.ts";
 import { PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
 
 /**
@@ -85,6 +88,8 @@ export class Session {
   /** Settles once, when the session is over and its record finished. */
   readonly ended: Promise<SessionEnd>;
   private finishing: Promise<SessionEnd> | undefined;
+  /** Watches each turn for signs of life ([box] stall_after); idle between turns. */
+  private readonly watchdog: StallWatchdog | undefined;
 
   private constructor(
     private readonly spec: SessionSpec,
@@ -97,10 +102,20 @@ export class Session {
     private readonly handle: BoxHandle,
     private readonly logs: WriteStream[],
     private readonly idleMs: number,
+    homeDir: string,
   ) {
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
     });
+    const stallMs = durationMs(box.worker.box.stall_after);
+    this.watchdog =
+      stallMs === undefined
+        ? undefined
+        : new StallWatchdog(
+            stallMs,
+            homeDir,
+            () => void this.end("stalled", stallMessage(stallMs), "failed"),
+          );
     void handle.done.then((outcome) => this.boxEnded(outcome));
     this.armIdle();
   }
@@ -216,7 +231,10 @@ export class Session {
             if (session) session.rpc.push(chunk);
             else feed.push(chunk);
           },
-          onStderr: (chunk) => stderr.write(chunk),
+          onStderr: (chunk) => {
+            session?.activity();
+            stderr.write(chunk);
+          },
         },
       );
       const stdin = handle.stdin;
@@ -237,6 +255,7 @@ export class Session {
         handle,
         logs,
         spec.idleMs ?? idleSecs * 1000,
+        home.home,
       );
       for (const chunk of feed.splice(0)) rpc.push(chunk);
       return session;
@@ -297,10 +316,19 @@ export class Session {
       ceilingMin * 60_000,
     );
     next.listener.onStart?.();
+    this.watchdog?.start();
     this.rpc.prompt(next.input, next.listener).then(
       (result) => {
         this.turnDone();
-        next.resolve(result);
+        // a model refused by a used-up budget: the sender is told why, and when it opens again
+        const budget = result.modelError
+          ? budgetStop(this.spec.paths.audit, this.runId)
+          : undefined;
+        if (budget)
+          next.reject(
+            new SessionError(`the worker stopped: ${describeBudgetStop(budget)}`, this.runId),
+          );
+        else next.resolve(result);
       },
       (error: unknown) => {
         this.turnDone();
@@ -312,6 +340,7 @@ export class Session {
   }
 
   private turnDone(): void {
+    this.watchdog?.stop();
     this.busy = false;
     this.turns++;
     if (this.turnTimer) clearTimeout(this.turnTimer);
@@ -322,6 +351,7 @@ export class Session {
 
   /** Something happened (a message, a line from pi): the quiet spell starts again. */
   private activity(): void {
+    this.watchdog?.activity();
     if (!this.busy) this.armIdle();
   }
 
@@ -377,6 +407,7 @@ export class Session {
     state: "done" | "failed",
   ): Promise<SessionEnd> {
     this.clearIdle();
+    this.watchdog?.stop();
     if (this.turnTimer) clearTimeout(this.turnTimer);
     const reason = error ?? `the session ended (${endedBy})`;
     this.rpc.fail(new SessionError(reason, this.runId));

@@ -3,8 +3,9 @@
  * can't be reached from here, so this speaks the real wire protocol in their
  * place: an OpenAI-compatible `POST /v1/chat/completions` that streams SSE
  * `chat.completion.chunk`s (the format pi 1.6.0 sends and parses; see the
- * engine notes). It plays a script of turns in order, records every request
- * (headers and parsed body) for assertions, and fails on demand.
+ * engine notes), the last of which reports the call's token usage. It plays
+ * a script of turns in order, records every request (headers and parsed
+ * body) for assertions, and fails on demand.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -28,6 +29,8 @@ export interface Turn {
   delayMs?: number;
   /** Stream the content but never send a finish_reason (a broken provider). */
   omitFinishReason?: boolean;
+  /** The usage the stream's last chunk reports (10 prompt and 5 completion tokens unless set). */
+  usage?: { prompt: number; completion: number };
 }
 
 /** A turn can be decided from the request it answers (e.g. echo a tool result). */
@@ -202,10 +205,16 @@ export class ModelServer {
     if (!turn.omitFinishReason) {
       chunks.push(chunk({}, turn.toolCalls?.length ? "tool_calls" : "stop"));
     }
+    const prompt = turn.usage?.prompt ?? 10;
+    const completion = turn.usage?.completion ?? 5;
     chunks.push({
       ...base,
       choices: [],
-      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      usage: {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: prompt + completion,
+      },
     });
     return chunks;
   }

@@ -35,6 +35,7 @@ describe("the CA a box build trusts while fetching", () => {
         expect.arrayContaining([
           "Dockerfile",
           "roster-lock",
+          "roster-busy",
           "engine/package.json",
           "engine/package-lock.json",
           "engine/run-pi",

@@ -61,6 +61,7 @@ const SESSION_DEFAULTS = {
   turn_ceiling_min: 15,
   chat_idle_secs: 90,
   talk_idle_secs: 300,
+  stall_after: "5m",
 };
 const HISTORY_DEFAULTS = { history_max_messages: 25, history_max_chars: 6_000 };
 
@@ -85,6 +86,16 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
       "box.egress_lockdown",
       "false switches off a protection org.toml keeps on (true)",
     ],
+    [
+      'stall_after = "6m"',
+      "box.stall_after",
+      '"6m" is more than org.toml allows ("5m" by default)',
+    ],
+    [
+      'stall_after = "off"',
+      "box.stall_after",
+      '"off" switches off a protection org.toml keeps on ("5m" by default)',
+    ],
   ])(
     "[box] %s is refused, naming file:line, field and the org's value",
     async (line, field, says) => {
@@ -97,6 +108,29 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
       ]);
     },
   );
+
+  it("stall_after: a worker's shorter window wins, and 'off' in org.toml leaves the worker free to set one", async () => {
+    const { config } = await load({
+      "org.toml": '[box]\nstall_after = "1h"\n',
+      "workers/elf/worker.toml": elf('[box]\nstall_after = "90s"\n'),
+      "workers/bob/worker.toml": 'name = "bob"\n',
+    });
+    expect(config.errors).toEqual([]);
+    expect(viewOf(config, "elf").box.stall_after).toBe("90s");
+    expect(viewOf(config, "bob").box.stall_after).toBe("1h");
+
+    const off = await load({
+      "org.toml": '[box]\nstall_after = "off"\n',
+      "workers/elf/worker.toml": elf('[box]\nstall_after = "10m"\n'),
+      "workers/bob/worker.toml": 'name = "bob"\n',
+    });
+    expect(off.config.errors).toEqual([]);
+    expect(viewOf(off.config, "elf").box.stall_after).toBe("10m");
+    expect(viewOf(off.config, "bob").box.stall_after).toBe("off");
+
+    const bad = await load({ "org.toml": '[box]\nstall_after = "0m"\n' });
+    expect(errorLines(bad.root, bad.config).join("\n")).toMatch(/org\.toml:2: box\.stall_after/);
+  });
 
   it("a [context] limit above the org's is refused", async () => {
     const { root, config } = await load({

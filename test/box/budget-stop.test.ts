@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SessionRouter } from "../../runner/sessions/router.ts";
+import { SessionError } from "../../runner/sessions/session.ts";
+import { readTasks, type Task } from "../../runner/tasks/store.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer } from "../support/model-server.ts";
+import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+const docker = await testDocker();
+
+/**
+ * A worker's model budget, end to end through a real box: the gateway meters
+ * the usage the (scripted) provider reports, the call that crosses the cap
+ * finishes, and what comes after is refused before it reaches the provider.
+ * A one-shot run then records `ended_by: budget`, a chat sender is told why
+ * and when it resets, and a queued task goes back to wait for the reset.
+ */
+describe.skipIf(!docker)("a run stopped by its model budget", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "BUDGET-KEY",
+      extraOrg: `
+[[budget.limit]]
+currency = "tokens"
+window = "day"
+max = 40
+`,
+    });
+  });
+  afterAll(async () => {
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("lets the crossing call finish, then stops the next run at its first call: exit 2, ended_by budget", async () => {
+    model.play({ text: "a long answer", usage: { prompt: 30, completion: 20 } });
+    const first = await deployment.roster(["run", "elf", "spend it"]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain("a long answer");
+    expect(latestRecord(deployment.paths, "elf")).toMatchObject({ ended_by: "exit" });
+
+    const asked = model.requests.length;
+    model.play({ text: "must never be sent" });
+    const second = await deployment.roster(["run", "elf", "spend more"], { timeoutMs: 120_000 });
+    expect(second.code, second.stderr).toBe(2);
+    expect(second.stderr).toMatch(
+      /the model budget is used up \(tokens over day cap \(50\.0000\/40\.0000\), refused at [^)]+\); it resets in \d+ (h|min|s)/,
+    );
+    // the refused calls never reached the provider
+    expect(model.requests.length).toBe(asked);
+    expect(latestRecord(deployment.paths, "elf")).toMatchObject({
+      state: "failed",
+      ended_by: "budget",
+      error: expect.stringContaining("the model budget is used up"),
+    });
+    const shown = await deployment.roster([
+      "runs",
+      "show",
+      latestRecord(deployment.paths, "elf")?.id ?? "",
+    ]);
+    expect(shown.stdout).toContain("(ended by budget)");
+  });
+
+  it("tells a chat sender the budget is used up and when it resets; the session lives on", async () => {
+    const router = new SessionRouter({
+      paths: deployment.paths,
+      note: () => undefined,
+      env: { ...process.env, ROSTER_ROOT: deployment.root },
+      queueBound: 4,
+      replyBy: () => "plain text",
+      recordReplies: true,
+    });
+    try {
+      const turn = router.deliver({
+        worker: "elf",
+        channel: "term-budget-elf",
+        provider: "term",
+        author: "op",
+        author_id: "term:op",
+        standing: "host-op",
+        text: "are you there?",
+      });
+      await expect(turn).rejects.toBeInstanceOf(SessionError);
+      await expect(turn).rejects.toThrow(
+        /the worker stopped: the model budget is used up .*resets in/,
+      );
+      const [session] = await router.sessions();
+      expect(session?.closing).toBe(false);
+    } finally {
+      await router.closeAll();
+    }
+  });
+
+  it("puts a task stopped by the budget back in the queue, noting why", async () => {
+    const added = await deployment.roster(["task", "add", "elf", "summarise the week", "--json"]);
+    expect(added.code, added.stderr).toBe(0);
+    const task = JSON.parse(added.stdout) as Task;
+    const result = await deployment.roster(
+      ["server", "start", "--once", "--no-listen", "--no-console"],
+      {
+        timeoutMs: 120_000,
+      },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/requeued until its budget resets/);
+    const settled = readTasks(deployment.paths, "elf").tasks.find((t) => t.id === task.id);
+    expect(settled).toMatchObject({
+      state: "pending",
+      note: expect.stringMatching(/^requeued: the model budget is used up/),
+    });
+  });
+});
