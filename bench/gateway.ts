@@ -253,6 +253,25 @@ try {
         );
       }
     }
+    // one client, one request at a time: the latency the proxy adds when nothing queues for the CPU
+    console.log("\nOne client, sequential requests (hey -c 1), 1 KB:\n");
+    console.log("| route | p50 ms | p99 ms | added p50 ms |");
+    console.log("|---|---|---|---|");
+    let alone: HeyResult | undefined;
+    for (const route of routes) {
+      const proxy = proxies[route.name];
+      const result = await hey({
+        url: `${origin}/1024`,
+        requests: 1000,
+        concurrency: 1,
+        trustFile,
+        ...(proxy ? { proxy } : {}),
+      });
+      alone ??= result;
+      console.log(
+        `| ${route.name} | ${result.p50.toFixed(2)} | ${result.p99.toFixed(2)} | ${(result.p50 - alone.p50).toFixed(2)} |`,
+      );
+    }
   } else console.log("\n(hey is not on PATH: `apt-get install hey` adds rows driven by it)");
   console.log(
     "\n| route | RSS idle MiB | RSS peak, 200 clients × 50 req MiB | req/s at 200 clients | failures | RSS with 1000 idle connections MiB |",

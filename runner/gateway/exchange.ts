@@ -298,9 +298,10 @@ export async function handleRequest(
   }
   try {
     res.writeHead(status, headers);
-    // the head goes out now, not with the first body byte: a long-poll or an event stream shows
-    // the box its status at once, and a body that breaks before its first byte is seen as cut
-    res.flushHeaders();
+    // a body not here yet: the head goes out now, so a long-poll or an event stream shows the
+    // box its status at once, and a body that breaks before its first byte is seen as cut; a
+    // body already here goes out with the head in one write (one TLS record, one syscall)
+    if (response.readableLength === 0 && !response.complete) res.flushHeaders();
   } catch (error) {
     // a status or header Node won't repeat (a status under 100, a control character)
     response.destroy();

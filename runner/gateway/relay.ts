@@ -1,11 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import type { TransferOutcome } from "./audit.ts";
 
 /**
- * Streams an upstream response body to the box. `pipeline` ties the two ends
- * together: when the box hangs up, the upstream response (and its socket) is
+ * Streams an upstream response body to the box, the two ends tied together:
+ * when the box hangs up, the upstream response (and its socket) is
  * destroyed at once; when the upstream fails mid-body, the box's response is
  * destroyed so the box sees the cut (a short Content-Length, or a chunked body
  * with no terminator), never a clean end. Back-pressure pauses the upstream
@@ -22,7 +20,7 @@ export interface Transfer {
   note?: string;
 }
 
-export async function relayBody(
+export function relayBody(
   response: IncomingMessage,
   res: ServerResponse,
   idleMs: number,
@@ -31,57 +29,72 @@ export async function relayBody(
   /** Sees each body chunk as it goes to the box (the usage meter); must not throw. */
   observe?: (chunk: Buffer) => void,
 ): Promise<Transfer> {
-  let bytes = 0;
-  // whichever side failed first decides the outcome; the pipeline then tears down the other
-  let cause: "upstream" | "idle" | "box" | undefined;
-  response.once("error", () => {
-    cause ??= "upstream";
-  });
-  res.once("close", () => {
-    if (!res.writableFinished) cause ??= "box";
-  });
-  const timer = setTimeout(function check() {
-    if (res.writableNeedDrain) {
-      timer.refresh();
-      return;
-    }
-    cause ??= "idle";
-    response.destroy(new Error(`no body bytes from upstream for ${idleMs} ms`));
-  }, idleMs);
-  const meter = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
+  // Plain listeners rather than stream.pipeline: the same ties both ways, without the
+  // AbortController, DOMException and end-of-stream watchers pipeline builds per response
+  return new Promise<Transfer>((resolve) => {
+    let bytes = 0;
+    let settled = false;
+    let resolved = false;
+    const conclude = (transfer: Transfer) => {
+      if (!settled) {
+        settled = true;
+        settle(transfer);
+      }
+      if (!resolved) {
+        resolved = true;
+        clearTimeout(timer);
+        response.off("data", onData);
+        res.off("drain", onDrain);
+        resolve(transfer);
+      }
+    };
+    // whichever side failed first decides the outcome; the other side is torn down
+    const cut = (transfer: Transfer) => {
+      if (resolved) return;
+      conclude(transfer);
+      response.destroy();
+      res.destroy();
+    };
+    const timer = setTimeout(function check() {
+      if (res.writableNeedDrain) {
+        timer.refresh();
+        return;
+      }
+      cut({ outcome: "truncated", bytes, note: `upstream went silent mid-body (${idleMs} ms)` });
+    }, idleMs);
+    const onDrain = () => response.resume();
+    const onData = (chunk: Buffer) => {
       bytes += chunk.length;
       observe?.(chunk);
       timer.refresh();
-      callback(null, chunk);
-    },
-    flush(callback) {
+      if (!res.write(chunk)) response.pause();
+    };
+    response.on("data", onData);
+    res.on("drain", onDrain);
+    response.once("end", () => {
+      if (resolved) return;
+      if (!response.complete) {
+        cut({ outcome: "truncated", bytes, note: "upstream ended mid-body: aborted" });
+        return;
+      }
+      // whole: the line can be written while the last bytes go out
       clearTimeout(timer);
-      settle({ outcome: "complete", bytes });
-      callback();
-    },
+      const transfer: Transfer = { outcome: "complete", bytes };
+      settled = true;
+      settle(transfer);
+      res.end(() => conclude(transfer));
+    });
+    response.once("error", (error) =>
+      cut({ outcome: "truncated", bytes, note: `upstream ended mid-body: ${describe(error)}` }),
+    );
+    res.once("close", () => {
+      if (res.writableFinished) {
+        conclude({ outcome: "complete", bytes });
+        return;
+      }
+      cut({ outcome: "aborted", bytes, note: "the box closed the connection mid-response" });
+    });
   });
-  try {
-    await pipeline(response, meter, res);
-    return { outcome: "complete", bytes };
-  } catch (error) {
-    clearTimeout(timer);
-    response.destroy();
-    res.destroy();
-    const transfer: Transfer =
-      cause === "box"
-        ? { outcome: "aborted", bytes, note: "the box closed the connection mid-response" }
-        : {
-            outcome: "truncated",
-            bytes,
-            note:
-              cause === "idle"
-                ? `upstream went silent mid-body (${idleMs} ms)`
-                : `upstream ended mid-body: ${describe(error)}`,
-          };
-    settle(transfer);
-    return transfer;
-  }
 }
 
 function describe(error: unknown): string {
