@@ -2,10 +2,13 @@ import { RosterError } from "../errors.ts";
 import { runCommand } from "./run-command.ts";
 
 /**
- * The host firewall rule that makes the gateway the only door: packets from
- * the locked network to the host are accepted only on the gateway's port;
- * everything else is dropped. (The network itself has IP masquerade off, so
- * nothing routes beyond the host.)
+ * The host firewall rules that make the gateway the only door: packets from
+ * the locked network to the host are accepted only on the gateway's port,
+ * and nothing from it is forwarded anywhere: not beyond the host, not to
+ * another box. Masquerade off alone is not enough: a packet still leaves with
+ * the box's own address, and any network that routes that address back to
+ * this host (a VPN, a peer that uses the host as its gateway) would answer it;
+ * a one-way datagram needs no answer at all.
  */
 export const CHAIN = "ROSTER-LOCKED";
 
@@ -42,7 +45,8 @@ async function applyLockdown(subnet: string, gatewayPort: number): Promise<void>
     `-A ${CHAIN} -j DROP`,
   ];
   const hooked = (await iptables(["-C", ...jump])).code === 0;
-  if (current.code === 0 && hooked && current.output.trim() === wanted.join("\n")) return;
+  if (current.code === 0 && hooked && current.output.trim() === wanted.join("\n"))
+    return dropForwarding(subnet, fail);
   if (current.code !== 0) {
     const created = await iptables(["-N", CHAIN]);
     if (created.code !== 0 && !created.output.includes("already exists"))
@@ -61,4 +65,21 @@ async function applyLockdown(subnet: string, gatewayPort: number): Promise<void>
     const inserted = await iptables(["-I", ...jump]);
     if (inserted.code !== 0) throw fail("hook INPUT", inserted.output);
   }
+  await dropForwarding(subnet, fail);
+}
+
+/**
+ * Nothing from the locked network is forwarded. Docker keeps its users' own
+ * forwarding rules in DOCKER-USER (evaluated first, never flushed by it);
+ * without that chain the rule goes at the top of FORWARD.
+ */
+async function dropForwarding(
+  subnet: string,
+  fail: (step: string, output: string) => RosterError,
+): Promise<void> {
+  const chain = (await iptables(["-S", "DOCKER-USER"])).code === 0 ? "DOCKER-USER" : "FORWARD";
+  const rule = [chain, "-s", subnet, "-j", "DROP"];
+  if ((await iptables(["-C", ...rule])).code === 0) return;
+  const inserted = await iptables(["-I", ...rule]);
+  if (inserted.code !== 0) throw fail(`hook ${chain}`, inserted.output);
 }

@@ -62,10 +62,9 @@ export function toolsEnvironment(): Record<string, string> {
     PYTHONUSERBASE: `${TOOLS_DIR}/python`,
     PIP_CACHE_DIR: `${TOOLS_DIR}/cache/pip`,
     UV_CACHE_DIR: `${TOOLS_DIR}/cache/uv`,
+    // what the volume holds comes last: it outlives the run that wrote it, so a name planted
+    // there (a `git`, a `node`) must never shadow the image's own in a later run
     PATH: [
-      `${TOOLS_DIR}/npm/bin`,
-      `${TOOLS_DIR}/python/bin`,
-      "/home/worker/.local/bin",
       "/opt/roster/engine/bin",
       "/usr/local/sbin",
       "/usr/local/bin",
@@ -73,6 +72,9 @@ export function toolsEnvironment(): Record<string, string> {
       "/usr/bin",
       "/sbin",
       "/bin",
+      "/home/worker/.local/bin",
+      `${TOOLS_DIR}/npm/bin`,
+      `${TOOLS_DIR}/python/bin`,
     ].join(":"),
   };
 }

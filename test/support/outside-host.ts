@@ -1,0 +1,91 @@
+/**
+ * A host "outside" this machine, for egress tests: a network namespace joined
+ * to the host by a veth pair (198.51.100.0/30, a documentation range), with a
+ * TCP and a UDP listener inside that write down everything that reaches them.
+ * The host routes to it like to any outside address, so a container on
+ * Docker's default (masquerading) bridge reaches it: the control that shows a
+ * box's failure to reach it is roster's lockdown, not a dead address. Needs
+ * root and iproute2.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const OUTSIDE_ADDRESS = "198.51.100.2";
+const HOST_SIDE = "198.51.100.1";
+export const OUTSIDE_TCP_PORT = 8080;
+export const OUTSIDE_UDP_PORT = 5353;
+
+export interface OutsideHost {
+  /** Every connection or datagram that arrived, one line each ("tcp <from>", "udp <from> <text>"). */
+  hits(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+const LISTENER = `
+const net = require("node:net");
+const dgram = require("node:dgram");
+const fs = require("node:fs");
+const log = process.argv[1];
+const note = (line) => fs.appendFileSync(log, line + "\\n");
+net.createServer((socket) => { note("tcp " + socket.remoteAddress); socket.end("outside\\n"); })
+  .listen(${OUTSIDE_TCP_PORT}, "0.0.0.0");
+const udp = dgram.createSocket("udp4");
+udp.on("message", (message, from) => note("udp " + from.address + " " + message.toString().trim()));
+udp.bind(${OUTSIDE_UDP_PORT}, "0.0.0.0");
+fs.writeFileSync(log + ".ready", "");
+`;
+
+export async function startOutsideHost(): Promise<OutsideHost> {
+  const id = randomBytes(3).toString("hex");
+  const ns = `roster-out-${id}`;
+  const hostEnd = `ro${id}h`;
+  const nsEnd = `ro${id}o`;
+  const ip = (...args: string[]) => execFileSync("ip", args, { stdio: "pipe" });
+  ip("netns", "add", ns);
+  const dir = await mkdtemp(join(tmpdir(), "roster-outside-"));
+  const log = join(dir, "hits.log");
+  let listener: ChildProcess | undefined;
+  try {
+    ip("link", "add", hostEnd, "type", "veth", "peer", "name", nsEnd);
+    ip("link", "set", nsEnd, "netns", ns);
+    ip("addr", "add", `${HOST_SIDE}/30`, "dev", hostEnd);
+    ip("link", "set", hostEnd, "up");
+    ip("-n", ns, "addr", "add", `${OUTSIDE_ADDRESS}/30`, "dev", nsEnd);
+    ip("-n", ns, "link", "set", nsEnd, "up");
+    ip("-n", ns, "link", "set", "lo", "up");
+    ip("-n", ns, "route", "add", "default", "via", HOST_SIDE);
+    listener = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", LISTENER, log], {
+      stdio: "ignore",
+    });
+    for (let i = 0; i < 100; i++) {
+      const ready = await readFile(`${log}.ready`).then(
+        () => true,
+        () => false,
+      );
+      if (ready) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } catch (error) {
+    listener?.kill();
+    execFileSync("ip", ["netns", "delete", ns], { stdio: "ignore" });
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    hits: async () =>
+      (await readFile(log, "utf8").catch(() => "")).split("\n").filter((line) => line.trim()),
+    stop: async () => {
+      listener?.kill();
+      try {
+        execFileSync("ip", ["link", "delete", hostEnd], { stdio: "ignore" });
+      } catch {
+        // gone with the namespace already
+      }
+      execFileSync("ip", ["netns", "delete", ns], { stdio: "ignore" });
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
