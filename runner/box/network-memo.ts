@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LockedNetwork } from "./network.ts";
 
@@ -32,11 +32,16 @@ export function recallLockedNetwork(stateRoot: string, name: string): LockedNetw
   return { name, id, subnet, gateway };
 }
 
+/** Best effort: the memo only saves the next run a question to Docker, so failing to write it (a full disk) costs nothing but that. */
 export function rememberLockedNetwork(stateRoot: string, network: LockedNetwork): void {
-  mkdirSync(stateRoot, { recursive: true });
   const file = join(stateRoot, MEMO);
   // beside it, then renamed over: a reader sees the old memo or the new one, never half
   const temporary = `${file}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(network)}\n`);
-  renameSync(temporary, file);
+  try {
+    mkdirSync(stateRoot, { recursive: true });
+    writeFileSync(temporary, `${JSON.stringify(network)}\n`);
+    renameSync(temporary, file);
+  } catch {
+    rmSync(temporary, { force: true });
+  }
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { errorMessage, RosterError } from "../errors.ts";
 import type { RepoRecord } from "../repos/clone.ts";
 
 /**
@@ -59,10 +60,18 @@ export function runDir(stateRoot: string, worker: string, id: string): string {
 }
 
 export async function writeRecord(dir: string, record: RunRecord): Promise<void> {
-  await mkdir(dir, { recursive: true });
   const file = join(dir, "run.json");
-  await writeFile(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
-  await rename(`${file}.tmp`, file);
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
+    await rename(`${file}.tmp`, file);
+  } catch (error) {
+    // the record as it was stays whole; say which file could not be written, and why
+    await rm(`${file}.tmp`, { force: true }).catch(() => undefined);
+    throw new RosterError(`could not write the run record ${file}: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
 }
 
 export function readRecord(dir: string): RunRecord | undefined {

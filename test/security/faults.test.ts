@@ -1,0 +1,181 @@
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { approveGate } from "../../runner/actions/desk.ts";
+import { findGate, readGate } from "../../runner/actions/gates.ts";
+import { submitAction } from "../support/action-host.ts";
+import { testDocker } from "../support/docker.ts";
+import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
+import { ModelServer } from "../support/model-server.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { SmtpSink } from "../support/smtp.ts";
+
+/**
+ * Faults: parts of the host failing under a run. (The gateway dying mid-run
+ * and the runner being killed mid-run are in test/box/gateway-death.test.ts
+ * and test/box/run.test.ts.)
+ */
+const docker = await testDocker();
+
+describe.skipIf(!docker)("a full disk under the state root", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+  let mounted = false;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), { modelKey: "DISK-KEY" });
+    // a small filesystem of its own for the state root (root only, as CI runs)
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", deployment.paths.state]);
+    mounted = true;
+  });
+  afterAll(async () => {
+    if (mounted) execFileSync("umount", ["-l", deployment.paths.state]);
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("fails the run with a clear error, leaves no half-written record, and works once there is room", async () => {
+    const { state } = deployment.paths;
+    // fill it to the last byte
+    try {
+      execFileSync("dd", ["if=/dev/zero", `of=${join(state, "filler")}`, "bs=64k"], {
+        stdio: "ignore",
+      });
+    } catch {
+      // dd stops at "No space left on device", which is the point
+    }
+    model.play({ text: "never asked" });
+    const full = await deployment.roster(["run", "elf", "write something"]);
+    expect(full.code).not.toBe(0);
+    const lines = full.stderr.trim().split("\n");
+    expect(lines.at(-1)).toMatch(/^roster: could not write .*: ENOSPC: no space left on device/);
+    expect(full.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
+    // every record there is whole (written to a temporary file and renamed)
+    const runs = join(state, "runs/elf");
+    for (const id of existsSync(runs) ? readdirSync(runs) : []) {
+      const file = join(runs, id, "run.json");
+      if (existsSync(file)) expect(() => JSON.parse(readFileSync(file, "utf8"))).not.toThrow();
+    }
+
+    await rm(join(state, "filler"));
+    model.reset();
+    model.play({ text: "room again" });
+    const again = await deployment.roster(["run", "elf", "write something"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain("room again");
+  });
+});
+
+/** Stops the running dockerd and starts a new one the way box/with-docker.sh does; resolves once it answers. */
+async function restartDockerd(): Promise<void> {
+  const pids = execFileSync("pidof", ["dockerd"], { encoding: "utf8" }).trim().split(/\s+/);
+  for (const pid of pids) process.kill(Number(pid), "SIGTERM");
+  const gone = (pid: string) => !existsSync(`/proc/${pid}`);
+  for (let i = 0; i < 300 && !pids.every(gone); i++)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(pids.every(gone)).toBe(true);
+  const log = openSync(join(tmpdir(), `roster-dockerd-${process.pid}.log`), "a");
+  spawn("dockerd", [], { detached: true, stdio: ["ignore", log, log] }).unref();
+  for (let i = 0; i < 120; i++) {
+    try {
+      execFileSync("docker", ["info"], { stdio: "ignore" });
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+  throw new Error("dockerd did not come back within 60 s");
+}
+
+describe.skipIf(!docker)("the Docker engine restarted between runs", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), { modelKey: "RESTART-KEY" });
+  });
+  afterAll(async () => {
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("the next run works, locked down as before", async () => {
+    model.play({ text: "before the restart" });
+    const before = await deployment.roster(["run", "elf", "hello"]);
+    expect(before.code, before.stderr).toBe(0);
+
+    await restartDockerd();
+
+    model.play(
+      {
+        toolCalls: [
+          {
+            name: "bash",
+            arguments: {
+              command:
+                "timeout 5 getent hosts example.com && echo dns=works || echo dns=none; curl -s -o /dev/null -w 'door=%{http_code}' https://example.invalid/",
+            },
+          },
+        ],
+      },
+      (request) => ({ text: `after: ${JSON.stringify(request.body.messages?.at(-1)?.content)}` }),
+    );
+    const after = await deployment.roster(["run", "elf", "hello again"], { timeoutMs: 120_000 });
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.stdout).toContain("dns=none");
+    // the gateway still answers for the box (a refusal or a 502 for a name nobody resolves)
+    expect(after.stdout).toMatch(/door=(403|502)/);
+  }, 180_000);
+});
+
+describe("a gate approved while its executor is down", () => {
+  let env: GatewayEnv;
+  let smtp: SmtpSink;
+
+  beforeAll(async () => {
+    smtp = await SmtpSink.start({ user: "roster", pass: "smtp-secret" });
+    env = await startGatewayEnv(`
+[[action]]
+name = "email-send"
+executor = "email"
+`);
+    await mkdir(join(env.paths.config, "workers/elf"), { recursive: true });
+    await writeFile(join(env.paths.config, "workers/elf/worker.toml"), 'name = "elf"\n');
+    await new Promise((resolve) => setTimeout(resolve, 600));
+  });
+  afterAll(async () => {
+    await env?.cleanup();
+    await smtp?.stop();
+  });
+
+  it("fails legibly, is retried by the next approval once the server is back, and sends once", async () => {
+    // the mail server's address, with nothing listening there
+    const live = smtp.vaultCredential("elf@roster.test");
+    await env.writeVault("smtp", { ...live, port: "9" });
+    const reply = await submitAction(env, await env.token("elf"), {
+      intent: "email-send",
+      payload: { to: ["lead@example.test"], subject: "numbers", body: "the numbers" },
+      rationale: "asked for",
+    });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(202);
+    const gate = findGate(env.paths, String(reply.body.gate_id));
+
+    const down = await approveGate(env.paths, gate, { by: "op" });
+    expect(down.state).toBe("failed");
+    expect(down.error).toMatch(/ECONNREFUSED|connect/i);
+    expect(smtp.received).toHaveLength(0);
+
+    await env.writeVault("smtp", live);
+    const retried = await approveGate(env.paths, gate, { by: "op" });
+    expect(retried.state).toBe("executed");
+    const again = await approveGate(env.paths, gate, { by: "op" });
+    expect(again.state).toBe("executed");
+    expect(smtp.received).toHaveLength(1);
+    expect(readGate(env.paths, "elf", gate.id)?.state).toBe("executed");
+  });
+});
