@@ -52,6 +52,9 @@ export const EngineSection = Type.Object(
   { additionalProperties: false },
 );
 
+/** What a name (worker, credential, connection) may be made of, as an error says it. */
+const NAME = "lower-case letters, digits, '_' or '-'";
+
 /** A duration in whole seconds, minutes or hours, or "off". */
 export const STALL_AFTER_PATTERN = "^(off|[1-9][0-9]{0,5}[smh])$";
 
@@ -59,7 +62,12 @@ export const BoxSection = Type.Object(
   {
     pids_limit: Type.Optional(Type.Integer({ minimum: 16 })),
     /** e.g. "4g", "512m" */
-    memory: Type.Optional(Type.String({ pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$" })),
+    memory: Type.Optional(
+      Type.String({
+        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
+        description: 'a size like "4g" or "512m"',
+      }),
+    ),
     cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     /** The host firewall rule that lets boxes reach only the gateway port. */
     egress_lockdown: Type.Optional(Type.Boolean()),
@@ -76,7 +84,12 @@ export const BoxSection = Type.Object(
      * output for this long is stopped as stalled: "90s", "5m", "1h", or "off"
      * (org.toml only: a worker may shorten it, never switch it off).
      */
-    stall_after: Type.Optional(Type.String({ pattern: STALL_AFTER_PATTERN })),
+    stall_after: Type.Optional(
+      Type.String({
+        pattern: STALL_AFTER_PATTERN,
+        description: 'a duration like "90s", "5m" or "1h", or "off"',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -92,9 +105,11 @@ export const ModelSection = Type.Object(
     /** The model id, as the provider names it. */
     model: Type.String({ minLength: 1 }),
     /** Required for openai-compatible: e.g. http://10.0.0.5:8000/v1 */
-    base_url: Type.Optional(Type.String({ pattern: "^https?://" })),
+    base_url: Type.Optional(
+      Type.String({ pattern: "^https?://", description: "an http:// or https:// URL" }),
+    ),
     /** Vault credential injected for the model host; defaults to the provider name (none for openai-compatible). */
-    credential: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$" })),
+    credential: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$", description: NAME })),
     context_window: Type.Optional(Type.Integer({ minimum: 1024 })),
     max_tokens: Type.Optional(Type.Integer({ minimum: 16 })),
   },
@@ -128,8 +143,11 @@ export type ContextSection = Static<typeof ContextSection>;
 /** A credential exposed to boxes as an env variable holding a sentinel (the gateway injects the real value). */
 export const Expose = Type.Object(
   {
-    credential: Type.String({ pattern: "^[a-z0-9_-]+$" }),
-    env: Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" }),
+    credential: Type.String({ pattern: "^[a-z0-9_-]+$", description: NAME }),
+    env: Type.String({
+      pattern: "^[A-Z][A-Z0-9_]*$",
+      description: "an environment variable name in UPPER_SNAKE case",
+    }),
   },
   { additionalProperties: false },
 );
@@ -142,8 +160,13 @@ export type Expose = Static<typeof Expose>;
  */
 export const HeartbeatRule = Type.Object(
   {
-    workers: Type.Array(Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$" }), { minItems: 1 }),
-    every: Type.String({ pattern: "^[1-9][0-9]*(m|h|d)$" }),
+    workers: Type.Array(Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", description: NAME }), {
+      minItems: 1,
+    }),
+    every: Type.String({
+      pattern: "^[1-9][0-9]*(m|h|d)$",
+      description: 'an interval like "30m", "6h" or "1d"',
+    }),
     prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })),
     ceiling_min: Type.Optional(Type.Integer({ minimum: 1, maximum: 240 })),
   },
@@ -175,7 +198,12 @@ export type ChatSection = Static<typeof ChatSection>;
  */
 export const ConsoleSection = Type.Object(
   {
-    listen: Type.Optional(Type.String({ pattern: "^(\\[[0-9a-fA-F:]+\\]|[^:\\s]+):\\d{1,5}$" })),
+    listen: Type.Optional(
+      Type.String({
+        pattern: "^(\\[[0-9a-fA-F:]+\\]|[^:\\s]+):\\d{1,5}$",
+        description: 'HOST:PORT, like "127.0.0.1:7717"',
+      }),
+    ),
     enabled: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -205,7 +233,7 @@ export type OrgConfig = Static<typeof OrgConfig>;
 
 export const WorkerConfig = Type.Object(
   {
-    name: Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$" }),
+    name: Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", description: NAME }),
     model: Type.Optional(WorkerModelSection),
     context: Type.Optional(ContextSection),
     box: Type.Optional(BoxSection),
@@ -219,8 +247,8 @@ export const WorkerConfig = Type.Object(
     channels: Type.Optional(
       Type.Object(
         {
-          discord: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$" })),
-          slack: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$" })),
+          discord: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$", description: NAME })),
+          slack: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$", description: NAME })),
         },
         { additionalProperties: false },
       ),
@@ -241,7 +269,7 @@ export type WorkerConfig = Static<typeof WorkerConfig>;
 
 /** An edge granting a connection to a worker (`[grant.<worker>]`) or to all (`[grant.org]`). */
 const Edges = Type.Record(
-  Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$" }),
+  Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", description: NAME }),
   Type.Object({}, { additionalProperties: false }),
 );
 
@@ -252,7 +280,12 @@ export const ServiceConnection = Type.Object(
     hosts: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
     methods: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
     /** The env variable the box sees (holding a sentinel, never the secret). */
-    env: Type.Optional(Type.String({ pattern: "^[A-Z][A-Z0-9_]*$" })),
+    env: Type.Optional(
+      Type.String({
+        pattern: "^[A-Z][A-Z0-9_]*$",
+        description: "an environment variable name in UPPER_SNAKE case",
+      }),
+    ),
     inject_header: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9-]+$" })),
     inject_value: Type.Optional(Type.String()),
     grant: Type.Optional(Edges),
@@ -262,7 +295,7 @@ export const ServiceConnection = Type.Object(
 export const HostDirConnection = Type.Object(
   {
     kind: Type.Literal("host-dir"),
-    path: Type.String({ pattern: "^/" }),
+    path: Type.String({ pattern: "^/", description: "an absolute path" }),
     mode: Type.Optional(Type.Union([Type.Literal("ro"), Type.Literal("rw")])),
     grant: Type.Optional(Edges),
   },
@@ -277,7 +310,7 @@ export const HostDirConnection = Type.Object(
 export const HostRepoConnection = Type.Object(
   {
     kind: Type.Literal("host-repo"),
-    path: Type.String({ pattern: "^/" }),
+    path: Type.String({ pattern: "^/", description: "an absolute path" }),
     write: Type.Optional(Type.Union([Type.Literal("ro"), Type.Literal("gated")])),
     /** The branch pushes land on (default main). */
     branch: Type.Optional(

@@ -63,3 +63,34 @@ export function checkModel(
     });
   }
 }
+
+/**
+ * Names in one table must differ where they apply to the same worker: the
+ * audit names the grant that decided, and an action's name is the intent a
+ * worker proposes; two with one name for one worker would make either
+ * ambiguous. The same name for different workers (`workers = [...]` lists
+ * that don't meet) is how a rule says something per worker.
+ */
+export function checkUniqueNames(
+  table: string,
+  items: { name: string; workers?: string[] | undefined }[] | undefined,
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  const meet = (a: string[] | undefined, b: string[] | undefined) =>
+    !a || !b || a.some((worker) => b.includes(worker));
+  const list = items ?? [];
+  list.forEach((item, index) => {
+    const earlier = list.findIndex(
+      (other, at) => at < index && other.name === item.name && meet(other.workers, item.workers),
+    );
+    if (earlier < 0) return;
+    errors.push({
+      file: display,
+      line: locateLine(text, `/${table}/${index}/name`),
+      field: `${table}.${index}.name`,
+      message: `"${item.name}" is already the name of [[${table}]] ${earlier} (line ${locateLine(text, `/${table}/${earlier}/name`)}) for the same workers; each needs a name of its own`,
+    });
+  });
+}

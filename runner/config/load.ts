@@ -21,7 +21,7 @@ import {
   mountProblem,
   serviceGrants,
 } from "./connections.ts";
-import { checkExposes, checkGrantHosts, checkModel } from "./field-checks.ts";
+import { checkExposes, checkGrantHosts, checkModel, checkUniqueNames } from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
 import { locateLine } from "./locate.ts";
@@ -69,6 +69,15 @@ export interface LoadedConfig {
   errors: ConfigError[];
   warnings: string[];
 }
+
+/** A value of the wrong kind, said in words. */
+const KIND_WANTED: Partial<Record<ValueErrorType, string>> = {
+  [ValueErrorType.Integer]: "a whole number",
+  [ValueErrorType.Number]: "a number",
+  [ValueErrorType.String]: "a string (in quotes)",
+  [ValueErrorType.Boolean]: "true or false",
+  [ValueErrorType.Array]: "a list ([...])",
+};
 
 const ARRAY_TABLES = new Set(["grant", "meter", "limit", "action", "trust"]);
 const CONNECTION_NAME = /^[a-z0-9_-]+$/;
@@ -123,6 +132,12 @@ function validate<T>(
       message = `write [[${field}]] (an array of tables), not [${field}]`;
     } else if (problem.type === ValueErrorType.ObjectAdditionalProperties) {
       message = "unknown key";
+    } else if (KIND_WANTED[problem.type]) {
+      message = `must be ${KIND_WANTED[problem.type]} (found ${JSON.stringify(problem.value)})`;
+    } else if (problem.type === ValueErrorType.StringPattern) {
+      // the schema's description says what is wanted in words; the pattern is the fallback
+      const { description, pattern } = problem.schema as { description?: string; pattern?: string };
+      message = `${description ?? `must match ${pattern ?? "its pattern"}`} (found ${JSON.stringify(problem.value)})`;
     } else if (problem.type === ValueErrorType.Union) {
       const options = ((problem.schema as { anyOf?: { const?: unknown }[] }).anyOf ?? []).map(
         (option) => option.const,
@@ -179,6 +194,8 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     const org = raw && validate<OrgConfig>(raw, show(orgFile), OrgConfig, errors);
     if (org) {
       checkGrantHosts(org.value.grant, show(orgFile), org.text, errors);
+      checkUniqueNames("grant", org.value.grant, show(orgFile), org.text, errors);
+      checkUniqueNames("action", org.value.action, show(orgFile), org.text, errors);
       checkModel(org.value.model, show(orgFile), org.text, errors);
       checkExposes(org.value.expose, show(orgFile), org.text, errors);
       loaded.org = org.value;

@@ -44,7 +44,8 @@ export function locateLine(text: string, pointer: string): number {
       start = keyAt;
       continue;
     }
-    break;
+    // no [a] of its own: it may only be a prefix of a deeper header, like [[a.b]]
+    if (next === undefined) break;
   }
   return best + 1;
 }

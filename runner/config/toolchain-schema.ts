@@ -12,16 +12,19 @@ const entries = (pattern: string, example: string) =>
 export const ToolchainSection = Type.Object(
   {
     /** Debian packages: `name` or `name=version`. */
-    apt: entries("^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$", 'e.g. "jq" or "jq=1.6-2.1"'),
+    apt: entries(
+      "^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$",
+      'a Debian package, like "jq" or "jq=1.6-2.1"',
+    ),
     /** Global npm packages: `name`, `@scope/name`, either with `@version`. */
     npm: entries(
       "^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*(@[A-Za-z0-9.^~<>=*+-]+)?$",
-      'e.g. "typescript" or "typescript@5.9.3"',
+      'an npm package, like "typescript" or "typescript@5.9.3"',
     ),
     /** Python packages: `name`, `name[extra]`, either with `==version` (or >=, <=, ~=, !=). */
     pip: entries(
       "^[A-Za-z0-9][A-Za-z0-9._-]*(\\[[A-Za-z0-9,._-]+\\])?((==|>=|<=|~=|!=)[A-Za-z0-9.*+!-]+)?$",
-      'e.g. "requests" or "requests==2.32.3"',
+      'a Python package, like "requests" or "requests==2.32.3"',
     ),
     /** A host folder of .whl files pip may install from, besides its index (private wheels). */
     pip_wheels: Type.Optional(Type.String({ pattern: "^/", description: "an absolute path" })),
