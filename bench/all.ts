@@ -1,0 +1,208 @@
+/**
+ * `npm run bench`: every benchmark, one after another (they share the
+ * machine's two cores and one Docker engine, so never at once), each in its
+ * own process, and bench/RESULTS.md rewritten from what they print: the
+ * machine and the date on top, then each benchmark's tables (every figure
+ * beside its peer or floor as a ratio) under the command that made them. A
+ * benchmark whose needs are missing (Docker, mitmdump, hey, chromium, the
+ * shared corpus) or that fails is listed as such; the rest still run.
+ * Analysis and the history of earlier figures live in bench/NOTES.md.
+ *   npm run bench                  every benchmark
+ *   npm run bench -- gateway repos only those (by file name)
+ * Progress goes to stderr; only a run of every benchmark rewrites the file.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { cpus, release, totalmem } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { PROJECT_ROOT } from "../runner/version.ts";
+import { corpusAvailable } from "../test/support/corpus.ts";
+
+interface Bench {
+  file: string;
+  title: string;
+  /** What it is compared with, said once above its tables. */
+  against: string;
+  needs: Need[];
+}
+
+type Need = "docker" | "root" | "mitmdump" | "hey" | "chromium" | "corpus";
+
+const BENCHES: Bench[] = [
+  {
+    file: "box-image",
+    title: "Box image builds",
+    against: "a cold build against a one-file rebuild",
+    needs: ["docker", "root"],
+  },
+  {
+    file: "run-latency",
+    title: "A governed run against its floors",
+    against: "a bare `docker run … true` and a hardened `docker run` of pi",
+    needs: ["docker", "root"],
+  },
+  {
+    file: "engine-start",
+    title: "pi's start inside the box",
+    against: "the same box with pi's caches cold",
+    needs: ["docker", "root"],
+  },
+  {
+    file: "box-exec",
+    title: "`roster box exec` against a bare container",
+    against: "`docker run --rm <image> true`",
+    needs: ["docker", "root"],
+  },
+  {
+    file: "toolchain",
+    title: "A declared toolchain: first run against the next",
+    against: "the run that reuses the built image",
+    needs: ["docker", "root"],
+  },
+  {
+    file: "sessions",
+    title: "Warm session turns against cold runs",
+    against: "a cold `roster run`",
+    needs: ["docker", "root"],
+  },
+  {
+    file: "gateway",
+    title: "The gateway against a direct connection and mitmproxy",
+    against: "direct HTTPS and mitmproxy",
+    needs: ["mitmdump"],
+  },
+  {
+    file: "usage-meter",
+    title: "Model usage metering",
+    against: "the same stream unmetered",
+    needs: [],
+  },
+  {
+    file: "actions",
+    title: "Proposals through the gateway",
+    against: "a plain request through the same gateway",
+    needs: [],
+  },
+  {
+    file: "repos",
+    title: "Gated repos: per-run clones and push checks",
+    against: "a full local copy",
+    needs: [],
+  },
+  {
+    file: "extraction",
+    title: "Main-content extraction",
+    against: "Readability, Defuddle and a naive extractor",
+    needs: ["corpus"],
+  },
+  {
+    file: "console",
+    title: "The web console",
+    against: "the server without it",
+    needs: ["docker", "root", "chromium"],
+  },
+];
+
+function has(command: string): boolean {
+  try {
+    execFileSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function dockerVersion(): string | undefined {
+  try {
+    return execFileSync("docker", ["version", "--format", "{{.Server.Version}}"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+const docker = dockerVersion();
+const missing = (need: Need): string | undefined => {
+  if (need === "docker") return docker ? undefined : "no Docker engine answers";
+  if (need === "root") return process.getuid?.() === 0 ? undefined : "not root";
+  if (need === "mitmdump")
+    return has("mitmdump") ? undefined : "mitmdump is not on PATH (apt-get install mitmproxy)";
+  if (need === "hey") return has("hey") ? undefined : "hey is not on PATH";
+  if (need === "chromium") return has("chromium") ? undefined : "chromium is not on PATH";
+  return corpusAvailable() ? undefined : "the shared extraction corpus is absent";
+};
+
+function runBench(bench: Bench): Promise<{ code: number | null; stdout: string; seconds: number }> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn(
+      join(PROJECT_ROOT, "node_modules/.bin/tsx"),
+      [join(PROJECT_ROOT, "bench", `${bench.file}.ts`)],
+      { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "inherit"] },
+    );
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.on("close", (code) =>
+      resolve({ code, stdout, seconds: (performance.now() - started) / 1000 }),
+    );
+  });
+}
+
+const only = process.argv.slice(2);
+const chosen = only.length ? BENCHES.filter((bench) => only.includes(bench.file)) : BENCHES;
+const unknown = only.filter((name) => !BENCHES.some((bench) => bench.file === name));
+if (unknown.length) {
+  console.error(
+    `no benchmark named ${unknown.join(", ")} (there are: ${BENCHES.map((b) => b.file).join(", ")})`,
+  );
+  process.exit(2);
+}
+
+const date = new Date().toISOString().slice(0, 10);
+const sections: string[] = [];
+for (const bench of chosen) {
+  const why = bench.needs.map(missing).find(Boolean);
+  const command = `npx tsx bench/${bench.file}.ts`;
+  if (why) {
+    console.error(`bench: ${bench.file} skipped: ${why}`);
+    sections.push(`## ${bench.title}\n\n\`${command}\`: not run here (${why}).\n`);
+    continue;
+  }
+  console.error(`bench: ${bench.file} …`);
+  const result = await runBench(bench);
+  console.error(
+    `bench: ${bench.file} ${result.code === 0 ? "done" : `failed (exit ${result.code})`} in ${result.seconds.toFixed(0)} s`,
+  );
+  sections.push(
+    [
+      `## ${bench.title}`,
+      "",
+      `\`${command}\` — against ${bench.against}; ${result.seconds.toFixed(0)} s${result.code === 0 ? "" : `; **failed (exit ${result.code})**, its output so far:`}`,
+      "",
+      result.stdout.trim() || "(no output)",
+      "",
+    ].join("\n"),
+  );
+}
+
+const cpu = cpus();
+const header = [
+  "# Benchmark results",
+  "",
+  `Written by \`npm run bench\` on ${date}. Machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Docker ${docker ?? "absent"}, Node ${process.version}.`,
+  "Every table was produced in one run by the command above it, peers side by side in that run; compare the ratios, since absolute numbers move with the machine. What the figures mean, and how they moved over time, is in bench/NOTES.md.",
+  "",
+].join("\n");
+const text = `${header}\n${sections.join("\n")}`;
+if (only.length) {
+  process.stdout.write(text);
+  console.error("bench: a partial run; bench/RESULTS.md left as it was");
+} else {
+  await writeFile(join(PROJECT_ROOT, "bench/RESULTS.md"), text);
+  console.error("bench: bench/RESULTS.md rewritten");
+}
