@@ -13,7 +13,7 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
-import { cpus, release, totalmem } from "node:os";
+import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { PROJECT_ROOT } from "../runner/version.ts";
@@ -22,8 +22,8 @@ import { corpusAvailable } from "../test/support/corpus.ts";
 interface Bench {
   file: string;
   title: string;
-  /** What it is compared with, said once above its tables. */
-  against: string;
+  /** What its tables set side by side, said once above them. */
+  compares: string;
   needs: Need[];
 }
 
@@ -33,73 +33,75 @@ const BENCHES: Bench[] = [
   {
     file: "box-image",
     title: "Box image builds",
-    against: "a cold build against a one-file rebuild",
+    compares: "a cold build beside a rebuild after one extension changed",
     needs: ["docker", "root"],
   },
   {
     file: "run-latency",
     title: "A governed run against its floors",
-    against: "a bare `docker run … true` and a hardened `docker run` of pi",
+    compares:
+      "`roster run` four ways beside a bare `docker run … true` and a hardened `docker run` of pi (the floor)",
     needs: ["docker", "root"],
   },
   {
     file: "engine-start",
     title: "pi's start inside the box",
-    against: "the same box with pi's caches cold",
+    compares: "pi's start with the caches baked into the image beside the same box with them cold",
     needs: ["docker", "root"],
   },
   {
     file: "box-exec",
     title: "`roster box exec` against a bare container",
-    against: "`docker run --rm <image> true`",
+    compares:
+      "`roster box exec` three ways beside a bare `docker run --rm <image> true` (the floor)",
     needs: ["docker", "root"],
   },
   {
     file: "toolchain",
     title: "A declared toolchain: first run against the next",
-    against: "the run that reuses the built image",
+    compares: "the first run (image built) beside the runs that reuse it",
     needs: ["docker", "root"],
   },
   {
     file: "sessions",
     title: "Warm session turns against cold runs",
-    against: "a cold `roster run`",
+    compares: "a warm session turn beside a cold `roster run`",
     needs: ["docker", "root"],
   },
   {
     file: "gateway",
     title: "The gateway against a direct connection and mitmproxy",
-    against: "direct HTTPS and mitmproxy",
+    compares: "roster's gateway beside direct HTTPS and mitmproxy",
     needs: ["mitmdump"],
   },
   {
     file: "usage-meter",
     title: "Model usage metering",
-    against: "the same stream unmetered",
+    compares: "a metered model stream beside the same stream unmetered",
     needs: [],
   },
   {
     file: "actions",
     title: "Proposals through the gateway",
-    against: "a plain request through the same gateway",
+    compares: "proposals beside a plain request through the same gateway",
     needs: [],
   },
   {
     file: "repos",
     title: "Gated repos: per-run clones and push checks",
-    against: "a full local copy",
+    compares: "roster's shared clone beside a full local copy",
     needs: [],
   },
   {
     file: "extraction",
     title: "Main-content extraction",
-    against: "Readability, Defuddle and a naive extractor",
+    compares: "fetch_pages' extractor beside Readability, Defuddle and a naive one",
     needs: ["corpus"],
   },
   {
     file: "console",
     title: "The web console",
-    against: "the server without it",
+    compares: "the server with the console beside the server without it",
     needs: ["docker", "root", "chromium"],
   },
 ];
@@ -182,7 +184,7 @@ for (const bench of chosen) {
     [
       `## ${bench.title}`,
       "",
-      `\`${command}\` — against ${bench.against}; ${result.seconds.toFixed(0)} s${result.code === 0 ? "" : `; **failed (exit ${result.code})**, its output so far:`}`,
+      `\`${command}\` (${result.seconds.toFixed(0)} s): ${bench.compares}.${result.code === 0 ? "" : ` **Failed (exit ${result.code})**; its output so far:`}`,
       "",
       result.stdout.trim() || "(no output)",
       "",
@@ -194,7 +196,7 @@ const cpu = cpus();
 const header = [
   "# Benchmark results",
   "",
-  `Written by \`npm run bench\` on ${date}. Machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, Docker ${docker ?? "absent"}, Node ${process.version}.`,
+  `Written by \`npm run bench\` on ${date}. Machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Docker ${docker ?? "absent"}, Node ${process.version}.`,
   "Every table was produced in one run by the command above it, peers side by side in that run; compare the ratios, since absolute numbers move with the machine. What the figures mean, and how they moved over time, is in bench/NOTES.md.",
   "",
 ].join("\n");

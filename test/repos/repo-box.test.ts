@@ -244,4 +244,42 @@ describe.skipIf(!docker)("repo_push from a real box", () => {
     const tools = (model.requests[0]?.body.tools ?? []).map((tool) => tool.function.name);
     expect(tools).not.toContain("repo_push");
   });
+
+  /** A commit whose tree gains a `.git/hooks/post-checkout` beside the rest (git add refuses such a path, plumbing does not). */
+  const DOTGIT =
+    "b=$(printf '#!/bin/sh\\nexit 0\\n' | git hash-object -w --stdin) && h=$(printf '100755 blob %s\\tpost-checkout\\n' $b | git mktree) && d=$(printf '040000 tree %s\\thooks\\n' $h | git mktree) && t=$({ git ls-tree HEAD; printf '040000 tree %s\\t.git\\n' $d; } | git mktree) && c=$(git commit-tree $t -p HEAD -m crafted) && git update-ref refs/heads/$(git branch --show-current) $c";
+
+  it.each([
+    [
+      "a symlink to a host file",
+      "ln -s /etc/passwd passwd.md && git add passwd.md && git commit -qm link",
+      /"passwd\.md" is a symlink/,
+    ],
+    [
+      "an executable",
+      "printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh && git add run.sh && git commit -qm exe",
+      /"run\.sh" is executable/,
+    ],
+    ["a .git/hooks file", DOTGIT, /objects fail git's checks|inside \.git/],
+    [
+      "a 20 MB file",
+      "head -c 20971520 /dev/zero | tr '\\0' a > huge.md && git add huge.md && git commit -qm huge",
+      /"huge\.md" is 20971520 bytes, over the per-file limit/,
+    ],
+  ])(
+    "a push with %s from the box is refused with the reason, and nothing lands",
+    async (_what, script, reason) => {
+      const before = mainOf(canonical);
+      model.play(
+        bash(`cd ~/mnt/app && ${script} && echo committed`),
+        push({ message: "crafted" }),
+        answer,
+      );
+      const run = await deployment.roster(["run", "elf", "push this"], { timeoutMs: 180_000 });
+      expect(run.code, run.stderr).toBe(0);
+      expect(lastToolOutput(model.requests[1] as RecordedRequest)).toContain("committed");
+      expect(run.stdout).toMatch(reason);
+      expect(mainOf(canonical)).toBe(before);
+    },
+  );
 });
