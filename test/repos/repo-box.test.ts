@@ -260,7 +260,9 @@ describe.skipIf(!docker)("repo_push from a real box", () => {
       "printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh && git add run.sh && git commit -qm exe",
       /"run\.sh" is executable/,
     ],
-    ["a .git/hooks file", DOTGIT, /objects fail git's checks|inside \.git/],
+    // git can't put such a path in an index, so the box's own tool stops first; the host's
+    // refusal of the same objects sent around the tool is in push-checks.test.ts
+    ["a .git/hooks file", DOTGIT, /uncommitted changes[\s\S]*\.git\/hooks\/post-checkout/],
     [
       "a 20 MB file",
       "head -c 20971520 /dev/zero | tr '\\0' a > huge.md && git add huge.md && git commit -qm huge",
