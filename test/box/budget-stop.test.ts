@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SessionRouter } from "../../runner/sessions/router.ts";
 import { SessionError } from "../../runner/sessions/session.ts";
 import { readTasks, type Task } from "../../runner/tasks/store.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { termRouter } from "../support/term-router.ts";
 
 const docker = await testDocker();
 
@@ -66,24 +66,9 @@ max = 40
   });
 
   it("tells a chat sender the budget is used up and when it resets; the session lives on", async () => {
-    const router = new SessionRouter({
-      paths: deployment.paths,
-      note: () => undefined,
-      env: { ...process.env, ROSTER_ROOT: deployment.root },
-      queueBound: 4,
-      replyBy: () => "plain text",
-      recordReplies: true,
-    });
+    const { router, send } = termRouter(deployment);
     try {
-      const turn = router.deliver({
-        worker: "elf",
-        channel: "term-budget-elf",
-        provider: "term",
-        author: "op",
-        author_id: "term:op",
-        standing: "host-op",
-        text: "are you there?",
-      });
+      const turn = send("term-budget-elf", "are you there?");
       await expect(turn).rejects.toBeInstanceOf(SessionError);
       await expect(turn).rejects.toThrow(
         /the worker stopped: the model budget is used up .*resets in/,

@@ -1,11 +1,11 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { SessionRouter } from "../../runner/sessions/router.ts";
 import { SessionError } from "../../runner/sessions/session.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { termRouter } from "../support/term-router.ts";
 
 const docker = await testDocker();
 
@@ -79,24 +79,8 @@ describe.skipIf(!docker)("the stall watchdog", () => {
   });
 
   it("stops a stalled session turn, tells the sender, and the next message gets a fresh box", async () => {
-    const router = new SessionRouter({
-      paths: deployment.paths,
-      note: () => undefined,
-      env: { ...process.env, ROSTER_ROOT: deployment.root },
-      queueBound: 4,
-      replyBy: () => "plain text",
-      recordReplies: true,
-    });
-    const send = (text: string) =>
-      router.deliver({
-        worker: "elf",
-        channel: "term-stall-elf",
-        provider: "term",
-        author: "op",
-        author_id: "term:op",
-        standing: "host-op",
-        text,
-      });
+    const { router, send: sendTo } = termRouter(deployment);
+    const send = (text: string) => sendTo("term-stall-elf", text);
     try {
       model.play(bash("sleep 90"), { text: "never reached" });
       const stalled = send("wait around");

@@ -4,10 +4,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SessionRouter } from "../../runner/sessions/router.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type RecordedRequest, type Turn } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { termRouter } from "../support/term-router.ts";
 
 /**
  * Load: ten boxes at once, each sending a hundred requests through one
@@ -87,25 +87,9 @@ match = { host = "load.test" }
         ? { text: "sent" }
         : { toolCalls: [{ name: "bash", arguments: { command: requests(PER_TURN) } }] };
     model.play(...Array.from({ length: SESSIONS * 2 * 2 + 4 }, () => turn));
-    const router = new SessionRouter({
-      paths: deployment.paths,
-      note: () => undefined,
-      env: { ...process.env, ROSTER_ROOT: deployment.root },
-      queueBound: 4,
-      replyBy: () => "plain text",
-      recordReplies: true,
-    });
+    const { router, send: sendTo } = termRouter(deployment);
     const talk = async (index: number) => {
-      const send = (text: string) =>
-        router.deliver({
-          worker: "elf",
-          channel: `term-load${index}-elf`,
-          provider: "term",
-          author: "op",
-          author_id: "term:op",
-          standing: "host-op",
-          text,
-        });
+      const send = (text: string) => sendTo(`term-load${index}-elf`, text);
       const first = await send("send them");
       const second = await send("again");
       return [first, second];
