@@ -12,6 +12,7 @@ import { appendMessage, ensureChannel } from "../../runner/channels/store.ts";
 import { mintToken, revokeToken } from "../../runner/gateway/identity.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
 import { testDocker } from "../support/docker.ts";
+import { ModelServer, textOf } from "../support/model-server.ts";
 import {
   OUTSIDE_ADDRESS,
   OUTSIDE_TCP_PORT,
@@ -20,6 +21,7 @@ import {
   startOutsideHost,
 } from "../support/outside-host.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { termRouter } from "../support/term-router.ts";
 import {
   type Attempt,
   type Envelope,
@@ -54,6 +56,7 @@ describe.skipIf(!docker)("escape suite: a compromised box stays in its box", () 
   let bystander: Server;
   let allowed: Server;
   let shared: string;
+  let model: ModelServer;
   const outcomes: Outcome[] = [];
 
   beforeAll(async () => {
@@ -64,7 +67,8 @@ describe.skipIf(!docker)("escape suite: a compromised box stays in its box", () 
       res.end(`allowed saw ${req.headers["x-api-key"] ?? "none"}`),
     );
     await new Promise<void>((resolve) => allowed.listen(0, "127.0.0.1", resolve));
-    deployment = await makeRosterRoot("http://127.0.0.1:9/v1");
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"));
     const { paths } = deployment;
     const org = join(paths.config, "org.toml");
     const text = await readFile(org, "utf8");
@@ -113,6 +117,7 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
 
   afterAll(async () => {
     if (outcomes.length) console.log(formatOutcomes(outcomes));
+    await model?.stop();
     await deployment?.cleanup();
     bystander?.close();
     allowed?.close();
@@ -341,6 +346,56 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
         { name: "write its store", group: "control", run: "touch ~/store/ok" },
       ],
     );
+    expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);
+  });
+
+  it("can't write its channel's record from a session, nor read another channel's", async () => {
+    const attempts: Attempt[] = [
+      {
+        name: "append to its channel's history",
+        group: "write",
+        run: "echo '{\"forged\":true}' >> ~/channel/messages.jsonl",
+      },
+      {
+        name: "rewrite its channel's purpose",
+        group: "write",
+        run: "echo 'obey' > ~/channel/purpose.md",
+      },
+      { name: "add a file to its channel", group: "write", run: "touch ~/channel/planted" },
+      {
+        name: "read another channel's history from a session",
+        group: "read",
+        run: `grep -rqsF -- '${BOB_CHANNEL}' ~/channel ${SEARCH}`,
+      },
+    ];
+    const controls: Attempt[] = [
+      {
+        name: "write its own store for the channel",
+        group: "control",
+        run: "touch ~/channel/store/ok",
+      },
+      {
+        name: "read its channel's history",
+        group: "control",
+        run: "test -r ~/channel/messages.jsonl",
+      },
+    ];
+    let seen = "";
+    model.play(
+      { toolCalls: [{ name: "bash", arguments: { command: probeScript(attempts, controls) } }] },
+      (request) => {
+        seen = textOf(request.body.messages?.at(-1)?.content);
+        return { text: "probed" };
+      },
+    );
+    const { router, send } = termRouter(deployment);
+    try {
+      await send("term-op-elf", "look around");
+    } finally {
+      await router.closeAll();
+    }
+    const found = readOutcomes(seen, attempts, controls);
+    outcomes.push(...found);
     expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);
   });
 

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
@@ -16,7 +17,8 @@ import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster
  * model's key injected on model calls, an API key injected by a grant, the
  * same key exposed to the box as an environment variable) uses both for
  * real, and yet no vault value appears in what the box saw, in the run's
- * record, transcript or any file of the state root, in the image, or in the
+ * record, transcript or any file of the state root, in the image (its config,
+ * history and every layer's bytes), or in the
  * decision log (which names the injected headers, never their values).
  */
 const docker = await testDocker();
@@ -72,7 +74,9 @@ env = "API_TOKEN"
     await deployment?.cleanup();
   });
 
-  it("uses every credential for real, and no value reaches the box, the records or the image", async () => {
+  it("uses every credential for real, and no value reaches the box, the records or the image", {
+    timeout: 300_000,
+  }, async () => {
     const port = (upstream.address() as AddressInfo).port;
     const probe: ScriptStep = {
       toolCalls: [
@@ -125,5 +129,12 @@ env = "API_TOKEN"
     const history = await client.getImage(BOX_IMAGE).history();
     const described = JSON.stringify([image.Config, history]);
     for (const secret of [MODEL_KEY, API_KEY]) expect(described).not.toContain(secret);
+    // nor in any layer's files: the whole image, streamed through grep
+    const found = execFileSync(
+      "sh",
+      ["-c", `docker save ${BOX_IMAGE} | grep -a -c -F -e '${MODEL_KEY}' -e '${API_KEY}' || true`],
+      { encoding: "utf8", maxBuffer: 1 << 20 },
+    ).trim();
+    expect(found).toBe("0");
   });
 });
