@@ -217,8 +217,9 @@ async function startRun(options: OneShotOptions, box: Provisioned): Promise<OneS
     await writeRecord(dir, record);
     if (!options.json && answer) options.write(`${answer.trimEnd()}\n`);
     if (record.error && endedBy !== "exit") options.note(`run ${id}: ${record.error}`);
-    // 2: a limit stopped it (ceiling, stall, budget); 130: interrupted
-    const exitCode = endedBy === "signal" ? 130 : endedBy === "exit" ? outcome.exitCode : 2;
+    // 2: a limit stopped it (ceiling, stall, budget); 130: interrupted; otherwise the box's own
+    const limits: EndedBy[] = ["ceiling", "stalled", "budget"];
+    const exitCode = endedBy === "signal" ? 130 : limits.includes(endedBy) ? 2 : outcome.exitCode;
     return { exitCode, record, answer };
   } catch (error) {
     if (record.state === "running") {
