@@ -47,6 +47,13 @@ const VAULT_VALUE = `VAULT-VALUE-${MARK}`;
 const BOB_STORE = `BOB-STORE-${MARK}`;
 const BOB_RUN = `BOB-RUN-${MARK}`;
 const BOB_CHANNEL = `BOB-CHANNEL-${MARK}`;
+/** An unprivileged ICMP echo (a datagram socket, as ping uses); exit 0 only on a reply. */
+const icmpEcho = (host: string) =>
+  `timeout 6 python3 -c "
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP); s.settimeout(4)
+s.sendto(struct.pack('!BBHHH', 8, 0, 0, 0, 1) + b'roster', (socket.gethostbyname('${host}'), 0)); s.recv(64)"`;
+
 /** Where a leaked secret would be found; /proc, /sys and /dev are not files. */
 const SEARCH = "/home /tmp /opt /etc /run /var /usr/local /srv /root /mnt /media";
 
@@ -189,6 +196,16 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
             name: "UDP to an outside host (checked there)",
             group: "network",
             run: `for i in 1 2 3; do echo udp-${MARK} > /dev/udp/${OUTSIDE_ADDRESS}/${OUTSIDE_UDP_PORT}; done; false`,
+          },
+          {
+            name: "ICMP echo to an outside host",
+            group: "network",
+            run: icmpEcho(OUTSIDE_ADDRESS),
+          },
+          {
+            name: "ICMP echo to the host",
+            group: "network",
+            run: icmpEcho("host.docker.internal"),
           },
           {
             name: "DNS lookup of a name",
