@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ExecEnvelope as Envelope } from "../../runner/runs/exec-envelope.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
@@ -12,19 +13,6 @@ import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
  * the root's model address points nowhere and is never asked.
  */
 const docker = await testDocker();
-
-interface Envelope {
-  status: string;
-  stdout: string;
-  stderr: string;
-  exit_code: number | null;
-  duration_ms: number;
-  signal?: string;
-  reason?: string;
-  note?: string;
-  run_id?: string;
-  error?: string;
-}
 
 describe.skipIf(!docker)("roster box exec", () => {
   let deployment: RosterRoot;

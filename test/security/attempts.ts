@@ -20,15 +20,7 @@ export interface Outcome {
   detail?: string;
 }
 
-export interface Envelope {
-  status: string;
-  stdout: string;
-  stderr: string;
-  exit_code: number | null;
-  duration_ms: number;
-  signal?: string;
-  reason?: string;
-}
+export type { ExecEnvelope as Envelope } from "../../runner/runs/exec-envelope.ts";
 
 const encode = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
