@@ -1,10 +1,8 @@
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listGates } from "../../runner/actions/gates.ts";
-import { postAction, submitAction } from "../support/action-host.ts";
-import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
-import { SmtpSink } from "../support/smtp.ts";
+import { postAction, startEmailDesk, submitAction } from "../support/action-host.ts";
+import type { GatewayEnv } from "../support/gateway-env.ts";
+import type { SmtpSink } from "../support/smtp.ts";
 
 /**
  * Envelope fuzzing of the action host, through the real gateway: valid
@@ -41,17 +39,7 @@ describe("the action host under envelope fuzzing", () => {
   let smtp: SmtpSink;
 
   beforeAll(async () => {
-    smtp = await SmtpSink.start({ user: "roster", pass: "smtp-secret" });
-    env = await startGatewayEnv(`
-[[action]]
-name = "email-send"
-executor = "email"
-trust = "gate"
-`);
-    await mkdir(join(env.paths.config, "workers/elf"), { recursive: true });
-    await writeFile(join(env.paths.config, "workers/elf/worker.toml"), 'name = "elf"\n');
-    await env.writeVault("smtp", smtp.vaultCredential("elf@roster.test"));
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    ({ env, smtp } = await startEmailDesk());
   });
   afterAll(async () => {
     await env?.cleanup();

@@ -1,17 +1,17 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, openSync, readdirSync, readFileSync } from "node:fs";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveGate } from "../../runner/actions/desk.ts";
 import { findGate, readGate } from "../../runner/actions/gates.ts";
-import { submitAction } from "../support/action-host.ts";
+import { startEmailDesk, submitAction } from "../support/action-host.ts";
 import { testDocker } from "../support/docker.ts";
-import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
+import type { GatewayEnv } from "../support/gateway-env.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
-import { SmtpSink } from "../support/smtp.ts";
+import type { SmtpSink } from "../support/smtp.ts";
 
 /**
  * Faults: parts of the host failing under a run. (The gateway dying mid-run
@@ -138,15 +138,7 @@ describe("a gate approved while its executor is down", () => {
   let smtp: SmtpSink;
 
   beforeAll(async () => {
-    smtp = await SmtpSink.start({ user: "roster", pass: "smtp-secret" });
-    env = await startGatewayEnv(`
-[[action]]
-name = "email-send"
-executor = "email"
-`);
-    await mkdir(join(env.paths.config, "workers/elf"), { recursive: true });
-    await writeFile(join(env.paths.config, "workers/elf/worker.toml"), 'name = "elf"\n');
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    ({ env, smtp } = await startEmailDesk());
   });
   afterAll(async () => {
     await env?.cleanup();
