@@ -36,24 +36,16 @@ export async function dockerEndpoint(
   return { describe: `unix socket ${socketPath}`, client: new Docker({ socketPath }) };
 }
 
-export interface DockerInfo {
-  client: Docker;
-  describe: string;
-  serverVersion: string;
-  apiVersion: string;
-}
-
-/** Connects and pings; a refusal names the socket tried and how to start Docker. */
-export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promise<DockerInfo> {
+/**
+ * Connects and pings; a refusal names the socket tried and how to start Docker.
+ * A ping, not /version: the engine answers /version by asking containerd and
+ * runc for theirs (~10 ms, on every box's path); `roster box doctor` asks it.
+ */
+export async function connectDocker(env: NodeJS.ProcessEnv = process.env): Promise<DockerEndpoint> {
   const endpoint = await dockerEndpoint(env);
   try {
-    const version = await endpoint.client.version();
-    return {
-      client: endpoint.client,
-      describe: endpoint.describe,
-      serverVersion: version.Version,
-      apiVersion: version.ApiVersion,
-    };
+    await endpoint.client.ping();
+    return endpoint;
   } catch (error) {
     throw new RosterError(
       `Docker is not reachable at ${endpoint.describe} (${shortCause(error)}); start it with \`sudo dockerd &\` or \`sudo systemctl start docker\`, or point DOCKER_HOST at a running engine`,
@@ -69,11 +61,15 @@ function shortCause(error: unknown): string {
 
 /** True when an image (name:tag or id) exists locally. */
 export async function imageExists(docker: Docker, name: string): Promise<boolean> {
+  return (await imageId(docker, name)) !== undefined;
+}
+
+/** A local image's id, or undefined when there is no such image. */
+export async function imageId(docker: Docker, name: string): Promise<string | undefined> {
   try {
-    await docker.getImage(name).inspect();
-    return true;
+    return (await docker.getImage(name).inspect()).Id;
   } catch (error) {
-    if ((error as { statusCode?: unknown }).statusCode === 404) return false;
+    if ((error as { statusCode?: unknown }).statusCode === 404) return undefined;
     throw error;
   }
 }

@@ -36,7 +36,12 @@ export async function boxDoctor(
     report.docker.error = errorMessage(error);
     return report;
   }
-  report.docker = { ok: true, endpoint: docker.describe, version: docker.serverVersion };
+  const version = await docker.client.version().catch(() => undefined);
+  report.docker = {
+    ok: true,
+    endpoint: docker.describe,
+    ...(version ? { version: version.Version } : {}),
+  };
 
   try {
     const info = await docker.client.getImage(name).inspect();
@@ -74,7 +79,7 @@ export function formatDoctor(report: DoctorReport): string {
   const lines: string[] = [];
   lines.push(
     report.docker.ok
-      ? `${mark(true)} docker   ${report.docker.version} at ${report.docker.endpoint}`
+      ? `${mark(true)} docker   ${report.docker.version ?? "(version unknown)"} at ${report.docker.endpoint}`
       : `${mark(false)} docker   ${report.docker.error}`,
   );
   const image = report.image;

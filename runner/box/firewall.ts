@@ -12,8 +12,8 @@ import { runCommand } from "./run-command.ts";
  */
 export const CHAIN = "ROSTER-LOCKED";
 
-async function iptables(args: string[]): Promise<{ code: number; output: string }> {
-  const result = await runCommand("iptables", ["-w", ...args]);
+async function iptables(args: string[], tailLines = 20): Promise<{ code: number; output: string }> {
+  const result = await runCommand("iptables", ["-w", ...args], { tailLines });
   return { code: result.code, output: result.tail.join("\n") };
 }
 
@@ -37,6 +37,9 @@ async function applyLockdown(subnet: string, gatewayPort: number): Promise<void>
       `could not install the host firewall rule (${step}: ${output.split("\n")[0] || "iptables failed"}); roster needs root and iptables, or set [box] egress_lockdown = false in org.toml`,
       { exitCode: 2 },
     );
+  // the common case, every rule already in place, costs one iptables call
+  const listing = await iptables(["-S"], 100_000);
+  if (listing.code === 0 && inPlace(listing.output, subnet, gatewayPort)) return;
   const jump = ["INPUT", "-s", subnet, "-j", CHAIN];
   const current = await iptables(["-S", CHAIN]);
   const wanted = [
@@ -66,6 +69,27 @@ async function applyLockdown(subnet: string, gatewayPort: number): Promise<void>
     if (inserted.code !== 0) throw fail("hook INPUT", inserted.output);
   }
   await dropForwarding(subnet, fail);
+}
+
+/**
+ * Whether the filter table (as `iptables -S` prints it) already holds the
+ * lockdown exactly: the chain with only its two rules, in order; INPUT
+ * jumping to it for the subnet; and forwarding dropped for the subnet where
+ * dropForwarding would put it. Anything else, even a harmless difference, is
+ * left to the full path, which repairs it.
+ */
+export function inPlace(listing: string, subnet: string, gatewayPort: number): boolean {
+  const lines = listing.split("\n").map((line) => line.trim());
+  const chain = lines.filter((line) => line.startsWith(`-A ${CHAIN} `));
+  const forwardChain = lines.includes("-N DOCKER-USER") ? "DOCKER-USER" : "FORWARD";
+  return (
+    lines.includes(`-N ${CHAIN}`) &&
+    chain.length === 2 &&
+    chain[0] === `-A ${CHAIN} -p tcp -m tcp --dport ${gatewayPort} -j ACCEPT` &&
+    chain[1] === `-A ${CHAIN} -j DROP` &&
+    lines.includes(`-A INPUT -s ${subnet} -j ${CHAIN}`) &&
+    lines.includes(`-A ${forwardChain} -s ${subnet} -j DROP`)
+  );
 }
 
 /**

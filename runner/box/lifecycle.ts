@@ -132,7 +132,8 @@ export async function startBox(
         endedBy,
         containerId: container.id,
       };
-      if (options.reportOom) {
+      // the OOM killer's SIGKILL shows as 137: only then is the engine asked
+      if (options.reportOom && outcome.exitCode === 137) {
         const info = await container.inspect().catch(() => undefined);
         outcome.oomKilled = info?.State?.OOMKilled === true;
       }

@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { formatConfigError, loadConfig } from "../config/load.ts";
 import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import type { LimitStanding } from "../gateway/budget.ts";
@@ -12,6 +11,7 @@ export function registerBudgetCommands(program: Command): void {
     .option("--worker <worker>", "only the limits that bind this worker")
     .option("--json", "one JSON object per limit")
     .action(async (flags: { worker?: string; json?: boolean }) => {
+      const { formatConfigError, loadConfig } = await import("../config/load.ts");
       const paths = rosterPaths();
       const config = loadConfig(paths.config, { vaultDir: paths.vault });
       if (config.errors.length)

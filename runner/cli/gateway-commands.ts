@@ -1,7 +1,6 @@
 import { type Command, Option } from "commander";
 import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
-import { formatDecision, readDecisions, summarise } from "../gateway/audit-view.ts";
 import type { ListenAddress } from "../gateway/gateway.ts";
 import { defaultListen, parseAddr } from "../gateway/listen.ts";
 
@@ -43,7 +42,8 @@ export function registerGatewayCommands(program: Command): void {
     .option("--run <run>", "only this run (any unique prefix of its id)")
     .option("--denied", "only refusals")
     .option("--json", "one JSON decision per line")
-    .action((flags: { run?: string; denied?: boolean; json?: boolean }) => {
+    .action(async (flags: { run?: string; denied?: boolean; json?: boolean }) => {
+      const { formatDecision, readDecisions, summarise } = await import("../gateway/audit-view.ts");
       const records = readDecisions(rosterPaths().audit, {
         ...(flags.run ? { run: flags.run } : {}),
         deniedOnly: flags.denied ?? false,

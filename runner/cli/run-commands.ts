@@ -1,17 +1,14 @@
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
-import { initRoots } from "../config/init.ts";
 import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
-import { storeCredential } from "../runs/credentials.ts";
-import { findRun } from "../runs/run-record.ts";
-import { formatRows, runRows, showRun } from "../runs/runs-view.ts";
 
 export function registerRunCommands(program: Command): void {
   program
     .command("init")
     .description("create the config, data and state roots with one worker, elf (never overwrites)")
     .action(async () => {
+      const { initRoots } = await import("../config/init.ts");
       const paths = rosterPaths();
       const created = await initRoots(paths);
       process.stdout.write(
@@ -76,6 +73,7 @@ export function registerRunCommands(program: Command): void {
             throw new RosterError(`--field ${entry}: expected name=value`, { exitCode: 2 });
           fields[entry.slice(0, at)] = entry.slice(at + 1);
         }
+        const { storeCredential } = await import("../runs/credentials.ts");
         await storeCredential(paths.vault, credential, fields);
         process.stdout.write(
           `stored credential "${credential}" (${Object.keys(fields).join(", ")}) in ${paths.vault} (mode 0600; never in a box)\n`,
@@ -101,6 +99,7 @@ export function registerRunCommands(program: Command): void {
         rl.close();
       }
       if (!key) throw new RosterError("no key given; nothing stored", { exitCode: 2 });
+      const { storeCredential } = await import("../runs/credentials.ts");
       await storeCredential(paths.vault, credential, { key });
       process.stdout.write(
         `stored credential "${credential}" in ${paths.vault} (mode 0600; only the gateway reads it)\n`,
@@ -128,6 +127,7 @@ export function registerRunCommands(program: Command): void {
         const prompt = words.join(" ").trim();
         if (!prompt) throw new RosterError("the prompt is empty", { exitCode: 2 });
         const paths = rosterPaths();
+        const { initRoots } = await import("../config/init.ts");
         const created = await initRoots(paths);
         if (created.some((path) => path.endsWith("org.toml")))
           process.stderr.write(`roster: initialised ${paths.config} from org.example.toml\n`);
@@ -200,6 +200,7 @@ export function registerRunCommands(program: Command): void {
       } catch {
         // without Docker the records are still worth showing
       }
+      const { formatRows, runRows } = await import("../runs/runs-view.ts");
       const rows = runRows(paths.state, flags.worker, Number(flags.limit) || 20);
       process.stdout.write(flags.json ? `${JSON.stringify(rows)}\n` : `${formatRows(rows)}\n`);
     });
@@ -208,7 +209,9 @@ export function registerRunCommands(program: Command): void {
     .description(
       "one run: its record, model tokens and cost, task, conversation and files (any unique prefix of its id)",
     )
-    .action((prefix: string) => {
+    .action(async (prefix: string) => {
+      const { findRun } = await import("../runs/run-record.ts");
+      const { showRun } = await import("../runs/runs-view.ts");
       const paths = rosterPaths();
       const found = findRun(paths.state, prefix);
       if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });

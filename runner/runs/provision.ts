@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import type { BoxSpec } from "../box/container-spec.ts";
-import { connectDocker, imageExists } from "../box/docker.ts";
+import { connectDocker, imageId } from "../box/docker.ts";
 import { ensureEgressLockdown } from "../box/firewall.ts";
 import { buildBoxImage } from "../box/image-build.ts";
 import { BOX_IMAGE, LOCKED_NETWORK } from "../box/layout.ts";
@@ -168,9 +168,11 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     await giveBack(leased, firewall);
     throw error;
   }
-  // the box image (built once if it is roster's and missing), then the worker's toolchain on it
-  const workerImage = ensureImage(docker, image, env, note).then(() =>
-    ensureToolchainImage({
+  // the box image (built once if it is roster's and missing), the worker's
+  // toolchain on it, and the toolchain volume for exactly that image
+  const workerImage = (async () => {
+    const baseId = await ensureImage(docker, image, env, note);
+    const { tag } = await ensureToolchainImage({
       docker,
       baseImage: image,
       worker: worker.name,
@@ -178,8 +180,16 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       deployment: deploymentKey(paths.config),
       progress: { step: note, detail: () => undefined, note },
       env,
-    }),
-  );
+    });
+    const imageId = tag === image ? baseId : (await docker.getImage(tag).inspect()).Id;
+    const volume = await ensureToolsVolume(
+      docker,
+      deploymentKey(paths.config),
+      worker.name,
+      imageId,
+    );
+    return { tag, toolsVolume: volume };
+  })();
   const early = [workerImage, reapAndRecord(docker, paths, note)];
   if (!network) {
     try {
@@ -198,15 +208,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     const failed = settled.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
     if (!gateway) throw new Error("the gateway lease was lost");
-    const { tag } = await workerImage;
-    // the worker's toolchain volume for exactly this image
-    const imageId = (await docker.getImage(tag).inspect()).Id;
-    const toolsVolume = await ensureToolsVolume(
-      docker,
-      deploymentKey(paths.config),
-      worker.name,
-      imageId,
-    );
+    const { tag, toolsVolume } = await workerImage;
     if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
       throw refuse(
         `the CA is missing from ${paths.ca}: start the gateway once (roster gateway start) to create it`,
@@ -288,16 +290,18 @@ async function giveBack(
   if (gateway.status === "fulfilled") await gateway.value?.release();
 }
 
-/** The box image, built once when it is roster's own and missing. */
+/** The box image's id, the image built first when it is roster's own and missing. */
 async function ensureImage(
   docker: Docker,
   image: string,
   env: NodeJS.ProcessEnv,
   note: (text: string) => void,
-): Promise<void> {
-  if (await imageExists(docker, image)) return;
+): Promise<string> {
+  const id = await imageId(docker, image);
+  if (id) return id;
   if (image !== BOX_IMAGE)
     throw refuse(`the box image ${image} is missing: build or pull it first`);
   note(`the box image ${image} is missing; building it (once)`);
   await buildBoxImage({ docker, progress: consoleProgress(), tag: image, env });
+  return (await docker.getImage(image).inspect()).Id;
 }

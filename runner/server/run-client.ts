@@ -3,8 +3,8 @@ import { request } from "node:http";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import type { ExecEnvelope } from "../runs/exec-envelope.ts";
-import { type ExecRequest, type RunRequest, runSocketPath } from "./run-socket.ts";
-import { readServerState } from "./state.ts";
+import type { ExecRequest, RunRequest } from "./run-socket.ts";
+import { readServerState, runSocketPath } from "./state.ts";
 
 /**
  * The CLI side of a box handed to the running server (see run-socket.ts):

@@ -1,10 +1,10 @@
 import { chmod, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { join } from "node:path";
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { runSocketPath } from "./state.ts";
 
 /**
  * `roster run` and `roster box exec` handed to a running server: the server
@@ -18,7 +18,6 @@ import { errorMessage, RosterError } from "../errors.ts";
  * for an exec, or `{error, exit}` when no box could start. A client that goes
  * away (Ctrl-C, killed) aborts its box: it is stopped and the record says so.
  */
-export const runSocketPath = (paths: RosterPaths) => join(paths.state, "server.sock");
 
 const WorkerName = Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", maxLength: 64 });
 

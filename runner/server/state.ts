@@ -16,6 +16,9 @@ export interface ServerState {
   gateway: { port: number; addrs: string[] };
 }
 
+/** Where a running server takes handed-over boxes (runner/server/run-socket.ts). */
+export const runSocketPath = (paths: RosterPaths) => join(paths.state, "server.sock");
+
 export function serverStateFile(paths: RosterPaths): string {
   return join(paths.state, "server.json");
 }

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initRoots } from "../../runner/config/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
-import { type RunSocket, runSocketPath, serveRuns } from "../../runner/server/run-socket.ts";
+import { type RunSocket, serveRuns } from "../../runner/server/run-socket.ts";
+import { runSocketPath } from "../../runner/server/state.ts";
 import { rawPeer } from "../support/hostile.ts";
 
 /**
