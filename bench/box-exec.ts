@@ -1,8 +1,11 @@
 /**
  * `roster box exec <worker> -- true` against a bare `docker run --rm <image>
- * true`, side by side in one run (medians of 5): what the governed envelope
- * (config, $HOME and mounts, the gateway, the lockdown, the run record) costs
- * on top of the container itself. Needs Docker, root and the box image.
+ * true`, side by side in one run: what the governed envelope (config, $HOME
+ * and mounts, the gateway, the lockdown, the run record) costs on top of the
+ * container itself. Each round runs the floor and then roster, one after the
+ * other, so both see the same machine; a ratio is the median of the rounds'
+ * own ratios (each against the floor run just before it). `roster` is run by its own shebang, as a shell runs it. Needs
+ * Docker, root and the box image.
  *   npx tsx bench/box-exec.ts
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -13,33 +16,34 @@ import { ROSTER_BIN } from "../test/support/cli.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
 import { median, timed } from "./timing.ts";
 
-const ROUNDS = 5;
-
-const floors: number[] = [];
-const lockedFloors: number[] = [];
-for (let i = 0; i < ROUNDS; i++) {
-  floors.push(await timed(["docker", "run", "--rm", BOX_IMAGE, "true"]));
-  // the same on roster's own network: a user-defined bridge costs Docker its embedded resolver
-  lockedFloors.push(
-    await timed(["docker", "run", "--rm", "--network", LOCKED_NETWORK, BOX_IMAGE, "true"]),
-  );
-}
-const nodeFloor: number[] = [];
-for (let i = 0; i < ROUNDS; i++) nodeFloor.push(await timed([process.execPath, "-e", "0"]));
+const ROUNDS = 9;
+const FLOOR = ["docker", "run", "--rm", BOX_IMAGE, "true"];
 
 const root = await makeRosterRoot("http://127.0.0.1:9/v1");
 const env = { ROSTER_ROOT: root.root };
-const exec = [process.execPath, ROSTER_BIN, "box", "exec", "elf", "--", "true"];
-const embedded: number[] = [];
-const standalone: number[] = [];
-const handed: number[] = [];
+const exec = [ROSTER_BIN, "box", "exec", "elf", "--", "true"];
+
+interface Phase {
+  label: string;
+  ours: number[];
+  floors: number[];
+}
+const phases: Phase[] = [];
+
+/** ROUNDS rounds of (floor, command), the command's own warm-up first. */
+async function phase(label: string, command: string[], commandEnv: NodeJS.ProcessEnv = env) {
+  await timed(command, commandEnv);
+  const entry: Phase = { label, ours: [], floors: [] };
+  for (let i = 0; i < ROUNDS; i++) {
+    entry.floors.push(await timed(FLOOR));
+    entry.ours.push(await timed(command, commandEnv));
+  }
+  phases.push(entry);
+}
 
 /** Starts a long-lived roster command and waits for the file that says it is up. */
 async function background(args: string[], readyFile: string) {
-  const child = spawn(process.execPath, [ROSTER_BIN, ...args], {
-    env: { ...process.env, ...env },
-    stdio: "ignore",
-  });
+  const child = spawn(ROSTER_BIN, args, { env: { ...process.env, ...env }, stdio: "ignore" });
   for (let i = 0; i < 100; i++) {
     try {
       readFileSync(join(root.paths.state, readyFile));
@@ -55,18 +59,31 @@ async function background(args: string[], readyFile: string) {
 }
 
 try {
-  await timed(exec, env); // the first one creates the CA and remembers the network
-  for (let i = 0; i < ROUNDS; i++) embedded.push(await timed(exec, env));
+  await phase(`docker run --rm --network ${LOCKED_NETWORK} ${BOX_IMAGE} true`, [
+    "docker",
+    "run",
+    "--rm",
+    "--network",
+    LOCKED_NETWORK,
+    BOX_IMAGE,
+    "true",
+  ]);
+  await phase("node -e 0 (a Node process starting, which every roster command pays)", [
+    process.execPath,
+    "-e",
+    "0",
+  ]);
+  // the first one creates the CA and remembers the network
+  await phase("roster box exec elf -- true (embedded gateway)", exec);
   const stopGateway = await background(["gateway", "start"], "gateway.json");
   try {
-    for (let i = 0; i < ROUNDS; i++) standalone.push(await timed(exec, env));
+    await phase("roster box exec elf -- true (gateway running)", exec);
   } finally {
     await stopGateway();
   }
   const stopServer = await background(["server", "start", "--no-listen"], "server.sock");
   try {
-    await timed(exec, env); // the server loads its box modules on its first one
-    for (let i = 0; i < ROUNDS; i++) handed.push(await timed(exec, env));
+    await phase("roster box exec elf -- true (handed to a running server)", exec);
   } finally {
     await stopServer();
   }
@@ -74,26 +91,20 @@ try {
   await root.cleanup();
 }
 
-const floor = median(floors);
 const docker = execFileSync("docker", ["version", "--format", "{{.Server.Version}}"], {
   encoding: "utf8",
 }).trim();
-console.log(`Docker ${docker}, Node ${process.version}, medians of ${ROUNDS}\n`);
-console.log("| command | ms | vs floor |");
-console.log("| --- | --- | --- |");
-console.log(`| floor: docker run --rm ${BOX_IMAGE} true | ${floor.toFixed(0)} | 1.00x |`);
-for (const [label, samples] of [
-  [`docker run --rm --network ${LOCKED_NETWORK} ${BOX_IMAGE} true`, lockedFloors],
-  ["node -e 0 (a Node process starting, which every roster command pays)", nodeFloor],
-] as const) {
-  const value = median(samples);
-  console.log(`| ${label} | ${value.toFixed(0)} | ${(value / floor).toFixed(2)}x |`);
-}
-for (const [label, samples] of [
-  ["roster box exec elf -- true (embedded gateway)", embedded],
-  ["roster box exec elf -- true (gateway running)", standalone],
-  ["roster box exec elf -- true (handed to a running server)", handed],
-] as const) {
-  const value = median(samples);
-  console.log(`| ${label} | ${value.toFixed(0)} | ${(value / floor).toFixed(2)}x |`);
+const extraCa = process.env.NODE_EXTRA_CA_CERTS
+  ? "; NODE_EXTRA_CA_CERTS is set here, so every Node start parses the whole trust store first (roster's own command defers it)"
+  : "";
+console.log(`Docker ${docker}, Node ${process.version}, medians of ${ROUNDS}${extraCa}\n`);
+console.log("| command | ms | floor ms, same rounds | vs floor (median of the rounds' ratios) |");
+console.log("| --- | --- | --- | --- |");
+const allFloors = phases.flatMap((entry) => entry.floors);
+console.log(`| floor: ${FLOOR.join(" ")} | ${median(allFloors).toFixed(0)} | - | 1.00x |`);
+for (const entry of phases) {
+  const ratio = median(entry.ours.map((ours, i) => ours / (entry.floors[i] ?? Number.NaN)));
+  console.log(
+    `| ${entry.label} | ${median(entry.ours).toFixed(0)} | ${median(entry.floors).toFixed(0)} | ${ratio.toFixed(2)}x |`,
+  );
 }

@@ -1,9 +1,19 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS ROSTER_DEFERRED_CA_CERTS=${NODE_EXTRA_CA_CERTS} node
 // The `roster` command. The host runner is compiled into dist/ (by `npm ci`
 // through prepare, or `npm run build`); a checkout whose runner/ changed since
 // then runs the TypeScript directly (tsx), so `npx roster` is never stale.
+//
+// The line above starts Node without NODE_EXTRA_CA_CERTS: given it, Node
+// parses its whole trust store before running anything, which cost every
+// command ~60 ms. It is put back here for every process roster starts, and
+// roster's own outbound TLS (the executors) trusts that file explicitly
+// (runner/actions/executors/host-trust.ts).
 import { readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+
+const deferred = process.env.ROSTER_DEFERRED_CA_CERTS;
+delete process.env.ROSTER_DEFERRED_CA_CERTS;
+if (deferred) process.env.NODE_EXTRA_CA_CERTS = deferred;
 
 const compiled = fileURLToPath(new URL("../dist/roster.js", import.meta.url));
 const sources = fileURLToPath(new URL("../runner", import.meta.url));

@@ -61,7 +61,7 @@ export async function launchEmbeddedGateway(options: {
   // stderr is inherited so a gateway bug still shows its stack. execArgv is
   // cleared because bin/roster.mjs picks the compiled runner or TypeScript itself.
   const child = fork(ROSTER_BIN, args, {
-    env: options.env,
+    env: deferCaCerts(options.env),
     execArgv: [],
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
@@ -149,4 +149,15 @@ function formatAddr(address: ListenAddress): string {
   return address.host.includes(":")
     ? `[${address.host}]:${address.port}`
     : `${address.host}:${address.port}`;
+}
+
+/**
+ * The child's environment with NODE_EXTRA_CA_CERTS set aside for bin/roster.mjs
+ * to put back, as the command's own start does: the gateway then listens ~60 ms
+ * sooner. Its upstream trust is its own ([gateway] upstream_ca), and the
+ * executors of its action host trust that file explicitly.
+ */
+export function deferCaCerts(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { NODE_EXTRA_CA_CERTS: file, ...rest } = env;
+  return file ? { ...rest, ROSTER_DEFERRED_CA_CERTS: file } : env;
 }

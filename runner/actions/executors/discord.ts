@@ -1,5 +1,11 @@
 import { createHash } from "node:crypto";
-import { DiscordAPIError, HTTPError, RateLimitError, REST } from "@discordjs/rest";
+import {
+  DiscordAPIError,
+  HTTPError,
+  RateLimitError,
+  REST,
+  type RESTOptions,
+} from "@discordjs/rest";
 import { type Static, Type } from "@sinclair/typebox";
 import {
   AllowedMentionsTypes,
@@ -13,6 +19,7 @@ import { type Credential, readCredential } from "../../gateway/vault.ts";
 import { boundBot, recordSent } from "./bound-bot.ts";
 import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
+import { hostCa, trustingFetch } from "./host-trust.ts";
 
 /**
  * discord: a message to a Discord channel through discord.js's REST client
@@ -57,7 +64,9 @@ export function discordBot(vault: string, name = "discord"): DiscordBot {
     throw new Error(
       'no Discord credential: store the bot token as field "token" of the vault credential "discord" (roster login discord --field token=…)',
     );
+  const ca = hostCa();
   const rest = new REST({
+    ...(ca ? { makeRequest: trustingFetch(ca) as unknown as RESTOptions["makeRequest"] } : {}),
     ...(typeof credential.api_base === "string" ? { api: credential.api_base } : {}),
     version: "10",
     timeout: REQUEST_TIMEOUT_MS,

@@ -3,6 +3,7 @@ import { createTransport } from "nodemailer";
 import { readCredential } from "../../gateway/vault.ts";
 import { oneLine } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
+import { hostCa } from "./host-trust.ts";
 
 /**
  * email: plain-text mail over SMTP with nodemailer. The `smtp` vault
@@ -45,6 +46,7 @@ export const email: Executor<Payload> = {
       );
     }
     const port = Number(smtp.port ?? 465);
+    const ca = hostCa();
     const transport = createTransport({
       host,
       port,
@@ -53,7 +55,7 @@ export const email: Executor<Payload> = {
       ...(typeof smtp.user === "string" && typeof smtp.pass === "string"
         ? { auth: { user: smtp.user, pass: smtp.pass } }
         : {}),
-      ...(typeof smtp.ca === "string" ? { tls: { ca: smtp.ca } } : {}),
+      ...(typeof smtp.ca === "string" ? { tls: { ca: smtp.ca } } : ca ? { tls: { ca } } : {}),
       connectionTimeout: SEND_TIMEOUT_MS,
       greetingTimeout: SEND_TIMEOUT_MS,
       socketTimeout: SEND_TIMEOUT_MS,

@@ -10,6 +10,7 @@ import { type Credential, readCredential } from "../../gateway/vault.ts";
 import { boundBot, recordSent } from "./bound-bot.ts";
 import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
+import { hostCa, trustingFetch } from "./host-trust.ts";
 
 /**
  * slack: a message to a Slack channel (or a reply in a thread) with Slack's
@@ -63,7 +64,9 @@ export function slackBot(vault: string, name = "slack"): SlackBot {
     throw new Error(
       'no Slack credential: store the bot token as field "bot_token" of the vault credential "slack" (roster login slack --field bot_token=…)',
     );
+  const ca = hostCa();
   const client = new WebClient(token, {
+    ...(ca ? { fetch: trustingFetch(ca) } : {}),
     ...(typeof credential.api_base === "string" ? { slackApiUrl: credential.api_base } : {}),
     allowAbsoluteUrls: false,
     logLevel: LogLevel.ERROR,
