@@ -6,7 +6,8 @@
  * CPU per request. Then each proxy's memory (RSS): idle, at its peak under 200
  * concurrent clients × 50 requests, and holding 1000 idle connections. Needs
  * mitmdump on PATH; with `hey` on PATH the exchanges are also driven by it, a
- * client in its own process.
+ * client in its own process, beside the floor for any Node proxy: a bare TLS
+ * relay with no HTTP (bench/tls-relay.ts).
  *   npx tsx bench/gateway.ts          (PROFILE=<dir> also profiles the gateway)
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -19,11 +20,13 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Agent, type Dispatcher, ProxyAgent, request } from "undici";
 import { rosterPaths } from "../runner/config/paths.ts";
+import { GATEWAY_NODE_FLAGS } from "../runner/gateway/defaults.ts";
 import { mintToken } from "../runner/gateway/identity.ts";
 import { PROJECT_ROOT } from "../runner/version.ts";
 import { freePort } from "../test/support/roster-root.ts";
 import { makeServerCertificate } from "../test/support/test-ca.ts";
 import { type HeyResult, hey, heyAvailable } from "./hey.ts";
+import { startTlsRelay } from "./tls-relay.ts";
 
 const CONCURRENCY = 8;
 const SIZES = [
@@ -89,17 +92,21 @@ await writeFile(
   `[gateway]\nupstream_ca = ["${upstreamCa}"]\n\n[[grant]]\nname = "bench"\nverdict = "allow"\nmatch = { host = "127.0.0.1" }\n`,
 );
 const gatewayPort = await freePort();
+// run as a shell runs it (its own first line sets the gateway's V8 flags); PROFILE=<dir>
+// runs node directly with those flags, and the gateway writes a CPU profile there when it stops
+const gatewayArgs = ["gateway", "start", "--addr", `127.0.0.1:${gatewayPort}`];
+const rosterBin = join(PROJECT_ROOT, "bin/roster.mjs");
 const gateway = spawn(
-  process.execPath,
-  [
-    // PROFILE=<dir>: the gateway writes a V8 CPU profile there when it stops
-    ...(process.env.PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROFILE}`] : []),
-    join(PROJECT_ROOT, "bin/roster.mjs"),
-    "gateway",
-    "start",
-    "--addr",
-    `127.0.0.1:${gatewayPort}`,
-  ],
+  process.env.PROFILE ? process.execPath : rosterBin,
+  process.env.PROFILE
+    ? [
+        "--cpu-prof",
+        `--cpu-prof-dir=${process.env.PROFILE}`,
+        ...GATEWAY_NODE_FLAGS,
+        rosterBin,
+        ...gatewayArgs,
+      ]
+    : gatewayArgs,
   {
     env: { ...process.env, ROSTER_ROOT: root },
     stdio: "ignore",
@@ -220,57 +227,81 @@ try {
     }
   }
   if (heyAvailable()) {
-    // the same exchanges driven by hey, a client in a process (and threads) of its own
+    // the same exchanges driven by hey, a client in a process (and threads) of its own;
+    // beside them the floor: a bare Node TLS relay with no HTTP at all (bench/tls-relay.ts)
     const trustFile = join(work, "trust.pem");
     await writeFile(trustFile, [certificate.caPem, rosterCa, mitmCa].join("\n"));
-    const proxies: Record<string, string | undefined> = {
-      "direct HTTPS": undefined,
-      "roster gateway": `http://${token}:x@127.0.0.1:${gatewayPort}`,
-      mitmproxy: `http://127.0.0.1:${mitmPort}`,
-    };
-    console.log(`\nThe same, driven by hey (${CONCURRENCY} concurrent clients):\n`);
-    console.log(
-      "| response | route | req/s | p50 ms | p99 ms | added p50 ms | proxy CPU ms/req | req/s vs direct | failures |",
-    );
-    console.log("|---|---|---|---|---|---|---|---|---|");
-    for (const size of SIZES) {
-      let direct: HeyResult | undefined;
-      for (const route of routes) {
-        const requests = size.requests * 3;
-        const proxy = proxies[route.name];
-        const cpuBefore = cpuMs(route.pid);
+    const relay = await startTlsRelay({
+      keyPem: certificate.keyPem,
+      certPem: certificate.certPem,
+      caPem: certificate.caPem,
+      upstreamPort: Number(new URL(origin).port),
+    });
+    const targets = [
+      { name: "direct HTTPS", pid: undefined, origin, proxy: undefined },
+      {
+        name: "roster gateway",
+        pid: gateway.pid,
+        origin,
+        proxy: `http://${token}:x@127.0.0.1:${gatewayPort}`,
+      },
+      { name: "mitmproxy", pid: mitm.pid, origin, proxy: `http://127.0.0.1:${mitmPort}` },
+      {
+        name: "Node TLS relay, no HTTP (floor)",
+        pid: relay.pid,
+        origin: `https://127.0.0.1:${relay.port}`,
+        proxy: undefined,
+      },
+    ];
+    try {
+      console.log(`\nThe same, driven by hey (${CONCURRENCY} concurrent clients):\n`);
+      console.log(
+        "| response | route | req/s | p50 ms | p99 ms | added p50 ms | proxy CPU ms/req | req/s vs direct | peak RSS MiB | failures |",
+      );
+      console.log("|---|---|---|---|---|---|---|---|---|---|");
+      for (const size of SIZES) {
+        let direct: HeyResult | undefined;
+        for (const target of targets) {
+          const requests = size.requests * 3;
+          const cpuBefore = cpuMs(target.pid);
+          let peak = rssMiB(target.pid);
+          const sampler = setInterval(() => {
+            peak = Math.max(peak, rssMiB(target.pid));
+          }, 50);
+          const result = await hey({
+            url: `${target.origin}/${size.bytes}`,
+            requests,
+            concurrency: CONCURRENCY,
+            trustFile,
+            ...(target.proxy ? { proxy: target.proxy } : {}),
+          }).finally(() => clearInterval(sampler));
+          const cpu = (cpuMs(target.pid) - cpuBefore) / requests;
+          direct ??= result;
+          console.log(
+            `| ${size.name} | ${target.name} | ${result.rps.toFixed(0)} | ${result.p50.toFixed(2)} | ${result.p99.toFixed(2)} | ${(result.p50 - direct.p50).toFixed(2)} | ${target.pid ? cpu.toFixed(3) : "-"} | ${(result.rps / direct.rps).toFixed(2)}x | ${target.pid ? peak.toFixed(1) : "-"} | ${result.failures} |`,
+          );
+        }
+      }
+      // one client, one request at a time: the latency the proxy adds when nothing queues for the CPU
+      console.log("\nOne client, sequential requests (hey -c 1), 1 KB:\n");
+      console.log("| route | p50 ms | p99 ms | added p50 ms |");
+      console.log("|---|---|---|---|");
+      let alone: HeyResult | undefined;
+      for (const target of targets) {
         const result = await hey({
-          url: `${origin}/${size.bytes}`,
-          requests,
-          concurrency: CONCURRENCY,
+          url: `${target.origin}/1024`,
+          requests: 1000,
+          concurrency: 1,
           trustFile,
-          ...(proxy ? { proxy } : {}),
+          ...(target.proxy ? { proxy: target.proxy } : {}),
         });
-        const cpu = (cpuMs(route.pid) - cpuBefore) / requests;
-        direct ??= result;
+        alone ??= result;
         console.log(
-          `| ${size.name} | ${route.name} | ${result.rps.toFixed(0)} | ${result.p50.toFixed(2)} | ${result.p99.toFixed(2)} | ${(result.p50 - direct.p50).toFixed(2)} | ${route.pid ? cpu.toFixed(3) : "-"} | ${(result.rps / direct.rps).toFixed(2)}x | ${result.failures} |`,
+          `| ${target.name} | ${result.p50.toFixed(2)} | ${result.p99.toFixed(2)} | ${(result.p50 - alone.p50).toFixed(2)} |`,
         );
       }
-    }
-    // one client, one request at a time: the latency the proxy adds when nothing queues for the CPU
-    console.log("\nOne client, sequential requests (hey -c 1), 1 KB:\n");
-    console.log("| route | p50 ms | p99 ms | added p50 ms |");
-    console.log("|---|---|---|---|");
-    let alone: HeyResult | undefined;
-    for (const route of routes) {
-      const proxy = proxies[route.name];
-      const result = await hey({
-        url: `${origin}/1024`,
-        requests: 1000,
-        concurrency: 1,
-        trustFile,
-        ...(proxy ? { proxy } : {}),
-      });
-      alone ??= result;
-      console.log(
-        `| ${route.name} | ${result.p50.toFixed(2)} | ${result.p99.toFixed(2)} | ${(result.p50 - alone.p50).toFixed(2)} |`,
-      );
+    } finally {
+      relay.stop();
     }
   } else console.log("\n(hey is not on PATH: `apt-get install hey` adds rows driven by it)");
   console.log(

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS ROSTER_DEFERRED_CA_CERTS=${NODE_EXTRA_CA_CERTS} node
+#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS ROSTER_DEFERRED_CA_CERTS=${NODE_EXTRA_CA_CERTS} node --max-semi-space-size=2
 // The `roster` command. The host runner is compiled into dist/ (by `npm ci`
 // through prepare, or `npm run build`); a checkout whose runner/ changed since
 // then runs the TypeScript directly (tsx), so `npx roster` is never stale.
@@ -7,7 +7,9 @@
 // parses its whole trust store before running anything, which cost every
 // command ~60 ms. It is put back here for every process roster starts, and
 // roster's own outbound TLS (the executors) trusts that file explicitly
-// (runner/actions/executors/host-trust.ts).
+// (runner/actions/executors/host-trust.ts). The young generation is capped
+// as for every process that runs the gateway (GATEWAY_NODE_FLAGS in
+// runner/gateway/defaults.ts says why).
 import { readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 

@@ -21,7 +21,15 @@ const outdir = at >= 0 && args[at + 1] ? resolve(args[at + 1]) : join(root, "dis
 // by one cost the CLI ~0.2 s at every start (typebox alone ~0.15 s); bundled
 // into a chunk they load in a few milliseconds. Only the command that uses
 // them pays even that, since chunks stay lazy.
-const BUNDLED = ["@sinclair/typebox", "commander", "smol-toml", "dockerode", "docker-modem"];
+const BUNDLED = [
+  "@sinclair/typebox",
+  "commander",
+  "smol-toml",
+  "dockerode",
+  "docker-modem",
+  "@peculiar/x509",
+  "reflect-metadata",
+];
 const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const external = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies })
   .filter((name) => !BUNDLED.includes(name))
@@ -67,6 +75,8 @@ const result = await build({
   platform: "node",
   target: "node20",
   external,
+  // its "main" is CommonJS, whose chunk would export only a default; the ES build has names
+  alias: { "@peculiar/x509": "./node_modules/@peculiar/x509/build/x509.es.js" },
   plugins: [lazyParts],
   // commander is CommonJS: its require("node:events") needs a real require in an ES module
   banner: {

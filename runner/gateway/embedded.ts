@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { PROJECT_ROOT } from "../version.ts";
 // types only: the run's side must not load the gateway itself (TLS, executors, chat clients)
+import { GATEWAY_NODE_FLAGS } from "./defaults.ts";
 import type { ListenAddress } from "./gateway.ts";
 
 /**
@@ -59,10 +60,11 @@ export async function launchEmbeddedGateway(options: {
   for (const address of options.listen) args.push("--addr", formatAddr(address));
   // stdout is ignored so nothing the child prints can mix with the run's answer;
   // stderr is inherited so a gateway bug still shows its stack. execArgv is
-  // cleared because bin/roster.mjs picks the compiled runner or TypeScript itself.
+  // the gateway's own (not the parent's: bin/roster.mjs picks the compiled runner
+  // or TypeScript itself).
   const child = fork(ROSTER_BIN, args, {
     env: deferCaCerts(options.env),
-    execArgv: [],
+    execArgv: GATEWAY_NODE_FLAGS,
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
   // a failed kill or send is reported as 'error'; the exit watch covers what matters

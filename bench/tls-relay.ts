@@ -1,0 +1,54 @@
+/**
+ * The floor under any proxy written in Node, for bench/gateway.ts: a TLS
+ * relay in its own process that terminates the client's TLS and opens its
+ * own to the upstream, copying bytes both ways: no HTTP parsing, no policy,
+ * no audit. Whatever the gateway costs beyond this is roster's; this much is
+ * Node's TLS and streams on this machine.
+ */
+import { spawn } from "node:child_process";
+
+const RELAY = `
+import { connect, createServer } from "node:tls";
+const { RELAY_KEY: key, RELAY_CERT: cert, RELAY_CA: ca, RELAY_UPSTREAM_PORT: upstreamPort } = process.env;
+const server = createServer({ key, cert }, (client) => {
+  const upstream = connect({ host: "127.0.0.1", port: Number(upstreamPort), ca });
+  client.pipe(upstream);
+  upstream.pipe(client);
+  client.on("error", () => upstream.destroy());
+  upstream.on("error", () => client.destroy());
+  client.on("close", () => upstream.destroy());
+  upstream.on("close", () => client.destroy());
+});
+server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+`;
+
+export interface TlsRelay {
+  port: number;
+  pid: number | undefined;
+  stop(): void;
+}
+
+export async function startTlsRelay(options: {
+  keyPem: string;
+  certPem: string;
+  /** The CA the upstream's certificate is signed by. */
+  caPem: string;
+  upstreamPort: number;
+}): Promise<TlsRelay> {
+  const child = spawn(process.execPath, ["--input-type=module", "-e", RELAY], {
+    env: {
+      ...process.env,
+      RELAY_KEY: options.keyPem,
+      RELAY_CERT: options.certPem,
+      RELAY_CA: options.caPem,
+      RELAY_UPSTREAM_PORT: String(options.upstreamPort),
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`the TLS relay exited (${code})`)));
+    child.stdout.once("data", (data: Buffer) => resolve(Number(String(data).trim())));
+  });
+  return { port, pid: child.pid, stop: () => child.kill("SIGTERM") };
+}
