@@ -6,7 +6,8 @@
  * server (`roster server start`, which runs the box itself):
  * time to the model's first request, time to process exit, the box's exit to
  * the process's, host CPU per run and the CLI's peak RSS (GNU time, children
- * included). Needs Docker, root (for the firewall rule) and the box image.
+ * included). `roster` is run by its own shebang, as a shell runs it. Needs
+ * Docker, root (for the firewall rule) and the box image.
  *   npx tsx bench/run-latency.ts
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -79,7 +80,7 @@ async function rosterSamples(deployment: RosterRoot, rounds: number): Promise<Sa
   for (let i = 0; i < rounds; i++) {
     const wall = Date.now();
     const run = await sample(
-      [process.execPath, ROSTER_BIN, "run", "elf", "hi"],
+      [ROSTER_BIN, "run", "elf", "hi"],
       { ROSTER_ROOT: deployment.root },
       true,
     );
@@ -116,7 +117,7 @@ try {
 
 const held = await makeRosterRoot(model.baseUrl("127.0.0.1"));
 let withGateway: Sample[];
-const gateway = spawn(process.execPath, [ROSTER_BIN, "gateway", "start"], {
+const gateway = spawn(ROSTER_BIN, ["gateway", "start"], {
   env: { ...process.env, ROSTER_ROOT: held.root },
   stdio: "ignore",
 });
@@ -140,7 +141,7 @@ try {
 // the same with a server running: `roster run` hands the run over
 const served = await makeRosterRoot(model.baseUrl("127.0.0.1"));
 let handed: Sample[];
-const server = spawn(process.execPath, [ROSTER_BIN, "server", "start", "--no-listen"], {
+const server = spawn(ROSTER_BIN, ["server", "start", "--no-listen"], {
   env: { ...process.env, ROSTER_ROOT: served.root },
   stdio: "ignore",
 });

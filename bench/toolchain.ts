@@ -21,7 +21,7 @@ for (let i = 0; i < ROUNDS; i++)
   floors.push(await timed(["docker", "run", "--rm", BOX_IMAGE, "true"]));
 const root = await makeRosterRoot("http://127.0.0.1:9/v1");
 const env = { ROSTER_ROOT: root.root };
-const exec = [process.execPath, ROSTER_BIN, "box", "exec", "elf", "--", "true"];
+const exec = [ROSTER_BIN, "box", "exec", "elf", "--", "true"];
 let first = 0;
 const reused: number[] = [];
 try {
