@@ -1,9 +1,12 @@
-#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS ROSTER_DEFERRED_CA_CERTS=${NODE_EXTRA_CA_CERTS} node --max-semi-space-size=2
+#!/bin/sh
+":" //; exec env -u NODE_EXTRA_CA_CERTS ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}" node --max-semi-space-size=2 "$0" "$@"
 // The `roster` command. The host runner is compiled into dist/ (by `npm ci`
 // through prepare, or `npm run build`); a checkout whose runner/ changed since
 // then runs the TypeScript directly (tsx), so `npx roster` is never stale.
 //
-// The line above starts Node without NODE_EXTRA_CA_CERTS: given it, Node
+// The two lines above are read by sh when the file runs as a command (Node
+// reads a string and a comment): they start Node without NODE_EXTRA_CA_CERTS,
+// the same through GNU, BSD or busybox tools. Given that variable, Node
 // parses its whole trust store before running anything, which cost every
 // command ~60 ms. It is put back here for every process roster starts, and
 // roster's own outbound TLS (the executors) trusts that file explicitly

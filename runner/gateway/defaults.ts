@@ -23,7 +23,7 @@ export type GatewayTimeouts = typeof GATEWAY_TIMEOUT_DEFAULTS;
  * 2 MiB per semi-space (V8's default grows it to 16) holds the gateway's
  * memory under load up to a third lower at the same throughput: relaying
  * bodies allocates many short-lived buffers, and the larger space let them
- * pile up between scavenges (bench/gateway.ts). bin/roster.mjs's first line
- * passes the same flag to every `roster` command, the server included.
+ * pile up between scavenges (bench/gateway.ts). bin/roster.mjs's first lines
+ * pass the same flag to every `roster` command, the server included.
  */
 export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2"];

@@ -12,10 +12,10 @@ import type { GatewayEnv } from "../support/gateway-env.ts";
 import type { SmtpSink } from "../support/smtp.ts";
 
 /**
- * `roster` starts Node with NODE_EXTRA_CA_CERTS set aside (its shebang) and
+ * `roster` starts Node with NODE_EXTRA_CA_CERTS set aside (its first lines) and
  * puts it back for what it starts; the executors trust that file explicitly.
  * So a mail server signed by a CA named only there is still trusted when the
- * command is run as a user runs it, by its own shebang.
+ * command is run as a user runs it, as a command of its own.
  */
 const run = promisify(execFile);
 let env: GatewayEnv;
