@@ -31,14 +31,22 @@ export function hostCa(env: NodeJS.ProcessEnv = process.env): string[] | undefin
 /**
  * A fetch whose TLS trusts exactly `ca`, for the chat clients (Slack's
  * WebClient and Discord's REST take one). undici loads on the first request.
+ * One connection pool per trust list for the whole process: the executors
+ * make a client per send, and a pool each would leave its idle sockets behind.
  */
+type Client = { send: typeof import("undici").fetch; via: import("undici").Agent };
+const clients = new WeakMap<string[], Promise<Client>>();
+
 export function trustingFetch(ca: string[]): typeof fetch {
-  let client: Promise<{ send: typeof import("undici").fetch; via: import("undici").Agent }>;
   const send = async (input: string | URL | Request, init?: RequestInit) => {
-    client ??= import("undici").then(({ Agent, fetch }) => ({
-      send: fetch,
-      via: new Agent({ connect: { ca } }),
-    }));
+    let client = clients.get(ca);
+    if (!client) {
+      client = import("undici").then(({ Agent, fetch }) => ({
+        send: fetch,
+        via: new Agent({ connect: { ca } }),
+      }));
+      clients.set(ca, client);
+    }
     const { send, via } = await client;
     const url = input instanceof Request ? input.url : input;
     return send(url, { ...(init as import("undici").RequestInit), dispatcher: via });
