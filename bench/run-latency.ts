@@ -7,7 +7,7 @@
  * time to the model's first request, time to process exit, the box's exit to
  * the process's, host CPU per run and the CLI's peak RSS (GNU time, children
  * included). `roster` is run by its own shebang, as a shell runs it. Needs
- * Docker, root (for the firewall rule) and the box image.
+ * Docker and the box image.
  *   npx tsx bench/run-latency.ts
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -130,7 +130,7 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-  await rosterSamples(held, 1); // first run in a root creates the CA and the network rule
+  await rosterSamples(held, 1); // first run in a root creates the CA
   withGateway = await rosterSamples(held, ROUNDS);
 } finally {
   gateway.kill("SIGTERM");

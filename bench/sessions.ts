@@ -6,7 +6,7 @@
  * to the model's request, and to the prompt line reaching the box's stdin (the
  * host's own part). Then the memory of one idle session (its box, and what it
  * adds to the process holding it), and the idle RSS of the daemon and of the
- * gateway alone. Needs Docker, root (for the firewall rule) and the box image.
+ * gateway alone. Needs Docker and the box image.
  *   npx tsx bench/sessions.ts
  */
 import { type ChildProcess, execFileSync } from "node:child_process";
@@ -180,7 +180,7 @@ try {
   if (!(await runningGateway(paths.state, paths.config)))
     throw new Error("the standalone gateway does not answer as this deployment's");
 
-  await coldRun(); // warm-up: page cache, leaf certificates, the network and firewall checks
+  await coldRun(); // warm-up: page cache, leaf certificates, the image checks
   for (let i = 0; i < COLD_RUNS; i++) cold.push(await coldRun());
 
   model.reset();

@@ -59,7 +59,7 @@ export async function assembleContext(sources: ContextSources = {}): Promise<Bui
   const dir = await mkdtemp(join(tmpdir(), "roster-build-"));
 
   await cp(join(root, "box/Dockerfile"), join(dir, "Dockerfile"));
-  for (const tool of ["roster-lock", "roster-busy"])
+  for (const tool of ["roster-lock", "roster-busy", "roster-door"])
     await cp(join(root, "box", tool), join(dir, tool));
   await mkdir(join(dir, "engine"));
   for (const name of ["package.json", "package-lock.json", "run-pi"]) {

@@ -1,5 +1,5 @@
 import type Docker from "dockerode";
-import { BOX_GID, BOX_HOME, BOX_UID, CONTAINER_LABELS, LOCKED_NETWORK } from "./layout.ts";
+import { BOX_GID, BOX_HOME, BOX_UID, CONTAINER_LABELS, DOOR_MOUNT, ROSTER_DOOR } from "./layout.ts";
 
 /**
  * The box contract as Docker options: every container roster starts — a one-shot
@@ -33,17 +33,16 @@ export interface BoxSpec {
   name?: string;
   env?: Record<string, string>;
   mounts?: BoxMount[];
-  /** Defaults to the locked network. */
-  network?: string;
   limits?: Partial<BoxLimits>;
   labels?: Record<string, string>;
   workdir?: string;
   /**
-   * The address `host.docker.internal` names inside the box: the host's address
-   * on the box's network, where the gateway listens. Docker's `host-gateway`
-   * (the default bridge's address) when not given.
+   * The host folder holding the gateway's door (its Unix socket): mounted
+   * read-only at DOOR_MOUNT, and the command then runs under roster-door, which
+   * opens the door on the box's loopback. Without it the box has no way out at
+   * all (a box that only checks files, say).
    */
-  hostAddress?: string;
+  door?: string;
   /** uid:gid to run as; the image's non-root user by default. Never root. */
   user?: { uid: number; gid: number };
   /** Keep stdin open (warm sessions speak pi's RPC over it). */
@@ -61,7 +60,7 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
   return {
     ...(spec.name ? { name: spec.name } : {}),
     Image: spec.image,
-    Cmd: spec.cmd,
+    Cmd: spec.door ? [ROSTER_DOOR, ...spec.cmd] : spec.cmd,
     User: `${spec.user && spec.user.uid !== 0 ? spec.user.uid : BOX_UID}:${spec.user && spec.user.uid !== 0 ? spec.user.gid : BOX_GID}`,
     WorkingDir: spec.workdir ?? `${BOX_HOME}/workspace`,
     Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
@@ -73,10 +72,11 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
     AttachStderr: true,
     Tty: false,
     HostConfig: {
-      NetworkMode: spec.network ?? LOCKED_NETWORK,
-      // No resolver: names are resolved by the gateway, never by the box.
+      // No network at all, only loopback: no route out, no address of the
+      // host's, no resolver (names are resolved by the gateway, never by the
+      // box). The one way out is the door, a socket mounted from the host.
+      NetworkMode: "none",
       Dns: ["127.0.0.1"],
-      ExtraHosts: [`host.docker.internal:${spec.hostAddress ?? "host-gateway"}`],
       CapDrop: ["ALL"],
       SecurityOpt: ["no-new-privileges"],
       ReadonlyRootfs: true,
@@ -86,9 +86,12 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
       Memory: limits.memoryBytes,
       MemorySwap: limits.memoryBytes,
       NanoCpus: Math.round(limits.cpus * 1e9),
-      Binds: (spec.mounts ?? []).map(
-        (mount) => `${mount.source}:${mount.target}:${mount.readOnly ? "ro" : "rw"}`,
-      ),
+      Binds: [
+        ...(spec.mounts ?? []).map(
+          (mount) => `${mount.source}:${mount.target}:${mount.readOnly ? "ro" : "rw"}`,
+        ),
+        ...(spec.door ? [`${spec.door}:${DOOR_MOUNT}:ro`] : []),
+      ],
       AutoRemove: false,
     },
   };

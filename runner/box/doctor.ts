@@ -1,7 +1,7 @@
 import { errorMessage } from "../errors.ts";
 import { connectDocker, dockerEndpoint } from "./docker.ts";
 import { splitList } from "./image-build.ts";
-import { BOX_IMAGE, LABELS, LOCKED_NETWORK } from "./layout.ts";
+import { BOX_IMAGE, LABELS } from "./layout.ts";
 
 /** What `roster box doctor` found: enough to tell a user what to fix first. */
 export interface DoctorReport {
@@ -16,7 +16,6 @@ export interface DoctorReport {
     base?: string;
     extensions?: string[];
   };
-  network: { name: string; present: boolean; subnet?: string };
 }
 
 export async function boxDoctor(
@@ -27,7 +26,6 @@ export async function boxDoctor(
   const report: DoctorReport = {
     docker: { ok: false, endpoint: endpoint.describe },
     image: { name, present: false },
-    network: { name: LOCKED_NETWORK, present: false },
   };
   let docker: Awaited<ReturnType<typeof connectDocker>>;
   try {
@@ -60,17 +58,6 @@ export async function boxDoctor(
     if ((error as { statusCode?: unknown }).statusCode !== 404) throw error;
   }
 
-  try {
-    const network = await docker.client.getNetwork(LOCKED_NETWORK).inspect();
-    const subnet: unknown = network?.IPAM?.Config?.[0]?.Subnet;
-    report.network = {
-      name: LOCKED_NETWORK,
-      present: true,
-      ...(typeof subnet === "string" ? { subnet } : {}),
-    };
-  } catch (error) {
-    if ((error as { statusCode?: unknown }).statusCode !== 404) throw error;
-  }
   return report;
 }
 
@@ -93,13 +80,6 @@ export function formatDoctor(report: DoctorReport): string {
     );
   } else if (report.docker.ok) {
     lines.push(`${mark(false)} image    ${image.name} is missing: run \`roster box build\``);
-  }
-  if (report.docker.ok) {
-    lines.push(
-      report.network.present
-        ? `${mark(true)} network  ${report.network.name} (${report.network.subnet ?? "no subnet"})`
-        : `${mark(false)} network  ${report.network.name} not created yet (the first run creates it)`,
-    );
   }
   return lines.join("\n");
 }

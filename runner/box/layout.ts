@@ -30,5 +30,13 @@ export const CONTAINER_LABELS = {
   runnerPid: "roster.runner.pid",
 } as const;
 
-/** The locked network every box joins (created by the runner). */
-export const LOCKED_NETWORK = "roster-locked";
+/**
+ * The gateway's door inside a box. A box has no network (Docker's `none`: only
+ * loopback); the runner mounts the folder holding its gateway's Unix socket
+ * here, read-only, and box/roster-door opens DOOR_PORT on the box's loopback
+ * onto it. Both numbers are written into box/roster-door too.
+ */
+export const DOOR_MOUNT = "/run/roster/door";
+export const DOOR_SOCKET = "gateway.sock";
+export const DOOR_PORT = 7300;
+export const ROSTER_DOOR = "/usr/local/bin/roster-door";

@@ -4,7 +4,7 @@ import { parseMemory } from "../config/memory.ts";
 import type { RunHome } from "../home/build-home.ts";
 import { boxEnvironment } from "./box-env.ts";
 import type { BoxSpec } from "./container-spec.ts";
-import { CONTAINER_LABELS } from "./layout.ts";
+import { CONTAINER_LABELS, DOOR_PORT } from "./layout.ts";
 import { toolsEnvironment, toolsMount } from "./tools-volume.ts";
 
 /**
@@ -20,9 +20,8 @@ export interface WorkerBoxInput {
   image: string;
   home: RunHome;
   token: string;
-  gatewayPort: number;
-  /** The host's address on the locked network, where the gateway listens. */
-  hostAddress: string;
+  /** The folder holding the gateway's door (its socket), mounted into the box. */
+  door: string;
   /** The model provider's key variable, holding a sentinel. */
   keyEnv: string | undefined;
   cmd: string[];
@@ -39,8 +38,9 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
   const env = {
     ...boxEnvironment({
       token: input.token,
-      gatewayHost: "host.docker.internal",
-      gatewayPort: input.gatewayPort,
+      // roster-door opens the gateway's socket here, on the box's own loopback
+      gatewayHost: "127.0.0.1",
+      gatewayPort: DOOR_PORT,
       runId: input.runId,
       sentinels: [...worker.sentinels, ...(input.keyEnv ? [input.keyEnv] : [])],
       ...(input.home.repos.repos.length
@@ -63,7 +63,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
       ? [...input.home.mounts, toolsMount(input.toolsVolume)]
       : input.home.mounts,
     user: input.home.user,
-    hostAddress: input.hostAddress,
+    door: input.door,
     limits: {
       ...(worker.box.pids_limit ? { pids: worker.box.pids_limit } : {}),
       ...(worker.box.memory ? { memoryBytes: parseMemory(worker.box.memory) } : {}),

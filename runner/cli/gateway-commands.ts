@@ -22,9 +22,11 @@ export function registerGatewayCommands(program: Command): void {
       }
       const listen = flags.addr ?? (await defaultListen(paths.config));
       const { Gateway } = await import("../gateway/gateway.ts");
-      const running = await Gateway.start({ paths, listen });
+      const { doorDir, STANDALONE_DOOR } = await import("../gateway/door.ts");
+      const door = doorDir(paths.state, STANDALONE_DOOR);
+      const running = await Gateway.start({ paths, listen, door });
       process.stdout.write(
-        `gateway listening on ${running.addresses.map((a) => `${a.host}:${a.port}`).join(", ")} (config ${paths.config})\n`,
+        `gateway listening on ${running.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}, boxes' door ${door} (config ${paths.config})\n`,
       );
       running.warm();
       await new Promise<void>((resolve) => {

@@ -6,7 +6,7 @@ import { ToolchainSection } from "./toolchain-schema.ts";
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
 export const GatewaySection = Type.Object(
   {
-    /** host:port pairs to listen on; default loopback plus the locked network's bridge address. */
+    /** host:port pairs to listen on (for the host; boxes use the door); default loopback. */
     listen: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
     /** Extra CA certificates (PEM files) trusted for upstream TLS, beside the system roots. */
@@ -69,7 +69,10 @@ export const BoxSection = Type.Object(
       }),
     ),
     cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    /** The host firewall rule that lets boxes reach only the gateway port. */
+    /**
+     * Once the host firewall rule for the boxes' network. A box has no network
+     * now, so this does nothing; it is still read so older files load.
+     */
     egress_lockdown: Type.Optional(Type.Boolean()),
     /** A warm chat session's whole life, however busy (minutes). */
     session_ceiling_min: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),

@@ -1,5 +1,6 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { closeDoor, doorDir, embeddedDoor, sweepDoors } from "./door.ts";
 import { type ChildMessage, STOP_GRACE_MS } from "./embedded.ts";
 import { Gateway, type ListenAddress } from "./gateway.ts";
 
@@ -23,11 +24,15 @@ export async function serveEmbedded(paths: RosterPaths, listen: ListenAddress[])
   // stopping its box first and then this gateway, so the box is never left
   // without its door while it still runs.
   process.on("SIGINT", () => undefined);
+  await sweepDoors(paths.state);
+  const door = doorDir(paths.state, embeddedDoor(process.pid));
   let gateway: Gateway;
   try {
-    gateway = await Gateway.start({ paths, listen, recordState: false });
+    // a door of its own, named for this process: concurrent runs never share one
+    gateway = await Gateway.start({ paths, listen, recordState: false, door });
   } catch (error) {
     process.exitCode = 1;
+    await closeDoor(door, true);
     // the parent closes the channel once it has the reason; then this exits
     send({ type: "failed", error: errorMessage(error) } satisfies ChildMessage);
     return;
@@ -39,6 +44,7 @@ export async function serveEmbedded(paths: RosterPaths, listen: ListenAddress[])
   send({
     type: "ready",
     addresses: gateway.addresses,
+    door,
     configRoot: paths.config,
   } satisfies ChildMessage);
   gateway.warm();
@@ -47,5 +53,6 @@ export async function serveEmbedded(paths: RosterPaths, listen: ListenAddress[])
   // gone, nobody else would ever end this process.
   setTimeout(() => process.exit(0), STOP_GRACE_MS).unref();
   await gateway.stop().catch(() => undefined);
+  await closeDoor(door, true);
   process.exit(0);
 }

@@ -18,7 +18,7 @@ import type { ListenAddress } from "./gateway.ts";
  * disconnects it or exits in any way, so it never outlives its run.
  */
 export type ChildMessage =
-  | { type: "ready"; addresses: ListenAddress[]; configRoot: string }
+  | { type: "ready"; addresses: ListenAddress[]; door: string; configRoot: string }
   | { type: "failed"; error: string };
 
 /** How the child ended: the exit code, or the signal that killed it. */
@@ -35,6 +35,8 @@ export interface EmbeddedGateway {
   pid: number;
   port: number;
   addresses: ListenAddress[];
+  /** The folder of its door, mounted into the run's box. */
+  door: string;
   /** Called once when the child ends for any reason other than stop(). */
   onExit(listener: (exit: GatewayExit) => void): void;
   /** Asks the child to stop (closing the channel), then kills it if it lingers. */
@@ -96,6 +98,7 @@ export async function launchEmbeddedGateway(options: {
     pid: child.pid ?? 0,
     port: ready.addresses[0]?.port ?? 0,
     addresses: ready.addresses,
+    door: ready.door,
     onExit: (listener) => {
       listeners.push(listener);
     },

@@ -11,6 +11,7 @@ import { CertificateAuthority } from "./ca.ts";
 import { ClosedPorts, consolePort } from "./closed-ports.ts";
 import { ConfigSource } from "./config-source.ts";
 import { GATEWAY_TIMEOUT_DEFAULTS, type GatewayTimeouts } from "./defaults.ts";
+import { closeDoor, openDoor } from "./door.ts";
 import { createProxyServers, type ServerDeps } from "./server.ts";
 import { Upstreams } from "./upstreams.ts";
 
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   recordState?: boolean;
   /** Ports of host services no box may reach (the console's), refused before any grant. */
   closedPorts?: number[];
+  /** The folder of the door boxes use (door.ts): listen on its socket too. */
+  door?: string;
 }
 
 export interface GatewayState {
@@ -43,6 +46,8 @@ export interface GatewayState {
   addrs: string[];
   config_root: string;
   pid: number;
+  /** The folder holding the door's socket, mounted into every box this gateway serves. */
+  door?: string;
 }
 
 export class Gateway {
@@ -53,6 +58,8 @@ export class Gateway {
     private readonly audit: AuditLog,
     readonly ca: CertificateAuthority,
     readonly addresses: ListenAddress[],
+    /** Where the door's socket is (undefined: this gateway serves no box). */
+    readonly door: string | undefined,
     private readonly stateFile: string | undefined,
   ) {}
 
@@ -121,7 +128,15 @@ export class Gateway {
         const info = outer.address() as AddressInfo;
         bound.push({ host: address.host, port: info.port });
       }
+      if (options.door) {
+        const { outer, inner: innerServer } = createProxyServers(deps);
+        inner = innerServer;
+        await openDoor(outer, options.door);
+        servers.push(outer, innerServer);
+      }
     } catch (error) {
+      // a door this gateway opened goes with its server (closing it unlinks the
+      // socket); one it found taken is another gateway's, and stays
       for (const server of servers) server.close();
       throw error;
     }
@@ -135,12 +150,13 @@ export class Gateway {
         addrs: bound.map((entry) => entry.host),
         config_root: paths.config,
         pid: process.pid,
+        ...(options.door ? { door: options.door } : {}),
       };
       await mkdir(paths.state, { recursive: true });
       await writeFile(`${stateFile}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
       await rename(`${stateFile}.tmp`, stateFile);
     }
-    return new Gateway(servers, inner, upstreams, audit, ca, bound, stateFile);
+    return new Gateway(servers, inner, upstreams, audit, ca, bound, options.door, stateFile);
   }
 
   get port(): number {
@@ -166,6 +182,7 @@ export class Gateway {
     await this.upstreams.close();
     await this.audit.close();
     if (this.stateFile) await rm(this.stateFile, { force: true });
+    if (this.door) await closeDoor(this.door);
   }
 }
 

@@ -17,7 +17,8 @@ export async function runningGateway(
   } catch {
     return undefined;
   }
-  if (!state.addrs?.some((addr) => addr !== "127.0.0.1" && addr !== "::1")) return undefined;
+  // a gateway with no door serves no box
+  if (typeof state.door !== "string" || !state.door) return undefined;
   // the server's own gateway runs in this very process: alive as long as we are,
   // and never worth a question that a busy event loop could answer late
   if (state.pid === process.pid && state.config_root === configRoot) return state;

@@ -1,4 +1,4 @@
-import { errorMessage, RosterError } from "../errors.ts";
+import { RosterError } from "../errors.ts";
 import { DEFAULT_GATEWAY_PORT } from "./defaults.ts";
 import type { ListenAddress } from "./gateway.ts";
 
@@ -18,8 +18,8 @@ export function parseAddr(value: string, previous: ListenAddress[] = []): Listen
 }
 
 /**
- * `[gateway] listen` when set; else loopback plus the locked network's bridge
- * address (where boxes reach the host), on `[gateway] port` (7300).
+ * `[gateway] listen` when set; else loopback, on `[gateway] port` (7300).
+ * Boxes never use these: they come in through the door (door.ts).
  */
 export async function defaultListen(configRoot: string): Promise<ListenAddress[]> {
   const { loadConfig } = await import("../config/load.ts");
@@ -27,16 +27,5 @@ export async function defaultListen(configRoot: string): Promise<ListenAddress[]
   if (section.listen?.length) {
     return section.listen.reduce<ListenAddress[]>((all, entry) => parseAddr(entry, all), []);
   }
-  const port = section.port ?? DEFAULT_GATEWAY_PORT;
-  const listen: ListenAddress[] = [{ host: "127.0.0.1", port }];
-  try {
-    const { connectDocker } = await import("../box/docker.ts");
-    const { ensureLockedNetwork } = await import("../box/network.ts");
-    const { client } = await connectDocker();
-    const network = await ensureLockedNetwork(client);
-    listen.push({ host: network.gateway, port });
-  } catch (error) {
-    process.stderr.write(`roster: listening on loopback only (${errorMessage(error)})\n`);
-  }
-  return listen;
+  return [{ host: "127.0.0.1", port: section.port ?? DEFAULT_GATEWAY_PORT }];
 }

@@ -123,8 +123,6 @@ async function settleOne(
       image: input.image,
       name: `roster-backstop-${input.runId}-${connection}`,
       cmd: ["sh", "-c", SCRIPT, "backstop", cloneMountpoint(connection), main],
-      network: "none",
-      hostAddress: "127.0.0.1",
       user: input.user,
       env: {
         HOME: "/tmp",

@@ -12,8 +12,10 @@ import { askHealth, runningGateway } from "../gateway/health.ts";
  * box on that signal.
  */
 export interface GatewayLease {
-  /** The port boxes reach the gateway on. */
+  /** The port the gateway listens on (loopback). */
   port: number;
+  /** The folder of its door, mounted into the box (the box's only way out). */
+  door: string;
   /** Aborted (reason: an Error naming the cause) if the gateway goes away before release. */
   lost: AbortSignal;
   /** Stops watching; stops the embedded gateway (after the box, so never before it). */
@@ -30,26 +32,26 @@ export async function leaseGateway(options: {
   paths: RosterPaths;
   /** `[gateway] port`: where an embedded gateway listens. */
   port: number;
-  /** The locked network's bridge address: boxes reach the host there. */
-  bridge: string;
   env: NodeJS.ProcessEnv;
 }): Promise<GatewayLease> {
   const { paths, port } = options;
   const lost = new AbortController();
   const running = await runningGateway(paths.state, paths.config);
   // in the server's own process the gateway can't vanish while the box runs
-  if (running?.pid === process.pid)
-    return { port: running.port, lost: lost.signal, release: async () => undefined };
-  if (running) return watchStandalone(running.port, lost);
+  if (running?.door && running.pid === process.pid)
+    return {
+      port: running.port,
+      door: running.door,
+      lost: lost.signal,
+      release: async () => undefined,
+    };
+  if (running?.door) return watchStandalone(running.port, running.door, lost);
 
   let embedded: Awaited<ReturnType<typeof launchEmbeddedGateway>>;
   try {
     embedded = await launchEmbeddedGateway({
       paths,
-      listen: [
-        { host: "127.0.0.1", port },
-        { host: options.bridge, port },
-      ],
+      listen: [{ host: "127.0.0.1", port }],
       env: options.env,
     });
   } catch (error) {
@@ -59,10 +61,15 @@ export async function leaseGateway(options: {
     );
   }
   embedded.onExit((exit) => lost.abort(new Error(`the gateway died (${describeExit(exit)})`)));
-  return { port: embedded.port, lost: lost.signal, release: () => embedded.stop() };
+  return {
+    port: embedded.port,
+    door: embedded.door,
+    lost: lost.signal,
+    release: () => embedded.stop(),
+  };
 }
 
-function watchStandalone(port: number, lost: AbortController): GatewayLease {
+function watchStandalone(port: number, door: string, lost: AbortController): GatewayLease {
   let misses = 0;
   let asking = false;
   const timer = setInterval(() => {
@@ -81,6 +88,7 @@ function watchStandalone(port: number, lost: AbortController): GatewayLease {
   timer.unref();
   return {
     port,
+    door,
     lost: lost.signal,
     release: async () => clearInterval(timer),
   };

@@ -3,11 +3,8 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import type { BoxSpec } from "../box/container-spec.ts";
 import { connectDocker, imageId } from "../box/docker.ts";
-import { ensureEgressLockdown } from "../box/firewall.ts";
 import { buildBoxImage } from "../box/image-build.ts";
-import { BOX_IMAGE, LOCKED_NETWORK } from "../box/layout.ts";
-import { ensureLockedNetwork } from "../box/network.ts";
-import { recallLockedNetwork, rememberLockedNetwork } from "../box/network-memo.ts";
+import { BOX_IMAGE } from "../box/layout.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
 import { ensureToolchainImage } from "../box/toolchain-image.ts";
@@ -23,7 +20,7 @@ import {
 import { modelEndpoint } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { projectToolchains, withProjects } from "../config/project-toolchain.ts";
-import { errorMessage, RosterError } from "../errors.ts";
+import { RosterError } from "../errors.ts";
 import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
 import { readCredential } from "../gateway/vault.ts";
 import { boxUser } from "../home/build-home.ts";
@@ -35,7 +32,7 @@ import { finished, type RunRecord, readRecord, runDir, writeRecord } from "./run
 
 /**
  * The fail-closed preconditions every box needs, once, for every kind of run:
- * config, network and firewall, a gateway (running, or embedded and watched),
+ * config, a gateway (running, or embedded and watched) and its door,
  * the CA, the image (built if missing), the model credential. What comes back
  * is a handle a one-shot run, a task or a chat session starts its box from;
  * `release()` it when the box is gone.
@@ -46,8 +43,6 @@ export interface Provisioned {
   worker: WorkerView;
   identity: string;
   image: string;
-  /** The host's address on the locked network (host.docker.internal in a box). */
-  hostAddress: string;
   gateway: GatewayLease;
   /** The model provider's key variable (a sentinel in the box), if it has one. */
   keyEnv: string | undefined;
@@ -57,10 +52,7 @@ export interface Provisioned {
    */
   /** The box spec for one of this worker's runs: the caller gives the run, its $HOME, token and command. */
   boxSpec(
-    run: Omit<
-      WorkerBoxInput,
-      "worker" | "image" | "gatewayPort" | "hostAddress" | "keyEnv" | "toolsVolume"
-    >,
+    run: Omit<WorkerBoxInput, "worker" | "image" | "door" | "keyEnv" | "toolsVolume">,
   ): BoxSpec;
   settleRepos(run: {
     id: string;
@@ -142,30 +134,22 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
 
   const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
   const image = config.org.engine?.image ?? BOX_IMAGE;
-  const lockdown = worker.box.egress_lockdown !== false;
-  if (!lockdown) {
+  if (worker.box.egress_lockdown === false) {
     note(
-      "warning: [box] egress_lockdown = false — boxes can reach every port on this host; only the gateway is meant to be reachable",
+      "warning: [box] egress_lockdown = false no longer does anything: a box has no network, and the gateway's door is its only way out",
     );
   }
-  // What does not depend on each other runs at once. The network as last
-  // verified (its bridge still up with the same id and address) lets the
-  // gateway, a process of its own, and the firewall start before the Docker
-  // client has even loaded; without it they wait for Docker's answer. Then the
+  // What does not depend on each other runs at once: the gateway (a process of
+  // its own when embedded) starts while the Docker client loads; then the
   // image and the orphan sweep. Every step is awaited before any failure is
   // reported, and a gateway already leased is given back.
-  let network = recallLockedNetwork(paths.state, LOCKED_NETWORK);
   // a running daemon's gateway, or one embedded for this run; watched until released
-  const lease = (bridge: string) => leaseGateway({ paths, port, bridge, env });
-  const lockDown = (subnet: string) =>
-    lockdown ? ensureEgressLockdown(subnet, port) : Promise.resolve();
-  let leased = network ? lease(network.gateway) : undefined;
-  let firewall = network ? lockDown(network.subnet) : undefined;
+  const leased = leaseGateway({ paths, port, env });
   let docker: Docker;
   try {
     ({ client: docker } = await connectDocker(env));
   } catch (error) {
-    await giveBack(leased, firewall);
+    await giveBack(leased);
     throw error;
   }
   // the box image (built once if it is roster's and missing), the worker's
@@ -190,19 +174,11 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     );
     return { tag, toolsVolume: volume };
   })();
-  const early = [workerImage, reapAndRecord(docker, paths, note)];
-  if (!network) {
-    try {
-      network = await ensureLockedNetwork(docker);
-      rememberLockedNetwork(paths.state, network);
-    } catch (error) {
-      await Promise.allSettled(early);
-      throw refuse(`the locked network is not in place: ${errorMessage(error)}`);
-    }
-    leased = lease(network.gateway);
-    firewall = lockDown(network.subnet);
-  }
-  const settled = await Promise.allSettled([leased ?? lease(network.gateway), firewall, ...early]);
+  const settled = await Promise.allSettled([
+    leased,
+    workerImage,
+    reapAndRecord(docker, paths, note),
+  ]);
   const gateway = settled[0].status === "fulfilled" ? settled[0].value : undefined;
   try {
     const failed = settled.find((result) => result.status === "rejected");
@@ -220,7 +196,6 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       worker,
       identity,
       image: tag,
-      hostAddress: network.gateway,
       gateway,
       keyEnv,
       boxSpec: (run) =>
@@ -228,8 +203,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
           ...run,
           worker,
           image: tag,
-          gatewayPort: gateway.port,
-          hostAddress: network.gateway,
+          door: gateway.door,
           keyEnv,
           toolsVolume,
         }),
@@ -281,13 +255,10 @@ async function checkModel(
   return endpoint.keyEnv;
 }
 
-/** After a failure: waits for what was started and stops a gateway that came up. */
-async function giveBack(
-  leased: Promise<GatewayLease> | undefined,
-  firewall: Promise<void> | undefined,
-): Promise<void> {
-  const [gateway] = await Promise.allSettled([leased, firewall]);
-  if (gateway.status === "fulfilled") await gateway.value?.release();
+/** After a failure: waits for the gateway and stops it if it came up. */
+async function giveBack(leased: Promise<GatewayLease>): Promise<void> {
+  const [gateway] = await Promise.allSettled([leased]);
+  if (gateway.status === "fulfilled") await gateway.value.release();
 }
 
 /** The box image's id, the image built first when it is roster's own and missing. */

@@ -5,6 +5,7 @@ import { formatConfigError, loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { doorDir, STANDALONE_DOOR } from "../gateway/door.ts";
 import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
 import { runningGateway } from "../gateway/health.ts";
 import { defaultListen, parseAddr } from "../gateway/listen.ts";
@@ -74,7 +75,11 @@ export async function startServer(options: ServerOptions): Promise<number> {
   for (const id of recovered.requeued) note(`task ${id} was interrupted; requeued`);
 
   const listen = options.listen ?? (await defaultListen(paths.config));
-  const gateway = await Gateway.start({ paths, listen });
+  const gateway = await Gateway.start({
+    paths,
+    listen,
+    door: doorDir(paths.state, STANDALONE_DOOR),
+  });
   gateway.warm();
   const state: ServerState = {
     pid: process.pid,

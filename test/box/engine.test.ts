@@ -1,10 +1,11 @@
 import { chmod, cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../../runner/version.ts";
 import { configureModel, makeHome, type TestHome } from "../support/box-home.ts";
-import { testDocker, testNetwork } from "../support/docker.ts";
+import { testDocker } from "../support/docker.ts";
+import { relayDoor } from "../support/door-relay.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { piEvents, runInBox, runPiArgs } from "../support/pi-box.ts";
 
@@ -23,12 +24,10 @@ async function extensionsWith(...fixtureNames: string[]): Promise<string> {
 describe.skipIf(!docker)("the engine in a hardened box", () => {
   const client = docker as NonNullable<typeof docker>;
   let home: TestHome;
-  let gateway: string;
+  /** This test's door: a relay to its scripted model (engine tests need no gateway). */
+  let door: string | undefined;
   const cleanups: Array<() => Promise<void>> = [];
 
-  beforeAll(async () => {
-    gateway = (await testNetwork(client)).gateway;
-  });
   afterAll(async () => {
     for (const cleanup of cleanups) await cleanup();
   });
@@ -40,9 +39,12 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
   }
 
   async function scriptedModel(...turns: ScriptStep[]) {
-    const model = await new ModelServer(turns).start(gateway);
+    const model = await new ModelServer(turns).start();
     cleanups.push(() => model.stop());
-    await configureModel(home.dir, model.baseUrl("host.docker.internal"));
+    const relay = await relayDoor(model.port);
+    cleanups.push(() => relay.close());
+    door = relay.dir;
+    await configureModel(home.dir, `${relay.origin}/v1`);
     return model;
   }
 
@@ -50,7 +52,6 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
     await freshHome();
     const run = await runInBox(client, ["/opt/roster/engine/run-pi", "--version"], {
       home: home.dir,
-      hostAddress: gateway,
     });
     expect(run.stderr).toBe("");
     expect(run.exitCode).toBe(0);
@@ -63,7 +64,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
         "-c",
         "id -un; grep CapEff /proc/self/status; touch /var/tmp/x 2>&1; touch /opt/roster/engine/x 2>&1 || echo engine-ro; touch /tmp/ok && echo tmp-rw; echo $PI_CODING_AGENT_DIR",
       ],
-      { home: home.dir, hostAddress: gateway },
+      { home: home.dir },
     );
     expect(probe.exitCode).toBe(0);
     expect(probe.stdout).toContain("worker\n");
@@ -89,7 +90,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
     const run = await runInBox(client, runPiArgs("shout 'drop in'"), {
       home: home.dir,
       extensionsDir: extensions,
-      hostAddress: gateway,
+      ...(door ? { door } : {}),
     });
     expect(run.exitCode, run.stderr).toBe(0);
 
@@ -130,7 +131,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
     const run = await runInBox(client, runPiArgs("try both"), {
       home: home.dir,
       extensionsDir: extensions,
-      hostAddress: gateway,
+      ...(door ? { door } : {}),
     });
     expect(run.exitCode, run.stderr).toBe(0);
     const ends = piEvents(run.stdout).filter((event) => event.type === "tool_execution_end");
@@ -154,7 +155,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
     const run = await runInBox(client, runPiArgs("hello"), {
       home: home.dir,
       extensionsDir: extensions,
-      hostAddress: gateway,
+      ...(door ? { door } : {}),
     });
     expect(run.exitCode).not.toBe(0);
     expect(run.stderr).toContain("/opt/roster/engine/extensions/broken_load.ts");

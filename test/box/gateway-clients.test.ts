@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_CA, BOX_CA_BUNDLE, boxEnvironment } from "../../runner/box/box-env.ts";
+import { DOOR_PORT } from "../../runner/box/layout.ts";
 import { makeHome, type TestHome } from "../support/box-home.ts";
-import { testDocker, testNetwork } from "../support/docker.ts";
+import { testDocker } from "../support/docker.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { startGitServer } from "../support/git-server.ts";
 import { runInBox } from "../support/pi-box.ts";
@@ -40,13 +41,10 @@ describe.skipIf(!docker)(
     let pypi: Upstream;
     let work: string;
     let home: TestHome;
-    let gatewayAddress: string;
     let wheel: Buffer;
     let wheelName: string;
 
     beforeAll(async () => {
-      const network = await testNetwork(client);
-      gatewayAddress = network.gateway;
       work = await mkdtemp(join(tmpdir(), "roster-gwbox-"));
 
       execFileSync("git", ["init", "-q", "--bare", join(work, "repos/demo.git")]);
@@ -129,12 +127,7 @@ name = "packages"
 verdict = "allow"
 match = { host = "pypi.test", method = "GET" }
 `,
-        {
-          listen: [
-            { host: "127.0.0.1", port: 0 },
-            { host: gatewayAddress, port: 0 },
-          ],
-        },
+        { door: true },
       );
       home = await makeHome();
     });
@@ -150,11 +143,11 @@ match = { host = "pypi.test", method = "GET" }
       const token = await env.token("elf", "run-clients");
       return runInBox(client, ["bash", "-c", script], {
         home: home.dir,
-        hostAddress: gatewayAddress,
+        ...(env.gateway.door ? { door: env.gateway.door } : {}),
         env: boxEnvironment({
           token,
-          gatewayHost: "host.docker.internal",
-          gatewayPort: env.gateway.port,
+          gatewayHost: "127.0.0.1",
+          gatewayPort: DOOR_PORT,
           runId: "run-clients",
         }),
         mounts: [

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeHome, type TestHome } from "../support/box-home.ts";
-import { testDocker, testNetwork } from "../support/docker.ts";
+import { testDocker } from "../support/docker.ts";
 import { runInBox } from "../support/pi-box.ts";
 
 const docker = await testDocker();
@@ -10,10 +10,8 @@ const docker = await testDocker();
 describe.skipIf(!docker)("roster-lock", () => {
   const client = docker as NonNullable<typeof docker>;
   let home: TestHome;
-  let gateway: string;
 
   beforeAll(async () => {
-    gateway = (await testNetwork(client)).gateway;
     home = await makeHome();
   });
   afterAll(async () => home?.cleanup());
@@ -30,7 +28,7 @@ describe.skipIf(!docker)("roster-lock", () => {
           "-c",
           `echo "${tag} start $(date +%s%N)" >> "$HOME/store/lock.log"; sleep 1.5; echo "${tag} end $(date +%s%N)" >> "$HOME/store/lock.log"`,
         ],
-        { home: home.dir, hostAddress: gateway },
+        { home: home.dir },
       );
     const [a, b] = await Promise.all([holder("a"), holder("b")]);
     expect(a.exitCode, a.stderr).toBe(0);
@@ -55,7 +53,6 @@ describe.skipIf(!docker)("roster-lock", () => {
     async (name) => {
       const run = await runInBox(client, ["roster-lock", name, "--", "true"], {
         home: home.dir,
-        hostAddress: gateway,
       });
       expect(run.exitCode).toBe(64);
       expect(run.stderr).toContain("usage: roster-lock <name> -- <command>");
@@ -65,7 +62,6 @@ describe.skipIf(!docker)("roster-lock", () => {
   it("refuses a call without the -- separator", async () => {
     const run = await runInBox(client, ["roster-lock", "build", "true", "x"], {
       home: home.dir,
-      hostAddress: gateway,
     });
     expect(run.exitCode).toBe(64);
   });

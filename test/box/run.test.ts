@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SENTINEL } from "../../runner/box/box-env.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
-import { testDocker } from "../support/docker.ts";
+import { hostBridgeAddress, testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
@@ -134,7 +134,7 @@ describe.skipIf(!docker)("roster run", () => {
     const port = (bystander.address() as { port: number }).port;
     try {
       const probe = [
-        `timeout 5 bash -c 'exec 3<>/dev/tcp/host.docker.internal/${port} && cat <&3' && echo tcp=open || echo tcp=blocked`,
+        `timeout 5 bash -c 'exec 3<>/dev/tcp/${hostBridgeAddress()}/${port} && cat <&3' && echo tcp=open || echo tcp=blocked`,
         "timeout 3 getent hosts example.com && echo dns=works || echo dns=none",
         "curl -s -o /dev/null -w 'gateway=%{http_code}\\n' https://example.invalid/ || true",
       ].join("; ");

@@ -7,11 +7,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listGates } from "../../runner/actions/gates.ts";
-import { BOX_IMAGE, LOCKED_NETWORK } from "../../runner/box/layout.ts";
+import { BOX_IMAGE, DOOR_PORT } from "../../runner/box/layout.ts";
 import { appendMessage, ensureChannel } from "../../runner/channels/store.ts";
 import { mintToken, revokeToken } from "../../runner/gateway/identity.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
-import { testDocker } from "../support/docker.ts";
+import { hostBridgeAddress, testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";
 import {
   OUTSIDE_ADDRESS,
@@ -154,15 +154,14 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
 
   it("can't reach anything but the gateway: no egress, no DNS, no host port, no health check", async () => {
     const { gatewayPort } = deployment;
-    // another box on the locked network, listening (as another worker's tool might)
+    const hostAddress = hostBridgeAddress();
+    // a container on a network, listening (as another worker's tool might)
     const neighbour = execFileSync(
       "docker",
       [
         "run",
         "-d",
         "--rm",
-        "--network",
-        LOCKED_NETWORK,
         "--label",
         "roster.test=escape-neighbour",
         BOX_IMAGE,
@@ -205,7 +204,7 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
           {
             name: "ICMP echo to the host",
             group: "network",
-            run: icmpEcho("host.docker.internal"),
+            run: icmpEcho(hostAddress),
           },
           {
             name: "DNS lookup of a name",
@@ -222,12 +221,22 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
           {
             name: "a host port other than the gateway's",
             group: "network",
-            run: `timeout 5 bash -c 'exec 3<>/dev/tcp/host.docker.internal/${bystanderPort}'`,
+            run: `timeout 5 bash -c 'exec 3<>/dev/tcp/${hostAddress}/${bystanderPort}'`,
           },
           {
-            name: "the gateway's health check (names a host path)",
+            name: "the gateway's port on the host",
             group: "network",
-            run: `curl -s --noproxy '*' --max-time 5 http://host.docker.internal:${gatewayPort}/healthz | grep -q config_root`,
+            run: `timeout 5 bash -c 'exec 3<>/dev/tcp/${hostAddress}/${gatewayPort}'`,
+          },
+          {
+            name: "the gateway's health check through the door (names a host path)",
+            group: "network",
+            run: `curl -s --noproxy '*' --max-time 5 http://127.0.0.1:${DOOR_PORT}/healthz | grep -q config_root`,
+          },
+          {
+            name: "a network interface besides loopback",
+            group: "network",
+            run: "grep -v -e '^ *lo:' -e '|' /proc/net/dev | grep -q .",
           },
           {
             name: "a host port through the proxy",
@@ -245,7 +254,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
             run: "test -S /var/run/docker.sock || test -S /run/docker.sock",
           },
           {
-            name: "another box on the locked network",
+            name: "a container on Docker's default bridge",
             group: "network",
             run: `timeout 5 bash -c 'exec 3<>/dev/tcp/${neighbourIp}/9000'`,
           },
@@ -343,6 +352,11 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
           run: "echo 'egress_lockdown = false' >> ~/self/config/worker.toml",
         },
         { name: "write the engine", group: "write", run: "touch /opt/roster/engine/planted" },
+        {
+          name: "replace the gateway's door",
+          group: "write",
+          run: "rm -f /run/roster/door/gateway.sock && test ! -e /run/roster/door/gateway.sock || touch /run/roster/door/planted",
+        },
         {
           name: "replace an extension",
           group: "write",
@@ -479,14 +493,14 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
   });
 
   it("can't use another run's token or speak for another worker", async () => {
-    const { paths, gatewayPort } = deployment;
+    const { paths } = deployment;
     const port = (allowed.address() as AddressInfo).port;
     const stolen = await mintToken(paths.identity, { subject: "org/bob", runId: "bob-finished" });
     await revokeToken(paths.identity, stolen);
     const live = await mintToken(paths.identity, { subject: "org/bob", runId: "bob-live" });
     try {
       const via = (token: string) =>
-        `curl -s -f --max-time 10 -x http://${token}:x@host.docker.internal:${gatewayPort} http://allowed.test:${port}/ | grep -q 'allowed saw'`;
+        `curl -s -f --max-time 10 -x http://${token}:x@127.0.0.1:${DOOR_PORT} http://allowed.test:${port}/ | grep -q 'allowed saw'`;
       const found = await run([
         { name: "a finished run's (revoked) token", group: "identity", run: via(stolen) },
         {
@@ -497,7 +511,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
         {
           name: "no token at all",
           group: "identity",
-          run: `curl -s -f --max-time 10 -x http://host.docker.internal:${gatewayPort} http://allowed.test:${port}/ | grep -q 'allowed saw'`,
+          run: `curl -s -f --max-time 10 -x http://127.0.0.1:${DOOR_PORT} http://allowed.test:${port}/ | grep -q 'allowed saw'`,
         },
         {
           name: "an envelope that names another worker and run",

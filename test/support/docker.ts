@@ -1,6 +1,6 @@
+import { execFileSync } from "node:child_process";
 import type Docker from "dockerode";
 import { connectDocker } from "../../runner/box/docker.ts";
-import { ensureLockedNetwork, type LockedNetwork } from "../../runner/box/network.ts";
 
 /**
  * Docker for tests. Locally, a missing engine skips the Docker suites with a
@@ -19,12 +19,13 @@ export async function testDocker(): Promise<Docker | undefined> {
 }
 
 /**
- * A locked network of the tests' own (made by the runner's code, masquerade
- * off) and the host's address on it. Not `roster-locked`: the runner's host
- * firewall rule on that one allows a single gateway port, which belongs to
- * whichever runner test installed it last.
+ * The host's address on Docker's default bridge: where a box would aim at the
+ * host if it had a network (it has none), so attempts to reach the host use it.
  */
-export const TEST_NETWORK = "roster-test-locked";
-export async function testNetwork(docker: Docker): Promise<LockedNetwork> {
-  return ensureLockedNetwork(docker, TEST_NETWORK);
+export function hostBridgeAddress(): string {
+  return execFileSync(
+    "docker",
+    ["network", "inspect", "bridge", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}"],
+    { encoding: "utf8" },
+  ).trim();
 }

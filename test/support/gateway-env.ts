@@ -2,6 +2,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { doorDir } from "../../runner/gateway/door.ts";
 import { Gateway, type GatewayOptions, type ListenAddress } from "../../runner/gateway/gateway.ts";
 import { mintToken } from "../../runner/gateway/identity.ts";
 
@@ -19,7 +20,12 @@ export interface GatewayEnv {
 
 export async function startGatewayEnv(
   orgToml: string,
-  options: { listen?: ListenAddress[]; timeouts?: GatewayOptions["timeouts"] } = {},
+  options: {
+    listen?: ListenAddress[];
+    timeouts?: GatewayOptions["timeouts"];
+    /** Open the door boxes come in by (state/doors/test): the gateway's `door`. */
+    door?: boolean;
+  } = {},
 ): Promise<GatewayEnv> {
   const root = await mkdtemp(join(tmpdir(), "roster-gw-"));
   const paths = rosterPaths({ ROSTER_ROOT: root });
@@ -31,6 +37,7 @@ export async function startGatewayEnv(
       paths,
       listen,
       recordState: true,
+      ...(options.door ? { door: doorDir(paths.state, "test") } : {}),
       ...(options.timeouts ? { timeouts: options.timeouts } : {}),
     });
   const env: GatewayEnv = {

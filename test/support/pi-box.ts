@@ -2,7 +2,6 @@ import type Docker from "dockerode";
 import type { BoxMount } from "../../runner/box/container-spec.ts";
 import { BOX_HOME, BOX_IMAGE, ENGINE_DIR, RUN_PI } from "../../runner/box/layout.ts";
 import { runBox } from "../../runner/box/lifecycle.ts";
-import { TEST_NETWORK } from "./docker.ts";
 
 /** Runs a command in a hardened box (the runner's own container spec) and collects its output. */
 export interface BoxRun {
@@ -13,9 +12,8 @@ export interface BoxRun {
 
 export interface BoxRunOptions {
   home: string;
-  network?: string;
-  /** The host's address on that network (what host.docker.internal names). */
-  hostAddress?: string;
+  /** The gateway's door (a folder holding its socket): the box's only way out. */
+  door?: string;
   extensionsDir?: string;
   mounts?: BoxMount[];
   env?: Record<string, string>;
@@ -43,8 +41,7 @@ export async function runInBox(
     {
       image: BOX_IMAGE,
       cmd,
-      network: options.network ?? TEST_NETWORK,
-      ...(options.hostAddress ? { hostAddress: options.hostAddress } : {}),
+      ...(options.door ? { door: options.door } : {}),
       mounts,
       env: { ROSTER_STORE_DIR: `${BOX_HOME}/store`, ...options.env },
       workdir: `${BOX_HOME}/workspace`,

@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 describe("roster validate against a widening worker.toml", () => {
-  // the example org.toml grants pids_limit 1024, memory "4g", cpus 2, egress_lockdown true
+  // the example org.toml grants pids_limit 1024, memory "4g", cpus 2 (egress_lockdown by default)
   it.each([
     ["pids_limit = 4096", "box.pids_limit", "4096 is more than org.toml allows (1024)"],
     ['memory = "16g"', "box.memory", '"16g" is more than org.toml allows ("4g")'],
@@ -28,7 +28,7 @@ describe("roster validate against a widening worker.toml", () => {
     [
       "egress_lockdown = false",
       "box.egress_lockdown",
-      "false switches off a protection org.toml keeps on (true)",
+      "false switches off a protection org.toml keeps on (true by default)",
     ],
   ])("[box] %s exits 2 naming file:line and the field", async (line, field, says) => {
     await writeFile(workerToml(), `name = "elf"\n\n[box]\n${line}\n`);
