@@ -66,8 +66,17 @@ export async function imageExists(docker: Docker, name: string): Promise<boolean
 
 /** A local image's id, or undefined when there is no such image. */
 export async function imageId(docker: Docker, name: string): Promise<string | undefined> {
+  return (await imageFacts(docker, name))?.id;
+}
+
+/** An image's id and its labels (one inspect), or undefined when it is missing. */
+export async function imageFacts(
+  docker: Docker,
+  name: string,
+): Promise<{ id: string; labels: Record<string, string> } | undefined> {
   try {
-    return (await docker.getImage(name).inspect()).Id;
+    const info = await docker.getImage(name).inspect();
+    return { id: info.Id, labels: info.Config?.Labels ?? {} };
   } catch (error) {
     if ((error as { statusCode?: unknown }).statusCode === 404) return undefined;
     throw error;

@@ -1,7 +1,7 @@
 import { errorMessage } from "../errors.ts";
 import { connectDocker, dockerEndpoint } from "./docker.ts";
 import { splitList } from "./image-build.ts";
-import { BOX_IMAGE, LABELS } from "./layout.ts";
+import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "./layout.ts";
 
 /** What `roster box doctor` found: enough to tell a user what to fix first. */
 export interface DoctorReport {
@@ -15,6 +15,8 @@ export interface DoctorReport {
     engineVersion?: string;
     base?: string;
     extensions?: string[];
+    /** The box contract it was built for (layout.ts BOX_CONTRACT). */
+    contract?: string;
   };
 }
 
@@ -53,6 +55,7 @@ export async function boxDoctor(
       engineVersion: labels[LABELS.engineVersion] ?? "unknown",
       base: labels[LABELS.baseImage] ?? "unknown",
       extensions: splitList(labels[LABELS.extensions]),
+      contract: labels[LABELS.box] ?? "(none)",
     };
   } catch (error) {
     if ((error as { statusCode?: unknown }).statusCode !== 404) throw error;
@@ -78,6 +81,11 @@ export function formatDoctor(report: DoctorReport): string {
     lines.push(
       `    tools    ${image.extensions?.length ? image.extensions.join(", ") : "(no extensions)"}`,
     );
+    if (image.contract !== BOX_CONTRACT) {
+      lines.push(
+        `${mark(false)} contract built for box contract ${image.contract}, roster needs ${BOX_CONTRACT}: run \`roster box build\``,
+      );
+    }
   } else if (report.docker.ok) {
     lines.push(`${mark(false)} image    ${image.name} is missing: run \`roster box build\``);
   }

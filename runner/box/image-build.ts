@@ -5,7 +5,7 @@ import { ENGINE_PIN } from "../version.ts";
 import { assembleContext, type ContextSources } from "./build-context.ts";
 import { followBuild } from "./build-output.ts";
 import { followStream, imageExists } from "./docker.ts";
-import { BOX_IMAGE, DEFAULT_BASE, LABELS, OFFLINE_BASE } from "./layout.ts";
+import { BOX_CONTRACT, BOX_IMAGE, DEFAULT_BASE, LABELS, OFFLINE_BASE } from "./layout.ts";
 import { buildOfflineBase } from "./offline-base.ts";
 import type { Progress } from "./progress.ts";
 
@@ -81,6 +81,7 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
           BASE: base,
           ENGINE_VERSION: ENGINE_PIN,
           EXTENSIONS: context.extensions.join(","),
+          BOX_CONTRACT,
         },
       },
     );

@@ -15,6 +15,14 @@ export const BOX_UID = 1000;
 export const BOX_GID = 1000;
 export const BOX_HOME = "/home/worker";
 
+/**
+ * The box contract an image is built for (its `org.roster.box` label): what
+ * the runner may expect of it. 2: no network, and box/roster-door at
+ * ROSTER_DOOR. An image built for another is rebuilt (roster's own) or
+ * refused, never started half-working.
+ */
+export const BOX_CONTRACT = "2";
+
 /** Image labels written at build time and read by `roster box doctor`. */
 export const LABELS = {
   box: "org.roster.box",

@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import type { BoxSpec } from "../box/container-spec.ts";
-import { connectDocker, imageId } from "../box/docker.ts";
+import { connectDocker, imageFacts } from "../box/docker.ts";
 import { buildBoxImage } from "../box/image-build.ts";
-import { BOX_IMAGE } from "../box/layout.ts";
+import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "../box/layout.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
 import { ensureToolchainImage } from "../box/toolchain-image.ts";
@@ -268,11 +268,20 @@ async function ensureImage(
   env: NodeJS.ProcessEnv,
   note: (text: string) => void,
 ): Promise<string> {
-  const id = await imageId(docker, image);
-  if (id) return id;
-  if (image !== BOX_IMAGE)
-    throw refuse(`the box image ${image} is missing: build or pull it first`);
-  note(`the box image ${image} is missing; building it (once)`);
+  const facts = await imageFacts(docker, image);
+  const contract = facts?.labels[LABELS.box];
+  if (facts && contract === BOX_CONTRACT) return facts.id;
+  if (image !== BOX_IMAGE) {
+    if (!facts) throw refuse(`the box image ${image} is missing: build or pull it first`);
+    throw refuse(
+      `the box image ${image} was built for box contract ${contract ?? "(none)"} and roster needs ${BOX_CONTRACT}: rebuild it FROM a current ${BOX_IMAGE} (roster box build)`,
+    );
+  }
+  note(
+    facts
+      ? `the box image ${image} was built for an older roster (box contract ${contract ?? "(none)"}, now ${BOX_CONTRACT}); rebuilding it (once)`
+      : `the box image ${image} is missing; building it (once)`,
+  );
   await buildBoxImage({ docker, progress: consoleProgress(), tag: image, env });
   return (await docker.getImage(image).inspect()).Id;
 }

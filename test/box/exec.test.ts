@@ -1,7 +1,9 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "../../runner/box/layout.ts";
 import type { ExecEnvelope as Envelope } from "../../runner/runs/exec-envelope.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { testDocker } from "../support/docker.ts";
@@ -138,5 +140,30 @@ describe.skipIf(!docker)("roster box exec", () => {
       error: expect.stringContaining('no worker named "nobody"'),
     });
     expect(listRuns(deployment.paths.state)).toHaveLength(runs);
+  });
+
+  it("refuses an image built for an older box contract (no door), naming it and the fix", async () => {
+    // an image of the previous contract: what `roster box build` made before boxes lost their network
+    const old = "roster-test-old-contract:latest";
+    execFileSync("docker", ["build", "-q", "-t", old, "-"], {
+      input: `FROM ${BOX_IMAGE}\nLABEL ${LABELS.box}="1"\n`,
+      stdio: ["pipe", "ignore", "inherit"],
+    });
+    const org = join(deployment.paths.config, "org.toml");
+    const text = await readFile(org, "utf8");
+    try {
+      await writeFile(org, text.replace(/^image = .*$/m, `image = "${old}"`));
+      const runs = listRuns(deployment.paths.state).length;
+      const result = await deployment.roster(["box", "exec", "elf", "--", "true"]);
+      expect(result.code).toBe(2);
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        status: "error",
+        error: `the box image ${old} was built for box contract 1 and roster needs ${BOX_CONTRACT}: rebuild it FROM a current ${BOX_IMAGE} (roster box build)`,
+      });
+      expect(listRuns(deployment.paths.state)).toHaveLength(runs);
+    } finally {
+      await writeFile(org, text);
+      execFileSync("docker", ["rmi", "-f", old], { stdio: "ignore" });
+    }
   });
 });
