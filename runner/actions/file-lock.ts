@@ -1,5 +1,6 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { RosterError } from "../errors.ts";
+import { processAlive } from "../process-alive.ts";
 
 /**
  * A lock file created with O_EXCL, holding the owner's pid. Held by a live
@@ -8,15 +9,6 @@ import { RosterError } from "../errors.ts";
  * callers in one process don't both pass.
  */
 const heldHere = new Set<string>();
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export class LockBusy extends RosterError {}
 
@@ -55,7 +47,7 @@ export async function withFileLock<T>(
       } catch {
         // vanished between open and read: try again
       }
-      if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && alive(holder))) {
+      if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && processAlive(holder))) {
         throw new LockBusy(
           `${what} is being changed by process ${holder || process.pid}; try again`,
           {

@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { processAlive } from "../process-alive.ts";
 import { CONTAINER_LABELS } from "./layout.ts";
 
 /**
@@ -9,17 +10,6 @@ export interface Orphan {
   containerId: string;
   worker: string;
   runId: string;
-}
-
-/** Whether a process exists (EPERM: it does, it just isn't ours). */
-export function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 export async function reapOrphans(docker: Docker): Promise<Orphan[]> {

@@ -2,6 +2,7 @@ import { chmod, mkdir, readdir, rm, rmdir } from "node:fs/promises";
 import { connect, type Server } from "node:net";
 import { join } from "node:path";
 import { DOOR_SOCKET } from "../box/layout.ts";
+import { processAlive } from "../process-alive.ts";
 
 /**
  * The gateway's door: the only way out of a box. A box has no network; the
@@ -33,18 +34,8 @@ export async function sweepDoors(stateRoot: string): Promise<void> {
   const entries = await readdir(join(stateRoot, "doors")).catch(() => []);
   for (const entry of entries) {
     const pid = Number(/^run-(\d+)$/.exec(entry)?.[1]);
-    if (!pid || pid === process.pid || alive(pid)) continue;
+    if (!pid || pid === process.pid || processAlive(pid)) continue;
     await closeDoor(doorDir(stateRoot, entry), true);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, and belongs to someone else
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
