@@ -6,7 +6,10 @@
  * server (`roster server start`, which runs the box itself):
  * time to the model's first request, time to process exit, the box's exit to
  * the process's, host CPU per run and the CLI's peak RSS (GNU time, children
- * included). `roster` is run by its own shebang, as a shell runs it. Needs
+ * included). Each roster run is paired with a run of pi's floor just before
+ * it, and a ratio is the median of those pairs' own ratios: the machine's
+ * drift between rows (pi's floor alone moved 827–1230 ms between runs) then
+ * cancels out. `roster` is run by its own shebang, as a shell runs it. Needs
  * Docker and the box image.
  *   npx tsx bench/run-latency.ts
  */
@@ -34,6 +37,8 @@ interface Sample {
   exit: number;
   /** The box's end (record final) to the process's exit. */
   tail?: number;
+  /** pi's floor to its first model request in the run just before this one. */
+  floorFirst?: number;
   cpu?: number;
   rssMb?: number;
 }
@@ -75,9 +80,20 @@ async function sample(
   return out;
 }
 
+// the hardened docker run of pi itself against the scripted model: what roster adds nothing to
+const floorRun = piFloor(model.port);
+const bare: Sample[] = [];
+async function floorSample(): Promise<Sample> {
+  const run = await sample(floorRun.argv(BOX_IMAGE), {}, false);
+  bare.push(run);
+  return run;
+}
+
+/** `rounds` roster runs, each after a run of pi's floor it is compared with. */
 async function rosterSamples(deployment: RosterRoot, rounds: number): Promise<Sample[]> {
   const samples: Sample[] = [];
   for (let i = 0; i < rounds; i++) {
+    const floorFirst = (await floorSample()).first;
     const wall = Date.now();
     const run = await sample(
       [ROSTER_BIN, "run", "elf", "hi"],
@@ -87,7 +103,11 @@ async function rosterSamples(deployment: RosterRoot, rounds: number): Promise<Sa
     const exitedAt = wall + run.exit;
     const latest = listRuns(deployment.paths.state, "elf")[0];
     const ended = latest ? readRecord(latest.dir)?.ended_at : undefined;
-    samples.push({ ...run, tail: ended ? exitedAt - Date.parse(ended) : Number.NaN });
+    samples.push({
+      ...run,
+      tail: ended ? exitedAt - Date.parse(ended) : Number.NaN,
+      floorFirst,
+    });
   }
   return samples;
 }
@@ -99,11 +119,9 @@ for (let i = 0; i < ROUNDS; i++) {
   floors.push(performance.now() - started);
 }
 
-// the hardened docker run of pi itself against the scripted model: what roster adds nothing to
-const floorRun = piFloor(model.port);
-const bare: Sample[] = [];
-for (let i = 0; i < ROUNDS; i++) bare.push(await sample(floorRun.argv(BOX_IMAGE), {}, false));
-floorRun.cleanup();
+// pi's floor warmed up once; its later runs are each paired with a roster run
+await floorSample();
+bare.length = 0;
 
 const fresh = await makeRosterRoot(model.baseUrl("127.0.0.1"));
 let cold: Sample[];
@@ -163,25 +181,26 @@ try {
   await served.cleanup();
 }
 
+floorRun.cleanup();
 await model.stop();
 
 const floor = median(floors);
-const bareFirst = median(bare.map((s) => s.first));
 const row = (label: string, samples: Sample[]) => {
   const first = median(samples.map((s) => s.first));
+  const ratio = median(samples.map((s) => s.first / (s.floorFirst ?? s.first)));
   const exit = median(samples.map((s) => s.exit));
   const tail = median(samples.map((s) => s.tail ?? Number.NaN));
   const cpu = median(samples.map((s) => s.cpu ?? Number.NaN));
   const rss = Math.max(...samples.map((s) => s.rssMb ?? 0));
   console.log(
-    `| ${label} | ${first.toFixed(0)} | ${(first / bareFirst).toFixed(2)}x | ${exit.toFixed(0)} | ${Number.isNaN(tail) ? "-" : tail.toFixed(0)} | ${Number.isNaN(cpu) ? "-" : cpu.toFixed(2)} | ${rss ? rss.toFixed(0) : "-"} |`,
+    `| ${label} | ${first.toFixed(0)} | ${ratio.toFixed(2)}x | ${exit.toFixed(0)} | ${Number.isNaN(tail) ? "-" : tail.toFixed(0)} | ${Number.isNaN(cpu) ? "-" : cpu.toFixed(2)} | ${rss ? rss.toFixed(0) : "-"} |`,
   );
 };
 console.log(
-  `Docker ${(await client.version()).Version}, Node ${process.version}, medians of ${ROUNDS}\n`,
+  `Docker ${(await client.version()).Version}, Node ${process.version}, medians of ${ROUNDS}; each roster run paired with a run of pi's floor just before it (${bare.length} floor runs)\n`,
 );
 console.log(
-  "| run | to first model request ms | vs pi floor | to exit ms | record final → exit ms | host CPU s | peak RSS MB |",
+  "| run | to first model request ms | vs pi floor (median of the pairs' ratios) | to exit ms | record final → exit ms | host CPU s | peak RSS MB |",
 );
 console.log("| --- | --- | --- | --- | --- | --- | --- |");
 console.log(
