@@ -1,4 +1,4 @@
-/** The gateway's well-known port: boxes reach it at host.docker.internal:7300 unless [gateway] port says otherwise. */
+/** The gateway's well-known port on loopback (boxes come in by its door, not this port) unless [gateway] port says otherwise. */
 export const DEFAULT_GATEWAY_PORT = 7300;
 
 /**

@@ -53,7 +53,7 @@ name = "allowed"
 verdict = "allow"
 match = { host = "allowed.test" }
 `,
-    { door: true },
+    { door: true, timeouts: { headersMs: 1000, idleMs: 10_000 } },
   );
   door = env.gateway.door ?? "";
 });
@@ -109,6 +109,27 @@ describe("the gateway's door", () => {
       });
       socket.on("error", () => resolve());
     });
+    const reply = await throughDoor(
+      "GET http://nobody.test/ HTTP/1.1\r\nHost: nobody.test\r\nConnection: close\r\n\r\n",
+    );
+    expect(reply).toMatch(/^HTTP\/1.1 403/);
+  });
+
+  it("hangs up on a peer that stalls mid-request, and keeps serving", async () => {
+    const started = Date.now();
+    const closed = await new Promise<boolean>((resolve) => {
+      const socket = connect({ path: join(door, DOOR_SOCKET) });
+      socket.on("connect", () => socket.write("GET http://allowed.test/ HTTP/1.1\r\nHost: allo"));
+      socket.on("data", () => undefined);
+      socket.on("error", () => undefined);
+      socket.on("close", () => resolve(true));
+      setTimeout(() => {
+        socket.destroy();
+        resolve(false);
+      }, 8000);
+    });
+    expect(closed).toBe(true);
+    expect(Date.now() - started).toBeLessThan(8000);
     const reply = await throughDoor(
       "GET http://nobody.test/ HTTP/1.1\r\nHost: nobody.test\r\nConnection: close\r\n\r\n",
     );
