@@ -139,10 +139,10 @@ export default function (pi: ExtensionAPI) {
     parameters: Type.Object({
       prompt: text("everything the later run needs to know: it remembers nothing of this one"),
       ceiling_min: Type.Optional(
-        Type.Integer({
-          minimum: 1,
-          maximum: 240,
-          description: "minutes the run may take (default 30)",
+        Type.Number({
+          exclusiveMinimum: 0,
+          maximum: 1440,
+          description: "minutes the run may take (default 30, at most 1440)",
         }),
       ),
       at: Type.Optional(

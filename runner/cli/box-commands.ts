@@ -124,11 +124,15 @@ export function registerBoxCommands(program: Command): void {
     .action(
       async (worker: string, words: string[], flags: { timeout: string; local?: boolean }) => {
         const timeoutSecs = Number(flags.timeout);
-        if (!Number.isInteger(timeoutSecs) || timeoutSecs < 1 || timeoutSecs > 86_400)
+        if (!Number.isInteger(timeoutSecs) || timeoutSecs < 1)
           throw new RosterError(
-            `--timeout must be a whole number of seconds from 1 to 86400 (got "${flags.timeout}")`,
+            `--timeout must be a whole number of seconds (got "${flags.timeout}")`,
             { exitCode: 2 },
           );
+        // the timeout is the box's ceiling: the one bound every run has
+        const { ceilingProblem } = await import("../config/ceiling.ts");
+        const problem = ceilingProblem(timeoutSecs / 60);
+        if (problem) throw new RosterError(problem, { exitCode: 2 });
         const command = words.join(" ").trim();
         if (!command) throw new RosterError("the command is empty", { exitCode: 2 });
         const { rosterPaths } = await import("../config/paths.ts");

@@ -118,12 +118,16 @@ export function registerRunCommands(program: Command): void {
         words: string[],
         flags: { ceiling: string; json?: boolean; local?: boolean },
       ) => {
-        const ceiling = Number(flags.ceiling);
-        if (!(ceiling > 0))
+        const ceiling_min = Number(flags.ceiling);
+        if (Number.isNaN(ceiling_min))
           throw new RosterError(
             `--ceiling must be a positive number of minutes (got "${flags.ceiling}")`,
             { exitCode: 2 },
           );
+        // refused here as the run owner would refuse it, before anything starts
+        const { ceilingProblem } = await import("../config/ceiling.ts");
+        const problem = ceilingProblem(ceiling_min);
+        if (problem) throw new RosterError(problem, { exitCode: 2 });
         const prompt = words.join(" ").trim();
         if (!prompt) throw new RosterError("the prompt is empty", { exitCode: 2 });
         const paths = rosterPaths();
@@ -141,7 +145,7 @@ export function registerRunCommands(program: Command): void {
             const { runThroughServer } = await import("../server/run-client.ts");
             const handed = await runThroughServer(
               paths,
-              { worker, prompt, ceiling_min: ceiling, json: flags.json ?? false },
+              { worker, prompt, ceiling_min, json: flags.json ?? false },
               {
                 write: (text) => process.stdout.write(text),
                 note: (text) => process.stderr.write(`${text}\n`),
@@ -163,7 +167,7 @@ export function registerRunCommands(program: Command): void {
             paths,
             worker,
             prompt,
-            ceilingMinutes: ceiling,
+            ceiling_min,
             json: flags.json ?? false,
             signal: abort.signal,
             write: (text) => process.stdout.write(text),

@@ -9,7 +9,7 @@ export function registerTaskCommands(program: Command): void {
   task
     .command("add <worker> <prompt...>")
     .description("put a task on a worker's list")
-    .option("--ceiling <minutes>", "wall-clock ceiling of its run (1–240)", "30")
+    .option("--ceiling <minutes>", "wall-clock ceiling of its run in minutes (at most 1440)", "30")
     .option("--at <time>", "not before this time (RFC 3339 in UTC, ending in Z)")
     .option("--json", "the task as JSON")
     .action(
@@ -21,14 +21,13 @@ export function registerTaskCommands(program: Command): void {
         const paths = rosterPaths();
         const { loadConfig } = await import("../config/load.ts");
         const { RosterError } = await import("../errors.ts");
-        const { clampCeiling, newTaskId, updateTasks } = await import("../tasks/store.ts");
+        const { newTaskId, updateTasks } = await import("../tasks/store.ts");
+        const { ceilingProblem } = await import("../config/ceiling.ts");
         if (!loadConfig(paths.config).workers.has(worker))
           throw new RosterError(`no worker named "${worker}"`, { exitCode: 2 });
-        const ceiling = Number(flags.ceiling);
-        if (!Number.isFinite(ceiling) || ceiling < 1 || ceiling > 240)
-          throw new RosterError(`--ceiling ${flags.ceiling}: minutes between 1 and 240`, {
-            exitCode: 2,
-          });
+        const ceiling_min = Number(flags.ceiling);
+        const problem = ceilingProblem(ceiling_min);
+        if (problem) throw new RosterError(problem, { exitCode: 2 });
         if (flags.at && !(/Z$/.test(flags.at) && Number.isFinite(Date.parse(flags.at))))
           throw new RosterError(
             `--at ${flags.at}: an RFC 3339 time in UTC, e.g. 2026-12-01T09:00:00Z`,
@@ -39,7 +38,7 @@ export function registerTaskCommands(program: Command): void {
         const entry = {
           id: newTaskId(),
           prompt: prompt.join(" "),
-          ceiling_min: clampCeiling(ceiling),
+          ceiling_min,
           ...(flags.at ? { at: flags.at } : {}),
           state: "pending" as const,
           filed_at: new Date().toISOString(),

@@ -171,7 +171,7 @@ export const HeartbeatRule = Type.Object(
       description: 'an interval like "30m", "6h" or "1d"',
     }),
     prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })),
-    ceiling_min: Type.Optional(Type.Integer({ minimum: 1, maximum: 240 })),
+    ceiling_min: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
   },
   { additionalProperties: false },
 );

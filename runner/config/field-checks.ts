@@ -1,3 +1,4 @@
+import { ceilingProblem } from "./ceiling.ts";
 import type { ModelSection } from "./config-schema.ts";
 import { hostPatternProblem } from "./host-pattern.ts";
 import type { ConfigError } from "./load.ts";
@@ -93,4 +94,25 @@ export function checkUniqueNames(
       message: `"${item.name}" is already the name of [[${table}]] ${earlier} (line ${locateLine(text, `/${table}/${earlier}/name`)}) for the same workers; each needs a name of its own`,
     });
   });
+}
+
+/** Every ceiling a file sets ([box] session and turn ceilings, a heartbeat's) against the one bound. */
+export function checkCeilings(
+  value: {
+    box?: { session_ceiling_min?: number; turn_ceiling_min?: number };
+    heartbeat?: { ceiling_min?: number }[];
+  },
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  const check = (minutes: number | undefined, pointer: string, field: string) => {
+    const problem = minutes === undefined ? undefined : ceilingProblem(minutes);
+    if (problem)
+      errors.push({ file: display, line: locateLine(text, pointer), field, message: problem });
+  };
+  check(value.box?.session_ceiling_min, "/box/session_ceiling_min", "box.session_ceiling_min");
+  check(value.box?.turn_ceiling_min, "/box/turn_ceiling_min", "box.turn_ceiling_min");
+  for (const [index, rule] of (value.heartbeat ?? []).entries())
+    check(rule.ceiling_min, `/heartbeat/${index}/ceiling_min`, `heartbeat.${index}.ceiling_min`);
 }

@@ -21,7 +21,13 @@ import {
   mountProblem,
   serviceGrants,
 } from "./connections.ts";
-import { checkExposes, checkGrantHosts, checkModel, checkUniqueNames } from "./field-checks.ts";
+import {
+  checkCeilings,
+  checkExposes,
+  checkGrantHosts,
+  checkModel,
+  checkUniqueNames,
+} from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
 import { locateLine } from "./locate.ts";
@@ -198,6 +204,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
       checkUniqueNames("action", org.value.action, show(orgFile), org.text, errors);
       checkModel(org.value.model, show(orgFile), org.text, errors);
       checkExposes(org.value.expose, show(orgFile), org.text, errors);
+      checkCeilings(org.value, show(orgFile), org.text, errors);
       loaded.org = org.value;
       orgGrants = scopeOrgGrants(org.value.grant, names, show(orgFile), org.text, errors);
       loaded.actions = scopeToWorkers(
@@ -245,6 +252,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     }
     checkGrantHosts(worker.value.grant, show(file), worker.text, errors);
     checkExposes(worker.value.expose, show(file), worker.text, errors);
+    checkCeilings({ box: worker.value.box ?? {} }, show(file), worker.text, errors);
     errors.push(...checkNarrowing(loaded.org, worker.value, show(file), worker.text));
     errors.push(...bindings.claim(name, worker.value.channels, show(file), worker.text));
     loaded.workers.set(name, worker.value);

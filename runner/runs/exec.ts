@@ -1,18 +1,14 @@
-import { runBox } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
-import { mintToken, revokeToken } from "../gateway/identity.ts";
-import { buildRunHome } from "../home/build-home.ts";
 import type { ExecEnvelope } from "./exec-envelope.ts";
-import { provision } from "./provision.ts";
-import { finished, newRunId, type RunRecord, runDir, writeRecord } from "./run-record.ts";
+import { Run } from "./run.ts";
 
 /**
  * `roster box exec <worker> -- <command>`: one command in a fresh box of the
  * worker — its mounts, its lockdown, its gateway, no model and no engine —
- * answered by one JSON envelope a script can trust. The box comes from the
- * same path every run takes (provision, the run's $HOME, the worker's spec);
- * only the command differs. The exit code is the one the process gave: a
+ * answered by one JSON envelope a script can trust. The run owner (run.ts)
+ * starts, limits and settles it as it does every run; only the command and
+ * the envelope are this file's. The exit code is the one the process gave: a
  * signal is named only when roster knows why it came (its own timeout, the
  * kernel's OOM killer), and no answer without an exit code is ever "ok".
  */
@@ -66,86 +62,56 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
     duration_ms: Date.now() - started,
     ...fields,
   });
-  const box = await provision({
-    paths: options.paths,
-    worker: options.worker,
-    note: options.note,
-    model: false,
-    ...(options.env ? { env: options.env } : {}),
-  });
-  const { paths } = options;
-  const { worker } = box;
-  const id = newRunId();
-  const dir = runDir(paths.state, worker.name, id);
-  let record: RunRecord = {
-    id,
-    worker: worker.name,
-    kind: "exec",
-    state: "running",
-    started_at: new Date().toISOString(),
-    ceiling_min: options.timeoutSecs / 60,
-    container: `roster-box-${id}`,
-    runner_pid: process.pid,
-  };
-  let token: string | undefined;
+  let run_id: string | undefined;
+  let run: Run;
   try {
-    await writeRecord(dir, record);
-    const home = await buildRunHome({ paths, worker, runDir: dir, runId: id });
-    if (Object.keys(home.repos.record).length) {
-      record = { ...record, repos: home.repos.record };
-      await writeRecord(dir, record);
-    }
-    token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId: id });
-    const outcome = await runBox(
-      box.docker,
-      box.boxSpec({
-        runId: id,
-        home,
-        token,
-        cmd: ["bash", "-o", "pipefail", "-c", options.command],
-      }),
-      {
-        deadlineMs: options.timeoutSecs * 1000,
-        ...(options.signal ? { signal: options.signal } : {}),
-        fault: box.gateway.lost,
-        reportOom: true,
-        onStdout: (chunk) => stdout.push(chunk),
-        onStderr: (chunk) => stderr.push(chunk),
+    run = await Run.start({
+      paths: options.paths,
+      worker: options.worker,
+      kind: "exec",
+      // the one place a timeout in seconds becomes the run's ceiling
+      ceiling_min: options.timeoutSecs / 60,
+      drive: { command: ["bash", "-o", "pipefail", "-c", options.command] },
+      stall: "none",
+      reportOom: true,
+      onStdout: (chunk) => stdout.push(chunk),
+      onStderr: (chunk) => stderr.push(chunk),
+      onRecord: (record) => {
+        run_id = record.id;
       },
-    );
-    const repos = await box.settleRepos({ id, dir, records: record.repos });
-    if (repos) record = { ...record, repos };
-    record = finished(record, outcome.endedBy, outcome.exitCode);
-    await writeRecord(dir, record);
-    const run_id = id;
-    if (outcome.endedBy === "ceiling")
-      return envelope({ status: "timeout", signal: "SIGKILL", reason: "timeout", run_id });
-    if (outcome.endedBy === "error")
-      return envelope({
-        status: "error",
-        run_id,
-        error: box.gateway.lost.aborted
-          ? `${errorMessage(box.gateway.lost.reason)}; the box was stopped`
-          : "the container engine lost the box before it exited",
-      });
-    if (outcome.endedBy === "signal")
-      return envelope({ status: "error", run_id, error: "interrupted; the box was stopped" });
-    if (outcome.oomKilled)
-      return envelope({ status: "failed", signal: "SIGKILL", reason: "memory", run_id });
-    return envelope({
-      status: outcome.exitCode === 0 ? "ok" : "failed",
-      exit_code: outcome.exitCode,
-      run_id,
-      ...(outcome.exitCode === 141 ? { note: SIGPIPE_NOTE } : {}),
+      note: options.note,
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (error) {
-    if (record.state === "running") {
-      record = finished(record, "error", undefined, errorMessage(error));
-      await writeRecord(dir, record).catch(() => undefined);
-    }
-    return envelope({ status: "error", run_id: id, error: errorMessage(error) });
-  } finally {
-    if (token) await revokeToken(paths.identity, token);
-    await box.release();
+    // refused before any record (config, image, gateway): the caller reports it as it is
+    if (!run_id) throw error;
+    return envelope({ status: "error", run_id, error: errorMessage(error) });
   }
+  const outcome = await run.done;
+  const limit = run.limitReached(outcome);
+  try {
+    await run.settle({
+      endedBy: outcome.endedBy,
+      exitCode: outcome.exitCode,
+      ...(limit ? { error: limit.message } : {}),
+    });
+  } catch (error) {
+    return envelope({ status: "error", run_id: run.id, error: errorMessage(error) });
+  }
+  run_id = run.id;
+  if (outcome.endedBy === "ceiling")
+    return envelope({ status: "timeout", signal: "SIGKILL", reason: "timeout", run_id });
+  if (outcome.endedBy === "error")
+    return envelope({ status: "error", run_id, error: limit?.message ?? "the box was lost" });
+  if (outcome.endedBy === "signal")
+    return envelope({ status: "error", run_id, error: "interrupted; the box was stopped" });
+  if (outcome.oomKilled)
+    return envelope({ status: "failed", signal: "SIGKILL", reason: "memory", run_id });
+  return envelope({
+    status: outcome.exitCode === 0 ? "ok" : "failed",
+    exit_code: outcome.exitCode,
+    run_id,
+    ...(outcome.exitCode === 141 ? { note: SIGPIPE_NOTE } : {}),
+  });
 }

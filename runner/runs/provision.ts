@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import type { BoxSpec } from "../box/container-spec.ts";
-import { connectDocker, imageFacts } from "../box/docker.ts";
+import { connectDocker, imageFacts, imageId } from "../box/docker.ts";
 import { buildBoxImage } from "../box/image-build.ts";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "../box/layout.ts";
 import { reapOrphans } from "../box/orphans.ts";
@@ -165,12 +165,12 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       progress: { step: note, detail: () => undefined, note },
       env,
     });
-    const imageId = tag === image ? baseId : (await docker.getImage(tag).inspect()).Id;
+    const id = tag === image ? baseId : await builtImageId(docker, tag);
     const volume = await ensureToolsVolume(
       docker,
       deploymentKey(paths.config),
       worker.name,
-      imageId,
+      id,
     );
     return { tag, toolsVolume: volume };
   })();
@@ -283,5 +283,12 @@ async function ensureImage(
       : `the box image ${image} is missing; building it (once)`,
   );
   await buildBoxImage({ docker, progress: consoleProgress(), tag: image, env });
-  return (await docker.getImage(image).inspect()).Id;
+  return builtImageId(docker, image);
+}
+
+/** The id of an image that was just built or found: its absence now is a fault, not a refusal. */
+async function builtImageId(docker: Docker, tag: string): Promise<string> {
+  const id = await imageId(docker, tag);
+  if (!id) throw new Error(`the image ${tag} is missing right after it was built`);
+  return id;
 }

@@ -116,7 +116,7 @@ export class Dispatcher {
         paths,
         worker,
         prompt: task.prompt,
-        ceilingMinutes: task.ceiling_min,
+        ceiling_min: task.ceiling_min,
         json: false,
         taskId: task.id,
         write: () => undefined,

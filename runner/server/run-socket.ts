@@ -25,7 +25,8 @@ export const RunRequest = Type.Object(
   {
     worker: WorkerName,
     prompt: Type.String({ minLength: 1, maxLength: 1024 * 1024 }),
-    ceiling_min: Type.Number({ exclusiveMinimum: 0, maximum: 24 * 60 }),
+    // bounded by the run owner, which refuses in the same words on every path
+    ceiling_min: Type.Number(),
     json: Type.Boolean(),
   },
   { additionalProperties: false },
@@ -36,7 +37,7 @@ export const ExecRequest = Type.Object(
   {
     worker: WorkerName,
     command: Type.String({ minLength: 1, maxLength: 1024 * 1024 }),
-    timeout_secs: Type.Integer({ minimum: 1, maximum: 86_400 }),
+    timeout_secs: Type.Integer({ minimum: 1 }),
   },
   { additionalProperties: false },
 );
@@ -90,7 +91,7 @@ const routes = new Map<string, Route>([
         paths: job.paths,
         worker: run.worker,
         prompt: run.prompt,
-        ceilingMinutes: run.ceiling_min,
+        ceiling_min: run.ceiling_min,
         json: run.json,
         signal: job.signal,
         env: job.env,

@@ -1,29 +1,12 @@
-import { createWriteStream, type WriteStream } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { outcomesSince } from "../actions/journal.ts";
 import { BOX_HOME, RUN_PI } from "../box/layout.ts";
-import { type BoxHandle, type BoxOutcome, startBox } from "../box/lifecycle.ts";
+import type { BoxOutcome } from "../box/lifecycle.ts";
 import { isTrusted } from "../channels/designations.ts";
-import { durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
-import { mintToken, revokeToken } from "../gateway/identity.ts";
-import { buildRunHome } from "../home/build-home.ts";
-import { compilePrompt } from "../prompt/compile.ts";
-import { budgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
-import { type Provisioned, provision } from "../runs/provision.ts";
-import {
-  type EndedBy,
-  listRuns,
-  newRunId,
-  type RunRecord,
-  readRecord,
-  runDir,
-  writeRecord,
-} from "../runs/run-record.ts";
-import { StallWatchdog, stallMessage } from "../runs/stall-watchdog.ts";
+import { describeBudgetStop } from "../runs/budget-stop.ts";
+import { Run } from "../runs/run.ts";
+import type { EndedBy } from "../runs/run-record.ts";
 import { PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
 
 /**
@@ -82,50 +65,36 @@ export class Session {
   private busy = false;
   private endedWith: SessionEnd | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
-  private turnTimer: NodeJS.Timeout | undefined;
   private turns = 0;
   private resolveEnded: (end: SessionEnd) => void = () => undefined;
   /** Settles once, when the session is over and its record finished. */
   readonly ended: Promise<SessionEnd>;
   private finishing: Promise<SessionEnd> | undefined;
-  /** Watches each turn for signs of life ([box] stall_after); idle between turns. */
-  private readonly watchdog: StallWatchdog | undefined;
 
   private constructor(
     private readonly spec: SessionSpec,
-    private readonly box: Provisioned,
-    readonly runId: string,
-    private readonly dir: string,
-    private record: RunRecord,
-    private readonly token: string,
+    /** The run owner: the box, its ceilings, the stall watch per turn, the record. */
+    private readonly run: Run,
     private readonly rpc: PiRpc,
-    private readonly handle: BoxHandle,
-    private readonly logs: WriteStream[],
     private readonly idleMs: number,
-    homeDir: string,
   ) {
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
     });
-    const stallMs = durationMs(box.worker.box.stall_after);
-    this.watchdog =
-      stallMs === undefined
-        ? undefined
-        : new StallWatchdog(
-            stallMs,
-            homeDir,
-            () => void this.end("stalled", stallMessage(stallMs), "failed"),
-          );
-    void handle.done.then((outcome) => this.boxEnded(outcome));
+    void run.done.then((outcome) => this.boxEnded(outcome));
     this.armIdle();
   }
 
+  get runId(): string {
+    return this.run.id;
+  }
+
   get worker(): WorkerView {
-    return this.box.worker;
+    return this.run.worker;
   }
 
   get containerId(): string {
-    return this.handle.containerId;
+    return this.run.containerId;
   }
 
   /** What status pages show: whose session, which channel, and what waits in it. */
@@ -153,125 +122,65 @@ export class Session {
   }
 
   static async open(spec: SessionSpec): Promise<Session> {
-    const box = await provision({
-      paths: spec.paths,
-      worker: spec.worker,
-      note: spec.note,
-      ...(spec.env ? { env: spec.env } : {}),
-    });
-    const { paths } = spec;
-    const { worker } = box;
-    const previous = listRuns(paths.state, worker.name)[0];
-    const since = previous ? readRecord(previous.dir)?.started_at : undefined;
-    const runId = newRunId();
-    const dir = runDir(paths.state, worker.name, runId);
-    const ceilingMin = worker.box.session_ceiling_min;
-    let record: RunRecord = {
-      id: runId,
-      worker: worker.name,
-      kind: "session",
-      state: "running",
-      started_at: new Date().toISOString(),
-      ceiling_min: ceilingMin,
-      container: `roster-box-${runId}`,
-      channel_id: spec.channel,
-      turns: 0,
-      runner_pid: process.pid,
-    };
-    let token: string | undefined;
-    const logs: WriteStream[] = [];
+    let session: Session | undefined;
+    let runId: string | undefined;
+    const feed: Buffer[] = [];
+    let run: Run;
     try {
-      await writeRecord(dir, record);
-      const trusted = isTrusted(paths, spec.channel);
-      const prompt = compilePrompt({
-        worker,
-        identity: box.identity,
-        task: "",
-        runId,
-        ceilingMinutes: ceilingMin,
-        session: { channel: spec.channel, provider: spec.provider, trusted, replyBy: spec.replyBy },
-        outcomes: outcomesSince(paths, worker.name, since),
-      });
-      await mkdir(join(dir, "prompt"), { recursive: true });
-      await writeFile(join(dir, "prompt/system.md"), prompt.system);
-      const home = await buildRunHome({ paths, worker, runDir: dir, runId, channel: spec.channel });
-      if (Object.keys(home.repos.record).length) {
-        record = { ...record, repos: home.repos.record };
-        await writeRecord(dir, record);
-      }
-      token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId });
-      const events = createWriteStream(join(dir, "events.jsonl"), { flags: "a" });
-      const stderr = createWriteStream(join(dir, "stderr.log"), { flags: "a" });
-      logs.push(events, stderr);
-      let session: Session | undefined;
-      const feed: Buffer[] = [];
-      const handle = await startBox(
-        box.docker,
-        box.boxSpec({
-          runId,
-          home,
-          token,
-          cmd: [
-            RUN_PI,
-            "--mode",
-            "rpc",
-            "--session-dir",
-            `${BOX_HOME}/session`,
-            "--append-system-prompt",
-            prompt.system,
-          ],
-          env: { ROSTER_CHANNEL_DIR: `${BOX_HOME}/channel` },
-          interactive: true,
-        }),
-        {
-          deadlineMs: ceilingMin * 60_000,
-          fault: box.gateway.lost,
-          onStdout: (chunk) => {
-            events.write(chunk);
-            if (session) session.rpc.push(chunk);
-            else feed.push(chunk);
-          },
-          onStderr: (chunk) => {
-            session?.activity();
-            stderr.write(chunk);
+      run = await Run.start({
+        paths: spec.paths,
+        worker: spec.worker,
+        kind: "session",
+        drive: {
+          engine: {
+            task: "",
+            session: {
+              channel: spec.channel,
+              provider: spec.provider,
+              replyBy: spec.replyBy,
+              trusted: isTrusted(spec.paths, spec.channel),
+            },
+            command: (prompt) => [
+              RUN_PI,
+              "--mode",
+              "rpc",
+              "--session-dir",
+              `${BOX_HOME}/session`,
+              "--append-system-prompt",
+              prompt.system,
+            ],
           },
         },
-      );
-      const stdin = handle.stdin;
-      if (!stdin) throw new Error("the box was started without stdin");
-      const idleSecs =
-        spec.provider === "term" ? worker.box.talk_idle_secs : worker.box.chat_idle_secs;
-      const rpc = new PiRpc(stdin, () => session?.activity());
-      record = { ...record, container: handle.containerId.slice(0, 12) };
-      await writeRecord(dir, record);
-      session = new Session(
-        spec,
-        box,
-        runId,
-        dir,
-        record,
-        token,
-        rpc,
-        handle,
-        logs,
-        spec.idleMs ?? idleSecs * 1000,
-        home.home,
-      );
-      for (const chunk of feed.splice(0)) rpc.push(chunk);
-      return session;
-    } catch (error) {
-      for (const log of logs) log.end();
-      await writeRecord(dir, {
-        ...record,
-        state: "failed",
-        ended_at: new Date().toISOString(),
-        ended_by: "error",
-        error: errorMessage(error),
+        boxEnv: { ROSTER_CHANNEL_DIR: `${BOX_HOME}/channel` },
+        interactive: true,
+        stall: "turns",
+        onStdout: (chunk) => {
+          if (session) session.rpc.push(chunk);
+          else feed.push(chunk);
+        },
+        onStderr: () => session?.activity(),
+        onRecord: (record) => {
+          runId = record.id;
+        },
+        note: spec.note,
+        ...(spec.env ? { env: spec.env } : {}),
       });
-      if (token) await revokeToken(paths.identity, token);
-      await box.release();
+    } catch (error) {
+      // refused before any record (config, image, gateway): reported as it is
+      if (!runId) throw error;
       throw new SessionError(`the session could not start: ${errorMessage(error)}`, runId);
     }
+    const stdin = run.stdin;
+    if (!stdin) {
+      await run.settle({ endedBy: "error", error: "the box was started without stdin" });
+      throw new SessionError("the session could not start: the box has no stdin", run.id);
+    }
+    const { box } = run.worker;
+    const idleSecs = spec.provider === "term" ? box.talk_idle_secs : box.chat_idle_secs;
+    const rpc = new PiRpc(stdin, () => session?.activity());
+    session = new Session(spec, run, rpc, spec.idleMs ?? idleSecs * 1000);
+    for (const chunk of feed.splice(0)) rpc.push(chunk);
+    return session;
   }
 
   /** Queues one framed message; settles when its turn is over. */
@@ -309,21 +218,14 @@ export class Session {
     if (!next) return;
     this.busy = true;
     this.clearIdle();
-    const ceilingMin = this.worker.box.turn_ceiling_min;
-    this.turnTimer = setTimeout(
-      () =>
-        void this.end("ceiling", `a turn passed the ${ceilingMin}-minute turn ceiling`, "failed"),
-      ceilingMin * 60_000,
-    );
     next.listener.onStart?.();
-    this.watchdog?.start();
+    // the turn ceiling and the stall watch are the run owner's; a limit ends the box, and boxEnded says why
+    this.run.beginTurn();
     this.rpc.prompt(next.input, next.listener).then(
       (result) => {
         this.turnDone();
         // a model refused by a used-up budget: the sender is told why, and when it opens again
-        const budget = result.modelError
-          ? budgetStop(this.spec.paths.audit, this.runId)
-          : undefined;
+        const budget = result.modelError ? this.run.budgetStop() : undefined;
         if (budget)
           next.reject(
             new SessionError(`the worker stopped: ${describeBudgetStop(budget)}`, this.runId),
@@ -340,18 +242,16 @@ export class Session {
   }
 
   private turnDone(): void {
-    this.watchdog?.stop();
+    this.run.endTurn();
     this.busy = false;
     this.turns++;
-    if (this.turnTimer) clearTimeout(this.turnTimer);
-    this.turnTimer = undefined;
     this.armIdle();
     this.pump();
   }
 
   /** Something happened (a message, a line from pi): the quiet spell starts again. */
   private activity(): void {
-    this.watchdog?.activity();
+    this.run.activity();
     if (!this.busy) this.armIdle();
   }
 
@@ -368,20 +268,17 @@ export class Session {
 
   private boxEnded(outcome: BoxOutcome): void {
     if (this.closing) return;
-    if (outcome.endedBy === "ceiling") {
-      const ceiling = this.worker.box.session_ceiling_min;
+    const limit = this.run.limitReached(outcome);
+    if (limit?.limit === "ceiling") {
+      // the session's own ceiling: a clean end between turns, a failure mid-turn
       const midTurn = this.busy;
       void this.end(
         "ceiling",
-        `the session reached its ${ceiling}-minute ceiling${midTurn ? " mid-turn" : ""}`,
+        `${limit.message}${midTurn ? " mid-turn" : ""}`,
         midTurn ? "failed" : "done",
       );
-    } else if (outcome.endedBy === "error") {
-      void this.end(
-        "error",
-        `${errorMessage(this.box.gateway.lost.reason)}; the box was stopped`,
-        "failed",
-      );
+    } else if (limit) {
+      void this.end(limit.endedBy, limit.message, "failed");
     } else {
       void this.end(
         "error",
@@ -407,8 +304,6 @@ export class Session {
     state: "done" | "failed",
   ): Promise<SessionEnd> {
     this.clearIdle();
-    this.watchdog?.stop();
-    if (this.turnTimer) clearTimeout(this.turnTimer);
     const reason = error ?? `the session ended (${endedBy})`;
     this.rpc.fail(new SessionError(reason, this.runId));
     for (const waiting of this.queue.splice(0)) {
@@ -419,28 +314,8 @@ export class Session {
         ),
       );
     }
-    this.handle.stdin?.end();
-    // pi keeps its transcript as it goes: nothing is lost by not waiting for it
-    await this.handle.kill("signal");
-    await this.handle.done;
-    await Promise.all(this.logs.map((log) => new Promise((resolve) => log.end(resolve))));
-    const repos = await this.box.settleRepos({
-      id: this.runId,
-      dir: this.dir,
-      records: this.record.repos,
-    });
-    this.record = {
-      ...this.record,
-      ...(repos ? { repos } : {}),
-      state,
-      ended_at: new Date().toISOString(),
-      ended_by: endedBy,
-      turns: this.turns,
-      ...(error ? { error } : {}),
-    };
-    await writeRecord(this.dir, this.record);
-    await revokeToken(this.spec.paths.identity, this.token);
-    await this.box.release();
+    this.run.stdin?.end();
+    await this.run.settle({ endedBy, state, turns: this.turns, ...(error ? { error } : {}) });
     const end: SessionEnd = { runId: this.runId, endedBy, error, turns: this.turns };
     this.endedWith = end;
     this.resolveEnded(end);

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { writeDurably } from "../actions/durable-write.ts";
 import { withFileLock } from "../actions/file-lock.ts";
+import { DEFAULT_CEILING_MIN } from "../config/ceiling.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 
@@ -38,11 +39,8 @@ export interface TaskList {
   tasks: Task[];
 }
 
-export const CEILING_DEFAULT_MIN = 30;
-export const CEILING_MAX_MIN = 240;
-
-export const clampCeiling = (minutes: number | undefined) =>
-  Math.min(CEILING_MAX_MIN, Math.max(1, Math.round(minutes ?? CEILING_DEFAULT_MIN)));
+/** A task's ceiling as filed, or the default; the bound was checked where it came in (config/ceiling.ts). */
+export const taskCeiling = (minutes: number | undefined) => minutes ?? DEFAULT_CEILING_MIN;
 
 export const newTaskId = () => `t-${randomBytes(4).toString("hex")}`;
 

@@ -66,7 +66,7 @@ describe("outcomes since the last run", () => {
       identity: "",
       task: "go",
       runId: "r2",
-      ceilingMinutes: 5,
+      ceiling_min: 5,
       outcomes: lines,
     });
     expect(prompt.system).toContain("[ROSTER SYSTEM BLOCK: OUTCOMES SINCE YOUR LAST RUN]");
@@ -76,7 +76,7 @@ describe("outcomes since the last run", () => {
       identity: "",
       task: "go",
       runId: "r2",
-      ceilingMinutes: 5,
+      ceiling_min: 5,
       outcomes: [],
     });
     expect(none.system).not.toContain("OUTCOMES");
@@ -92,7 +92,7 @@ describe("outcomes since the last run", () => {
       identity: "",
       task: "go",
       runId: "r",
-      ceilingMinutes: 5,
+      ceiling_min: 5,
       outcomes: many,
     });
     const block = prompt.blocks.find((entry) => entry.label === "OUTCOMES SINCE YOUR LAST RUN");

@@ -1,14 +1,15 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
+import { ceilingProblem } from "../../config/ceiling.ts";
 import { RosterError } from "../../errors.ts";
 import {
-  clampCeiling,
   newTaskId,
   readTasks,
   scheduleView,
   type Task,
   type TaskList,
+  taskCeiling,
   updateTasks,
 } from "../../tasks/store.ts";
 import { oneLine } from "./chat-text.ts";
@@ -28,7 +29,8 @@ const At = Type.String({
 });
 const TaskFields = {
   prompt: Type.String({ minLength: 1, maxLength: 24_000 }),
-  ceiling_min: Type.Optional(Type.Number({ minimum: 1, maximum: 240 })),
+  // bounded by config/ceiling.ts in each precheck: the same words as every other path
+  ceiling_min: Type.Optional(Type.Number()),
   at: Type.Optional(At),
 };
 const FilePayload = Type.Object(TaskFields, { additionalProperties: false });
@@ -62,19 +64,26 @@ function refreshView(context: ExecutionContext, list: TaskList): void {
   if (existsSync(file)) writeFileSync(file, scheduleView(list));
 }
 
+const problemAt = (field: string, problem: string | undefined) =>
+  problem ? `${field}: ${problem}` : undefined;
+
 const fromRun = (context: ExecutionContext) => (context.runId ? `run:${context.runId}` : "action");
 
 export const fileTask: Executor<FilePayload> = {
   schema: FilePayload,
   summary: (payload) =>
     `new task${payload.at ? ` at ${payload.at}` : ""}: ${oneLine(payload.prompt, 70)}`,
+  precheck: (payload) =>
+    payload.ceiling_min === undefined
+      ? undefined
+      : problemAt("payload.ceiling_min", ceilingProblem(payload.ceiling_min)),
   render: (payload) =>
-    `ceiling: ${clampCeiling(payload.ceiling_min)} min${payload.at ? `\nnot before: ${payload.at}` : ""}\n\n${payload.prompt}`,
+    `ceiling: ${taskCeiling(payload.ceiling_min)} min${payload.at ? `\nnot before: ${payload.at}` : ""}\n\n${payload.prompt}`,
   async run(payload, context) {
     const task: Task = {
       id: newTaskId(),
       prompt: payload.prompt,
-      ceiling_min: clampCeiling(payload.ceiling_min),
+      ceiling_min: taskCeiling(payload.ceiling_min),
       ...(payload.at ? { at: payload.at } : {}),
       state: "pending",
       filed_at: new Date().toISOString(),
@@ -101,6 +110,10 @@ export const setTasks: Executor<SetPayload> = {
       )
       .join("\n") || "(no pending tasks)",
   precheck: (payload, context) => {
+    for (const [index, task] of payload.tasks.entries()) {
+      const problem = task.ceiling_min === undefined ? undefined : ceilingProblem(task.ceiling_min);
+      if (problem) return `payload.tasks.${index}.ceiling_min: ${problem}`;
+    }
     const current = readTasks(context.paths, context.worker);
     return current.version === payload.base_version
       ? undefined
@@ -125,7 +138,7 @@ export const setTasks: Executor<SetPayload> = {
         return {
           id: existing?.id ?? newTaskId(),
           prompt: entry.prompt,
-          ceiling_min: clampCeiling(entry.ceiling_min),
+          ceiling_min: taskCeiling(entry.ceiling_min),
           ...(entry.at ? { at: entry.at } : {}),
           state: "pending",
           filed_at: existing?.filed_at ?? new Date().toISOString(),

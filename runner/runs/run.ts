@@ -1,0 +1,429 @@
+import { createWriteStream, type WriteStream } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { outcomesSince } from "../actions/journal.ts";
+import {
+  type EndedBy as BoxEndedBy,
+  type BoxHandle,
+  type BoxOutcome,
+  startBox,
+} from "../box/lifecycle.ts";
+import { ceilingProblem } from "../config/ceiling.ts";
+import { durationMs } from "../config/duration.ts";
+import type { WorkerView } from "../config/load.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage, RosterError } from "../errors.ts";
+import { mintToken, revokeToken } from "../gateway/identity.ts";
+import { buildRunHome } from "../home/build-home.ts";
+import { type CompiledPrompt, compilePrompt } from "../prompt/compile.ts";
+import { type BudgetStop, budgetStop } from "./budget-stop.ts";
+import { type Provisioned, provision } from "./provision.ts";
+import {
+  type EndedBy,
+  finished,
+  listRuns,
+  newRunId,
+  type RunRecord,
+  readRecord,
+  runDir,
+  writeRecord,
+} from "./run-record.ts";
+import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
+
+/**
+ * The one owner of a run, whatever its kind — a one-shot run, a queued task,
+ * a warm session, a `box exec` command. Everything between provisioning and
+ * release happens here and only here: the record, the compiled prompt, the
+ * run's $HOME, minting and revoking its token, the box spec, starting the box,
+ * every limit (the wall-clock ceiling, a session's turn ceiling, the stall
+ * watch, the budget stop) and settling it (repos, record, token, gateway).
+ * Callers say only how the engine is driven and what its output means to them.
+ */
+export type RunKind = RunRecord["kind"];
+
+/** What the engine is given: the compiled prompt is the owner's; the command that carries it is the caller's. */
+export interface EngineDrive {
+  /** The task's words; a session's come turn by turn instead (""). */
+  task: string;
+  taskId?: string;
+  session?: { channel: string; provider: string; replyBy: string; trusted: boolean };
+  command(prompt: CompiledPrompt): string[];
+}
+
+export interface RunRequest {
+  paths: RosterPaths;
+  worker: string;
+  kind: RunKind;
+  /**
+   * The wall-clock ceiling in minutes, checked against the one bound
+   * (config/ceiling.ts). Absent for a session: the worker's `[box] session_ceiling_min`.
+   */
+  ceiling_min?: number;
+  /** pi and its prompt, or a plain command in a box without an engine (no model, no credential). */
+  drive: { engine: EngineDrive } | { command: string[] };
+  /** Mode-specific variables for the box. */
+  boxEnv?: Record<string, string>;
+  /** The box keeps stdin open (a session's RPC). */
+  interactive?: boolean;
+  /** The stall watch: over the whole box, per turn (beginTurn/endTurn), or none. */
+  stall: "box" | "turns" | "none";
+  /** Ask the engine whether the OOM killer ended the box. */
+  reportOom?: boolean;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+  /** Told the record as soon as it exists (a dispatcher claims its task with the id). */
+  onRecord?: (record: RunRecord) => void;
+  note: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+}
+
+/** How a run ends, as its caller judged the outcome. */
+export interface RunEnding {
+  endedBy: EndedBy;
+  exitCode?: number;
+  error?: string;
+  /** Overrides the usual rule (a session that reaches its ceiling between turns ended well). */
+  state?: "done" | "failed";
+  turns?: number;
+}
+
+/** Why the owner or the box's engine ended it: which limit, and the words the record and a sender get. */
+export interface LimitReached {
+  endedBy: EndedBy;
+  limit: "ceiling" | "turn-ceiling" | "stall" | "gateway";
+  message: string;
+}
+
+function refuse(message: string, exitCode = 2): RosterError {
+  return new RosterError(message, { exitCode });
+}
+
+export class Run {
+  private turnTimer: NodeJS.Timeout | undefined;
+  private settling: Promise<RunRecord> | undefined;
+  /** The limit the owner stopped the box for, in the words the record and a sender get. */
+  private limit: LimitReached | undefined;
+
+  private constructor(
+    private readonly request: RunRequest,
+    private readonly box: Provisioned,
+    readonly id: string,
+    readonly dir: string,
+    private current: RunRecord,
+    private readonly token: string,
+    private readonly logs: WriteStream[],
+    private readonly watchdog: StallWatchdog | undefined,
+    private readonly handle: BoxHandle,
+  ) {}
+
+  /**
+   * Provisions, records, compiles, builds $HOME, mints the token and starts
+   * the box; returns once it runs. A failure after the record exists finishes
+   * the record with the cause and gives everything back before it is thrown.
+   */
+  static async start(request: RunRequest): Promise<Run> {
+    const engine = "engine" in request.drive ? request.drive.engine : undefined;
+    if (request.ceiling_min !== undefined) assertCeiling(request.ceiling_min);
+    const box = await provision({
+      paths: request.paths,
+      worker: request.worker,
+      note: request.note,
+      model: engine !== undefined,
+      ...(request.env ? { env: request.env } : {}),
+    });
+    const { paths } = request;
+    const { worker } = box;
+    const ceilingMin = request.ceiling_min ?? worker.box.session_ceiling_min;
+    // before this run's record exists: the previous run's start bounds "since your last run"
+    const previous = engine ? listRuns(paths.state, worker.name)[0] : undefined;
+    const since = previous ? readRecord(previous.dir)?.started_at : undefined;
+    const id = newRunId();
+    const dir = runDir(paths.state, worker.name, id);
+    let record: RunRecord = {
+      id,
+      worker: worker.name,
+      kind: request.kind,
+      state: "running",
+      started_at: new Date().toISOString(),
+      ceiling_min: ceilingMin,
+      container: `roster-box-${id}`,
+      runner_pid: process.pid,
+      ...(engine?.taskId ? { task_id: engine.taskId } : {}),
+      ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
+    };
+    let token: string | undefined;
+    const logs: WriteStream[] = [];
+    try {
+      assertCeiling(ceilingMin);
+      await writeRecord(dir, record);
+      request.onRecord?.(record);
+      const prompt = engine
+        ? await writePrompt(dir, engine, {
+            worker,
+            identity: box.identity,
+            id,
+            ceilingMin,
+            paths,
+            since,
+          })
+        : undefined;
+      const home = await buildRunHome({
+        paths,
+        worker,
+        runDir: dir,
+        runId: id,
+        ...(engine?.session ? { channel: engine.session.channel } : {}),
+      });
+      if (Object.keys(home.repos.record).length) {
+        record = { ...record, repos: home.repos.record };
+        await writeRecord(dir, record);
+      }
+      token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId: id });
+      if (engine) {
+        logs.push(
+          createWriteStream(join(dir, "events.jsonl"), { flags: "a" }),
+          createWriteStream(join(dir, "stderr.log"), { flags: "a" }),
+        );
+      }
+      const [events, stderr] = logs;
+      const stallMs = request.stall === "none" ? undefined : durationMs(worker.box.stall_after);
+      let run: Run | undefined;
+      const watchdog =
+        stallMs === undefined
+          ? undefined
+          : new StallWatchdog(
+              stallMs,
+              home.home,
+              () => void run?.stopFor("stall", "stalled", stallMessage(stallMs)),
+            );
+      const cmd = prompt && engine ? engine.command(prompt) : commandOf(request.drive);
+      const handle = await startBox(
+        box.docker,
+        box.boxSpec({
+          runId: id,
+          home,
+          token,
+          cmd,
+          env: {
+            // one-shot and task runs only, as the box contract has it; never sessions
+            ...(request.kind === "box" || request.kind === "task"
+              ? { ROSTER_CEILING_MIN: String(ceilingMin) }
+              : {}),
+            ...(engine?.taskId ? { ROSTER_TASK_ID: engine.taskId } : {}),
+            ...request.boxEnv,
+          },
+          ...(request.interactive ? { interactive: true } : {}),
+        }),
+        {
+          // the one place the ceiling becomes milliseconds
+          deadlineMs: ceilingMin * 60_000,
+          ...(request.signal ? { signal: request.signal } : {}),
+          fault: box.gateway.lost,
+          ...(request.reportOom ? { reportOom: true } : {}),
+          onStdout: (chunk) => {
+            watchdog?.activity();
+            events?.write(chunk);
+            request.onStdout?.(chunk);
+          },
+          onStderr: (chunk) => {
+            watchdog?.activity();
+            stderr?.write(chunk);
+            request.onStderr?.(chunk);
+          },
+        },
+      );
+      run = new Run(request, box, id, dir, record, token, logs, watchdog, handle);
+      if (request.stall === "box") watchdog?.start();
+      return run;
+    } catch (error) {
+      await Promise.all(logs.map(endStream));
+      if (record.state === "running")
+        await writeRecord(dir, finished(record, "error", undefined, errorMessage(error))).catch(
+          () => undefined,
+        );
+      if (token) await revokeToken(paths.identity, token);
+      await box.release();
+      throw error;
+    }
+  }
+
+  get worker(): WorkerView {
+    return this.box.worker;
+  }
+
+  get record(): RunRecord {
+    return this.current;
+  }
+
+  get containerId(): string {
+    return this.handle.containerId;
+  }
+
+  /** The box's stdin (interactive runs only). */
+  get stdin(): NodeJS.WritableStream | undefined {
+    return this.handle.stdin;
+  }
+
+  /** Settles once the box has exited and been removed; never rejects. */
+  get done(): Promise<BoxOutcome> {
+    return this.handle.done;
+  }
+
+  /** A sign of life from the engine that its output does not show (a session's RPC). */
+  activity(): void {
+    this.watchdog?.activity();
+  }
+
+  /** A session's turn begins: its turn ceiling and the stall watch run until endTurn. */
+  beginTurn(): void {
+    const minutes = this.worker.box.turn_ceiling_min;
+    this.clearTurn();
+    this.turnTimer = setTimeout(
+      () =>
+        void this.stopFor(
+          "turn-ceiling",
+          "ceiling",
+          `a turn passed the ${minutes}-minute turn ceiling`,
+        ),
+      minutes * 60_000,
+    );
+    this.watchdog?.start();
+  }
+
+  endTurn(): void {
+    this.clearTurn();
+    this.watchdog?.stop();
+  }
+
+  /**
+   * Why the box ended, in the words the record and a sender get: a limit
+   * the owner stopped it for, the wall-clock ceiling, or the gateway going
+   * away. Undefined for an exit of its own or an interruption.
+   */
+  limitReached(outcome: BoxOutcome): LimitReached | undefined {
+    if (this.limit) return this.limit;
+    const ceiling = this.current.ceiling_min;
+    if (outcome.endedBy === "ceiling")
+      return {
+        endedBy: "ceiling",
+        limit: "ceiling",
+        message:
+          this.current.kind === "session"
+            ? `the session reached its ${ceiling}-minute ceiling`
+            : `killed at the ${ceiling}-minute ceiling`,
+      };
+    if (outcome.endedBy === "error")
+      return {
+        endedBy: "error",
+        limit: "gateway",
+        message: this.box.gateway.lost.aborted
+          ? `${errorMessage(this.box.gateway.lost.reason)} during the run; the box was stopped`
+          : "the container engine lost the box before it exited",
+      };
+    return undefined;
+  }
+
+  /** After the model was refused: did a used-up budget stop it (the gateway's audit says)? */
+  budgetStop(): BudgetStop | undefined {
+    return budgetStop(this.request.paths.audit, this.id);
+  }
+
+  /**
+   * Ends the run for good, once (later calls get the same record): the box is
+   * killed if it still runs, its logs closed, its repos settled, the record
+   * finished, the token revoked and the gateway given back.
+   */
+  settle(ending: RunEnding): Promise<RunRecord> {
+    this.settling ??= this.finish(ending);
+    return this.settling;
+  }
+
+  private async finish(ending: RunEnding): Promise<RunRecord> {
+    this.endTurn();
+    try {
+      // pi keeps its transcript as it goes: nothing is lost by not waiting for it
+      await this.handle.kill("signal");
+      await this.handle.done;
+      await Promise.all(this.logs.map(endStream));
+      const repos = await this.box.settleRepos({
+        id: this.id,
+        dir: this.dir,
+        records: this.current.repos,
+      });
+      let record = finished(
+        { ...this.current, ...(repos ? { repos } : {}) },
+        ending.endedBy,
+        ending.exitCode,
+        ending.error,
+      );
+      if (ending.state) record = { ...record, state: ending.state };
+      if (ending.turns !== undefined) record = { ...record, turns: ending.turns };
+      this.current = record;
+      await writeRecord(this.dir, record);
+      return record;
+    } finally {
+      await revokeToken(this.request.paths.identity, this.token);
+      await this.box.release();
+    }
+  }
+
+  private stopFor(limit: LimitReached["limit"], endedBy: BoxEndedBy, message: string): void {
+    this.limit ??= { endedBy, limit, message };
+    this.endTurn();
+    void this.handle.kill(endedBy);
+  }
+
+  private clearTurn(): void {
+    if (this.turnTimer) clearTimeout(this.turnTimer);
+    this.turnTimer = undefined;
+  }
+}
+
+function assertCeiling(minutes: number): void {
+  const problem = ceilingProblem(minutes);
+  if (problem) throw refuse(problem);
+}
+
+function commandOf(drive: RunRequest["drive"]): string[] {
+  if ("command" in drive) return drive.command;
+  throw new Error("an engine run needs its compiled prompt");
+}
+
+/** Compiles the prompt (a failure refuses the run) and keeps what the engine was told. */
+async function writePrompt(
+  dir: string,
+  engine: EngineDrive,
+  facts: {
+    worker: WorkerView;
+    identity: string;
+    id: string;
+    ceilingMin: number;
+    paths: RosterPaths;
+    since: string | undefined;
+  },
+): Promise<CompiledPrompt> {
+  let prompt: CompiledPrompt;
+  try {
+    prompt = compilePrompt({
+      worker: facts.worker,
+      identity: facts.identity,
+      task: engine.task,
+      runId: facts.id,
+      ceiling_min: facts.ceilingMin,
+      ...(engine.taskId ? { taskId: engine.taskId } : {}),
+      ...(engine.session ? { session: engine.session } : {}),
+      outcomes: outcomesSince(facts.paths, facts.worker.name, facts.since),
+    });
+  } catch (error) {
+    throw refuse(`the prompt can't be compiled: ${errorMessage(error)}`);
+  }
+  await mkdir(join(dir, "prompt"), { recursive: true });
+  await writeFile(join(dir, "prompt/system.md"), prompt.system);
+  if (!engine.session) await writeFile(join(dir, "prompt/input.md"), prompt.input);
+  return prompt;
+}
+
+function endStream(stream: WriteStream): Promise<void> {
+  return new Promise((resolve) => stream.end(resolve));
+}
