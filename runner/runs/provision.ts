@@ -166,12 +166,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       env,
     });
     const id = tag === image ? baseId : await builtImageId(docker, tag);
-    const volume = await ensureToolsVolume(
-      docker,
-      deploymentKey(paths.config),
-      worker.name,
-      id,
-    );
+    const volume = await ensureToolsVolume(docker, deploymentKey(paths.config), worker.name, id);
     return { tag, toolsVolume: volume };
   })();
   const settled = await Promise.allSettled([

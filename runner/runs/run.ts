@@ -123,129 +123,111 @@ export class Run {
    * the record with the cause and gives everything back before it is thrown.
    */
   static async start(request: RunRequest): Promise<Run> {
-    const engine = "engine" in request.drive ? request.drive.engine : undefined;
     if (request.ceiling_min !== undefined) assertCeiling(request.ceiling_min);
     const box = await provision({
       paths: request.paths,
       worker: request.worker,
       note: request.note,
-      model: engine !== undefined,
+      model: engineOf(request) !== undefined,
       ...(request.env ? { env: request.env } : {}),
     });
-    const { paths } = request;
-    const { worker } = box;
-    const ceilingMin = request.ceiling_min ?? worker.box.session_ceiling_min;
-    // before this run's record exists: the previous run's start bounds "since your last run"
-    const previous = engine ? listRuns(paths.state, worker.name)[0] : undefined;
-    const since = previous ? readRecord(previous.dir)?.started_at : undefined;
-    const id = newRunId();
-    const dir = runDir(paths.state, worker.name, id);
-    let record: RunRecord = {
-      id,
-      worker: worker.name,
-      kind: request.kind,
-      state: "running",
-      started_at: new Date().toISOString(),
-      ceiling_min: ceilingMin,
-      container: `roster-box-${id}`,
-      runner_pid: process.pid,
-      ...(engine?.taskId ? { task_id: engine.taskId } : {}),
-      ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
-    };
-    let token: string | undefined;
-    const logs: WriteStream[] = [];
+    const starting = firstRecord(request, box.worker);
     try {
-      assertCeiling(ceilingMin);
-      await writeRecord(dir, record);
-      request.onRecord?.(record);
-      const prompt = engine
-        ? await writePrompt(dir, engine, {
-            worker,
-            identity: box.identity,
-            id,
-            ceilingMin,
-            paths,
-            since,
-          })
-        : undefined;
-      const home = await buildRunHome({
-        paths,
-        worker,
-        runDir: dir,
-        runId: id,
-        ...(engine?.session ? { channel: engine.session.channel } : {}),
-      });
-      if (Object.keys(home.repos.record).length) {
-        record = { ...record, repos: home.repos.record };
-        await writeRecord(dir, record);
-      }
-      token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId: id });
-      if (engine) {
-        logs.push(
-          createWriteStream(join(dir, "events.jsonl"), { flags: "a" }),
-          createWriteStream(join(dir, "stderr.log"), { flags: "a" }),
-        );
-      }
-      const [events, stderr] = logs;
-      const stallMs = request.stall === "none" ? undefined : durationMs(worker.box.stall_after);
-      let run: Run | undefined;
-      const watchdog =
-        stallMs === undefined
-          ? undefined
-          : new StallWatchdog(
-              stallMs,
-              home.home,
-              () => void run?.stopFor("stall", "stalled", stallMessage(stallMs)),
-            );
-      const cmd = prompt && engine ? engine.command(prompt) : commandOf(request.drive);
-      const handle = await startBox(
-        box.docker,
-        box.boxSpec({
-          runId: id,
-          home,
-          token,
-          cmd,
-          env: {
-            // one-shot and task runs only, as the box contract has it; never sessions
-            ...(request.kind === "box" || request.kind === "task"
-              ? { ROSTER_CEILING_MIN: String(ceilingMin) }
-              : {}),
-            ...(engine?.taskId ? { ROSTER_TASK_ID: engine.taskId } : {}),
-            ...request.boxEnv,
-          },
-          ...(request.interactive ? { interactive: true } : {}),
-        }),
-        {
-          // the one place the ceiling becomes milliseconds
-          deadlineMs: ceilingMin * 60_000,
-          ...(request.signal ? { signal: request.signal } : {}),
-          fault: box.gateway.lost,
-          ...(request.reportOom ? { reportOom: true } : {}),
-          onStdout: (chunk) => {
-            watchdog?.activity();
-            events?.write(chunk);
-            request.onStdout?.(chunk);
-          },
-          onStderr: (chunk) => {
-            watchdog?.activity();
-            stderr?.write(chunk);
-            request.onStderr?.(chunk);
-          },
-        },
-      );
-      run = new Run(request, box, id, dir, record, token, logs, watchdog, handle);
-      if (request.stall === "box") watchdog?.start();
-      return run;
+      assertCeiling(starting.record.ceiling_min ?? 0);
+      await writeRecord(starting.dir, starting.record);
+      request.onRecord?.(starting.record);
+      return await Run.launch(request, box, starting);
     } catch (error) {
-      await Promise.all(logs.map(endStream));
-      if (record.state === "running")
-        await writeRecord(dir, finished(record, "error", undefined, errorMessage(error))).catch(
-          () => undefined,
-        );
-      if (token) await revokeToken(paths.identity, token);
+      await Promise.all(starting.logs.map(endStream));
+      if (starting.record.state === "running")
+        await writeRecord(
+          starting.dir,
+          finished(starting.record, "error", undefined, errorMessage(error)),
+        ).catch(() => undefined);
+      if (starting.token) await revokeToken(request.paths.identity, starting.token);
       await box.release();
       throw error;
     }
+  }
+
+  /** From a written record to a running box: prompt, $HOME, token, logs, limits, the box. */
+  private static async launch(
+    request: RunRequest,
+    box: Provisioned,
+    starting: Starting,
+  ): Promise<Run> {
+    const { paths } = request;
+    const { worker } = box;
+    const { id, dir } = starting;
+    const engine = engineOf(request);
+    const ceiling_min = starting.record.ceiling_min ?? 0;
+    const prompt = engine
+      ? await writePrompt(dir, engine, { worker, identity: box.identity, id, paths, ceiling_min })
+      : undefined;
+    const home = await buildRunHome({
+      paths,
+      worker,
+      runDir: dir,
+      runId: id,
+      ...(engine?.session ? { channel: engine.session.channel } : {}),
+    });
+    if (Object.keys(home.repos.record).length) {
+      starting.record = { ...starting.record, repos: home.repos.record };
+      await writeRecord(dir, starting.record);
+    }
+    const token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId: id });
+    starting.token = token;
+    if (engine)
+      starting.logs.push(
+        createWriteStream(join(dir, "events.jsonl"), { flags: "a" }),
+        createWriteStream(join(dir, "stderr.log"), { flags: "a" }),
+      );
+    const [events, stderr] = starting.logs;
+    const stallMs = request.stall === "none" ? undefined : durationMs(worker.box.stall_after);
+    let run: Run | undefined;
+    const watchdog =
+      stallMs === undefined
+        ? undefined
+        : new StallWatchdog(
+            stallMs,
+            home.home,
+            () => void run?.stopFor("stall", "stalled", stallMessage(stallMs)),
+          );
+    const spec = box.boxSpec({
+      runId: id,
+      home,
+      token,
+      cmd: prompt && engine ? engine.command(prompt) : commandOf(request.drive),
+      env: {
+        // one-shot and task runs only, as the box contract has it; never sessions
+        ...(request.kind === "box" || request.kind === "task"
+          ? { ROSTER_CEILING_MIN: String(ceiling_min) }
+          : {}),
+        ...(engine?.taskId ? { ROSTER_TASK_ID: engine.taskId } : {}),
+        ...request.boxEnv,
+      },
+      ...(request.interactive ? { interactive: true } : {}),
+    });
+    const handle = await startBox(box.docker, spec, {
+      // the one place the ceiling becomes milliseconds
+      deadlineMs: ceiling_min * 60_000,
+      ...(request.signal ? { signal: request.signal } : {}),
+      fault: box.gateway.lost,
+      ...(request.reportOom ? { reportOom: true } : {}),
+      onStdout: (chunk) => {
+        watchdog?.activity();
+        events?.write(chunk);
+        request.onStdout?.(chunk);
+      },
+      onStderr: (chunk) => {
+        watchdog?.activity();
+        stderr?.write(chunk);
+        request.onStderr?.(chunk);
+      },
+    });
+    run = new Run(request, box, id, dir, starting.record, token, starting.logs, watchdog, handle);
+    if (request.stall === "box") watchdog?.start();
+    return run;
   }
 
   get worker(): WorkerView {
@@ -380,6 +362,44 @@ export class Run {
   }
 }
 
+/** A run between its first record and its running box: what a failure must give back. */
+interface Starting {
+  id: string;
+  dir: string;
+  record: RunRecord;
+  token: string | undefined;
+  logs: WriteStream[];
+}
+
+function engineOf(request: RunRequest): EngineDrive | undefined {
+  return "engine" in request.drive ? request.drive.engine : undefined;
+}
+
+/** The record a run starts with; a session's ceiling is its worker's. */
+function firstRecord(request: RunRequest, worker: WorkerView): Starting {
+  const engine = engineOf(request);
+  const { paths } = request;
+  const id = newRunId();
+  return {
+    id,
+    dir: runDir(paths.state, worker.name, id),
+    token: undefined,
+    logs: [],
+    record: {
+      id,
+      worker: worker.name,
+      kind: request.kind,
+      state: "running",
+      started_at: new Date().toISOString(),
+      ceiling_min: request.ceiling_min ?? worker.box.session_ceiling_min,
+      container: `roster-box-${id}`,
+      runner_pid: process.pid,
+      ...(engine?.taskId ? { task_id: engine.taskId } : {}),
+      ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
+    },
+  };
+}
+
 function assertCeiling(minutes: number): void {
   const problem = ceilingProblem(minutes);
   if (problem) throw refuse(problem);
@@ -398,11 +418,15 @@ async function writePrompt(
     worker: WorkerView;
     identity: string;
     id: string;
-    ceilingMin: number;
+    ceiling_min: number;
     paths: RosterPaths;
-    since: string | undefined;
   },
 ): Promise<CompiledPrompt> {
+  // the run before this one (its record is the newest but this run's own): its start bounds "since your last run"
+  const previous = listRuns(facts.paths.state, facts.worker.name).find(
+    (run) => run.id !== facts.id,
+  );
+  const since = previous ? readRecord(previous.dir)?.started_at : undefined;
   let prompt: CompiledPrompt;
   try {
     prompt = compilePrompt({
@@ -410,10 +434,10 @@ async function writePrompt(
       identity: facts.identity,
       task: engine.task,
       runId: facts.id,
-      ceiling_min: facts.ceilingMin,
+      ceiling_min: facts.ceiling_min,
       ...(engine.taskId ? { taskId: engine.taskId } : {}),
       ...(engine.session ? { session: engine.session } : {}),
-      outcomes: outcomesSince(facts.paths, facts.worker.name, facts.since),
+      outcomes: outcomesSince(facts.paths, facts.worker.name, since),
     });
   } catch (error) {
     throw refuse(`the prompt can't be compiled: ${errorMessage(error)}`);
