@@ -1,3 +1,5 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SessionError } from "../../runner/sessions/session.ts";
 import { readTasks, type Task } from "../../runner/tasks/store.ts";
@@ -96,6 +98,98 @@ max = 40
     expect(settled).toMatchObject({
       state: "pending",
       note: expect.stringMatching(/^requeued: the model budget is used up/),
+    });
+  });
+});
+
+/**
+ * The other two kinds of cap, through real boxes: a cap in US dollars (the
+ * gateway prices the usage the scripted provider reports with the org's
+ * `[[budget.price]]`) and a cap in a worker.toml, which binds that worker and
+ * no other.
+ */
+describe.skipIf(!docker)("a dollar cap and a per-worker cap", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    // one cent a token, so the org's $1 a day is 100 tokens
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "USD-KEY",
+      extraOrg: `
+[[budget.price]]
+model = "scripted-*"
+input = 10000
+output = 10000
+
+[[budget.limit]]
+currency = "usd"
+window = "day"
+max = 1.0
+`,
+    });
+    // elf alone may spend 30 tokens a day; gnome has no cap of its own
+    await writeFile(
+      join(deployment.paths.config, "workers/elf/worker.toml"),
+      'name = "elf"\n\n[[budget.limit]]\ncurrency = "tokens"\nwindow = "day"\nmax = 30\n',
+    );
+    await mkdir(join(deployment.paths.config, "workers/gnome"), { recursive: true });
+    await writeFile(join(deployment.paths.config, "workers/gnome/worker.toml"), 'name = "gnome"\n');
+  });
+  afterAll(async () => {
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  const run = (worker: string, prompt: string) =>
+    deployment.roster(["run", worker, prompt], { timeoutMs: 120_000 });
+
+  it("stops one worker at its own cap while another goes on, then stops all at the dollar cap", async () => {
+    // 40 tokens ($0.40): elf crosses its own 30-token cap, and that call finishes
+    model.play({ text: "elf spent", usage: { prompt: 20, completion: 20 } });
+    const elfFirst = await run("elf", "spend");
+    expect(elfFirst.code, elfFirst.stderr).toBe(0);
+    expect(elfFirst.stdout).toContain("elf spent");
+
+    let asked = model.requests.length;
+    model.play({ text: "elf must not get this" });
+    const elfStopped = await run("elf", "spend more");
+    expect(elfStopped.code, elfStopped.stderr).toBe(2);
+    expect(elfStopped.stderr).toMatch(
+      /the model budget is used up \(tokens over day cap \(40\.0000\/30\.0000\)/,
+    );
+    expect(model.requests.length).toBe(asked);
+    model.reset();
+
+    // elf's cap is not gnome's: 70 tokens ($0.70) go through and cross the org's $1
+    model.play({ text: "gnome spent", usage: { prompt: 35, completion: 35 } });
+    const gnomeFirst = await run("gnome", "spend");
+    expect(gnomeFirst.code, gnomeFirst.stderr).toBe(0);
+    expect(gnomeFirst.stdout).toContain("gnome spent");
+
+    asked = model.requests.length;
+    model.play({ text: "gnome must not get this" });
+    const gnomeStopped = await run("gnome", "spend more");
+    expect(gnomeStopped.code, gnomeStopped.stderr).toBe(2);
+    expect(gnomeStopped.stderr).toMatch(
+      /the model budget is used up \(usd over day cap \(1\.1000\/1\.0000\)/,
+    );
+    expect(model.requests.length).toBe(asked);
+    expect(latestRecord(deployment.paths, "gnome")).toMatchObject({
+      state: "failed",
+      ended_by: "budget",
+    });
+
+    // what `roster budget` shows for gnome: the org's dollar cap, used up
+    const shown = await deployment.roster(["budget", "--worker", "gnome", "--json"]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      scope: "org",
+      currency: "usd",
+      max: 1,
+      used: expect.closeTo(1.1, 6),
+      remaining: 0,
     });
   });
 });

@@ -98,6 +98,29 @@ describe.skipIf(!docker)("roster box exec", () => {
     expect(left).toHaveLength(0);
   });
 
+  it("reports a command killed for passing the box's memory limit: SIGKILL, reason memory", async () => {
+    // the worker lowers its [box] memory; the command then asks for four times that
+    const workerToml = join(deployment.paths.config, "workers/elf/worker.toml");
+    const before = await readFile(workerToml, "utf8");
+    try {
+      await writeFile(workerToml, `${before}\n[box]\nmemory = "64m"\n`);
+      const { code, envelope } = await exec(
+        "echo filling; python3 -c 'print(len(b\"x\" * (256 * 1024 * 1024)))'",
+      );
+      expect(code).toBe(1);
+      expect(envelope).toMatchObject({
+        status: "failed",
+        exit_code: null,
+        signal: "SIGKILL",
+        reason: "memory",
+        stdout: "filling\n",
+      });
+      expect(envelope.note).toBeUndefined();
+    } finally {
+      await writeFile(workerToml, before);
+    }
+  });
+
   it("caps each stream at 100 KB with a marker naming what was cut", async () => {
     const { envelope } = await exec(
       "head -c 150000 /dev/zero | tr '\\0' a; head -c 102500 /dev/zero | tr '\\0' b >&2",

@@ -14,7 +14,8 @@ import { SmtpSink } from "../support/smtp.ts";
  * log in through the printed link, watch a gate filed by a real box appear
  * without a reload, approve it (the SMTP server receives exactly one email),
  * see markup a worker wrote shown as text, and find the console closed to
- * requests without the cookie or the CSRF token, and to boxes altogether.
+ * requests without the cookie or the CSRF token, and to boxes altogether; a
+ * box's request through the gateway shows up on the door page without a reload.
  */
 const docker = await testDocker();
 const browser: Browser | undefined = docker ? await testBrowser() : undefined;
@@ -170,6 +171,30 @@ describe.skipIf(!docker || !browser)("the web console", () => {
     await page.goto(`${base}/door`);
     expect(await page.locator("table.decisions tbody tr").count()).toBeGreaterThan(0);
     await page.screenshot({ path: join(shots, "door.png"), fullPage: true });
+  });
+
+  it("shows a request a box makes through the gateway on the door page, live", async () => {
+    await page.goto(`${base}/door`);
+    await page.evaluate("window.stayed = true");
+    const marker = `/seen-live-${Date.now()}`;
+    const exec = await deployment.roster(
+      [
+        "box",
+        "exec",
+        "elf",
+        "--",
+        `curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://live-door.test${marker}`,
+      ],
+      { timeoutMs: 60_000 },
+    );
+    expect((JSON.parse(exec.stdout) as { stdout: string }).stdout).toBe("403");
+    const row = page.locator("table.decisions tbody tr", { hasText: `live-door.test${marker}` });
+    await row.waitFor({ timeout: 10_000 });
+    // the same page, never reloaded: the event stream brought the row
+    expect(await page.evaluate("window.stayed")).toBe(true);
+    expect(await row.locator("td").nth(1).textContent()).toBe("elf");
+    expect(await row.locator("td").nth(4).textContent()).toBe("403");
+    await page.screenshot({ path: join(shots, "door-live.png"), fullPage: true });
   });
 
   it("is out of every box's reach: through the gateway and around it", async () => {

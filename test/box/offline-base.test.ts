@@ -1,0 +1,104 @@
+import { execFileSync } from "node:child_process";
+import type Docker from "dockerode";
+import type { ImageInfo } from "dockerode";
+import { describe, expect, it } from "vitest";
+import { imageExists } from "../../runner/box/docker.ts";
+import { LABELS, OFFLINE_BASE } from "../../runner/box/layout.ts";
+import { NODE_PACKAGE_VERSION } from "../../runner/box/offline-base.ts";
+import { onPath } from "../../runner/box/run-command.ts";
+import { ENGINE_PIN } from "../../runner/version.ts";
+import { runRoster } from "../support/cli.ts";
+import { testDocker } from "../support/docker.ts";
+
+/**
+ * The README's way to a box on a host that reaches Debian's mirror and the
+ * npm registry but no container registry: `roster box build --rebuild-base`
+ * debootstraps bookworm, puts Node in it from the npm package, imports that as
+ * the base, and builds the box on it. The image it makes must run pi. Minutes
+ * long (a whole Debian and a whole box image), so it is one test.
+ */
+const docker = await testDocker();
+const canDebootstrap = process.getuid?.() === 0 && (await onPath("debootstrap"));
+if (docker && !canDebootstrap)
+  console.warn("skipping the offline base build: it needs root and debootstrap");
+
+const TAG = "roster-test-offline-box:latest";
+
+/** Runs a command in a throwaway container of `image`, with no network; its output. */
+const runIn = (image: string, command: string[]) =>
+  execFileSync("docker", ["run", "--rm", "--network", "none", image, ...command], {
+    encoding: "utf8",
+  }).trim();
+
+/** A clean-up step: one that fails (nothing to remove) leaves the test's own verdict standing. */
+function quietDocker(args: string[]): void {
+  try {
+    execFileSync("docker", args, { stdio: "ignore" });
+  } catch {
+    // already gone, or an image still stands on it: nothing more to undo
+  }
+}
+
+/**
+ * Removes the base this test made with the untagged images built on it (the
+ * build's stages), leaves first. An image someone tagged on it in the meantime
+ * keeps them all: it is not this test's to remove.
+ */
+async function removeBuiltOn(client: Docker, base: string): Promise<void> {
+  const images = await client.listImages({ all: true });
+  const order: ImageInfo[] = [];
+  const walk = (parent: string) => {
+    for (const child of images.filter((image) => image.ParentId === parent)) {
+      walk(child.Id);
+      order.push(child);
+    }
+  };
+  walk(base);
+  const tagged = (image: ImageInfo) =>
+    (image.RepoTags ?? []).some((tag) => tag !== "<none>:<none>");
+  if (order.some(tagged)) return;
+  for (const image of [...order.map((i) => i.Id), base]) quietDocker(["rmi", image]);
+}
+
+describe.skipIf(!docker || !canDebootstrap)("a box built without a registry", () => {
+  const client = docker as NonNullable<typeof docker>;
+
+  it("debootstraps the base, puts Node from npm in it, and builds a box that runs pi", async () => {
+    // other tests build on the cached base: it is put back as it was afterwards
+    const previous = (await imageExists(client, OFFLINE_BASE))
+      ? (await client.getImage(OFFLINE_BASE).inspect()).Id
+      : undefined;
+    let built: string | undefined;
+    try {
+      const result = await runRoster(
+        ["box", "build", "--rebuild-base", "--tag", TAG, "--json"],
+        {},
+        1_500_000,
+      );
+      expect(result.code, result.stderr.slice(-3000)).toBe(0);
+      expect(result.stderr).toContain("base: debootstrap bookworm (minbase)");
+      expect(result.stderr).toContain(`base: Node ${NODE_PACKAGE_VERSION}`);
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        tag: TAG,
+        base: OFFLINE_BASE,
+        engineVersion: ENGINE_PIN,
+      });
+      built = (await client.getImage(OFFLINE_BASE).inspect()).Id;
+      expect(built).not.toBe(previous);
+
+      // the base is Debian bookworm with the pinned Node, made from no registry image
+      expect(runIn(OFFLINE_BASE, ["node", "--version"])).toBe(`v${NODE_PACKAGE_VERSION}`);
+      expect(runIn(OFFLINE_BASE, ["cat", "/etc/debian_version"])).toMatch(/^12\./);
+      // the box on it: labelled for the pinned engine, and pi runs
+      const labels = (await client.getImage(TAG).inspect()).Config?.Labels ?? {};
+      expect(labels[LABELS.engineVersion]).toBe(ENGINE_PIN);
+      expect(runIn(TAG, ["run-pi", "--version"])).toBe(ENGINE_PIN);
+    } finally {
+      quietDocker(["rmi", "-f", TAG]);
+      if (previous && built && built !== previous) {
+        quietDocker(["tag", previous, OFFLINE_BASE]);
+        await removeBuiltOn(client, built);
+      }
+    }
+  }, 1_800_000);
+});
