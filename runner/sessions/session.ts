@@ -305,6 +305,8 @@ export class Session {
   ): Promise<SessionEnd> {
     this.clearIdle();
     const reason = error ?? `the session ended (${endedBy})`;
+    // a turn cut short counts: its sender was answered (with the reason)
+    const turns = this.turns + (this.busy ? 1 : 0);
     this.rpc.fail(new SessionError(reason, this.runId));
     for (const waiting of this.queue.splice(0)) {
       waiting.reject(
@@ -315,7 +317,7 @@ export class Session {
       );
     }
     this.run.stdin?.end();
-    await this.run.settle({ endedBy, state, turns: this.turns, ...(error ? { error } : {}) });
+    await this.run.settle({ endedBy, state, turns, ...(error ? { error } : {}) });
     const end: SessionEnd = { runId: this.runId, endedBy, error, turns: this.turns };
     this.endedWith = end;
     this.resolveEnded(end);
