@@ -48,6 +48,15 @@ const Outcome = Type.Object(
 
 const reply = (status: number, body: Record<string, unknown>): ActionResponse => ({ status, body });
 
+/** A proposal that passed admission. */
+interface Admitted {
+  envelope: Envelope;
+  grant: Scoped<ActionGrant>;
+  executor: NonNullable<ReturnType<typeof executorFor>>;
+  payload: Record<string, unknown>;
+  config: ReturnType<ConfigSource["get"]>;
+}
+
 /** The first schema problem as "field: message", for a 400 a model can act on. */
 export function firstProblem(
   schema: Parameters<typeof Value.Errors>[0],
@@ -97,14 +106,22 @@ export class ActionHost implements ActionHandler {
     return reply(404, { status: "error", error: "unknown action endpoint" });
   }
 
-  private async submit(
+  /**
+   * A proposal's admission, in order: the envelope, the config, an action
+   * grant in scope, the payload against its executor's schema, the
+   * executor's precheck. What passes comes back to be run or gated.
+   */
+  private async admit(
     body: Buffer,
     subject: string,
     worker: string,
     runId: string,
-  ): Promise<ActionResponse> {
+  ): Promise<Admitted | { refusal: ActionResponse }> {
+    const refuse = (status: number, answer: Record<string, unknown>) => ({
+      refusal: reply(status, answer),
+    });
     if (body.length > MAX_ENVELOPE_BYTES)
-      return reply(400, {
+      return refuse(400, {
         status: "error",
         error: `bad envelope: over ${MAX_ENVELOPE_BYTES} bytes`,
       });
@@ -112,14 +129,14 @@ export class ActionHost implements ActionHandler {
     try {
       envelope = JSON.parse(body.toString("utf8")) as Envelope;
     } catch {
-      return reply(400, { status: "error", error: "bad envelope: not JSON" });
+      return refuse(400, { status: "error", error: "bad envelope: not JSON" });
     }
     const problem = firstProblem(Envelope, envelope, "");
-    if (problem) return reply(400, { status: "error", error: `bad envelope: ${problem}` });
+    if (problem) return refuse(400, { status: "error", error: `bad envelope: ${problem}` });
 
     const config = this.config.get();
     const broken = this.config.brokenReason(config);
-    if (broken) return reply(403, { status: "denied", reason: broken });
+    if (broken) return refuse(403, { status: "denied", reason: broken });
     const grant = config.actions.find(
       (candidate) => candidate.name === envelope.intent && scopeApplies(candidate.scope, subject),
     );
@@ -140,7 +157,7 @@ export class ActionHost implements ActionHandler {
         disposition: "refused",
         reason,
       });
-      return reply(403, { status: "denied", reason });
+      return refuse(403, { status: "denied", reason });
     }
     const executor = executorFor(grant);
     const payload = envelope.payload ?? {};
@@ -148,7 +165,7 @@ export class ActionHost implements ActionHandler {
       ? firstProblem(executor.schema, payload, "payload")
       : "no executor";
     if (!executor || payloadProblem)
-      return reply(400, { status: "error", error: `bad envelope: ${payloadProblem}` });
+      return refuse(400, { status: "error", error: `bad envelope: ${payloadProblem}` });
     let refused: string | undefined;
     try {
       refused = await executor.precheck?.(payload, {
@@ -157,7 +174,7 @@ export class ActionHost implements ActionHandler {
         runId: runId || null,
       });
     } catch (error) {
-      return reply(500, {
+      return refuse(500, {
         status: "error",
         error: `the proposal could not be checked: ${errorMessage(error)}`,
       });
@@ -170,9 +187,21 @@ export class ActionHost implements ActionHandler {
         intent: grant.name,
         detail: refused,
       });
-      return reply(409, { status: "error", error: refused });
+      return refuse(409, { status: "error", error: refused });
     }
+    return { envelope, grant, executor, payload, config };
+  }
 
+  private async submit(
+    body: Buffer,
+    subject: string,
+    worker: string,
+    runId: string,
+  ): Promise<ActionResponse> {
+    const admitted = await this.admit(body, subject, worker, runId);
+    if ("refusal" in admitted) return admitted.refusal;
+    const { envelope, grant, executor, payload, config } = admitted;
+    const runIdOrNull = runId || null;
     const gate: Gate = {
       id: newGateId(),
       worker: subject,

@@ -48,9 +48,15 @@ const CSP = [
 ].join("; ");
 
 export function consoleApp(deps: ConsoleDeps): Hono<Env> {
-  const { paths, key, feed } = deps;
   const app = new Hono<Env>();
+  guard(app, deps.key);
+  pageRoutes(app, deps);
+  eventRoute(app, deps.feed);
+  return app;
+}
 
+/** Headers on every answer, the login link, and the cookie and CSRF checks before any page. */
+function guard(app: Hono<Env>, key: ConsoleKey): void {
   app.use(async (c, next) => {
     await next();
     c.header("content-security-policy", CSP);
@@ -109,7 +115,11 @@ export function consoleApp(deps: ConsoleDeps): Hono<Env> {
     }
     await next();
   });
+}
 
+/** The pages and the one form action (a gate's decision). */
+function pageRoutes(app: Hono<Env>, deps: ConsoleDeps): void {
+  const { paths, key, feed } = deps;
   const workers = () => [...loadConfig(paths.config).workers.keys()].sort();
   const show = (c: Context<Env>, title: string, current: string, body: Html) =>
     c.html(page({ title, current, csrf: key.csrf, body }));
@@ -204,12 +214,15 @@ export function consoleApp(deps: ConsoleDeps): Hono<Env> {
       html`${doorFilters(filter, workers())}${live("decision", `/door?${query}`, part)}`,
     );
   });
+}
 
-  // the live feed: each event is a nudge; pages fetch their own fresh part
-  // the live feed: each event is a nudge; pages fetch their own fresh part. A page
-  // that stops reading never makes the server hold more than one event for it:
-  // while a write waits, later events only mark their kind as missed, and the
-  // missed kinds go out (once each) when the write completes.
+/**
+ * The live feed: each event is a nudge; pages fetch their own fresh part. A page
+ * that stops reading never makes the server hold more than one event for it:
+ * while a write waits, later events only mark their kind as missed, and the
+ * missed kinds go out (once each) when the write completes.
+ */
+function eventRoute(app: Hono<Env>, feed: ConsoleFeed): void {
   app.get("/events", (c) =>
     streamSSE(c, async (stream) => {
       let closed = false;
@@ -246,8 +259,6 @@ export function consoleApp(deps: ConsoleDeps): Hono<Env> {
       unsubscribe();
     }),
   );
-
-  return app;
 }
 
 function cleaned(filter: DoorFilter): Record<string, string> {
