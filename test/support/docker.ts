@@ -30,15 +30,30 @@ export function aimAt(what: string, address: string | undefined): string {
   return address;
 }
 
-/** The default bridge's gateway (IPv4), or undefined while the engine or the network is missing. */
+/**
+ * The default bridge's gateway (IPv4): the one IPAM reports, else the address
+ * of the bridge's interface on the host (Docker 20.10 often reports no
+ * gateway for the default bridge); undefined while the engine or the network
+ * is missing.
+ */
 export function bridgeGateway(): string | undefined {
+  const run = (command: string, args: string[]) =>
+    execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   try {
-    const gateways = execFileSync(
-      "docker",
-      ["network", "inspect", "bridge", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}"],
-      { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
+    const [gateways = "", name = ""] = run("docker", [
+      "network",
+      "inspect",
+      "bridge",
+      "-f",
+      '{{range .IPAM.Config}}{{.Gateway}} {{end}}|{{index .Options "com.docker.network.bridge.name"}}',
+    ]).split("|");
+    const reported = gateways.split(/\s+/).find((address) => isIPv4(address));
+    if (reported || !name.trim()) return reported;
+    // "5: docker0    inet 172.17.0.1/16 brd …"
+    const inet = /\binet (\d+\.\d+\.\d+\.\d+)\//.exec(
+      run("ip", ["-4", "-o", "addr", "show", "dev", name.trim()]),
     );
-    return gateways.split(/\s+/).find((address) => isIPv4(address));
+    return inet?.[1];
   } catch {
     return undefined;
   }
