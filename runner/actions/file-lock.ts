@@ -1,4 +1,5 @@
-import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { uptime } from "node:os";
 import { RosterError } from "../errors.ts";
 import { processAlive } from "../process-alive.ts";
 
@@ -6,9 +7,10 @@ import { processAlive } from "../process-alive.ts";
  * A lock file holding the owner's pid, created atomically with that pid in it
  * (written to a private file first, then hard-linked into place, which fails
  * if the lock exists), so nobody ever reads a lock without its owner. Held by
- * a live process → refused ("busy"); left by a dead one → taken over, which is
- * how a crash mid-update recovers. Locks this process holds are tracked too,
- * so two callers in one process don't both pass.
+ * a live process → refused ("busy"); left by a dead one, or written before the
+ * machine last booted → taken over, which is how a crash mid-update recovers.
+ * Locks this process holds are tracked too, so two callers in one process
+ * don't both pass.
  */
 const heldHere = new Set<string>();
 
@@ -69,6 +71,20 @@ function takeOverStale(lock: string, deadPid: number): void {
   rmSync(aside, { force: true });
 }
 
+/**
+ * Whether the pid in a lock still names its owner: a process by that number
+ * is alive, and the lock was written since this machine booted (after a
+ * reboot the number may belong to anything).
+ */
+function ownerLives(lock: string, holder: number): boolean {
+  if (!processAlive(holder)) return false;
+  try {
+    return statSync(lock).mtimeMs >= Date.now() - uptime() * 1000 - 5_000;
+  } catch {
+    return false; // gone: released
+  }
+}
+
 /** Creates the lock with this process's pid in it, or says who holds it. */
 function acquire(lock: string, what: string): void {
   const mine = `${lock}.${process.pid}.new`;
@@ -83,7 +99,10 @@ function acquire(lock: string, what: string): void {
       }
       const holder = readHolder(lock);
       if (holder === undefined) continue; // released between link and read
-      if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && processAlive(holder))) {
+      if (
+        heldHere.has(lock) ||
+        (holder > 0 && holder !== process.pid && ownerLives(lock, holder))
+      ) {
         throw new LockBusy(
           `${what} is being changed by process ${holder || process.pid}; try again`,
           holder || process.pid,

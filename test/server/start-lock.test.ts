@@ -2,10 +2,11 @@
  * One server per deployment, decided by a lock taken before crash recovery:
  * two `roster server start` at once leave one server and one refusal that
  * names it, and the refused one touches nothing (the winner's box lives on);
- * a lock left by a server that died does not keep the next one out.
+ * a lock left by a server that died (or from before a reboot) does not keep
+ * the next one out.
  */
 import { spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTasks } from "../../runner/tasks/store.ts";
@@ -113,6 +114,12 @@ describe.skipIf(!docker)("roster server start: one per deployment", () => {
       const result = await fresh.roster(["server", "start", "--once"]);
       expect(result.code, result.stderr).toBe(0);
       expect(result.stderr).toContain("server stopped");
+      expect(existsSync(lock)).toBe(false);
+      // a lock from before the machine booted: its pid now names some other live process
+      writeFileSync(lock, String(process.pid));
+      utimesSync(lock, new Date("2001-01-01"), new Date("2001-01-01"));
+      const rebooted = await fresh.roster(["server", "start", "--once"]);
+      expect(rebooted.code, rebooted.stderr).toBe(0);
       expect(existsSync(lock)).toBe(false);
     } finally {
       await fresh.cleanup();
