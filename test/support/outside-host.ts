@@ -97,8 +97,16 @@ export async function startOutsideHost(): Promise<OutsideHost> {
     throw error;
   }
   return {
+    // no log yet is no hit; any other failure to read it must not look like silence
     hits: async () =>
-      (await readFile(log, "utf8").catch(() => "")).split("\n").filter((line) => line.trim()),
+      (
+        await readFile(log, "utf8").catch((error: NodeJS.ErrnoException) => {
+          if (error.code === "ENOENT") return "";
+          throw error;
+        })
+      )
+        .split("\n")
+        .filter((line) => line.trim()),
     stop: async () => {
       listener?.kill();
       try {
