@@ -1,11 +1,19 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import type { ExecutorName } from "../config/action-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { newTaskId, type Task, updateTasks } from "../tasks/store.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { EXECUTOR_TABLE } from "./executors/index.ts";
-import { type Gate, readGate, resultMarker, TERMINAL, withGateLock, writeGate } from "./gates.ts";
+import {
+  type Gate,
+  readGate,
+  resultMarker,
+  sentPartsFile,
+  TERMINAL,
+  withGateLock,
+  writeGate,
+} from "./gates.ts";
 import { appendJournal } from "./journal.ts";
 
 /**
@@ -139,6 +147,8 @@ async function runExecutor(paths: RosterPaths, gate: Gate): Promise<Record<strin
   const marker = resultMarker(paths, { worker, id: gate.id });
   writeFileSync(`${marker}.tmp`, JSON.stringify(result), { mode: 0o600 });
   renameSync(`${marker}.tmp`, marker);
+  // the parts a chat send delivered matter only until the result is kept
+  rmSync(sentPartsFile(paths, { worker, id: gate.id }), { force: true });
   return result;
 }
 

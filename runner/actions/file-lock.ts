@@ -1,16 +1,27 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { uptime } from "node:os";
 import { RosterError } from "../errors.ts";
 import { processAlive } from "../process-alive.ts";
 
 /**
- * A lock file created with O_EXCL, holding the owner's pid. Held by a live
- * process → refused ("busy"); left by a dead one → taken over, which is how a
- * crash mid-update recovers. Locks this process holds are tracked too, so two
- * callers in one process don't both pass.
+ * A lock file holding the owner's pid, created atomically with that pid in it
+ * (written to a private file first, then hard-linked into place, which fails
+ * if the lock exists), so nobody ever reads a lock without its owner. Held by
+ * a live process → refused ("busy"); left by a dead one, or written before the
+ * machine last booted → taken over, which is how a crash mid-update recovers.
+ * Locks this process holds are tracked too, so two callers in one process
+ * don't both pass.
  */
 const heldHere = new Set<string>();
 
-export class LockBusy extends RosterError {}
+export class LockBusy extends RosterError {
+  /** The pid that holds the lock (this process's own when it is held here). */
+  readonly holder: number;
+  constructor(message: string, holder: number) {
+    super(message, { exitCode: 1 });
+    this.holder = holder;
+  }
+}
 
 /** Like withFileLock, but a busy lock is waited for (polled) up to `waitMs` before giving up. */
 export async function withFileLockWaiting<T>(
@@ -30,42 +41,93 @@ export async function withFileLockWaiting<T>(
   }
 }
 
+const readHolder = (file: string): number | undefined => {
+  try {
+    return Number(readFileSync(file, "utf8").trim()) || 0;
+  } catch {
+    return undefined; // gone
+  }
+};
+
+/**
+ * Moves a dead owner's lock aside and deletes it. Two takers may both judge
+ * the same lock dead; the rename lets one of them move it, and a taker that
+ * finds it moved a live owner's fresh lock instead puts it back.
+ */
+function takeOverStale(lock: string, deadPid: number): void {
+  const aside = `${lock}.stale-${process.pid}`;
+  try {
+    renameSync(lock, aside);
+  } catch {
+    return; // someone else moved it first
+  }
+  if (readHolder(aside) !== deadPid) {
+    try {
+      linkSync(aside, lock); // not the lock we judged: give it back to its owner
+    } catch {
+      // a third taker made a new one meanwhile; the owner keeps its own copy's pid
+    }
+  }
+  rmSync(aside, { force: true });
+}
+
+/**
+ * Whether the pid in a lock still names its owner: a process by that number
+ * is alive, and the lock was written since this machine booted (after a
+ * reboot the number may belong to anything).
+ */
+function ownerLives(lock: string, holder: number): boolean {
+  if (!processAlive(holder)) return false;
+  try {
+    return statSync(lock).mtimeMs >= Date.now() - uptime() * 1000 - 5_000;
+  } catch {
+    return false; // gone: released
+  }
+}
+
+/** Creates the lock with this process's pid in it, or says who holds it. */
+function acquire(lock: string, what: string): void {
+  const mine = `${lock}.${process.pid}.new`;
+  writeFileSync(mine, String(process.pid), { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        linkSync(mine, lock);
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      }
+      const holder = readHolder(lock);
+      if (holder === undefined) continue; // released between link and read
+      if (
+        heldHere.has(lock) ||
+        (holder > 0 && holder !== process.pid && ownerLives(lock, holder))
+      ) {
+        throw new LockBusy(
+          `${what} is being changed by process ${holder || process.pid}; try again`,
+          holder || process.pid,
+        );
+      }
+      takeOverStale(lock, holder);
+    }
+    throw new RosterError(`${what}: could not take its lock (${lock})`);
+  } finally {
+    rmSync(mine, { force: true });
+  }
+}
+
 export async function withFileLock<T>(
   lock: string,
   what: string,
   body: () => Promise<T>,
 ): Promise<T> {
-  let fd: number | undefined;
-  for (let attempt = 0; attempt < 2 && fd === undefined; attempt++) {
-    try {
-      fd = openSync(lock, "wx", 0o600);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      let holder = 0;
-      try {
-        holder = Number(readFileSync(lock, "utf8").trim());
-      } catch {
-        // vanished between open and read: try again
-      }
-      if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && processAlive(holder))) {
-        throw new LockBusy(
-          `${what} is being changed by process ${holder || process.pid}; try again`,
-          {
-            exitCode: 1,
-          },
-        );
-      }
-      rmSync(lock, { force: true });
-    }
-  }
-  if (fd === undefined) throw new RosterError(`${what}: could not take its lock`);
+  acquire(lock, what);
   heldHere.add(lock);
   try {
-    writeSync(fd, String(process.pid));
     return await body();
   } finally {
-    closeSync(fd);
-    rmSync(lock, { force: true });
+    // only our own lock is removed: never one a taker put back for its owner
+    if (readHolder(lock) === process.pid) rmSync(lock, { force: true });
     heldHere.delete(lock);
   }
 }

@@ -120,3 +120,8 @@ export async function withGateLock<T>(
 export function resultMarker(paths: RosterPaths, gate: Pick<Gate, "worker" | "id">): string {
   return `${gateFile(paths, gate.worker, gate.id)}.result`;
 }
+
+/** The parts of a chat send already delivered for this gate (executors/sent-parts.ts), so a retry resumes. */
+export function sentPartsFile(paths: RosterPaths, gate: Pick<Gate, "worker" | "id">): string {
+  return `${gateFile(paths, gate.worker, gate.id)}.sent`;
+}

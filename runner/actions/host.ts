@@ -1,3 +1,4 @@
+import { rmSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
@@ -11,7 +12,7 @@ import { scopeApplies } from "../gateway/judge.ts";
 import { runDir } from "../runs/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { executorFor } from "./desk.ts";
-import { type Gate, listGates, newGateId, writeGate } from "./gates.ts";
+import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
 import { appendJournal, readJournal } from "./journal.ts";
 import { decideTrust } from "./trust.ts";
 import { trustedChannels } from "./trusted-channels.ts";
@@ -334,6 +335,9 @@ export class ActionHost implements ActionHandler {
         reason: because,
       });
       return reply(502, { status: "error", error: message });
+    } finally {
+      // an auto action is never retried under its id: what a chat send delivered needs no keeping
+      rmSync(sentPartsFile(this.paths, { worker, id: gate.id }), { force: true });
     }
   }
 }

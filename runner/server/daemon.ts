@@ -1,7 +1,8 @@
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { LockBusy, withFileLock } from "../actions/file-lock.ts";
 import { connectDocker } from "../box/docker.ts";
 import { botBindings } from "../config/bot-bindings.ts";
-import { formatConfigError, loadConfig } from "../config/load.ts";
+import { formatConfigError, type LoadedConfig, loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
@@ -15,7 +16,7 @@ import { SessionRouter } from "../sessions/router.ts";
 import { Dispatcher } from "./dispatch.ts";
 import { recover } from "./recover.ts";
 import { type RunSocket, serveRuns } from "./run-socket.ts";
-import { readServerState, type ServerState, serverStateFile } from "./state.ts";
+import { readServerState, type ServerState, serverLockFile, serverStateFile } from "./state.ts";
 
 export { readServerState, type ServerState, serverStateFile } from "./state.ts";
 
@@ -45,8 +46,7 @@ export interface ServerOptions {
 }
 
 export async function startServer(options: ServerOptions): Promise<number> {
-  const { paths, note } = options;
-  const env = options.env ?? process.env;
+  const { paths } = options;
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   if (config.errors.length) {
     throw new RosterError(
@@ -54,6 +54,30 @@ export async function startServer(options: ServerOptions): Promise<number> {
       { exitCode: 2 },
     );
   }
+  // one server per deployment, decided atomically before anything is touched:
+  // two starts at once would both recover, and each would treat what the other
+  // is starting as left over. A lock left by a dead server is taken over.
+  await mkdir(paths.state, { recursive: true });
+  let holding = false;
+  try {
+    return await withFileLock(serverLockFile(paths), "the server", () => {
+      holding = true;
+      return serve(options, config);
+    });
+  } catch (error) {
+    if (holding || !(error instanceof LockBusy)) throw error;
+    throw new RosterError(
+      `a server is already running for this deployment (pid ${error.holder}); it holds ${serverLockFile(paths)}, so nothing was started or stopped`,
+      { exitCode: 2 },
+    );
+  }
+}
+
+/** The server itself, run while holding the deployment's server lock. */
+async function serve(options: ServerOptions, config: LoadedConfig): Promise<number> {
+  const { paths, note } = options;
+  const env = options.env ?? process.env;
+  // a server from before the lock existed still announces itself here
   const other = readServerState(paths);
   if (other) {
     throw new RosterError(`a server is already running for this deployment (pid ${other.pid})`, {

@@ -23,6 +23,11 @@ export function serverStateFile(paths: RosterPaths): string {
   return join(paths.state, "server.json");
 }
 
+/** Held (runner/actions/file-lock.ts) by the one server of this deployment, from before recovery to exit. */
+export function serverLockFile(paths: RosterPaths): string {
+  return join(paths.state, "server.lock");
+}
+
 export function readServerState(paths: RosterPaths): ServerState | undefined {
   try {
     const state = JSON.parse(readFileSync(serverStateFile(paths), "utf8")) as ServerState;

@@ -2,7 +2,6 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +10,7 @@ import { BOX_IMAGE, DOOR_PORT } from "../../runner/box/layout.ts";
 import { appendMessage, ensureChannel } from "../../runner/channels/store.ts";
 import { mintToken, revokeToken } from "../../runner/gateway/identity.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
-import { hostBridgeAddress, testDocker } from "../support/docker.ts";
+import { aimAt, containerAddress, hostBridgeAddress, testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";
 import {
   OUTSIDE_ADDRESS,
@@ -20,7 +19,7 @@ import {
   type OutsideHost,
   startOutsideHost,
 } from "../support/outside-host.ts";
-import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { listeningPort, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 import { termRouter } from "../support/term-router.ts";
 import {
   type Attempt,
@@ -48,11 +47,13 @@ const BOB_STORE = `BOB-STORE-${MARK}`;
 const BOB_RUN = `BOB-RUN-${MARK}`;
 const BOB_CHANNEL = `BOB-CHANNEL-${MARK}`;
 /** An unprivileged ICMP echo (a datagram socket, as ping uses); exit 0 only on a reply. */
-const icmpEcho = (host: string) =>
-  `timeout 6 python3 -c "
+const icmpEcho = (host: string) => {
+  aimAt("ICMP echo", host);
+  return `timeout 6 python3 -c "
 import socket, struct
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP); s.settimeout(4)
-s.sendto(struct.pack('!BBHHH', 8, 0, 0, 0, 1) + b'roster', (socket.gethostbyname('${host}'), 0)); s.recv(64)"`;
+s.sendto(struct.pack('!BBHHH', 8, 0, 0, 0, 1) + b'roster', ('${host}', 0)); s.recv(64)"`;
+};
 
 /** Where a leaked secret would be found; /proc, /sys and /dev are not files. */
 const SEARCH = "/home /tmp /opt /etc /run /var /usr/local /srv /root /mnt /media";
@@ -171,13 +172,9 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
       ],
       { encoding: "utf8" },
     ).trim();
-    const neighbourIp = execFileSync(
-      "docker",
-      ["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", neighbour],
-      { encoding: "utf8" },
-    ).trim();
     try {
-      const bystanderPort = (bystander.address() as AddressInfo).port;
+      const neighbourIp = containerAddress(neighbour);
+      const bystanderPort = listeningPort(bystander);
       const before = (await outside.hits()).length;
       const found = await run(
         [
@@ -263,7 +260,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
           {
             name: "an allowed host through the gateway, with the credential injected there",
             group: "control",
-            run: `curl -s -f --max-time 10 http://allowed.test:${(allowed.address() as AddressInfo).port}/ | grep -q "allowed saw ${VAULT_VALUE}"`,
+            run: `curl -s -f --max-time 10 http://allowed.test:${listeningPort(allowed)}/ | grep -q "allowed saw ${VAULT_VALUE}"`,
           },
         ],
       );
@@ -494,7 +491,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
 
   it("can't use another run's token or speak for another worker", async () => {
     const { paths } = deployment;
-    const port = (allowed.address() as AddressInfo).port;
+    const port = listeningPort(allowed);
     const stolen = await mintToken(paths.identity, { subject: "org/bob", runId: "bob-finished" });
     await revokeToken(paths.identity, stolen);
     const live = await mintToken(paths.identity, { subject: "org/bob", runId: "bob-live" });

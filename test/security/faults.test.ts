@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveGate } from "../../runner/actions/desk.ts";
 import { findGate, readGate } from "../../runner/actions/gates.ts";
 import { startEmailDesk, submitAction } from "../support/action-host.ts";
-import { testDocker } from "../support/docker.ts";
+import { bridgeGateway, hostBridgeAddress, testDocker } from "../support/docker.ts";
 import type { GatewayEnv } from "../support/gateway-env.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
@@ -70,8 +70,14 @@ describe.skipIf(!docker)("a full disk under the state root", () => {
   });
 });
 
-/** Stops the running dockerd and starts a new one the way box/with-docker.sh does; resolves once it answers. */
+/**
+ * Stops the running dockerd and starts a new one the way box/with-docker.sh
+ * does; resolves once the engine answers AND its default bridge is back with
+ * the gateway it had, so the suites after this one find Docker as it was (a
+ * bridge still coming up left the escape suite aiming at an empty address).
+ */
 async function restartDockerd(): Promise<void> {
+  const bridge = hostBridgeAddress();
   const pids = execFileSync("pidof", ["dockerd"], { encoding: "utf8" }).trim().split(/\s+/);
   for (const pid of pids) process.kill(Number(pid), "SIGTERM");
   const gone = (pid: string) => !existsSync(`/proc/${pid}`);
@@ -80,15 +86,22 @@ async function restartDockerd(): Promise<void> {
   expect(pids.every(gone)).toBe(true);
   const log = openSync(join(tmpdir(), `roster-dockerd-${process.pid}.log`), "a");
   spawn("dockerd", [], { detached: true, stdio: ["ignore", log, log] }).unref();
+  let answers = false;
   for (let i = 0; i < 120; i++) {
     try {
       execFileSync("docker", ["info"], { stdio: "ignore" });
-      return;
+      answers = true;
     } catch {
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      answers = false;
     }
+    if (answers && bridgeGateway() === bridge) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  throw new Error("dockerd did not come back within 60 s");
+  throw new Error(
+    answers
+      ? `dockerd came back, but its default bridge has not its gateway ${bridge} again within 60 s (now: ${bridgeGateway() ?? "none"})`
+      : "dockerd did not come back within 60 s",
+  );
 }
 
 describe.skipIf(!docker)("the Docker engine restarted between runs", () => {

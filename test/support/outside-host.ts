@@ -10,6 +10,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -38,6 +39,24 @@ udp.bind(${OUTSIDE_UDP_PORT}, "0.0.0.0");
 fs.writeFileSync(log + ".ready", "");
 `;
 
+/** Connects from the host as a box would try to, and expects the listener's greeting. */
+async function answersFromHost(): Promise<void> {
+  const greeting = await new Promise<string>((resolve) => {
+    const socket = connect(OUTSIDE_TCP_PORT, OUTSIDE_ADDRESS);
+    let heard = "";
+    socket.setTimeout(3_000, () => socket.destroy());
+    socket.on("data", (chunk: Buffer) => {
+      heard += chunk.toString();
+    });
+    socket.on("error", () => undefined);
+    socket.on("close", () => resolve(heard));
+  });
+  if (!greeting.includes("outside"))
+    throw new Error(
+      `the outside host ${OUTSIDE_ADDRESS}:${OUTSIDE_TCP_PORT} does not answer from the host: attempts aimed at it would test nothing`,
+    );
+}
+
 export async function startOutsideHost(): Promise<OutsideHost> {
   const id = randomBytes(3).toString("hex");
   const ns = `roster-out-${id}`;
@@ -60,14 +79,17 @@ export async function startOutsideHost(): Promise<OutsideHost> {
     listener = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", LISTENER, log], {
       stdio: "ignore",
     });
-    for (let i = 0; i < 100; i++) {
-      const ready = await readFile(`${log}.ready`).then(
+    let ready = false;
+    for (let i = 0; i < 100 && !ready; i++) {
+      ready = await readFile(`${log}.ready`).then(
         () => true,
         () => false,
       );
-      if (ready) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (!ready) await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    if (!ready) throw new Error(`the outside host's listener did not start in namespace ${ns}`);
+    // the host must reach it, or a box failing to would prove nothing
+    await answersFromHost();
   } catch (error) {
     listener?.kill();
     execFileSync("ip", ["netns", "delete", ns], { stdio: "ignore" });
@@ -75,8 +97,16 @@ export async function startOutsideHost(): Promise<OutsideHost> {
     throw error;
   }
   return {
+    // no log yet is no hit; any other failure to read it must not look like silence
     hits: async () =>
-      (await readFile(log, "utf8").catch(() => "")).split("\n").filter((line) => line.trim()),
+      (
+        await readFile(log, "utf8").catch((error: NodeJS.ErrnoException) => {
+          if (error.code === "ENOENT") return "";
+          throw error;
+        })
+      )
+        .split("\n")
+        .filter((line) => line.trim()),
     stop: async () => {
       listener?.kill();
       try {

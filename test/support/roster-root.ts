@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deploymentKey, TOOLS_LABELS } from "../../runner/box/tools-volume.ts";
@@ -28,11 +28,22 @@ export async function freePort(): Promise<number> {
     const server = createServer();
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
+      try {
+        const port = listeningPort(server);
+        server.close(() => resolve(port));
+      } catch (error) {
+        server.close(() => reject(error));
+      }
     });
   });
+}
+
+/** The port a listening server took; throws when it listens on none (a port 0 aims at nothing). */
+export function listeningPort(server: { address(): string | AddressInfo | null }): number {
+  const address = server.address();
+  if (typeof address !== "object" || !address || !address.port)
+    throw new Error(`the server is not listening on a TCP port (${JSON.stringify(address)})`);
+  return address.port;
 }
 
 export async function makeRosterRoot(

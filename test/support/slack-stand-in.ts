@@ -105,6 +105,7 @@ export class SlackStandIn {
   opens = 0;
   /** Retry-After seconds for the next requests, answered 429 in order. */
   private readonly limits: number[] = [];
+  private postFailure: { after: number; error: string } | undefined;
   private readonly clock = new TsClock();
   private readonly store = new ChannelHistory();
   private readonly files = new Map<string, StoredFile>();
@@ -202,6 +203,11 @@ export class SlackStandIn {
     return this.socketMode;
   }
 
+  /** After `after` more chat.postMessage calls succeed, the next one is refused with Slack's `error`. */
+  failPostAfter(after: number, error = "fatal_error"): void {
+    this.postFailure = { after, error };
+  }
+
   /** The next request is answered 429 with this Retry-After, as Slack's rate limiter does. */
   rateLimitNext(retryAfterSeconds: number): void {
     this.limits.push(retryAfterSeconds);
@@ -284,6 +290,7 @@ export class SlackStandIn {
     this.ephemerals.length = 0;
     this.downloads.length = 0;
     this.limits.length = 0;
+    this.postFailure = undefined;
     this.opens = 0;
     this.store.clear();
     this.files.clear();
@@ -383,6 +390,11 @@ export class SlackStandIn {
     }
     if (auth === appAuth) return reply(200, { ok: false, error: "not_allowed_token_type" });
     if (auth !== botAuth) return reply(200, { ok: false, error: "invalid_auth" });
+    if (method === "chat.postMessage" && this.postFailure && this.postFailure.after-- <= 0) {
+      const { error } = this.postFailure;
+      this.postFailure = undefined;
+      return reply(200, { ok: false, error });
+    }
     reply(
       200,
       botMethod(method, body, {

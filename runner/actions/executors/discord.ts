@@ -20,6 +20,7 @@ import { boundBot, recordSent } from "./bound-bot.ts";
 import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
 import { hostCa, trustingFetch } from "./host-trust.ts";
+import { type SentParts, sentParts } from "./sent-parts.ts";
 
 /**
  * discord: a message to a Discord channel through discord.js's REST client
@@ -112,32 +113,46 @@ export function discordNonce(key: string, index: number): string {
   return `${base}.${index + 1}`;
 }
 
-/** Posts the parts in order; returns each message id. On a failure part-way, the error says how many went out. */
+/**
+ * Posts the parts in order; returns each message id. On a failure part-way,
+ * the error says how many went out. The nonce covers a retry within Discord's
+ * few minutes; `ledger` (each part recorded as it is accepted) covers a retry
+ * approved later, which would otherwise post the delivered parts again.
+ */
 export async function postDiscordParts(
   rest: REST,
   channelId: string,
   parts: string[],
   key: string,
+  ledger?: SentParts,
 ): Promise<string[]> {
   const ids: string[] = [];
   for (const [index, content] of parts.entries()) {
+    const already = ledger?.sent(index, channelId, content);
+    if (already) {
+      ids.push(already);
+      continue;
+    }
     const body: RESTPostAPIChannelMessageJSONBody = {
       content,
       allowed_mentions: { parse: [AllowedMentionsTypes.User] },
       nonce: discordNonce(key, index),
       enforce_nonce: true,
     };
+    let id: string;
     try {
       const message = (await rest.post(Routes.channelMessages(channelId), {
         body,
       })) as RESTPostAPIChannelMessageResult;
-      ids.push(message.id);
+      id = message.id;
     } catch (error) {
       const sent = index > 0 ? ` after ${index} of ${parts.length} messages were posted` : "";
       throw new Error(`${discordProblem(`a message to channel ${channelId}`, error)}${sent}`, {
         cause: error,
       });
     }
+    ids.push(id);
+    ledger?.record(index, channelId, content, id);
   }
   return ids;
 }
@@ -172,7 +187,9 @@ export const discord: Executor<Payload> = {
     const target = dm
       ? await openDiscordDm(rest, dm)
       : (/^discord-[0-9]+-([0-9]+)$/.exec(payload.channel_id)?.[1] ?? payload.channel_id);
-    const ids = await postDiscordParts(rest, target, discordParts(payload.text), context.key);
+    const ledger = sentParts(context.paths, context.worker, context.key);
+    const parts = discordParts(payload.text);
+    const ids = await postDiscordParts(rest, target, parts, context.key, ledger);
     if (payload.channel_id.startsWith("discord-"))
       recordSent(context.paths, payload.channel_id, context.worker, payload.text);
     // the first message's id: where the text starts

@@ -11,6 +11,7 @@ import { boundBot, recordSent } from "./bound-bot.ts";
 import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
 import { hostCa, trustingFetch } from "./host-trust.ts";
+import { type SentParts, sentParts } from "./sent-parts.ts";
 
 /**
  * slack: a message to a Slack channel (or a reply in a thread) with Slack's
@@ -18,6 +19,8 @@ import { hostCa, trustingFetch } from "./host-trust.ts";
  * holds `bot_token` (and, for tests, `api_base`, the client's slackApiUrl).
  * A long text goes as several messages in order, split on line breaks; a
  * rate-limit reply (429 + Retry-After) is waited out and retried by the client.
+ * Each part is recorded as it is accepted (sent-parts.ts), so approving a send
+ * that failed part-way again posts only the parts that did not go out.
  */
 /** Slack advises at most 4,000 characters a message (it truncates past 40,000). */
 export const SLACK_MESSAGE_LIMIT = 4000;
@@ -103,16 +106,26 @@ export function slackProblem(method: string, target: string, error: unknown): st
 
 /**
  * Posts the parts in order, to a thread when `threadTs` is given. Returns each
- * part's ts; on a failure part-way, the error says how many went out.
+ * part's ts; on a failure part-way, the error says how many went out. With
+ * `ledger`, each part is recorded as Slack accepts it and a part already
+ * recorded is not posted again (a retry resumes after the last one).
  */
 export async function postSlackParts(
   client: WebClient,
   channel: string,
   parts: string[],
   threadTs?: string,
+  ledger?: SentParts,
 ): Promise<string[]> {
   const stamps: string[] = [];
+  const target = threadTs ? `${channel}/${threadTs}` : channel;
   for (const [index, text] of parts.entries()) {
+    const already = ledger?.sent(index, target, text);
+    if (already) {
+      stamps.push(already);
+      continue;
+    }
+    let ts: string;
     try {
       const posted = await client.chat.postMessage({
         channel,
@@ -121,13 +134,15 @@ export async function postSlackParts(
       });
       if (typeof posted.ts !== "string")
         throw new Error("chat.postMessage answered ok without a message ts");
-      stamps.push(posted.ts);
+      ts = posted.ts;
     } catch (error) {
       const sent = index > 0 ? ` after ${index} of ${parts.length} messages were posted` : "";
       throw new Error(`${slackProblem("chat.postMessage", channel, error)}${sent}`, {
         cause: error,
       });
     }
+    stamps.push(ts);
+    ledger?.record(index, target, text, ts);
   }
   return stamps;
 }
@@ -153,7 +168,8 @@ export const slack: Executor<Payload> = {
     // a roster id names Slack's own ids in lower case: a DM is addressed by its user
     const roster = /^slack-[a-z0-9]+-(dm-)?([a-z0-9]+)$/.exec(payload.channel_id);
     const target = roster?.[2] ? roster[2].toUpperCase() : payload.channel_id;
-    const stamps = await postSlackParts(client, target, parts, payload.thread_ts);
+    const ledger = sentParts(context.paths, context.worker, context.key);
+    const stamps = await postSlackParts(client, target, parts, payload.thread_ts, ledger);
     if (roster) recordSent(context.paths, payload.channel_id, context.worker, payload.text);
     // the first message's ts: where the text starts, and the thread to reply in
     return {

@@ -1,0 +1,15 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * The suites that need no Docker (scripts/test-node24.mjs runs them on Node
+ * 24): as vitest.config.ts, without the global setup that builds the box image.
+ */
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
+    fileParallelism: false,
+    reporters: ["default"],
+  },
+});
