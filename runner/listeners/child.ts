@@ -119,75 +119,11 @@ export async function serveListener(
     process.exit(UNAUTHORISED_EXIT);
   }
 
-  const pending = new Map<
-    string,
-    { hooks: TurnHooks; recorded: () => void; refused: (error: Error) => void; seen: boolean }
-  >();
-  let counter = 0;
+  const link = new ServerLink(say, note);
   process.on("message", (message: unknown) => {
-    if (!isServerMessage(message)) return;
-    answer(message);
+    if (isServerMessage(message)) link.answer(message);
   });
-  const presses = new Map<string, (answer: PressAnswer) => void>();
-  const answer = (message: ServerMessage) => {
-    if (message.type === "offer") {
-      const offer = {
-        gateId: message.ref,
-        channel: message.channel,
-        text: message.text,
-        expiresAt: message.expires_at,
-      };
-      void adapter
-        ?.offer?.(offer)
-        .catch((error: unknown) => note(`an offer was not posted: ${errorMessage(error)}`));
-      return;
-    }
-    if (message.type === "decided") {
-      presses.get(message.ref)?.({
-        text: message.text,
-        private: message.private,
-        settled: message.settled,
-      });
-      presses.delete(message.ref);
-      return;
-    }
-    const entry = pending.get(message.ref);
-    if (!entry) return;
-    if (message.type === "recorded") {
-      entry.seen = true;
-      entry.recorded();
-    } else if (message.type === "turn-started") entry.hooks.onStart();
-    else {
-      pending.delete(message.ref);
-      if (message.type === "turn-done") entry.hooks.onDone();
-      else {
-        if (!entry.seen) entry.refused(new Error(message.error));
-        entry.hooks.onFailed(message.error);
-      }
-    }
-  };
-
-  const host: ListenerHost = {
-    worker,
-    paths,
-    status: (state, detail) => void say({ type: "status", state, ...(detail ? { detail } : {}) }),
-    event: () => void say({ type: "event" }),
-    deliver: (message, hooks) =>
-      new Promise<void>((recorded, refused) => {
-        const ref = `m${++counter}`;
-        pending.set(ref, { hooks, recorded, refused, seen: false });
-        void say({ type: "inbound", ref, inbound: { ...message, worker, provider: platform } });
-      }),
-    record: (message) =>
-      void say({ type: "record", inbound: { ...message, worker, provider: platform } }),
-    decide: (press) =>
-      new Promise<PressAnswer>((resolve) => {
-        const ref = `p${++counter}`;
-        presses.set(ref, resolve);
-        void say({ type: "decide", ref, ...press });
-      }),
-    note,
-  };
+  const host = link.host(paths, worker, platform);
   let adapter: ChatAdapter | undefined;
   const stopped = new Promise<void>((resolve) => {
     process.once("disconnect", resolve);
@@ -195,6 +131,7 @@ export async function serveListener(
   });
   try {
     adapter = adapters[platform](host, credential);
+    link.adapter = adapter;
     await adapter.start();
   } catch (error) {
     await adapter?.stop().catch(() => undefined);
@@ -211,4 +148,90 @@ export async function serveListener(
   setTimeout(() => process.exit(0), 5_000).unref();
   await adapter?.stop().catch(() => undefined);
   process.exit(0);
+}
+
+/**
+ * The child's half of its conversation with the server: what the adapter
+ * asks goes out with a ref, and each answer is matched back to its request
+ * (a message recorded, a turn started, done or failed; a button's decision;
+ * an offer to post).
+ */
+class ServerLink {
+  private readonly pending = new Map<
+    string,
+    { hooks: TurnHooks; recorded: () => void; refused: (error: Error) => void; seen: boolean }
+  >();
+  private readonly presses = new Map<string, (answer: PressAnswer) => void>();
+  private counter = 0;
+  /** Set once the adapter exists: offers are posted through it. */
+  adapter: ChatAdapter | undefined;
+
+  constructor(
+    private readonly say: (message: ListenerMessage) => Promise<void>,
+    private readonly note: (text: string) => void,
+  ) {}
+
+  answer(message: ServerMessage): void {
+    if (message.type === "offer") {
+      const offer = {
+        gateId: message.ref,
+        channel: message.channel,
+        text: message.text,
+        expiresAt: message.expires_at,
+      };
+      void this.adapter
+        ?.offer?.(offer)
+        .catch((error: unknown) => this.note(`an offer was not posted: ${errorMessage(error)}`));
+      return;
+    }
+    if (message.type === "decided") {
+      this.presses.get(message.ref)?.({
+        text: message.text,
+        private: message.private,
+        settled: message.settled,
+      });
+      this.presses.delete(message.ref);
+      return;
+    }
+    const entry = this.pending.get(message.ref);
+    if (!entry) return;
+    if (message.type === "recorded") {
+      entry.seen = true;
+      entry.recorded();
+    } else if (message.type === "turn-started") entry.hooks.onStart();
+    else {
+      this.pending.delete(message.ref);
+      if (message.type === "turn-done") entry.hooks.onDone();
+      else {
+        if (!entry.seen) entry.refused(new Error(message.error));
+        entry.hooks.onFailed(message.error);
+      }
+    }
+  }
+
+  /** What the adapter is given: every way it reaches the server. */
+  host(paths: RosterPaths, worker: string, platform: Platform): ListenerHost {
+    const say = this.say;
+    return {
+      worker,
+      paths,
+      status: (state, detail) => void say({ type: "status", state, ...(detail ? { detail } : {}) }),
+      event: () => void say({ type: "event" }),
+      deliver: (message, hooks) =>
+        new Promise<void>((recorded, refused) => {
+          const ref = `m${++this.counter}`;
+          this.pending.set(ref, { hooks, recorded, refused, seen: false });
+          void say({ type: "inbound", ref, inbound: { ...message, worker, provider: platform } });
+        }),
+      record: (message) =>
+        void say({ type: "record", inbound: { ...message, worker, provider: platform } }),
+      decide: (press) =>
+        new Promise<PressAnswer>((resolve) => {
+          const ref = `p${++this.counter}`;
+          this.presses.set(ref, resolve);
+          void say({ type: "decide", ref, ...press });
+        }),
+      note: this.note,
+    };
+  }
 }

@@ -77,26 +77,7 @@ export async function startServer(options: ServerOptions): Promise<number> {
 async function serve(options: ServerOptions, config: LoadedConfig): Promise<number> {
   const { paths, note } = options;
   const env = options.env ?? process.env;
-  // a server from before the lock existed still announces itself here
-  const other = readServerState(paths);
-  if (other) {
-    throw new RosterError(`a server is already running for this deployment (pid ${other.pid})`, {
-      exitCode: 2,
-    });
-  }
-  if (await runningGateway(paths.state, paths.config)) {
-    throw new RosterError(
-      "a gateway is already running for this deployment (roster gateway start?): stop it; the server runs its own",
-      { exitCode: 2 },
-    );
-  }
-
-  const { client: docker } = await connectDocker(env);
-  const recovered = await recover(docker, paths);
-  if (recovered.reaped) note(`reaped ${recovered.reaped} orphaned box(es)`);
-  for (const id of recovered.crashed) note(`run ${id} crashed with the last server; recorded`);
-  for (const id of recovered.settled) note(`task ${id} had reported its outcome; settled`);
-  for (const id of recovered.requeued) note(`task ${id} was interrupted; requeued`);
+  await recoverFirst(paths, env, note);
 
   const listen = options.listen ?? (await defaultListen(paths.config));
   const gateway = await Gateway.start({
@@ -138,26 +119,10 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     for (const binding of bindings)
       note(`listening for ${binding.worker} on ${binding.platform} (bot "${binding.credential}")`);
   }
-  // the web console: loopback unless [console] listen says otherwise; a failure to
-  // start it is reported and the server goes on (the CLI desk still works)
-  let webConsole: RunningConsole | undefined;
-  if (!options.once && !options.noConsole && config.org.console?.enabled !== false) {
-    try {
-      const { startConsole, DEFAULT_CONSOLE_LISTEN } = await import("../console/serve.ts");
-      // the schema checked its shape; one parser for every HOST:PORT
-      const [listen] = parseAddr(config.org.console?.listen ?? DEFAULT_CONSOLE_LISTEN);
-      if (!listen) throw new Error("no address to listen on");
-      webConsole = await startConsole({
-        paths,
-        listen,
-        workers: () => [...loadConfig(paths.config).workers.keys()],
-        sessions: () => router.sessions(),
-      });
-      note(`console on ${webConsole.url}; log in with ${webConsole.loginUrl}`);
-    } catch (error) {
-      note(`the web console did not start: ${errorMessage(error)}`);
-    }
-  }
+  const webConsole =
+    !options.once && !options.noConsole && config.org.console?.enabled !== false
+      ? await startWebConsole(paths, config, router, note)
+      : undefined;
   let sessions = 0;
   // handed-over runs are declared below, once the gateway is up; they count toward the cap
   let runs: RunSocket | undefined;
@@ -181,37 +146,12 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     }
   }
 
-  const stopping = new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
   let exitCode = 0;
   try {
-    if (options.once) {
-      await dispatcher.tick();
-      await Promise.race([dispatcher.drain(), stopping]);
-    } else {
-      const tickMs = options.tickMs ?? 2_000;
-      let ticking = false;
-      const timer = setInterval(() => {
-        if (ticking) return;
-        ticking = true;
-        void router
-          .sessions()
-          .then((live) => {
-            sessions = live.length;
-            listeners.offerDue();
-            return dispatcher.tick();
-          })
-          .catch((error: unknown) => note(`dispatch: ${errorMessage(error)}`))
-          .finally(() => {
-            ticking = false;
-          });
-      }, tickMs);
-      const signal = await stopping;
-      clearInterval(timer);
-      note(`${signal}: stopping (sessions end, running tasks are requeued)`);
-    }
+    await runUntilStopped(options, dispatcher, async () => {
+      sessions = (await router.sessions()).length;
+      listeners.offerDue();
+    });
   } catch (error) {
     note(`server: ${errorMessage(error)}`);
     exitCode = 1;
@@ -226,4 +166,97 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     note("server stopped");
   }
   return exitCode;
+}
+
+/**
+ * Before anything starts: no other server or gateway for this deployment, and
+ * whatever the last server left behind (boxes, records, claimed tasks) settled.
+ */
+async function recoverFirst(
+  paths: RosterPaths,
+  env: NodeJS.ProcessEnv,
+  note: (text: string) => void,
+): Promise<void> {
+  // a server from before the lock existed still announces itself here
+  const other = readServerState(paths);
+  if (other) {
+    throw new RosterError(`a server is already running for this deployment (pid ${other.pid})`, {
+      exitCode: 2,
+    });
+  }
+  if (await runningGateway(paths.state, paths.config)) {
+    throw new RosterError(
+      "a gateway is already running for this deployment (roster gateway start?): stop it; the server runs its own",
+      { exitCode: 2 },
+    );
+  }
+
+  const { client: docker } = await connectDocker(env);
+  const recovered = await recover(docker, paths);
+  if (recovered.reaped) note(`reaped ${recovered.reaped} orphaned box(es)`);
+  for (const id of recovered.crashed) note(`run ${id} crashed with the last server; recorded`);
+  for (const id of recovered.settled) note(`task ${id} had reported its outcome; settled`);
+  for (const id of recovered.requeued) note(`task ${id} was interrupted; requeued`);
+}
+
+/**
+ * The web console: loopback unless [console] listen says otherwise; a failure
+ * to start it is reported and the server goes on (the CLI desk still works).
+ */
+async function startWebConsole(
+  paths: RosterPaths,
+  config: LoadedConfig,
+  router: SessionRouter,
+  note: (text: string) => void,
+): Promise<RunningConsole | undefined> {
+  try {
+    const { startConsole, DEFAULT_CONSOLE_LISTEN } = await import("../console/serve.ts");
+    // the schema checked its shape; one parser for every HOST:PORT
+    const [listen] = parseAddr(config.org.console?.listen ?? DEFAULT_CONSOLE_LISTEN);
+    if (!listen) throw new Error("no address to listen on");
+    const webConsole = await startConsole({
+      paths,
+      listen,
+      workers: () => [...loadConfig(paths.config).workers.keys()],
+      sessions: () => router.sessions(),
+    });
+    note(`console on ${webConsole.url}; log in with ${webConsole.loginUrl}`);
+    return webConsole;
+  } catch (error) {
+    note(`the web console did not start: ${errorMessage(error)}`);
+    return undefined;
+  }
+}
+
+/** Dispatches until SIGTERM or SIGINT (with --once: the due tasks, then it returns). */
+async function runUntilStopped(
+  options: ServerOptions,
+  dispatcher: Dispatcher,
+  beforeTick: () => Promise<void>,
+): Promise<void> {
+  const { note } = options;
+  const stopping = new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  if (options.once) {
+    await dispatcher.tick();
+    await Promise.race([dispatcher.drain(), stopping]);
+  } else {
+    const tickMs = options.tickMs ?? 2_000;
+    let ticking = false;
+    const timer = setInterval(() => {
+      if (ticking) return;
+      ticking = true;
+      void beforeTick()
+        .then(() => dispatcher.tick())
+        .catch((error: unknown) => note(`dispatch: ${errorMessage(error)}`))
+        .finally(() => {
+          ticking = false;
+        });
+    }, tickMs);
+    const signal = await stopping;
+    clearInterval(timer);
+    note(`${signal}: stopping (sessions end, running tasks are requeued)`);
+  }
 }
