@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { ExecutorName } from "../config/action-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
 import { newTaskId, type Task, updateTasks } from "../tasks/store.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { EXECUTOR_TABLE } from "./executors/index.ts";
@@ -137,8 +138,7 @@ async function runExecutor(paths: RosterPaths, gate: Gate): Promise<Record<strin
     runId: gate.run_id,
   });
   const marker = resultMarker(paths, { worker, id: gate.id });
-  writeFileSync(`${marker}.tmp`, JSON.stringify(result), { mode: 0o600 });
-  renameSync(`${marker}.tmp`, marker);
+  replaceFileSync(marker, JSON.stringify(result), { mode: 0o600 });
   return result;
 }
 

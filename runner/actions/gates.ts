@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
-import { writeDurably } from "./durable-write.ts";
-import { withFileLock } from "./file-lock.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
+import { withFileLock } from "../files/file-lock.ts";
 
 /**
  * Gates: proposals held for a human, durable and frozen. One JSON file per
@@ -63,7 +63,7 @@ export function writeGate(paths: RosterPaths, gate: Gate): void {
   mkdirSync(dir, { recursive: true });
   const file = gateFile(paths, gateWorker(gate), gate.id);
   // on disk before anyone is told "pending"
-  writeDurably(file, `${JSON.stringify(gate, null, 2)}\n`);
+  replaceFileSync(file, `${JSON.stringify(gate, null, 2)}\n`);
 }
 
 export function readGate(paths: RosterPaths, worker: string, id: string): Gate | undefined {

@@ -2,12 +2,12 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { appendActionAudit } from "../actions/action-audit.ts";
 import { approveGate, denyGate, executorFor } from "../actions/desk.ts";
-import { writeDurably } from "../actions/durable-write.ts";
 import { type Gate, listGates, readGate } from "../actions/gates.ts";
 import { isTrusted } from "../channels/designations.ts";
 import type { ChatSection } from "../config/config-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
 import { readRecord, runDir } from "../runs/run-record.ts";
 
 /**
@@ -144,10 +144,10 @@ export class OfferDesk {
   }
 
   private save(): void {
-    writeDurably(
+    replaceFileSync(
       offersFile(this.paths),
       `${JSON.stringify([...this.offers.values()], null, 2)}\n`,
-      0o600,
+      { mode: 0o600 },
     );
   }
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { withFileLockWaiting } from "../actions/file-lock.ts";
 import type { RepoPolicy } from "../config/connections.ts";
 import { connectionMount, grantedTo } from "../config/connections.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { withFileLockWaiting } from "../files/file-lock.ts";
 import { readRecord, runDir } from "../runs/run-record.ts";
 import { cloneDir, runBranch } from "./clone.ts";
 import { git, isAncestor, resolveRef } from "./git.ts";

@@ -1,10 +1,11 @@
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { connectDocker } from "../box/docker.ts";
 import { botBindings } from "../config/bot-bindings.ts";
 import { formatConfigError, loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { replaceFile } from "../files/atomic-replace.ts";
 import { doorDir, STANDALONE_DOOR } from "../gateway/door.ts";
 import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
 import { runningGateway } from "../gateway/health.ts";
@@ -90,8 +91,7 @@ export async function startServer(options: ServerOptions): Promise<number> {
   };
   await mkdir(paths.state, { recursive: true });
   const stateFile = serverStateFile(paths);
-  await writeFile(`${stateFile}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
-  await rename(`${stateFile}.tmp`, stateFile);
+  await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
   note(
     `server ${process.pid}: gateway on ${gateway.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}; up to ${options.cap} boxes${options.once ? "; once" : ""}`,
   );

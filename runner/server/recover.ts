@@ -1,7 +1,7 @@
 import type Docker from "dockerode";
 import { reapOrphans } from "../box/orphans.ts";
 import type { RosterPaths } from "../config/paths.ts";
-import { processAlive } from "../process-alive.ts";
+import { processAlive } from "../files/process-alive.ts";
 import { settleAfterCrash } from "../repos/backstop.ts";
 import { finished, listRuns, readRecord, writeRecord } from "../runs/run-record.ts";
 import { allTasks, updateTasks } from "../tasks/store.ts";

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
-import { processAlive } from "../process-alive.ts";
+import { processAlive } from "../files/process-alive.ts";
 
 /**
  * state/server.json: which server runs for this deployment (written by

@@ -1,6 +1,5 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
-import { RosterError } from "../errors.ts";
-import { processAlive } from "../process-alive.ts";
+import { processAlive } from "./process-alive.ts";
 
 /**
  * A lock file created with O_EXCL, holding the owner's pid. Held by a live
@@ -10,7 +9,10 @@ import { processAlive } from "../process-alive.ts";
  */
 const heldHere = new Set<string>();
 
-export class LockBusy extends RosterError {}
+/** The lock is held by a live process: the user can try again (the CLI prints it as one line). */
+export class LockBusy extends Error {
+  override name = "LockBusy";
+}
 
 /** Like withFileLock, but a busy lock is waited for (polled) up to `waitMs` before giving up. */
 export async function withFileLockWaiting<T>(
@@ -50,15 +52,12 @@ export async function withFileLock<T>(
       if (heldHere.has(lock) || (holder > 0 && holder !== process.pid && processAlive(holder))) {
         throw new LockBusy(
           `${what} is being changed by process ${holder || process.pid}; try again`,
-          {
-            exitCode: 1,
-          },
         );
       }
       rmSync(lock, { force: true });
     }
   }
-  if (fd === undefined) throw new RosterError(`${what}: could not take its lock`);
+  if (fd === undefined) throw new LockBusy(`${what}: could not take its lock`);
   heldHere.add(lock);
   try {
     writeSync(fd, String(process.pid));
