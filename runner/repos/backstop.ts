@@ -1,7 +1,7 @@
 import { chown, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type Docker from "dockerode";
 import { appendJournal } from "../actions/journal.ts";
+import type { ContainerEngine } from "../box/docker.ts";
 import { BOX_IMAGE } from "../box/layout.ts";
 import { runBox } from "../box/lifecycle.ts";
 import { loadConfig, workerView } from "../config/load.ts";
@@ -47,7 +47,7 @@ echo "bundled $count"
 `;
 
 export interface SettleInput {
-  docker: Docker;
+  docker: ContainerEngine;
   image: string;
   paths: RosterPaths;
   worker: string;
@@ -63,7 +63,7 @@ export interface SettleInput {
  * same way, with the worker's repos as config says now.
  */
 export async function settleAfterCrash(
-  docker: Docker,
+  docker: ContainerEngine,
   paths: RosterPaths,
   record: RunRecord,
   dir: string,
