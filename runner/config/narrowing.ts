@@ -1,4 +1,5 @@
 import { DEFAULT_LIMITS } from "../box/container-spec.ts";
+import type { ConfigError } from "./config-error.ts";
 import type {
   BoxSection,
   ContextSection,
@@ -9,7 +10,6 @@ import type {
 } from "./config-schema.ts";
 import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
-import type { ConfigError } from "./load.ts";
 import { locateLine } from "./locate.ts";
 import { formatMemory, parseMemory } from "./memory.ts";
 import { modelDestination } from "./model.ts";

@@ -1,7 +1,8 @@
 import { mkdir, rm } from "node:fs/promises";
 import { connectDocker } from "../box/docker.ts";
 import { botBindings } from "../config/bot-bindings.ts";
-import { formatConfigError, loadConfig } from "../config/load.ts";
+import { formatConfigError } from "../config/config-error.ts";
+import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
