@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
+import { workerOfSubject } from "../config/subject.ts";
 import { RosterError } from "../errors.ts";
 import { replaceFileSync } from "../files/atomic-replace.ts";
 import { withFileLock } from "../files/file-lock.ts";
@@ -55,7 +56,7 @@ export function newGateId(): string {
 
 /** The worker's folder name from a gate's subject ("org/elf" → "elf"). */
 export function gateWorker(gate: Pick<Gate, "worker">): string {
-  return gate.worker.replace(/^org\//, "");
+  return workerOfSubject(gate.worker);
 }
 
 export function writeGate(paths: RosterPaths, gate: Gate): void {

@@ -38,6 +38,16 @@ export const CONTAINER_LABELS = {
   runnerPid: "roster.runner.pid",
 } as const;
 
+/** A run's box container: one per run, so the run id names it. */
+export function boxContainerName(runId: string): string {
+  return `roster-box-${runId}`;
+}
+
+/** The throwaway container that settles one gated repo of a run after it ended. */
+export function backstopContainerName(runId: string, connection: string): string {
+  return `roster-backstop-${runId}-${connection}`;
+}
+
 /**
  * The gateway's door inside a box. A box has no network (Docker's `none`: only
  * loopback); the runner mounts the folder holding its gateway's Unix socket

@@ -4,7 +4,7 @@ import { parseMemory } from "../config/memory.ts";
 import type { RunHome } from "../home/build-home.ts";
 import { boxEnvironment } from "./box-env.ts";
 import type { BoxSpec } from "./container-spec.ts";
-import { CONTAINER_LABELS, DOOR_PORT } from "./layout.ts";
+import { boxContainerName, CONTAINER_LABELS, DOOR_PORT } from "./layout.ts";
 import { toolsEnvironment, toolsMount } from "./tools-volume.ts";
 
 /**
@@ -56,7 +56,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
   };
   return {
     image: input.image,
-    name: `roster-box-${input.runId}`,
+    name: boxContainerName(input.runId),
     cmd: input.cmd,
     env,
     mounts: input.toolsVolume

@@ -36,6 +36,7 @@ import {
   scopeToWorkers,
   workerDenyGrants,
 } from "./narrowing.ts";
+import { workerSubject } from "./subject.ts";
 import { type Toolchain, workerToolchain } from "./toolchain-schema.ts";
 
 /**
@@ -236,10 +237,10 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     loaded.trust.unshift(
       ...(worker.value.trust ?? [])
         .filter((rule) => rule.level === "gate")
-        .map((rule) => ({ ...rule, scope: `org/${name}`, source: show(file) })),
+        .map((rule) => ({ ...rule, scope: workerSubject(name), source: show(file) })),
     );
     for (const limit of worker.value.budget?.limit ?? [])
-      loaded.limits.push({ ...limit, scope: `org/${name}` });
+      loaded.limits.push({ ...limit, scope: workerSubject(name) });
   }
 
   const connectionsDir = join(root, "connections");

@@ -2,7 +2,7 @@ import { chown, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { appendJournal } from "../actions/journal.ts";
 import type { ContainerEngine } from "../box/docker.ts";
-import { BOX_IMAGE } from "../box/layout.ts";
+import { BOX_IMAGE, backstopContainerName } from "../box/layout.ts";
 import { runBox } from "../box/lifecycle.ts";
 import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
@@ -121,7 +121,7 @@ async function settleOne(
     input.docker,
     {
       image: input.image,
-      name: `roster-backstop-${input.runId}-${connection}`,
+      name: backstopContainerName(input.runId, connection),
       cmd: ["sh", "-c", SCRIPT, "backstop", cloneMountpoint(connection), main],
       user: input.user,
       env: {
