@@ -15,6 +15,18 @@ export const BOX_UID = 1000;
 export const BOX_GID = 1000;
 export const BOX_HOME = "/home/worker";
 
+export interface BoxUser {
+  uid: number;
+  gid: number;
+}
+
+/** The image's user when we can hand files to it (root, or already that uid); else the runner's own uid. */
+export function boxUser(): BoxUser {
+  const uid = process.getuid?.() ?? BOX_UID;
+  const gid = process.getgid?.() ?? BOX_GID;
+  return uid === 0 ? { uid: BOX_UID, gid: BOX_GID } : { uid, gid };
+}
+
 /**
  * The box contract an image is built for (its `org.roster.box` label): what
  * the runner may expect of it. 2: no network, and box/roster-door at

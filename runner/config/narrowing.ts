@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS } from "../box/container-spec.ts";
+import { DEFAULT_LIMITS } from "./box-limits.ts";
 import type { ConfigError } from "./config-error.ts";
 import type {
   BoxSection,

@@ -2,12 +2,12 @@ import { chown, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { appendJournal } from "../actions/journal.ts";
 import type { ContainerEngine } from "../box/docker.ts";
-import { BOX_IMAGE, backstopContainerName } from "../box/layout.ts";
+import { BOX_IMAGE, type BoxUser, backstopContainerName, boxUser } from "../box/layout.ts";
 import { runBox } from "../box/lifecycle.ts";
 import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
-import { type BoxUser, boxUser } from "../home/build-home.ts";
+import { isAncestor, resolveRef } from "../git/git.ts";
 import type { RunRecord } from "../runs/run-record.ts";
 import {
   cloneDir,
@@ -17,7 +17,6 @@ import {
   originMountpoint,
   type RepoRecord,
 } from "./clone.ts";
-import { isAncestor, resolveRef } from "./git.ts";
 import { takeBoxFile } from "./intake.ts";
 import { keepInCanonical, openBundle } from "./quarantine.ts";
 
