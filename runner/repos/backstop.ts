@@ -8,7 +8,6 @@ import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { isAncestor, resolveRef } from "../git/git.ts";
-import type { RunRecord } from "../runs/run-record.ts";
 import {
   cloneDir,
   cloneMountpoint,
@@ -57,16 +56,23 @@ export interface SettleInput {
   records: Record<string, RepoRecord> | undefined;
 }
 
+/** What the backstop reads of a run's record (runs/run-record.ts holds the whole). */
+export interface CrashedRun {
+  id: string;
+  worker: string;
+  repos?: Record<string, RepoRecord>;
+}
+
 /**
  * A run whose runner died: its box is gone (reaped), its repos are settled the
  * same way, with the worker's repos as config says now.
  */
-export async function settleAfterCrash(
+export async function settleAfterCrash<Run extends CrashedRun>(
   docker: ContainerEngine,
   paths: RosterPaths,
-  record: RunRecord,
+  record: Run,
   dir: string,
-): Promise<RunRecord> {
+): Promise<Run> {
   if (!record.repos) return record;
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   const view = workerView(config, record.worker);
