@@ -19,7 +19,7 @@ import { REPO_DEFAULTS } from "../runner/config/connections.ts";
 import { rosterPaths } from "../runner/config/paths.ts";
 import { cloneRunRepos } from "../runner/repos/clone.ts";
 import { checkAndHold, incomingRef } from "../runner/repos/push.ts";
-import { runDir, writeRecord } from "../runner/runs/run-record.ts";
+import { readRecord, runDir, writeRecord } from "../runner/runs/run-record.ts";
 
 const FILES = 10_000;
 const RUNS = 5;
@@ -183,6 +183,7 @@ try {
   const checks: number[] = [];
   for (let i = 0; i < 3; i++) {
     const start = performance.now();
+    const dir = runDir(paths.state, "bench", runId);
     await checkAndHold({
       paths,
       worker: "bench",
@@ -190,6 +191,8 @@ try {
       repo: "app",
       head,
       confirmBulkDelete: false,
+      runDir: dir,
+      cloneMode: readRecord(dir)?.repos?.app?.mode,
     });
     checks.push(performance.now() - start);
     git(canonical, "update-ref", "-d", incomingRef("bench", runId, head));

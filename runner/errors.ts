@@ -1,3 +1,5 @@
+import { LockBusy } from "./files/file-lock.ts";
+
 /**
  * A failure the user can act on: one legible line, and the exit status the CLI
  * should return. Anything else that reaches the top is a bug and prints a stack.
@@ -20,4 +22,14 @@ export class RosterError extends Error {
 export function errorMessage(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
+}
+
+/**
+ * The failure as one the user can act on, or undefined for a bug: ours, or a
+ * lock that a live process holds (the ground floor knows no RosterError).
+ */
+export function userFailure(error: unknown): RosterError | undefined {
+  if (error instanceof RosterError) return error;
+  if (error instanceof LockBusy) return new RosterError(error.message, { cause: error });
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
-import { appendJsonLine } from "./append-line.ts";
+import { appendJsonLine } from "../files/append-line.ts";
 
 /**
  * One line in the gateway's audit log (audit/decisions.jsonl) per action

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { RosterPaths } from "../config/paths.ts";
+import { workerOfSubject } from "../config/subject.ts";
 import { executorFor } from "./desk.ts";
 import { inboxFile } from "./executors/message-user.ts";
 import type { Gate } from "./gates.ts";
@@ -8,14 +9,14 @@ import type { Gate } from "./gates.ts";
 export function gateRow(gate: Gate): string {
   const executor = executorFor(gate);
   const summary = executor ? executor.summary(gate.payload) : gate.intent;
-  return `${gate.id}  ${gate.state.padEnd(9)} ${gate.worker.replace(/^org\//, "").padEnd(12)} ${gate.filed_at.slice(0, 16).replace("T", " ")}  ${summary}`;
+  return `${gate.id}  ${gate.state.padEnd(9)} ${workerOfSubject(gate.worker).padEnd(12)} ${gate.filed_at.slice(0, 16).replace("T", " ")}  ${summary}`;
 }
 
 export function showGate(paths: RosterPaths, gate: Gate): string {
   const executor = executorFor(gate);
   const lines = [
     `gate      ${gate.id} (${gate.state})`,
-    `worker    ${gate.worker.replace(/^org\//, "")}${gate.run_id ? `, run ${gate.run_id}` : ""}${gate.task_id ? `, task ${gate.task_id}` : ""}`,
+    `worker    ${workerOfSubject(gate.worker)}${gate.run_id ? `, run ${gate.run_id}` : ""}${gate.task_id ? `, task ${gate.task_id}` : ""}`,
     `intent    ${gate.intent} → ${gate.executor}`,
     `filed     ${gate.filed_at}`,
   ];
@@ -29,7 +30,7 @@ export function showGate(paths: RosterPaths, gate: Gate): string {
   const body = executor
     ? executor.render(gate.payload, {
         paths,
-        worker: gate.worker.replace(/^org\//, ""),
+        worker: workerOfSubject(gate.worker),
         runId: gate.run_id,
       })
     : JSON.stringify(gate.payload, null, 2);

@@ -1,7 +1,9 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import type { ExecutorName } from "../config/action-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
 import { newTaskId, type Task, updateTasks } from "../tasks/store.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { EXECUTOR_TABLE } from "./executors/index.ts";
@@ -29,8 +31,6 @@ export interface Decision {
   note?: string;
 }
 
-const workerName = (subject: string) => subject.replace(/^org\//, "");
-
 export function executorFor(gate: Pick<Gate, "executor">) {
   return EXECUTOR_TABLE[gate.executor as ExecutorName];
 }
@@ -40,7 +40,7 @@ export async function approveGate(
   gate: Gate,
   decision: Decision,
 ): Promise<Gate> {
-  const worker = workerName(gate.worker);
+  const worker = workerOfSubject(gate.worker);
   return withGateLock(paths, { worker, id: gate.id }, async () => {
     const current = readGate(paths, worker, gate.id) ?? gate;
     if (current.state === "executed") return current; // a second approve is a no-op, never a second send
@@ -70,7 +70,7 @@ export async function approveGate(
 }
 
 export async function denyGate(paths: RosterPaths, gate: Gate, decision: Decision): Promise<Gate> {
-  const worker = workerName(gate.worker);
+  const worker = workerOfSubject(gate.worker);
   return withGateLock(paths, { worker, id: gate.id }, async () => {
     const current = readGate(paths, worker, gate.id) ?? gate;
     if (TERMINAL.has(current.state) || current.state === "executing")
@@ -104,7 +104,7 @@ export async function denyGate(paths: RosterPaths, gate: Gate, decision: Decisio
 
 /** Runs an approved gate (its lock held by the caller) and records executed or failed. */
 async function execute(paths: RosterPaths, approved: Gate): Promise<Gate> {
-  const worker = workerName(approved.worker);
+  const worker = workerOfSubject(approved.worker);
   const marker = resultMarker(paths, { worker, id: approved.id });
   const executing: Gate = { ...approved, state: "executing" };
   writeGate(paths, executing);
@@ -137,7 +137,7 @@ async function execute(paths: RosterPaths, approved: Gate): Promise<Gate> {
 async function runExecutor(paths: RosterPaths, gate: Gate): Promise<Record<string, unknown>> {
   const executor = executorFor(gate);
   if (!executor) throw new Error(`no executor "${gate.executor}" in this roster`);
-  const worker = workerName(gate.worker);
+  const worker = workerOfSubject(gate.worker);
   const result = await executor.run(gate.payload, {
     paths,
     worker,
@@ -145,8 +145,7 @@ async function runExecutor(paths: RosterPaths, gate: Gate): Promise<Record<strin
     runId: gate.run_id,
   });
   const marker = resultMarker(paths, { worker, id: gate.id });
-  writeFileSync(`${marker}.tmp`, JSON.stringify(result), { mode: 0o600 });
-  renameSync(`${marker}.tmp`, marker);
+  replaceFileSync(marker, JSON.stringify(result), { mode: 0o600 });
   // the parts a chat send delivered matter only until the result is kept
   rmSync(sentPartsFile(paths, { worker, id: gate.id }), { force: true });
   return result;
@@ -157,7 +156,7 @@ export const CONTINUATION_CEILING_MIN = 15;
 /** wake_on_resolve: a decided gate puts a short task on the worker's list to carry on from it. */
 async function wake(paths: RosterPaths, gate: Gate): Promise<void> {
   if (!gate.wake_on_resolve) return;
-  const worker = workerName(gate.worker);
+  const worker = workerOfSubject(gate.worker);
   const outcome =
     gate.state === "executed"
       ? `was approved and executed (result: ${JSON.stringify(gate.result ?? {})})`

@@ -2,9 +2,10 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
+import { workerOfSubject } from "../config/subject.ts";
 import { RosterError } from "../errors.ts";
-import { writeDurably } from "./durable-write.ts";
-import { withFileLock } from "./file-lock.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
+import { withFileLock } from "../files/file-lock.ts";
 
 /**
  * Gates: proposals held for a human, durable and frozen. One JSON file per
@@ -55,7 +56,7 @@ export function newGateId(): string {
 
 /** The worker's folder name from a gate's subject ("org/elf" → "elf"). */
 export function gateWorker(gate: Pick<Gate, "worker">): string {
-  return gate.worker.replace(/^org\//, "");
+  return workerOfSubject(gate.worker);
 }
 
 export function writeGate(paths: RosterPaths, gate: Gate): void {
@@ -63,7 +64,7 @@ export function writeGate(paths: RosterPaths, gate: Gate): void {
   mkdirSync(dir, { recursive: true });
   const file = gateFile(paths, gateWorker(gate), gate.id);
   // on disk before anyone is told "pending"
-  writeDurably(file, `${JSON.stringify(gate, null, 2)}\n`);
+  replaceFileSync(file, `${JSON.stringify(gate, null, 2)}\n`);
 }
 
 export function readGate(paths: RosterPaths, worker: string, id: string): Gate | undefined {

@@ -5,6 +5,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { ActionGrant, Scoped } from "../config/action-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage } from "../errors.ts";
 import type { ActionHandler, ActionRequest, ActionResponse } from "../gateway/action-host.ts";
 import type { ConfigSource } from "../gateway/config-source.ts";
@@ -83,7 +84,7 @@ export class ActionHost implements ActionHandler {
         status: "denied",
         reason: "no run token: only a box's own run may propose",
       });
-    const worker = caller.subject.replace(/^org\//, "");
+    const worker = workerOfSubject(caller.subject);
     const route = `${request.method} ${request.path}`;
     if (route === "POST /submit")
       return this.submit(request.body, caller.subject, worker, caller.runId);
@@ -296,7 +297,7 @@ export class ActionHost implements ActionHandler {
     summary: string,
     because: string,
   ): Promise<ActionResponse> {
-    const worker = gate.worker.replace(/^org\//, "");
+    const worker = workerOfSubject(gate.worker);
     const executor = executorFor(grant);
     try {
       const result = await executor.run(gate.payload, {

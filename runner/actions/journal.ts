@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
-import { appendJsonLine } from "./append-line.ts";
+import { appendJsonLine } from "../files/append-line.ts";
 
 /**
  * A worker's journal: what became of what it proposed. One JSON line per

@@ -1,5 +1,6 @@
 import type { LoadedConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { workerSubject } from "../config/subject.ts";
 import { scopeApplies } from "../gateway/judge.ts";
 import { listGates } from "./gates.ts";
 import { EARNED_AFTER_DEFAULT } from "./trust.ts";
@@ -19,7 +20,7 @@ export interface IntentTrust {
 }
 
 export function trustOf(paths: RosterPaths, config: LoadedConfig, worker: string): IntentTrust[] {
-  const subject = `org/${worker}`;
+  const subject = workerSubject(worker);
   const gates = listGates(paths, worker);
   const seen = new Set<string>();
   const out: IntentTrust[] = [];

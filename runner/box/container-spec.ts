@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { type BoxLimits, DEFAULT_LIMITS } from "../config/box-limits.ts";
 import { BOX_GID, BOX_HOME, BOX_UID, CONTAINER_LABELS, DOOR_MOUNT, ROSTER_DOOR } from "./layout.ts";
 
 /**
@@ -12,18 +13,6 @@ export interface BoxMount {
   target: string;
   readOnly: boolean;
 }
-
-export interface BoxLimits {
-  pids: number;
-  memoryBytes: number;
-  cpus: number;
-}
-
-export const DEFAULT_LIMITS: BoxLimits = {
-  pids: 1024,
-  memoryBytes: 4 * 1024 ** 3,
-  cpus: 2,
-};
 
 export const TMP_SIZE_BYTES = 2 * 1024 ** 3;
 

@@ -7,10 +7,17 @@ import { errorMessage, RosterError } from "../errors.ts";
  * new folder, not a search-and-replace.
  */
 
+/**
+ * The engine client as the rest of runner/ holds it: a handle it passes back
+ * to functions of this folder, never one it calls itself, so no file outside
+ * runner/box/ names Docker.
+ */
+export type ContainerEngine = Docker;
+
 export interface DockerEndpoint {
   /** Human description of where we connect, for error messages. */
   describe: string;
-  client: Docker;
+  client: ContainerEngine;
 }
 
 /** Where dockerode will connect, honouring DOCKER_HOST the way the docker CLI does. */

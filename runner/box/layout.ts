@@ -15,6 +15,18 @@ export const BOX_UID = 1000;
 export const BOX_GID = 1000;
 export const BOX_HOME = "/home/worker";
 
+export interface BoxUser {
+  uid: number;
+  gid: number;
+}
+
+/** The image's user when we can hand files to it (root, or already that uid); else the runner's own uid. */
+export function boxUser(): BoxUser {
+  const uid = process.getuid?.() ?? BOX_UID;
+  const gid = process.getgid?.() ?? BOX_GID;
+  return uid === 0 ? { uid: BOX_UID, gid: BOX_GID } : { uid, gid };
+}
+
 /**
  * The box contract an image is built for (its `org.roster.box` label): what
  * the runner may expect of it. 2: no network, and box/roster-door at
@@ -37,6 +49,16 @@ export const CONTAINER_LABELS = {
   run: "roster.run",
   runnerPid: "roster.runner.pid",
 } as const;
+
+/** A run's box container: one per run, so the run id names it. */
+export function boxContainerName(runId: string): string {
+  return `roster-box-${runId}`;
+}
+
+/** The throwaway container that settles one gated repo of a run after it ended. */
+export function backstopContainerName(runId: string, connection: string): string {
+  return `roster-backstop-${runId}-${connection}`;
+}
 
 /**
  * The gateway's door inside a box. A box has no network (Docker's `none`: only

@@ -1,5 +1,5 @@
 import type Docker from "dockerode";
-import { processAlive } from "../process-alive.ts";
+import { processAlive } from "../files/process-alive.ts";
 import { CONTAINER_LABELS } from "./layout.ts";
 
 /**

@@ -1,10 +1,9 @@
 import { durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
 import { parseMemory } from "../config/memory.ts";
-import type { RunHome } from "../home/build-home.ts";
 import { boxEnvironment } from "./box-env.ts";
-import type { BoxSpec } from "./container-spec.ts";
-import { CONTAINER_LABELS, DOOR_PORT } from "./layout.ts";
+import type { BoxMount, BoxSpec } from "./container-spec.ts";
+import { type BoxUser, boxContainerName, CONTAINER_LABELS, DOOR_PORT } from "./layout.ts";
 import { toolsEnvironment, toolsMount } from "./tools-volume.ts";
 
 /**
@@ -14,11 +13,18 @@ import { toolsEnvironment, toolsMount } from "./tools-volume.ts";
  * labels orphans are found by. Callers add only the command and what is
  * particular to their mode.
  */
+/** What the spec needs of the run's $HOME (home/build-home.ts builds it): its mounts, its owner, its cloned repos. */
+export interface BoxHome {
+  mounts: BoxMount[];
+  user: BoxUser;
+  repos: { repos: readonly object[] };
+}
+
 export interface WorkerBoxInput {
   worker: WorkerView;
   runId: string;
   image: string;
-  home: RunHome;
+  home: BoxHome;
   token: string;
   /** The folder holding the gateway's door (its socket), mounted into the box. */
   door: string;
@@ -56,7 +62,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
   };
   return {
     image: input.image,
-    name: `roster-box-${input.runId}`,
+    name: boxContainerName(input.runId),
     cmd: input.cmd,
     env,
     mounts: input.toolsVolume

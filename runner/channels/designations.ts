@@ -2,10 +2,10 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { writeDurably } from "../actions/durable-write.ts";
-import { withFileLock } from "../actions/file-lock.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
+import { withFileLock } from "../files/file-lock.ts";
 import { assertChannelId, isDirectChannel } from "./ids.ts";
 import { channelsDir } from "./store.ts";
 
@@ -155,7 +155,7 @@ async function updateSettings(
       });
     change(parsed.document);
     // not secret, and host-side tools running as another user may read it
-    writeDurably(file, `${JSON.stringify(parsed.document, null, 2)}\n`, 0o644);
+    replaceFileSync(file, `${JSON.stringify(parsed.document, null, 2)}\n`, { mode: 0o644 });
     return designationOf(readDesignations(paths), id);
   });
 }

@@ -11,8 +11,8 @@ import {
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { appendJsonLine } from "../actions/append-line.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { appendJsonLine } from "../files/append-line.ts";
 import { assertChannelId, isChannelId } from "./ids.ts";
 
 /**

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { BOX_IMAGE, DEFAULT_BASE } from "../box/layout.ts";
-import { errorMessage, RosterError } from "../errors.ts";
+import { errorMessage, RosterError, userFailure } from "../errors.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 
@@ -159,7 +159,7 @@ export function registerBoxCommands(program: Command): void {
             return runExec({ paths, worker, command, timeoutSecs, signal: abort.signal, note });
           })().catch((error: unknown) => {
             // the box never started (config, Docker, the gateway): still one envelope, and exit 2
-            process.exitCode = error instanceof RosterError ? error.exitCode : 1;
+            process.exitCode = userFailure(error)?.exitCode ?? 1;
             return {
               status: "error" as const,
               stdout: "",

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { rosterPaths } from "../config/paths.ts";
+import { workerSubject } from "../config/subject.ts";
 import { RosterError } from "../errors.ts";
 import type { LimitStanding } from "../gateway/budget.ts";
 
@@ -28,7 +29,7 @@ export function registerBudgetCommands(program: Command): void {
         config.limits,
         config.org.budget?.price ?? [],
       );
-      const standing = budgets.standing(flags.worker ? `org/${flags.worker}` : undefined);
+      const standing = budgets.standing(flags.worker ? workerSubject(flags.worker) : undefined);
       if (flags.json) {
         for (const limit of standing) process.stdout.write(`${JSON.stringify(limit)}\n`);
         return;

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { RosterError } from "../errors.ts";
+import { userFailure } from "../errors.ts";
 import { ROSTER_VERSION } from "../version.ts";
 import { registerActionCommands } from "./action-commands.ts";
 import { registerBoxCommands } from "./box-commands.ts";
@@ -45,10 +45,11 @@ export async function main(argv: string[]): Promise<number> {
       // help and version exit "successfully" through the same path
       return error.exitCode === 0 ? 0 : 2;
     }
-    if (error instanceof RosterError) {
-      process.stderr.write(`roster: ${error.message}\n`);
-      if (error.hint) process.stderr.write(`  ${error.hint}\n`);
-      return error.exitCode;
+    const failure = userFailure(error);
+    if (failure) {
+      process.stderr.write(`roster: ${failure.message}\n`);
+      if (failure.hint) process.stderr.write(`  ${failure.hint}\n`);
+      return failure.exitCode;
     }
     throw error;
   }

@@ -1,6 +1,7 @@
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
 import { rosterPaths } from "../config/paths.ts";
+import { knownProvider } from "../config/providers.ts";
 import { RosterError } from "../errors.ts";
 
 export function registerRunCommands(program: Command): void {
@@ -80,12 +81,7 @@ export function registerRunCommands(program: Command): void {
         );
         return;
       }
-      const envName =
-        credential === "anthropic"
-          ? "ANTHROPIC_API_KEY"
-          : credential === "openai"
-            ? "OPENAI_API_KEY"
-            : undefined;
+      const envName = knownProvider(credential)?.keyEnv;
       let key = envName ? process.env[envName] : undefined;
       if (!key) {
         if (!process.stdin.isTTY) {

@@ -1,5 +1,5 @@
+import type { ConfigError } from "./config-error.ts";
 import type { WorkerConfig } from "./config-schema.ts";
-import type { ConfigError } from "./load.ts";
 import { locateLine } from "./locate.ts";
 
 /**

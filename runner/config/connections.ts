@@ -2,6 +2,8 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ConnectionConfig } from "./config-schema.ts";
 import type { ScopedGrant } from "./grant-schema.ts";
+import { SERVICE_TOKEN_AUTH } from "./providers.ts";
+import { workerSubject } from "./subject.ts";
 
 /**
  * connections/<name>.toml compiled into what the rest of roster uses: gateway
@@ -37,7 +39,7 @@ export const REPO_DEFAULTS = {
 export function edgeScopes(connection: ConnectionConfig): string[] {
   return Object.keys(connection.grant ?? {})
     .sort()
-    .map((edge) => (edge === "org" ? "org" : `org/${edge}`));
+    .map((edge) => (edge === "org" ? "org" : workerSubject(edge)));
 }
 
 export function grantedTo(connection: ConnectionConfig, worker: string): boolean {
@@ -70,8 +72,8 @@ export function serviceGrants(
         credential: name,
         headers: [
           {
-            header: connection.inject_header ?? "authorization",
-            value: connection.inject_value ?? "Bearer {token}",
+            header: connection.inject_header ?? SERVICE_TOKEN_AUTH.header,
+            value: connection.inject_value ?? SERVICE_TOKEN_AUTH.value,
           },
         ],
       },

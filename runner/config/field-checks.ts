@@ -1,7 +1,7 @@
 import { ceilingProblem } from "./ceiling.ts";
+import type { ConfigError } from "./config-error.ts";
 import type { ModelSection } from "./config-schema.ts";
 import { hostPatternProblem } from "./host-pattern.ts";
-import type { ConfigError } from "./load.ts";
 import { locateLine } from "./locate.ts";
 
 /** Checks of single fields the schema can't express, each reported as file:line: field: message. */

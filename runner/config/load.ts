@@ -5,6 +5,7 @@ import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { parse, TomlError } from "smol-toml";
 import type { ActionGrant, Scoped, TrustRule } from "./action-schema.ts";
 import { BotBindings } from "./bot-bindings.ts";
+import { type ConfigError, tomlSyntaxError } from "./config-error.ts";
 import {
   type BoxSection,
   CONNECTION_KINDS,
@@ -41,6 +42,7 @@ import {
   scopeToWorkers,
   workerDenyGrants,
 } from "./narrowing.ts";
+import { workerSubject } from "./subject.ts";
 import { type Toolchain, workerToolchain } from "./toolchain-schema.ts";
 
 /**
@@ -49,16 +51,7 @@ import { type Toolchain, workerToolchain } from "./toolchain-schema.ts";
  * collected (not just the first) as `file:line: field: message`; a config with
  * any error is unusable, and callers fail closed on it.
  */
-export interface ConfigError {
-  file: string;
-  line: number;
-  field: string;
-  message: string;
-}
-
-export function formatConfigError(error: ConfigError): string {
-  return `${error.file}:${error.line}: ${error.field}: ${error.message}`;
-}
+export { type ConfigError, formatConfigError } from "./config-error.ts";
 
 export interface LoadedConfig {
   root: string;
@@ -91,16 +84,6 @@ const CONNECTION_NAME = /^[a-z0-9_-]+$/;
 interface Parsed<T> {
   value: T;
   text: string;
-}
-
-/** A TOML syntax error as a config problem: file, line, first line of the parser's message. */
-export function tomlSyntaxError(error: TomlError, display: string): ConfigError {
-  return {
-    file: display,
-    line: error.line,
-    field: "(syntax)",
-    message: error.message.split("\n")[0] ?? "invalid TOML",
-  };
 }
 
 function readToml(
@@ -262,10 +245,10 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     loaded.trust.unshift(
       ...(worker.value.trust ?? [])
         .filter((rule) => rule.level === "gate")
-        .map((rule) => ({ ...rule, scope: `org/${name}`, source: show(file) })),
+        .map((rule) => ({ ...rule, scope: workerSubject(name), source: show(file) })),
     );
     for (const limit of worker.value.budget?.limit ?? [])
-      loaded.limits.push({ ...limit, scope: `org/${name}` });
+      loaded.limits.push({ ...limit, scope: workerSubject(name) });
   }
 
   const connectionsDir = join(root, "connections");

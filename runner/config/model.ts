@@ -1,5 +1,6 @@
 import type { ModelSection } from "./config-schema.ts";
 import type { ScopedGrant } from "./grant-schema.ts";
+import { knownProvider, modelAuth } from "./providers.ts";
 
 /**
  * The worker's model, as pi inside the box sees it (a provider with a sentinel
@@ -19,24 +20,6 @@ export interface ModelEndpoint {
   keyEnv: string | undefined;
 }
 
-const KNOWN: Record<
-  "anthropic" | "openai",
-  { baseUrl: string; keyEnv: string; header: string; value: string }
-> = {
-  anthropic: {
-    baseUrl: "https://api.anthropic.com",
-    keyEnv: "ANTHROPIC_API_KEY",
-    header: "x-api-key",
-    value: "{key}",
-  },
-  openai: {
-    baseUrl: "https://api.openai.com/v1",
-    keyEnv: "OPENAI_API_KEY",
-    header: "authorization",
-    value: "Bearer {key}",
-  },
-};
-
 /**
  * Where the model's requests go and which vault credential rides along, with
  * the provider's defaults filled in: what a worker's [model] may not change.
@@ -45,7 +28,7 @@ export function modelDestination(model: ModelSection): {
   base_url: string | undefined;
   credential: string | undefined;
 } {
-  const known = model.provider === "openai-compatible" ? undefined : KNOWN[model.provider];
+  const known = knownProvider(model.provider);
   return {
     base_url: model.base_url ?? known?.baseUrl,
     credential: model.credential ?? (known ? model.provider : undefined),
@@ -53,7 +36,7 @@ export function modelDestination(model: ModelSection): {
 }
 
 export function modelEndpoint(model: ModelSection): ModelEndpoint {
-  const known = model.provider === "openai-compatible" ? undefined : KNOWN[model.provider];
+  const known = knownProvider(model.provider);
   const destination = modelDestination(model);
   const baseUrl = destination.base_url ?? "";
   const url = new URL(baseUrl);
@@ -73,7 +56,6 @@ export function modelEndpoint(model: ModelSection): ModelEndpoint {
 /** The gateway rule for the model host, named `model:<provider>`. */
 export function modelGrant(model: ModelSection, scope: string, source: string): ScopedGrant {
   const endpoint = modelEndpoint(model);
-  const known = model.provider === "openai-compatible" ? undefined : KNOWN[model.provider];
   const grant: ScopedGrant = {
     name: `model:${model.provider}`,
     verdict: "allow",
@@ -84,11 +66,7 @@ export function modelGrant(model: ModelSection, scope: string, source: string): 
   if (endpoint.credential) {
     grant.inject = {
       credential: endpoint.credential,
-      headers: [
-        known
-          ? { header: known.header, value: known.value }
-          : { header: "authorization", value: "Bearer {key}" },
-      ],
+      headers: modelAuth(model.provider).map((entry) => ({ ...entry })),
     };
   }
   return grant;

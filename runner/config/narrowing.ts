@@ -1,4 +1,5 @@
-import { DEFAULT_LIMITS } from "../box/container-spec.ts";
+import { DEFAULT_LIMITS } from "./box-limits.ts";
+import type { ConfigError } from "./config-error.ts";
 import type {
   BoxSection,
   ContextSection,
@@ -9,10 +10,10 @@ import type {
 } from "./config-schema.ts";
 import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
-import type { ConfigError } from "./load.ts";
 import { locateLine } from "./locate.ts";
 import { formatMemory, parseMemory } from "./memory.ts";
 import { modelDestination } from "./model.ts";
+import { workerSubject } from "./subject.ts";
 
 /**
  * Config narrows downward: org.toml grants, a worker.toml may only narrow
@@ -172,7 +173,7 @@ export function scopeToWorkers<T extends { workers?: string[] | undefined }>(
     }
     for (const name of workers) {
       if (workerNames.includes(name)) {
-        scoped.push({ ...rest, scope: `org/${name}`, source: file });
+        scoped.push({ ...rest, scope: workerSubject(name), source: file });
       } else {
         errors.push({
           file,
@@ -194,7 +195,7 @@ export function scopeToWorkers<T extends { workers?: string[] | undefined }>(
 export function workerDenyGrants(worker: WorkerConfig, file: string): ScopedGrant[] {
   return (worker.grant ?? [])
     .filter((grant) => grant.verdict === "deny" && !grant.inject)
-    .map((grant) => ({ ...grant, scope: `org/${worker.name}`, source: file }));
+    .map((grant) => ({ ...grant, scope: workerSubject(worker.name), source: file }));
 }
 
 const NARROW_ONLY = "a worker's config may only narrow the org's";

@@ -1,8 +1,8 @@
 import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { parse, TomlError } from "smol-toml";
-import { GitError, git } from "../repos/git.ts";
+import { GitError, git } from "../git/git.ts";
+import { type ConfigError, tomlSyntaxError } from "./config-error.ts";
 import type { ConnectionMount } from "./connections.ts";
-import { type ConfigError, tomlSyntaxError } from "./load.ts";
 import { locateLine } from "./locate.ts";
 import {
   ProjectToolchainSection,

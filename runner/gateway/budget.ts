@@ -1,7 +1,8 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BudgetMeter, ModelPrice, ScopedLimit, Window } from "../config/grant-schema.ts";
 import { hostMatches } from "../config/host-pattern.ts";
+import { appendJsonLines } from "../files/append-line.ts";
 import { scopeApplies } from "./judge.ts";
 import { costOf, tokensOf } from "./prices.ts";
 import type { ModelUsage } from "./usage.ts";
@@ -146,9 +147,7 @@ export class Budgets {
         amount,
       }));
     if (lines.length === 0) return;
-    appendFileSync(this.file, lines.map((line) => `${JSON.stringify(line)}\n`).join(""), {
-      mode: 0o600,
-    });
+    appendJsonLines(this.file, lines);
     this.usage.push(...lines);
   }
 

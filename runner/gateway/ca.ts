@@ -1,10 +1,11 @@
 import { webcrypto } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import { createSecureContext, rootCertificates, type SecureContext } from "node:tls";
 import type * as X509 from "@peculiar/x509";
+import { replaceFile } from "../files/atomic-replace.ts";
 
 /**
  * The host CA that lets the gateway read a box's TLS: created once under
@@ -173,11 +174,8 @@ async function createCa(files: CaFiles): Promise<void> {
   });
   const keyPem = toPem(await webcrypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY");
   // write the key first, 0600, then the cert: a cert without its key is never left behind
-  await writeFile(`${files.key}.tmp`, keyPem, { mode: 0o600 });
-  await chmod(`${files.key}.tmp`, 0o600);
-  await rename(`${files.key}.tmp`, files.key);
-  await writeFile(`${files.cert}.tmp`, cert.toString("pem"), { mode: 0o644 });
-  await rename(`${files.cert}.tmp`, files.cert);
+  await replaceFile(files.key, keyPem, { mode: 0o600 });
+  await replaceFile(files.cert, cert.toString("pem"), { mode: 0o644 });
 }
 
 /** System roots + this CA; rebuilt when missing or older than either input. */
@@ -188,8 +186,5 @@ async function writeBundle(files: CaFiles): Promise<void> {
   if (existsSync(files.bundle) && statSync(files.bundle).mtimeMs >= newest) return;
   const roots = system ? readFileSync(system, "utf8") : `${rootCertificates.join("\n")}\n`;
   const ca = readFileSync(files.cert, "utf8");
-  await writeFile(`${files.bundle}.tmp`, `${roots.trimEnd()}\n# Roster Box CA\n${ca}`, {
-    mode: 0o644,
-  });
-  await rename(`${files.bundle}.tmp`, files.bundle);
+  await replaceFile(files.bundle, `${roots.trimEnd()}\n# Roster Box CA\n${ca}`, { mode: 0o644 });
 }

@@ -1,6 +1,7 @@
 import { type Dirent, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { formatConfigError, type LoadedConfig, loadConfig } from "../config/load.ts";
+import { formatConfigError } from "../config/config-error.ts";
+import { type LoadedConfig, loadConfig } from "../config/load.ts";
 
 /**
  * The gateway's view of the config, re-read whenever a file changes (checked at

@@ -2,7 +2,7 @@ import { chmod, mkdir, readdir, rm, rmdir } from "node:fs/promises";
 import { connect, type Server } from "node:net";
 import { join } from "node:path";
 import { DOOR_SOCKET } from "../box/layout.ts";
-import { processAlive } from "../process-alive.ts";
+import { processAlive } from "../files/process-alive.ts";
 
 /**
  * The gateway's door: the only way out of a box. A box has no network; the

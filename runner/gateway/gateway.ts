@@ -1,9 +1,10 @@
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { GatewaySection } from "../config/config-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { replaceFile } from "../files/atomic-replace.ts";
 import type { ActionHandler } from "./action-host.ts";
 import { AuditLog } from "./audit.ts";
 import { Budgets } from "./budget.ts";
@@ -153,8 +154,7 @@ export class Gateway {
         ...(options.door ? { door: options.door } : {}),
       };
       await mkdir(paths.state, { recursive: true });
-      await writeFile(`${stateFile}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
-      await rename(`${stateFile}.tmp`, stateFile);
+      await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
     }
     return new Gateway(servers, inner, upstreams, audit, ca, bound, options.door, stateFile);
   }

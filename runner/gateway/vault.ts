@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Inject, InjectHeader } from "../config/grant-schema.ts";
+import { defaultAuth } from "../config/providers.ts";
 
 /**
  * Real credentials, host-side only: data/vault/<name>.json (0600), read at the
@@ -21,15 +22,9 @@ export function readCredential(vaultDir: string, name: string): Credential | und
   }
 }
 
-/** Header templates for well-known credentials when a grant names none. */
-const PROVIDER_TEMPLATES: Record<string, InjectHeader[]> = {
-  anthropic: [{ header: "x-api-key", value: "{key}" }],
-  openai: [{ header: "authorization", value: "Bearer {key}" }],
-};
-const FALLBACK_TEMPLATES: InjectHeader[] = [{ header: "authorization", value: "Bearer {token}" }];
-
+/** The grant's header templates, or the credential's defaults when it names none. */
 export function templatesFor(inject: Inject): InjectHeader[] {
-  return inject.headers ?? PROVIDER_TEMPLATES[inject.credential] ?? FALLBACK_TEMPLATES;
+  return inject.headers ?? defaultAuth(inject.credential);
 }
 
 /**

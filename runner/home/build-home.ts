@@ -2,7 +2,7 @@ import { chown, mkdir, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { BOX_CA, BOX_CA_BUNDLE, SENTINEL } from "../box/box-env.ts";
 import type { BoxMount } from "../box/container-spec.ts";
-import { BOX_GID, BOX_HOME, BOX_UID } from "../box/layout.ts";
+import { BOX_HOME, type BoxUser, boxUser } from "../box/layout.ts";
 import type { WorkerView } from "../config/load.ts";
 import { piAgentConfig } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
@@ -20,17 +20,9 @@ import { readTasks, scheduleView } from "../tasks/store.ts";
  * The box runs as the image's non-root user; the host prepares everything for
  * that uid (chown when the runner is root, as CI is).
  */
-export interface BoxUser {
-  uid: number;
-  gid: number;
-}
-
-/** The image's user when we can hand files to it (root, or already that uid); else the runner's own uid. */
-export function boxUser(): BoxUser {
-  const uid = process.getuid?.() ?? BOX_UID;
-  const gid = process.getgid?.() ?? BOX_GID;
-  return uid === 0 ? { uid: BOX_UID, gid: BOX_GID } : { uid, gid };
-}
+// boxUser lives with the box's uid in box/layout.ts; this re-export is for
+// callers not yet moved to it
+export { type BoxUser, boxUser } from "../box/layout.ts";
 
 export interface RunHome {
   home: string;

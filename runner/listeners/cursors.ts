@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeDurably } from "../actions/durable-write.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
 
 /**
  * A listener's place in each channel: the platform id of the last message it
@@ -43,7 +43,9 @@ export function writeCursor(
   cursor: Cursor,
 ): void {
   mkdirSync(dir(paths, worker), { recursive: true });
-  writeDurably(join(dir(paths, worker), `${channel}.json`), `${JSON.stringify(cursor)}\n`, 0o644);
+  replaceFileSync(join(dir(paths, worker), `${channel}.json`), `${JSON.stringify(cursor)}\n`, {
+    mode: 0o644,
+  });
 }
 
 /** The channels (ours ids) this worker has a cursor in, with a given prefix. */

@@ -8,6 +8,7 @@ import {
   MessageFlags,
   Routes,
 } from "discord-api-types/v10";
+import { discordChannelId, discordPlace } from "../channels/ids.ts";
 import { errorMessage } from "../errors.ts";
 import { type GateOffer, type ListenerHost, parsePressId, pressId } from "./child.ts";
 
@@ -22,7 +23,8 @@ const CONTENT_MAX = 2000;
 
 /** Where a roster channel id posts on Discord (a DM needs its channel opened first). */
 export async function discordTarget(rest: REST, channel: string): Promise<string | undefined> {
-  const dm = /^discord-dm-([0-9]+)$/.exec(channel)?.[1];
+  const place = discordPlace(channel);
+  const dm = place && "dmUser" in place ? place.dmUser : undefined;
   if (dm) {
     const opened = (await rest.post(Routes.userChannels(), { body: { recipient_id: dm } })) as {
       id: string;
@@ -78,9 +80,11 @@ export async function handleDiscordPress(
   if (!press) return;
   const user = interaction.member?.user ?? interaction.user;
   if (!user || !interaction.channel?.id) return;
-  const channel = interaction.guild_id
-    ? `discord-${interaction.guild_id}-${interaction.channel.id}`
-    : `discord-dm-${user.id}`;
+  const channel = discordChannelId(
+    interaction.guild_id
+      ? { guild: interaction.guild_id, channel: interaction.channel.id }
+      : { dmUser: user.id },
+  );
   // the interaction token authenticates these calls; the bot's must not be sent
   await rest.post(Routes.interactionCallback(interaction.id, interaction.token), {
     body: { type: InteractionResponseType.DeferredMessageUpdate },

@@ -6,6 +6,7 @@ import {
   GatewayIntentBits,
   Routes,
 } from "discord-api-types/v10";
+import { discordChannelId, discordPlace } from "../channels/ids.ts";
 import { errorMessage } from "../errors.ts";
 import type { Credential } from "../gateway/vault.ts";
 import { saveAttachment } from "./attachments.ts";
@@ -29,12 +30,14 @@ import { ChannelQueues, handOver } from "./hand-over.ts";
 const TYPING_EVERY_MS = 8_000;
 const HISTORY_PAGE = 100;
 
-export function discordChannelId(
+function channelOf(
   message: Pick<APIMessage, "channel_id" | "author"> & { guild_id?: string },
 ): string {
-  return message.guild_id
-    ? `discord-${message.guild_id}-${message.channel_id}`
-    : `discord-dm-${message.author.id}`;
+  return discordChannelId(
+    message.guild_id
+      ? { guild: message.guild_id, channel: message.channel_id }
+      : { dmUser: message.author.id },
+  );
 }
 
 const newer = (a: string, b: string) => BigInt(a) > BigInt(b);
@@ -118,7 +121,7 @@ export class DiscordListener implements ChatAdapter {
   }
 
   private enqueue(message: APIMessage & { guild_id?: string }): void {
-    const channel = discordChannelId(message);
+    const channel = channelOf(message);
     this.queues.run(channel, () => this.handle(channel, message));
   }
 
@@ -134,7 +137,8 @@ export class DiscordListener implements ChatAdapter {
             query: new URLSearchParams({ after, limit: String(HISTORY_PAGE) }),
           })) as APIMessage[];
           const ordered = [...page].sort((a, b) => (newer(a.id, b.id) ? 1 : -1));
-          const guild = /^discord-(\d+)-\d+$/.exec(channel)?.[1];
+          const place = discordPlace(channel);
+          const guild = place && "guild" in place ? place.guild : undefined;
           for (const message of ordered)
             this.enqueue({ ...message, ...(guild ? { guild_id: guild } : {}) });
           const last = ordered.at(-1);

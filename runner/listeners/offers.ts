@@ -2,12 +2,13 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { appendActionAudit } from "../actions/action-audit.ts";
 import { approveGate, denyGate, executorFor } from "../actions/desk.ts";
-import { writeDurably } from "../actions/durable-write.ts";
 import { type Gate, listGates, readGate } from "../actions/gates.ts";
 import { isTrusted } from "../channels/designations.ts";
 import type { ChatSection } from "../config/config-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage } from "../errors.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
 import { readRecord, runDir } from "../runs/run-record.ts";
 
 /**
@@ -68,7 +69,7 @@ export class OfferDesk {
       if (gate.state !== "pending" || this.offers.has(gate.id)) continue;
       const channel = this.channelFor(gate);
       const platform = channel?.split("-")[0];
-      const worker = gate.worker.replace(/^org\//, "");
+      const worker = workerOfSubject(gate.worker);
       if (!channel || !platform || !canOffer(worker, platform)) continue;
       const offer: Offer = {
         gate_id: gate.id,
@@ -133,7 +134,7 @@ export class OfferDesk {
   }
 
   private channelFor(gate: Gate): string | undefined {
-    const worker = gate.worker.replace(/^org\//, "");
+    const worker = workerOfSubject(gate.worker);
     const record = gate.run_id
       ? readRecord(runDir(this.paths.state, worker, gate.run_id))
       : undefined;
@@ -144,10 +145,10 @@ export class OfferDesk {
   }
 
   private save(): void {
-    writeDurably(
+    replaceFileSync(
       offersFile(this.paths),
       `${JSON.stringify([...this.offers.values()], null, 2)}\n`,
-      0o600,
+      { mode: 0o600 },
     );
   }
 }
@@ -155,7 +156,7 @@ export class OfferDesk {
 /** The offer's text: the summary, the worker's reason, and exactly what would be sent. */
 function describe(paths: RosterPaths, gate: Gate): string {
   const executor = executorFor(gate);
-  const worker = gate.worker.replace(/^org\//, "");
+  const worker = workerOfSubject(gate.worker);
   let rendered: string;
   try {
     rendered = executor

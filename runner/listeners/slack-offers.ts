@@ -1,5 +1,6 @@
 import type { WebClient } from "@slack/web-api";
 import { request } from "undici";
+import { slackChannelId, slackTarget } from "../channels/ids.ts";
 import { errorMessage } from "../errors.ts";
 import { type GateOffer, type ListenerHost, parsePressId, pressId } from "./child.ts";
 
@@ -11,12 +12,6 @@ import { type GateOffer, type ListenerHost, parsePressId, pressId } from "./chil
  * outcome for everyone once the gate is decided.
  */
 const SECTION_MAX = 2900;
-
-/** Slack's id for a roster channel id (Slack's ids in lower case; a DM posts to its user). */
-export function slackTarget(channel: string): string | undefined {
-  const match = /^slack-[a-z0-9]+-(dm-)?([a-z0-9]+)$/.exec(channel);
-  return match?.[2]?.toUpperCase();
-}
 
 function clip(text: string, room: number): string {
   return text.length <= room ? text : `${text.slice(0, room - 1)}…`;
@@ -78,9 +73,9 @@ export async function handleSlackPress(
   const channelId = body.channel?.id;
   if (!press || !user || !channelId) return;
   const lower = channelId.toLowerCase();
-  const channel = lower.startsWith("d")
-    ? `slack-${team}-dm-${user.toLowerCase()}`
-    : `slack-${team}-${lower}`;
+  const channel = slackChannelId(
+    lower.startsWith("d") ? { team, dmUser: user } : { team, channel: lower },
+  );
   let answer: Awaited<ReturnType<ListenerHost["decide"]>>;
   try {
     answer = await host.decide({

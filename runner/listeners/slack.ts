@@ -1,5 +1,6 @@
 import { LogLevel, SocketModeClient } from "@slack/socket-mode";
 import { WebClient } from "@slack/web-api";
+import { slackChannelId } from "../channels/ids.ts";
 import { errorMessage } from "../errors.ts";
 import type { Credential } from "../gateway/vault.ts";
 import { saveAttachment } from "./attachments.ts";
@@ -143,9 +144,11 @@ export class SlackListener implements ChatAdapter {
 
   private channelOf(event: SlackMessageEvent): string {
     const id = event.channel.toLowerCase();
-    return event.channel_type === "im" || id.startsWith("d")
-      ? `slack-${this.team}-dm-${(event.user ?? id).toLowerCase()}`
-      : `slack-${this.team}-${id}`;
+    return slackChannelId(
+      event.channel_type === "im" || id.startsWith("d")
+        ? { team: this.team, dmUser: event.user ?? id }
+        : { team: this.team, channel: id },
+    );
   }
 
   private enqueue(event: SlackMessageEvent): void {

@@ -1,10 +1,10 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeDurably } from "../actions/durable-write.ts";
 import type { BotBinding } from "../config/bot-bindings.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
 import type { SessionRouter } from "../sessions/router.ts";
 import { PROJECT_ROOT } from "../version.ts";
 import { UNAUTHORISED_EXIT } from "./child.ts";
@@ -294,10 +294,10 @@ export class ListenerSupervisor {
 
   private writeNow(): void {
     mkdirSync(this.options.paths.state, { recursive: true });
-    writeDurably(
+    replaceFileSync(
       listenersFile(this.options.paths),
       `${JSON.stringify(this.statuses(), null, 2)}\n`,
-      0o644,
+      { mode: 0o644 },
     );
   }
 }

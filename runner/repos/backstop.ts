@@ -1,14 +1,13 @@
 import { chown, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type Docker from "dockerode";
 import { appendJournal } from "../actions/journal.ts";
-import { BOX_IMAGE } from "../box/layout.ts";
+import type { ContainerEngine } from "../box/docker.ts";
+import { BOX_IMAGE, type BoxUser, backstopContainerName, boxUser } from "../box/layout.ts";
 import { runBox } from "../box/lifecycle.ts";
 import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
-import { type BoxUser, boxUser } from "../home/build-home.ts";
-import type { RunRecord } from "../runs/run-record.ts";
+import { isAncestor, resolveRef } from "../git/git.ts";
 import {
   cloneDir,
   cloneMountpoint,
@@ -17,7 +16,6 @@ import {
   originMountpoint,
   type RepoRecord,
 } from "./clone.ts";
-import { isAncestor, resolveRef } from "./git.ts";
 import { takeBoxFile } from "./intake.ts";
 import { keepInCanonical, openBundle } from "./quarantine.ts";
 
@@ -47,7 +45,7 @@ echo "bundled $count"
 `;
 
 export interface SettleInput {
-  docker: Docker;
+  docker: ContainerEngine;
   image: string;
   paths: RosterPaths;
   worker: string;
@@ -58,16 +56,23 @@ export interface SettleInput {
   records: Record<string, RepoRecord> | undefined;
 }
 
+/** What the backstop reads of a run's record (runs/run-record.ts holds the whole). */
+export interface CrashedRun {
+  id: string;
+  worker: string;
+  repos?: Record<string, RepoRecord>;
+}
+
 /**
  * A run whose runner died: its box is gone (reaped), its repos are settled the
  * same way, with the worker's repos as config says now.
  */
-export async function settleAfterCrash(
-  docker: Docker,
+export async function settleAfterCrash<Run extends CrashedRun>(
+  docker: ContainerEngine,
   paths: RosterPaths,
-  record: RunRecord,
+  record: Run,
   dir: string,
-): Promise<RunRecord> {
+): Promise<Run> {
   if (!record.repos) return record;
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   const view = workerView(config, record.worker);
@@ -121,7 +126,7 @@ async function settleOne(
     input.docker,
     {
       image: input.image,
-      name: `roster-backstop-${input.runId}-${connection}`,
+      name: backstopContainerName(input.runId, connection),
       cmd: ["sh", "-c", SCRIPT, "backstop", cloneMountpoint(connection), main],
       user: input.user,
       env: {

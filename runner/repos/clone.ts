@@ -4,7 +4,7 @@ import type { BoxMount } from "../box/container-spec.ts";
 import { BOX_HOME } from "../box/layout.ts";
 import type { ConnectionMount, RepoPolicy } from "../config/connections.ts";
 import { RosterError } from "../errors.ts";
-import { git, resolveRef } from "./git.ts";
+import { git, resolveRef } from "../git/git.ts";
 
 /**
  * A gated repo in a run: the host clones the canonical bare repo into the run's

@@ -1,5 +1,5 @@
 import type { RepoPolicy } from "../config/connections.ts";
-import { git } from "./git.ts";
+import { git } from "../git/git.ts";
 
 /**
  * What a push may carry onto the landing branch, checked for every commit in

@@ -1,14 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { withFileLockWaiting } from "../actions/file-lock.ts";
 import type { RepoPolicy } from "../config/connections.ts";
 import { connectionMount, grantedTo } from "../config/connections.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
-import { readRecord, runDir } from "../runs/run-record.ts";
-import { cloneDir, runBranch } from "./clone.ts";
-import { git, isAncestor, resolveRef } from "./git.ts";
+import { withFileLockWaiting } from "../files/file-lock.ts";
+import { git, isAncestor, resolveRef } from "../git/git.ts";
+import { cloneDir, type RepoRecord, runBranch } from "./clone.ts";
 import { IntakeError, takeBoxFile } from "./intake.ts";
 import { rangeProblems } from "./push-rules.ts";
 import { BundleRefused, keepInCanonical, openBundle } from "./quarantine.ts";
@@ -39,6 +38,10 @@ export interface PushRequest {
   repo: string;
   head: string;
   confirmBulkDelete: boolean;
+  /** The run's folder, holding its clones; undefined without a run. */
+  runDir: string | undefined;
+  /** How the run cloned `repo`, from its record: only a "write" clone can push. */
+  cloneMode: RepoRecord["mode"] | undefined;
 }
 
 export interface GatedTarget {
@@ -78,14 +81,13 @@ export async function checkAndHold(
   const { paths, worker, runId, repo, head } = request;
   if (!runId) throw new PushRefused("only a run can push: this proposal has no run");
   const target = gatedTarget(paths, worker, repo);
-  const record = readRecord(runDir(paths.state, worker, runId));
-  if (record?.repos?.[repo]?.mode !== "write")
+  if (!request.runDir || request.cloneMode !== "write")
     throw new PushRefused(`payload.repo: this run has no clone of "${repo}" to push from`);
   const scratch = join(paths.state, "repo-scratch");
   await mkdir(scratch, { recursive: true });
   const bundle = join(scratch, `b-${randomUUID()}.bundle`);
   try {
-    const clone = cloneDir(runDir(paths.state, worker, runId), repo);
+    const clone = cloneDir(request.runDir, repo);
     try {
       await takeBoxFile({
         file: join(clone, PUSH_BUNDLE),

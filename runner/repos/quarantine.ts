@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { GitError, git } from "./git.ts";
+import { GitError, git } from "../git/git.ts";
 
 /**
  * A bundle from a box is opened only in a quarantine repo: a fresh bare repo

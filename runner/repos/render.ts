@@ -1,6 +1,6 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
-import { gitSync } from "./git.ts";
+import { gitSync } from "../git/git.ts";
 import { gatedTarget, incomingRef } from "./push.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { extname } from "node:path";
 import { lintSource } from "@secretlint/core";
 import { creator as recommended } from "@secretlint/secretlint-rule-preset-recommend";
-import { gitBytes } from "./git.ts";
+import { gitBytes } from "../git/git.ts";
 
 /**
  * Secret-looking content in a push, found with secretlint's recommended rule

@@ -1,5 +1,6 @@
-import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { replaceFile } from "../files/atomic-replace.ts";
 
 /** Writes a vault credential (0600, atomically). Only ever read by the gateway. */
 export async function storeCredential(
@@ -11,7 +12,5 @@ export async function storeCredential(
     throw new Error(`credential names are lower-case letters, digits, '_' or '-' (got "${name}")`);
   await mkdir(vaultDir, { recursive: true, mode: 0o700 });
   const file = join(vaultDir, `${name}.json`);
-  await writeFile(`${file}.tmp`, `${JSON.stringify(credential)}\n`, { mode: 0o600 });
-  await chmod(`${file}.tmp`, 0o600);
-  await rename(`${file}.tmp`, file);
+  await replaceFile(file, `${JSON.stringify(credential)}\n`, { mode: 0o600 });
 }

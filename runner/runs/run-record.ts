@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage, RosterError } from "../errors.ts";
+import { replaceFile } from "../files/atomic-replace.ts";
 import type { RepoRecord } from "../repos/clone.ts";
 
 /**
@@ -63,11 +64,9 @@ export async function writeRecord(dir: string, record: RunRecord): Promise<void>
   const file = join(dir, "run.json");
   try {
     await mkdir(dir, { recursive: true });
-    await writeFile(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
-    await rename(`${file}.tmp`, file);
+    await replaceFile(file, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o644 });
   } catch (error) {
     // the record as it was stays whole; say which file could not be written, and why
-    await rm(`${file}.tmp`, { force: true }).catch(() => undefined);
     throw new RosterError(`could not write the run record ${file}: ${errorMessage(error)}`, {
       cause: error,
     });

@@ -1,11 +1,13 @@
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
-import { LockBusy, withFileLock } from "../actions/file-lock.ts";
+import { mkdir, rm } from "node:fs/promises";
 import { connectDocker } from "../box/docker.ts";
 import { botBindings } from "../config/bot-bindings.ts";
-import { formatConfigError, type LoadedConfig, loadConfig } from "../config/load.ts";
+import { formatConfigError } from "../config/config-error.ts";
+import { type LoadedConfig, loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { replaceFile } from "../files/atomic-replace.ts";
+import { LockBusy, withFileLock } from "../files/file-lock.ts";
 import { doorDir, STANDALONE_DOOR } from "../gateway/door.ts";
 import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
 import { runningGateway } from "../gateway/health.ts";
@@ -95,8 +97,7 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   };
   await mkdir(paths.state, { recursive: true });
   const stateFile = serverStateFile(paths);
-  await writeFile(`${stateFile}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
-  await rename(`${stateFile}.tmp`, stateFile);
+  await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
   note(
     `server ${process.pid}: gateway on ${gateway.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}; up to ${options.cap} boxes${options.once ? "; once" : ""}`,
   );

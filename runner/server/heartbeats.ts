@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeDurably } from "../actions/durable-write.ts";
 import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
 import { newTaskId, readTasks, updateTasks } from "../tasks/store.ts";
 
 /**
@@ -56,6 +56,7 @@ export async function fileDueHeartbeats(paths: RosterPaths, now = new Date()): P
     last[name] = now.toISOString();
     filed.push(name);
   }
-  if (filed.length) writeDurably(stateFile(paths), `${JSON.stringify(last, null, 2)}\n`, 0o644);
+  if (filed.length)
+    replaceFileSync(stateFile(paths), `${JSON.stringify(last, null, 2)}\n`, { mode: 0o644 });
   return filed;
 }

@@ -1,7 +1,7 @@
-import type Docker from "dockerode";
+import type { ContainerEngine } from "../box/docker.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import type { RosterPaths } from "../config/paths.ts";
-import { processAlive } from "../process-alive.ts";
+import { processAlive } from "../files/process-alive.ts";
 import { settleAfterCrash } from "../repos/backstop.ts";
 import { finished, listRuns, readRecord, writeRecord } from "../runs/run-record.ts";
 import { allTasks, updateTasks } from "../tasks/store.ts";
@@ -21,7 +21,7 @@ export interface Recovery {
   requeued: string[];
 }
 
-export async function recover(docker: Docker, paths: RosterPaths): Promise<Recovery> {
+export async function recover(docker: ContainerEngine, paths: RosterPaths): Promise<Recovery> {
   const reaped = await reapOrphans(docker);
   const crashed: string[] = [];
   for (const run of listRuns(paths.state)) {

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../config/paths.ts";
-import { errorMessage, RosterError } from "../errors.ts";
+import { errorMessage, userFailure } from "../errors.ts";
 import { runSocketPath } from "./state.ts";
 
 /**
@@ -204,7 +204,7 @@ export async function serveRuns(options: {
       } catch (error) {
         send({
           error: errorMessage(error),
-          exit: error instanceof RosterError ? error.exitCode : 1,
+          exit: userFailure(error)?.exitCode ?? 1,
         });
       } finally {
         res.end();

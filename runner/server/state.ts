@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
-import { processAlive } from "../process-alive.ts";
+import { processAlive } from "../files/process-alive.ts";
 
 /**
  * state/server.json: which server runs for this deployment (written by
@@ -23,7 +23,7 @@ export function serverStateFile(paths: RosterPaths): string {
   return join(paths.state, "server.json");
 }
 
-/** Held (runner/actions/file-lock.ts) by the one server of this deployment, from before recovery to exit. */
+/** Held (runner/files/file-lock.ts) by the one server of this deployment, from before recovery to exit. */
 export function serverLockFile(paths: RosterPaths): string {
   return join(paths.state, "server.lock");
 }

@@ -6,14 +6,13 @@ import {
   open,
   readFile,
   readlink,
-  rename,
-  rm,
   stat,
   writeFile,
 } from "node:fs/promises";
 import { join, posix, resolve } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
+import { replaceFile } from "../files/atomic-replace.ts";
 
 /**
  * `roster box cp-in` / `cp-out`: one file into or out of a worker's store
@@ -119,7 +118,6 @@ export async function copyIntoStore(
   const owner = await stat(root).catch(() => undefined);
   const ids = owner ? { uid: owner.uid, gid: owner.gid } : undefined;
   const dir = await walk(root, dirs, storePath, ids);
-  const temporary = `.${name}.roster-${process.pid}.tmp`;
   try {
     const existing = await open(at(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW).catch(
       (error: NodeJS.ErrnoException) => error,
@@ -132,17 +130,11 @@ export async function copyIntoStore(
       if (!kind.isFile()) throw refuse(`"${storePath}" exists and is not a regular file`);
     }
     const content = await readFile(hostFile);
-    await writeFile(at(dir, temporary), content, {
-      flag: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      mode: 0o644,
-    });
-    if (ids) await chown(at(dir, temporary), ids.uid, ids.gid).catch(() => undefined);
-    // rename replaces a name in this folder, never what a symlink there points at
-    await rename(at(dir, temporary), at(dir, name));
+    // the temporary is created new (never through a name the box planted) and
+    // handed to the store's owner; the rename replaces a name in this folder,
+    // never what a symlink there points at
+    await replaceFile(at(dir, name), content, { mode: 0o644, ...(ids ? { owner: ids } : {}) });
     return content.length;
-  } catch (error) {
-    await rm(at(dir, temporary), { force: true }).catch(() => undefined);
-    throw error;
   } finally {
     await dir.close();
   }

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeDurably } from "../actions/durable-write.ts";
-import { withFileLock } from "../actions/file-lock.ts";
 import { DEFAULT_CEILING_MIN } from "../config/ceiling.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
+import { replaceFileSync } from "../files/atomic-replace.ts";
+import { withFileLock } from "../files/file-lock.ts";
 
 /**
  * A worker's task list: data/workers/<w>/tasks/tasks.json, one document with
@@ -69,7 +69,7 @@ export async function updateTasks(
   return withFileLock(`${file}.lock`, `${worker}'s task list`, async () => {
     const current = readTasks(paths, worker);
     const next: TaskList = { version: current.version + 1, tasks: change(current) };
-    writeDurably(file, `${JSON.stringify(next, null, 2)}\n`, 0o644);
+    replaceFileSync(file, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o644 });
     return next;
   });
 }

@@ -15,6 +15,7 @@ import {
   type RESTPostAPICurrentUserCreateDMChannelResult,
   Routes,
 } from "discord-api-types/v10";
+import { discordPlace } from "../../channels/ids.ts";
 import { type Credential, readCredential } from "../../gateway/vault.ts";
 import { boundBot, recordSent } from "./bound-bot.ts";
 import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
@@ -183,10 +184,12 @@ export const discord: Executor<Payload> = {
       context.paths.vault,
       boundBot(context.paths, context.worker, "discord"),
     );
-    const dm = /^discord-dm-([0-9]+)$/.exec(payload.channel_id)?.[1];
-    const target = dm
-      ? await openDiscordDm(rest, dm)
-      : (/^discord-[0-9]+-([0-9]+)$/.exec(payload.channel_id)?.[1] ?? payload.channel_id);
+    const place = discordPlace(payload.channel_id);
+    const target = !place
+      ? payload.channel_id
+      : "dmUser" in place
+        ? await openDiscordDm(rest, place.dmUser)
+        : place.channel;
     const ledger = sentParts(context.paths, context.worker, context.key);
     const parts = discordParts(payload.text);
     const ids = await postDiscordParts(rest, target, parts, context.key, ledger);

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createTwoFilesPatch } from "diff";
 
 /** What an edit would change, as a unified diff against the file as it is now (the desk shows this). */
@@ -8,9 +8,4 @@ export function diffAgainst(file: string, label: string, next: string): string {
   return createTwoFilesPatch(`${label} (now)`, `${label} (proposed)`, current, next, "", "", {
     context: 3,
   });
-}
-
-export function writeAtomically(file: string, content: string | Buffer): void {
-  writeFileSync(`${file}.tmp`, content);
-  renameSync(`${file}.tmp`, file);
 }

@@ -1,8 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
+import { replaceFileSync } from "../../files/atomic-replace.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
-import { diffAgainst, writeAtomically } from "./file-diff.ts";
+import { diffAgainst } from "./file-diff.ts";
 
 /**
  * identity: a new identity.md for the worker (who it is, how it works). It
@@ -28,7 +29,7 @@ export const identity: Executor<Payload> = {
   async run(payload, context) {
     const file = identityFile(context);
     mkdirSync(dirname(file), { recursive: true });
-    writeAtomically(file, payload.identity);
+    replaceFileSync(file, payload.identity, { mode: 0o644 });
     return { status: "ok", path: `workers/${context.worker}/identity.md` };
   },
 };

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
+import { appendJsonLine } from "../../files/append-line.ts";
 import { readCredential } from "../../gateway/vault.ts";
-import { appendJsonLine } from "../append-line.ts";
 import { oneLine, renderParts } from "./chat-text.ts";
 import { discordBot, discordParts, openDiscordDm, postDiscordParts } from "./discord.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";

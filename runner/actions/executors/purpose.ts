@@ -1,8 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
+import { replaceFileSync } from "../../files/atomic-replace.ts";
 import type { Executor } from "./executor.ts";
-import { diffAgainst, writeAtomically } from "./file-diff.ts";
+import { diffAgainst } from "./file-diff.ts";
 
 /** purpose: a channel's purpose.md (what the channel is for), shown to the desk as a diff. */
 const Payload = Type.Object(
@@ -30,7 +31,9 @@ export const purpose: Executor<Payload> = {
       : payload.purpose,
   async run(payload, context) {
     mkdirSync(join(context.paths.data, "channels", payload.channel_id), { recursive: true });
-    writeAtomically(purposeFile(context.paths.data, payload.channel_id), payload.purpose);
+    replaceFileSync(purposeFile(context.paths.data, payload.channel_id), payload.purpose, {
+      mode: 0o644,
+    });
     return { status: "ok", channel_id: payload.channel_id };
   },
 };

@@ -1,6 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { checkAndHold, land, PushRefused, type PushRequest } from "../../repos/push.ts";
 import { renderPush } from "../../repos/render.ts";
+import { readRecord, runDir } from "../../runs/run-record.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
 
 /**
@@ -21,14 +22,21 @@ const Payload = Type.Object(
 );
 type Payload = Static<typeof Payload>;
 
-const pushRequest = (payload: Payload, context: Omit<ExecutionContext, "key">): PushRequest => ({
-  paths: context.paths,
-  worker: context.worker,
-  runId: context.runId,
-  repo: payload.repo,
-  head: payload.head,
-  confirmBulkDelete: payload.confirm_bulk_delete ?? false,
-});
+function pushRequest(payload: Payload, context: Omit<ExecutionContext, "key">): PushRequest {
+  const dir = context.runId
+    ? runDir(context.paths.state, context.worker, context.runId)
+    : undefined;
+  return {
+    paths: context.paths,
+    worker: context.worker,
+    runId: context.runId,
+    repo: payload.repo,
+    head: payload.head,
+    confirmBulkDelete: payload.confirm_bulk_delete ?? false,
+    runDir: dir,
+    cloneMode: dir ? readRecord(dir)?.repos?.[payload.repo]?.mode : undefined,
+  };
+}
 
 export const repoPush: Executor<Payload> = {
   schema: Payload,

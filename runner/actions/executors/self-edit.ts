@@ -2,9 +2,11 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
-import { formatConfigError, loadConfig } from "../../config/load.ts";
+import { formatConfigError } from "../../config/config-error.ts";
+import { loadConfig } from "../../config/load.ts";
+import { replaceFileSync } from "../../files/atomic-replace.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
-import { diffAgainst, writeAtomically } from "./file-diff.ts";
+import { diffAgainst } from "./file-diff.ts";
 
 /**
  * self: a worker's proposed edit of its own worker.toml (file_update). Only
@@ -56,10 +58,10 @@ export const selfEdit: Executor<Payload> = {
     if (stale) throw new Error(stale);
     if (before.toString("utf8") === payload.content)
       return { status: "unchanged", sha256: sha256(before) };
-    writeAtomically(file, payload.content);
+    replaceFileSync(file, payload.content, { mode: 0o644 });
     const config = loadConfig(context.paths.config, { vaultDir: context.paths.vault });
     if (config.errors.length) {
-      writeAtomically(file, before);
+      replaceFileSync(file, before, { mode: 0o644 });
       throw new Error(
         `the edit was put back: it would break the config: ${config.errors.slice(0, 3).map(formatConfigError).join("; ")}`,
       );

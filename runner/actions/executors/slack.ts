@@ -6,6 +6,7 @@ import {
   WebAPIRequestError,
   WebClient,
 } from "@slack/web-api";
+import { slackTarget } from "../../channels/ids.ts";
 import { type Credential, readCredential } from "../../gateway/vault.ts";
 import { boundBot, recordSent } from "./bound-bot.ts";
 import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
@@ -166,8 +167,8 @@ export const slack: Executor<Payload> = {
     );
     const parts = slackParts(payload.text);
     // a roster id names Slack's own ids in lower case: a DM is addressed by its user
-    const roster = /^slack-[a-z0-9]+-(dm-)?([a-z0-9]+)$/.exec(payload.channel_id);
-    const target = roster?.[2] ? roster[2].toUpperCase() : payload.channel_id;
+    const roster = slackTarget(payload.channel_id);
+    const target = roster ?? payload.channel_id;
     const ledger = sentParts(context.paths, context.worker, context.key);
     const stamps = await postSlackParts(client, target, parts, payload.thread_ts, ledger);
     if (roster) recordSent(context.paths, payload.channel_id, context.worker, payload.text);

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
-import { appendJsonLine } from "../append-line.ts";
+import { appendJsonLine } from "../../files/append-line.ts";
 import { oneLine } from "./chat-text.ts";
 import type { Executor } from "./executor.ts";
 

@@ -4,6 +4,7 @@ import { type Gate, listGates } from "../../actions/gates.ts";
 import { trustOf } from "../../actions/trust-view.ts";
 import type { LoadedConfig } from "../../config/load.ts";
 import type { RosterPaths } from "../../config/paths.ts";
+import { workerOfSubject } from "../../config/subject.ts";
 import { type Html, when } from "../html.ts";
 
 /**
@@ -14,7 +15,7 @@ import { type Html, when } from "../html.ts";
  */
 const RECENT = 20;
 
-const workerOf = (gate: Gate) => gate.worker.replace(/^org\//, "");
+const workerOf = (gate: Gate) => workerOfSubject(gate.worker);
 
 function body(paths: RosterPaths, gate: Gate): string {
   const executor = executorFor(gate);

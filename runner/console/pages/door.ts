@@ -1,5 +1,6 @@
 import { html } from "hono/html";
 import type { RosterPaths } from "../../config/paths.ts";
+import { workerOfSubject, workerSubject } from "../../config/subject.ts";
 import type { DecisionRecord } from "../../gateway/audit.ts";
 import { readDecisions } from "../../gateway/audit-view.ts";
 import { type Html, when } from "../html.ts";
@@ -19,7 +20,7 @@ export function decisionRows(decisions: DecisionRecord[]): Html {
 ${decisions.map(
   (
     d,
-  ) => html`<tr class="${d.status < 400 ? "allow" : "deny"}"><td>${when(d.ts)}</td><td>${(d.subject ?? "–").replace(/^org\//, "")}</td>
+  ) => html`<tr class="${d.status < 400 ? "allow" : "deny"}"><td>${when(d.ts)}</td><td>${workerOfSubject(d.subject ?? "–")}</td>
 <td>${d.run_id ?? "–"}</td><td>${d.verdict}</td><td>${d.status}</td>
 <td>${d.request.method} ${d.request.host}${d.request.path ?? ""}</td><td>${d.rule ?? "–"}</td><td>${d.bytes ?? ""}</td><td>${d.note ?? ""}</td></tr>`,
 )}
@@ -27,7 +28,7 @@ ${decisions.map(
 }
 
 export function doorPart(paths: RosterPaths, filter: DoorFilter): Html {
-  const subject = filter.worker ? `org/${filter.worker}` : undefined;
+  const subject = filter.worker ? workerSubject(filter.worker) : undefined;
   const matching = readDecisions(paths.audit, filter.run ? { run: filter.run } : {}).filter(
     (d) =>
       (!subject || d.subject === subject) &&

@@ -1,7 +1,6 @@
 import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { uptime } from "node:os";
-import { RosterError } from "../errors.ts";
-import { processAlive } from "../process-alive.ts";
+import { processAlive } from "./process-alive.ts";
 
 /**
  * A lock file holding the owner's pid, created atomically with that pid in it
@@ -14,11 +13,13 @@ import { processAlive } from "../process-alive.ts";
  */
 const heldHere = new Set<string>();
 
-export class LockBusy extends RosterError {
+/** The lock is held by a live process: the user can try again (the CLI prints it as one line). */
+export class LockBusy extends Error {
+  override name = "LockBusy";
   /** The pid that holds the lock (this process's own when it is held here). */
   readonly holder: number;
   constructor(message: string, holder: number) {
-    super(message, { exitCode: 1 });
+    super(message);
     this.holder = holder;
   }
 }
@@ -110,7 +111,7 @@ function acquire(lock: string, what: string): void {
       }
       takeOverStale(lock, holder);
     }
-    throw new RosterError(`${what}: could not take its lock (${lock})`);
+    throw new LockBusy(`${what}: could not take its lock (${lock})`, 0);
   } finally {
     rmSync(mine, { force: true });
   }
