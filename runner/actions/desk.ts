@@ -4,6 +4,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { replaceFileSync } from "../files/atomic-replace.ts";
+import { appendJournal } from "../journal/journal.ts";
 import { newTaskId, type Task, updateTasks } from "../tasks/store.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { EXECUTOR_TABLE } from "./executors/index.ts";
@@ -16,7 +17,6 @@ import {
   withGateLock,
   writeGate,
 } from "./gates.ts";
-import { appendJournal } from "./journal.ts";
 
 /**
  * The approval desk: approve or deny a gate, and run an approved one exactly

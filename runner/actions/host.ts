@@ -10,11 +10,11 @@ import { errorMessage } from "../errors.ts";
 import type { ActionHandler, ActionRequest, ActionResponse } from "../gateway/action-host.ts";
 import type { ConfigSource } from "../gateway/config-source.ts";
 import { scopeApplies } from "../gateway/judge.ts";
+import { appendJournal, readJournal } from "../journal/journal.ts";
 import { runDir } from "../runs/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { executorFor } from "./desk.ts";
 import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
-import { appendJournal, readJournal } from "./journal.ts";
 import { decideTrust } from "./trust.ts";
 import { trustedChannels } from "./trusted-channels.ts";
 

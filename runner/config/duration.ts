@@ -11,3 +11,14 @@ export function durationMs(text: string): number | undefined {
   if (!match?.[1] || !match[2]) return undefined;
   return Number.parseInt(match[1], 10) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
 }
+
+/** "5 minutes", "90 seconds": how a window reads in an error or a prompt. */
+export function describeWindow(ms: number): string {
+  if (ms % 3_600_000 === 0) return plural(ms / 3_600_000, "hour");
+  if (ms % 60_000 === 0) return plural(ms / 60_000, "minute");
+  return plural(Math.round(ms / 1000), "second");
+}
+
+function plural(n: number, unit: string): string {
+  return `${n} ${unit}${n === 1 ? "" : "s"}`;
+}

@@ -20,9 +20,6 @@ import { readTasks, scheduleView } from "../tasks/store.ts";
  * The box runs as the image's non-root user; the host prepares everything for
  * that uid (chown when the runner is root, as CI is).
  */
-// boxUser lives with the box's uid in box/layout.ts; this re-export is for
-// callers not yet moved to it
-export { type BoxUser, boxUser } from "../box/layout.ts";
 
 export interface RunHome {
   home: string;

@@ -1,6 +1,5 @@
-import { durationMs } from "../config/duration.ts";
+import { describeWindow, durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
-import { describeWindow } from "../runs/stall-watchdog.ts";
 
 /**
  * What the model is told. System = identity + runtime policy + the connections

@@ -1,6 +1,5 @@
 import { chown, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { appendJournal } from "../actions/journal.ts";
 import type { ContainerEngine } from "../box/docker.ts";
 import { BOX_IMAGE, type BoxUser, backstopContainerName, boxUser } from "../box/layout.ts";
 import { runBox } from "../box/lifecycle.ts";
@@ -8,6 +7,7 @@ import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { isAncestor, resolveRef } from "../git/git.ts";
+import { appendJournal } from "../journal/journal.ts";
 import {
   cloneDir,
   cloneMountpoint,

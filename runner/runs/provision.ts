@@ -1,10 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type Docker from "dockerode";
 import type { BoxSpec } from "../box/container-spec.ts";
-import { connectDocker, imageFacts, imageId } from "../box/docker.ts";
+import { type ContainerEngine, connectDocker, imageFacts, imageId } from "../box/docker.ts";
 import { buildBoxImage } from "../box/image-build.ts";
-import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "../box/layout.ts";
+import { BOX_CONTRACT, BOX_IMAGE, boxUser, LABELS } from "../box/layout.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
 import { ensureToolchainImage } from "../box/toolchain-image.ts";
@@ -23,7 +22,6 @@ import { projectToolchains, withProjects } from "../config/project-toolchain.ts"
 import { RosterError } from "../errors.ts";
 import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
 import { readCredential } from "../gateway/vault.ts";
-import { boxUser } from "../home/build-home.ts";
 import { settleAfterCrash, settleRunRepos } from "../repos/backstop.ts";
 import { gatedRepos } from "../repos/clone.ts";
 import { storeCredential } from "./credentials.ts";
@@ -38,7 +36,7 @@ import { finished, type RunRecord, readRecord, runDir, writeRecord } from "./run
  * `release()` it when the box is gone.
  */
 export interface Provisioned {
-  docker: Docker;
+  docker: ContainerEngine;
   config: LoadedConfig;
   worker: WorkerView;
   identity: string;
@@ -96,7 +94,7 @@ export async function loadWorker(
 }
 
 export async function reapAndRecord(
-  docker: Docker,
+  docker: ContainerEngine,
   paths: RosterPaths,
   note: (text: string) => void,
 ): Promise<void> {
@@ -145,7 +143,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
   // reported, and a gateway already leased is given back.
   // a running daemon's gateway, or one embedded for this run; watched until released
   const leased = leaseGateway({ paths, port, env });
-  let docker: Docker;
+  let docker: ContainerEngine;
   try {
     ({ client: docker } = await connectDocker(env));
   } catch (error) {
@@ -258,7 +256,7 @@ async function giveBack(leased: Promise<GatewayLease>): Promise<void> {
 
 /** The box image's id, the image built first when it is roster's own and missing. */
 async function ensureImage(
-  docker: Docker,
+  docker: ContainerEngine,
   image: string,
   env: NodeJS.ProcessEnv,
   note: (text: string) => void,
@@ -282,7 +280,7 @@ async function ensureImage(
 }
 
 /** The id of an image that was just built or found: its absence now is a fault, not a refusal. */
-async function builtImageId(docker: Docker, tag: string): Promise<string> {
+async function builtImageId(docker: ContainerEngine, tag: string): Promise<string> {
   const id = await imageId(docker, tag);
   if (!id) throw new Error(`the image ${tag} is missing right after it was built`);
   return id;

@@ -1,7 +1,7 @@
 import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { outcomesSince } from "../actions/journal.ts";
+import { boxContainerName } from "../box/layout.ts";
 import {
   type EndedBy as BoxEndedBy,
   type BoxHandle,
@@ -12,9 +12,11 @@ import { ceilingProblem } from "../config/ceiling.ts";
 import { durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { workerSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
+import { outcomesSince } from "../journal/journal.ts";
 import { type CompiledPrompt, compilePrompt } from "../prompt/compile.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { type Provisioned, provision } from "./provision.ts";
@@ -175,7 +177,10 @@ export class Run {
       starting.record = { ...starting.record, repos: home.repos.record };
       await writeRecord(dir, starting.record);
     }
-    const token = await mintToken(paths.identity, { subject: `org/${worker.name}`, runId: id });
+    const token = await mintToken(paths.identity, {
+      subject: workerSubject(worker.name),
+      runId: id,
+    });
     starting.token = token;
     if (engine)
       starting.logs.push(
@@ -392,7 +397,7 @@ function firstRecord(request: RunRequest, worker: WorkerView): Starting {
       state: "running",
       started_at: new Date().toISOString(),
       ceiling_min: request.ceiling_min ?? worker.box.session_ceiling_min,
-      container: `roster-box-${id}`,
+      container: boxContainerName(id),
       runner_pid: process.pid,
       ...(engine?.taskId ? { task_id: engine.taskId } : {}),
       ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),

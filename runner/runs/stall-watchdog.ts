@@ -1,5 +1,6 @@
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
+import { describeWindow } from "../config/duration.ts";
 
 /**
  * The activity watchdog: besides the wall-clock ceiling (the hard cap), a run
@@ -86,15 +87,4 @@ export class StallWatchdog {
 /** What the record, the log and a chat sender are told. */
 export function stallMessage(stallMs: number): string {
   return `stopped as stalled: no model output, tool start or end, or tool output for ${describeWindow(stallMs)} ([box] stall_after; a long silent command can run under roster-busy)`;
-}
-
-/** "5 minutes", "90 seconds": how a stall window reads in an error. */
-export function describeWindow(ms: number): string {
-  if (ms % 3_600_000 === 0) return plural(ms / 3_600_000, "hour");
-  if (ms % 60_000 === 0) return plural(ms / 60_000, "minute");
-  return plural(Math.round(ms / 1000), "second");
-}
-
-function plural(n: number, unit: string): string {
-  return `${n} ${unit}${n === 1 ? "" : "s"}`;
 }

@@ -10,7 +10,7 @@ import {
   resultMarker,
   writeGate,
 } from "../../runner/actions/gates.ts";
-import { readJournal } from "../../runner/actions/journal.ts";
+import { readJournal } from "../../runner/journal/journal.ts";
 import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";

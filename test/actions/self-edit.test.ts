@@ -6,7 +6,7 @@ import { approveGate } from "../../runner/actions/desk.ts";
 import { showGate } from "../../runner/actions/desk-view.ts";
 import { sha256 } from "../../runner/actions/executors/self-edit.ts";
 import { findGate } from "../../runner/actions/gates.ts";
-import { readJournal } from "../../runner/actions/journal.ts";
+import { readJournal } from "../../runner/journal/journal.ts";
 import { postAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { denyGate } from "../../runner/actions/desk.ts";
 import { findGate } from "../../runner/actions/gates.ts";
-import { readJournal } from "../../runner/actions/journal.ts";
+import { readJournal } from "../../runner/journal/journal.ts";
 import { readTasks, updateTasks } from "../../runner/tasks/store.ts";
 import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";

@@ -11,7 +11,7 @@ import { gatesReport, propose } from "../../extensions/lib/action-words.ts";
 import { ActionsUnreachable, callActions } from "../../extensions/lib/actions-client.ts";
 import { denyGate } from "../../runner/actions/desk.ts";
 import { findGate } from "../../runner/actions/gates.ts";
-import { readJournal } from "../../runner/actions/journal.ts";
+import { readJournal } from "../../runner/journal/journal.ts";
 import { runDir } from "../../runner/runs/run-record.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveGate } from "../../runner/actions/desk.ts";
 import { showGate } from "../../runner/actions/desk-view.ts";
 import { findGate } from "../../runner/actions/gates.ts";
-import { readJournal } from "../../runner/actions/journal.ts";
+import { readJournal } from "../../runner/journal/journal.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import {

@@ -2,10 +2,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { appendJournal, outcomesSince } from "../../runner/actions/journal.ts";
 import type { WorkerView } from "../../runner/config/load.ts";
 import { BOX_DEFAULTS, CONTEXT_DEFAULTS } from "../../runner/config/narrowing.ts";
 import { rosterPaths } from "../../runner/config/paths.ts";
+import { appendJournal, outcomesSince } from "../../runner/journal/journal.ts";
 import { compilePrompt, OUTCOMES_MAX_CHARS } from "../../runner/prompt/compile.ts";
 
 /** A worker learns what became of its proposals at its next run, in a bounded block. */
