@@ -6,6 +6,7 @@ import { ACTIONS_HOST } from "./action-host.ts";
 import type { CertificateAuthority } from "./ca.ts";
 import type { GatewayTimeouts } from "./defaults.ts";
 import { type ExchangeDeps, handleRequest, type Target, upstreamRefusal } from "./exchange.ts";
+import { answerHostRoute, type DoorControl } from "./host-routes.ts";
 import { type Identity, TokenResolver, tokenFromProxyAuthorization } from "./identity.ts";
 import { grantNamesHost, judge } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
@@ -26,6 +27,8 @@ export interface ServerDeps extends ExchangeDeps {
   configRoot: string;
   resolve: Record<string, string>;
   timeouts: GatewayTimeouts;
+  /** Opens and closes run doors (run-doors.ts); set once the gateway has its doors. */
+  doors?: DoorControl;
 }
 
 interface TunnelContext {
@@ -103,39 +106,7 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
 
   outer.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? "";
-    if (url === "/healthz") {
-      // the host's question (asked on loopback); a box reaches this port too, and the answer
-      // names a host path, so anyone else is refused, and the attempt audited
-      if (!isLoopback(req.socket.remoteAddress)) {
-        const identity = identify(req.headers["proxy-authorization"]);
-        deps.audit
-          .line({
-            subject: identity?.subject,
-            runId: identity?.runId,
-            protocol: "http",
-            method: req.method ?? "GET",
-            host: req.socket.localAddress ?? "gateway",
-            port: req.socket.localPort ?? 0,
-            path: "/healthz",
-            query: "",
-            headers: {},
-            bodySize: 0,
-            mcp: null,
-          })
-          .write({ verdict: "deny", rule: "closed", status: 403, note: "gateway health check" });
-        return sendRefusal(
-          res,
-          denied("closed", "the gateway's health check answers the host only (on loopback)"),
-        );
-      }
-      const body = JSON.stringify({ ok: true, config_root: deps.configRoot });
-      res.writeHead(200, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(body),
-      });
-      res.end(body);
-      return;
-    }
+    if (answerHostRoute(deps, req, res, () => identify(req.headers["proxy-authorization"]))) return;
     const absolute = parseAbsolute(url);
     if (!absolute) {
       return sendRefusal(res, {
@@ -331,13 +302,6 @@ function firstChunk(socket: Socket): Promise<Buffer | undefined> {
     socket.on("end", onEnd);
     socket.on("close", onEnd);
   });
-}
-
-/** A peer on this machine's loopback (IPv4, IPv6, or IPv4 mapped into IPv6). */
-function isLoopback(address: string | undefined): boolean {
-  if (!address) return false;
-  const plain = address.startsWith("::ffff:") ? address.slice(7) : address;
-  return plain === "::1" || /^127\./.test(plain);
 }
 
 /** `host:port` (IPv6 in brackets); undefined when malformed. */
