@@ -1,15 +1,17 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
-import type { AuditLog, AuditOutcome, DecisionLine } from "./audit.ts";
+import type { AuditLog, AuditOutcome } from "./audit.ts";
+import type { BodyBound, BodyBudget } from "./body-budget.ts";
+import { overBudgetRefusal, refuseAndLinger, tooLargeRefusal } from "./body-refusal.ts";
 import type { Budgets } from "./budget.ts";
 import type { ClosedPorts } from "./closed-ports.ts";
 import type { ConfigSource } from "./config-source.ts";
 import type { Identity } from "./identity.ts";
-import { type Decision, grantNamesHost, judge } from "./judge.ts";
+import { bodyNeeded, type Decision, grantNamesHost, judge } from "./judge.ts";
 import { budgetRefusal, MODEL_CURRENCIES, meterFor, settleUsage } from "./model-meter.ts";
 import { denied, type Refusal, sendRefusal } from "./refusals.ts";
 import { relayBody } from "./relay.ts";
-import { readBody } from "./request-body.ts";
+import { declaredLength, readBody, streamBody } from "./request-body.ts";
 import {
   flattenHeaders,
   liftMcp,
@@ -43,6 +45,8 @@ export interface ExchangeDeps {
   actions: ActionHandler;
   vaultDir: string;
   maxBodyBytes: number;
+  /** Bytes of request bodies held for judging, bounded per box and overall. */
+  bodies: BodyBudget;
   /** Host services no box may reach (the console), checked before any grant. */
   closed: ClosedPorts;
 }
@@ -65,7 +69,7 @@ export function buildFacts(
   target: Target,
   identity: Identity | undefined,
   rawPath: string,
-  body: Buffer,
+  bodySize: number,
 ): RequestFacts {
   const queryAt = rawPath.indexOf("?");
   const path = queryAt >= 0 ? rawPath.slice(0, queryAt) : rawPath;
@@ -79,7 +83,7 @@ export function buildFacts(
     path: normalisePath(path || "/"),
     query: queryAt >= 0 ? rawPath.slice(queryAt + 1) : "",
     headers: flattenHeaders(req.headers),
-    bodySize: body.length,
+    bodySize,
     mcp: null,
   };
 }
@@ -192,21 +196,6 @@ export function forwardHeaders(
   return out;
 }
 
-/** 413 from the header or the first byte over the limit; the connection is closed after it. */
-function refuseTooLarge(deps: ExchangeDeps, res: ServerResponse, line: DecisionLine): void {
-  line.write({ verdict: "deny", rule: undefined, status: 413, note: "body too large" });
-  const refusal = denied(
-    undefined,
-    `request bodies over ${deps.maxBodyBytes} bytes are refused; send less per request`,
-    "request body too large",
-  );
-  refusal.status = 413;
-  // Node ends the connection gracefully after a `Connection: close` response (the refusal is
-  // flushed first); the rest of the upload is never read
-  res.shouldKeepAlive = false;
-  sendRefusal(res, refusal, { close: true });
-}
-
 export async function handleRequest(
   deps: ExchangeDeps,
   req: IncomingMessage,
@@ -215,33 +204,139 @@ export async function handleRequest(
   identity: Identity | undefined,
   rawPath: string,
 ): Promise<void> {
-  const read = await readBody(req, deps.maxBodyBytes);
-  if (read.kind === "aborted") return;
-  const body = read.kind === "body" ? read.body : Buffer.alloc(0);
-  const facts = buildFacts(req, target, identity, rawPath, body);
-  if (read.kind === "too-large") {
-    facts.bodySize = read.size;
-    return refuseTooLarge(deps, res, deps.audit.line(facts));
+  const declared = declaredLength(req);
+  const facts = buildFacts(req, target, identity, rawPath, declared ?? 0);
+  if (declared !== undefined && declared > deps.maxBodyBytes) {
+    return refuseBody(deps, req, facts, tooLargeRefusal(deps.maxBodyBytes), "body too large");
   }
+  // A body is read whole (within the body budget) when something must read it:
+  // the action host, a rule on its MCP facts, or its size when no Content-Length
+  // says it (an upload is never forwarded before it is known to be in bounds);
+  // and a small one, as cheap to hold as to stream (a stalled upload is then
+  // answered 408 before anything is forwarded). A large body no rule reads
+  // streams through, its size known from the header.
+  const hasBody =
+    declared === undefined ? req.headers["transfer-encoding"] !== undefined : declared > 0;
+  const actions = facts.host === ACTIONS_HOST;
+  const needed =
+    hasBody &&
+    (actions ||
+      declared === undefined ||
+      declared <= STREAM_ABOVE_BYTES ||
+      bodyNeeded(deps.config.get().grants, facts));
+  const held = needed
+    ? await holdBody(deps, req, facts)
+    : { body: EMPTY, release: () => undefined };
+  if (!held) return;
+  try {
+    if (actions) return await answerAction(deps, res, facts, held.body, identity);
+    await forward(deps, req, res, target, facts, rawPath, held, hasBody && !needed);
+  } finally {
+    held.release();
+  }
+}
 
-  if (facts.host === ACTIONS_HOST) {
-    const reply = await deps.actions.handle({
-      method: facts.method,
-      path: facts.path,
-      headers: facts.headers,
-      body,
-      caller: identity,
-    });
-    const text = JSON.stringify(reply.body);
-    res.writeHead(reply.status, {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(text),
-    });
-    res.end(text);
-    return;
+const EMPTY = Buffer.alloc(0);
+
+/** Bodies up to this size are read whole before judging; larger ones stream when no rule reads them. */
+export const STREAM_ABOVE_BYTES = 1024 * 1024;
+
+interface HeldBody {
+  body: Buffer;
+  /** Gives the bytes back to the body budget (once the upstream has them). */
+  release(): void;
+}
+
+/**
+ * Reads a body that must be judged, within the body budget; on a refusal (too
+ * large, over the budget) answers it and resolves to undefined.
+ */
+async function holdBody(
+  deps: ExchangeDeps,
+  req: IncomingMessage,
+  facts: RequestFacts,
+): Promise<HeldBody | undefined> {
+  const box = facts.runId ?? "unidentified";
+  let taken = 0;
+  let bound: BodyBound | undefined;
+  const release = () => {
+    deps.bodies.give(box, taken);
+    taken = 0;
+  };
+  const read = await readBody(req, deps.maxBodyBytes, (bytes) => {
+    bound = deps.bodies.take(box, bytes);
+    if (bound) return false;
+    taken += bytes;
+    return true;
+  });
+  if (read.kind === "body") {
+    facts.bodySize = read.body.length;
+    return { body: read.body, release };
   }
+  release();
+  if (read.kind === "aborted") return undefined;
+  facts.bodySize = read.size;
+  if (read.kind === "too-large") {
+    refuseBody(deps, req, facts, tooLargeRefusal(deps.maxBodyBytes), "body too large");
+  } else {
+    const { perBox, overall } = deps.bodies;
+    refuseBody(
+      deps,
+      req,
+      facts,
+      overBudgetRefusal(bound ?? "overall", perBox, overall),
+      `request bodies held for judging at the ${bound ?? "overall"} bound`,
+    );
+  }
+  return undefined;
+}
+
+/** A body refusal: audited, answered, and the rest of the upload read and dropped (body-refusal.ts). */
+function refuseBody(
+  deps: ExchangeDeps,
+  req: IncomingMessage,
+  facts: RequestFacts,
+  refusal: Refusal,
+  note: string,
+): void {
+  deps.audit.line(facts).write({ verdict: "deny", rule: undefined, status: refusal.status, note });
+  refuseAndLinger(req, refusal);
+}
+
+async function answerAction(
+  deps: ExchangeDeps,
+  res: ServerResponse,
+  facts: RequestFacts,
+  body: Buffer,
+  identity: Identity | undefined,
+): Promise<void> {
+  const reply = await deps.actions.handle({
+    method: facts.method,
+    path: facts.path,
+    headers: facts.headers,
+    body,
+    caller: identity,
+  });
+  const text = JSON.stringify(reply.body);
+  res.writeHead(reply.status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+async function forward(
+  deps: ExchangeDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: Target,
+  facts: RequestFacts,
+  rawPath: string,
+  held: HeldBody,
+  stream: boolean,
+): Promise<void> {
   const line = deps.audit.line(facts);
-  const ruling = rule(deps, facts, body);
+  const ruling = rule(deps, facts, held.body);
   if (ruling.kind === "refuse") {
     line.write(refusalOutcome(ruling));
     sendRefusal(res, ruling.refusal);
@@ -250,13 +345,14 @@ export async function handleRequest(
 
   const ruleName = ruling.decision.rule?.name;
   const injected = [...ruling.inject.keys()];
+  const counted = stream ? streamBody(req) : undefined;
   let reply: Awaited<ReturnType<Upstreams["send"]>>;
   try {
     reply = await deps.upstreams.send(target, ruling.allowInternal, {
       method: facts.method,
       path: rawPath || "/",
       headers: forwardHeaders(req.headers, ruling.inject),
-      body,
+      body: counted ?? held.body,
     });
   } catch (error) {
     const refusal = upstreamRefusal(error, ruleName);

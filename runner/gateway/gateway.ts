@@ -6,6 +6,7 @@ import type { GatewaySection } from "../config/config-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { ActionHandler } from "./action-host.ts";
 import { AuditLog } from "./audit.ts";
+import { bodyBudgetFor } from "./body-budget.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
 import { ClosedPorts, consolePort } from "./closed-ports.ts";
@@ -93,6 +94,7 @@ export class Gateway {
       headersTimeoutMs: timeouts.upstreamHeadersMs,
       bodyIdleTimeoutMs: timeouts.upstreamBodyIdleMs,
     });
+    const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
     const deps: ServerDeps = {
       config,
       audit,
@@ -100,7 +102,8 @@ export class Gateway {
       upstreams,
       actions: options.actions ?? lazyActionHost(paths, config),
       vaultDir: paths.vault,
-      maxBodyBytes: section.max_body_bytes ?? 64 * 1024 * 1024,
+      maxBodyBytes,
+      bodies: bodyBudgetFor(maxBodyBytes),
       // the console's port is closed by every gateway (embedded ones too), running or not
       closed: new ClosedPorts([consolePort(loaded.org.console), ...(options.closedPorts ?? [])]),
       ca,

@@ -7,6 +7,7 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
+import type { Readable } from "node:stream";
 import { createSecureContext, rootCertificates } from "node:tls";
 import { guardedLookup } from "./ssrf.ts";
 
@@ -45,7 +46,8 @@ export interface UpstreamRequest {
   method: string;
   path: string;
   headers: OutgoingHttpHeaders;
-  body: Buffer | undefined;
+  /** Whole, or streamed from the box (its failure cuts the request). */
+  body: Buffer | Readable | undefined;
   /** For WebSocket: resolve with the upgraded socket instead of a response. */
   upgrade?: boolean;
 }
@@ -169,7 +171,16 @@ export class Upstreams {
         request.on("error", () => {});
         resolve({ kind: "upgrade", response, socket, head });
       });
-      request.end(init.body && init.body.length > 0 ? init.body : undefined);
+      const body = init.body;
+      if (body === undefined || Buffer.isBuffer(body)) {
+        request.end(body && body.length > 0 ? body : undefined);
+        return;
+      }
+      body.once("error", (error) => {
+        request.destroy(error);
+        fail(new UpstreamError(`upstream: ${describe(error)}`, "failed", { cause: error }));
+      });
+      body.pipe(request);
     });
   }
 

@@ -30,7 +30,7 @@ export async function handleUpgrade(
   rawPath: string,
 ): Promise<void> {
   socket.on("error", () => socket.destroy());
-  const facts = buildFacts(req, target, identity, rawPath, Buffer.alloc(0));
+  const facts = buildFacts(req, target, identity, rawPath, 0);
   if (facts.host === ACTIONS_HOST) {
     writeRawRefusal(socket, denied(undefined, "the action host speaks plain HTTPS, not WebSocket"));
     return;
