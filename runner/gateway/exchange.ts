@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { hostName } from "../config/host-name.ts";
 import { ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
 import type { AuditLog, AuditOutcome } from "./audit.ts";
 import type { BodyBound, BodyBudget } from "./body-budget.ts";
@@ -78,7 +79,7 @@ export function buildFacts(
     runId: identity?.runId,
     protocol: target.protocol,
     method: (req.method ?? "GET").toUpperCase(),
-    host: target.host.toLowerCase(),
+    host: hostName(target.host),
     port: target.port,
     path: normalisePath(path || "/"),
     query: queryAt >= 0 ? rawPath.slice(queryAt + 1) : "",

@@ -3,6 +3,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { GatewaySection } from "../config/config-schema.ts";
+import { hostName } from "../config/host-name.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { ActionHandler } from "./action-host.ts";
 import { AuditLog } from "./audit.ts";
@@ -84,7 +85,7 @@ export class Gateway {
       budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
     );
     const resolve = Object.fromEntries(
-      Object.entries(section.resolve ?? {}).map(([name, address]) => [name.toLowerCase(), address]),
+      Object.entries(section.resolve ?? {}).map(([name, address]) => [hostName(name), address]),
     );
     const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
     const upstreams = new Upstreams({

@@ -1,4 +1,5 @@
 import type { ScopedGrant, Verdict } from "../config/grant-schema.ts";
+import { hostName } from "../config/host-name.ts";
 import { hostMatches } from "../config/host-pattern.ts";
 import { normalisePath, type RequestFacts } from "./request-facts.ts";
 
@@ -143,8 +144,6 @@ export function grantNamesHost(
   host: string,
 ): boolean {
   return (list(grant.match?.host) ?? []).some(
-    (pattern) =>
-      !pattern.includes("*") &&
-      pattern.toLowerCase().replace(/^\[|\]$/g, "") === host.toLowerCase(),
+    (pattern) => !pattern.includes("*") && hostName(pattern) === hostName(host),
   );
 }

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
+import { hostName } from "../config/host-name.ts";
 import { ACTIONS_HOST } from "./action-host.ts";
 import type { CertificateAuthority } from "./ca.ts";
 import type { GatewayTimeouts } from "./defaults.ts";
@@ -312,14 +313,14 @@ export function parseConnectTarget(raw: string): { host: string; port: number } 
   if (port < 1 || port > 65535) return undefined;
   const host = match[1].startsWith("[") ? match[1].slice(1, -1) : match[1];
   if (match[1].startsWith("[") && isIP(host) !== 6) return undefined;
-  return { host: host.toLowerCase(), port };
+  return { host: hostName(host), port };
 }
 
 function parseAbsolute(url: string): { target: Target; path: string } | undefined {
   if (!/^http:\/\//i.test(url)) return undefined;
   try {
     const parsed = new URL(url);
-    const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    const host = hostName(parsed.hostname);
     return {
       target: { protocol: "http", host, port: Number(parsed.port || 80) },
       path: `${parsed.pathname}${parsed.search}`,
@@ -333,10 +334,7 @@ function parseAbsolute(url: string): { target: Target; path: string } | undefine
 function hostMismatch(req: IncomingMessage, target: Target): Refusal | undefined {
   const header = req.headers.host;
   if (!header) return undefined;
-  const name = header
-    .replace(/:\d+$/, "")
-    .replace(/^\[|\]$/g, "")
-    .toLowerCase();
+  const name = hostName(header.replace(/:\d+$/, ""));
   if (name === target.host) return undefined;
   return denied(
     undefined,

@@ -9,6 +9,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { createSecureContext, rootCertificates } from "node:tls";
+import { hostName } from "../config/host-name.ts";
 import { guardedLookup } from "./ssrf.ts";
 
 /**
@@ -199,7 +200,7 @@ function describe(error: unknown): string {
 }
 
 function lowerKeys(map: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(map).map(([key, value]) => [key.toLowerCase(), value]));
+  return Object.fromEntries(Object.entries(map).map(([key, value]) => [hostName(key), value]));
 }
 
 /** Hop-by-hop headers: never forwarded in either direction. */
