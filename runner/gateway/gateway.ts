@@ -6,6 +6,7 @@ import type { GatewaySection } from "../config/config-schema.ts";
 import { hostName } from "../config/host-name.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { ActionHandler } from "./action-host.ts";
+import { requestFacts } from "./admission.ts";
 import { AuditLog } from "./audit.ts";
 import { bodyBudgetFor } from "./body-budget.ts";
 import { Budgets } from "./budget.ts";
@@ -232,19 +233,14 @@ function openRunDoors(
     accept: (socket) => outer.emit("connection", socket),
     onCap: (door, cap) =>
       deps.audit.record(
-        {
-          subject: door.subject,
-          runId: door.runId,
-          protocol: "http",
+        requestFacts({
+          target: { protocol: "http", host: "door", port: 0 },
           method: "OPEN",
-          host: "door",
-          port: 0,
-          path: "/",
-          query: "",
+          rawPath: "/",
           headers: {},
+          identity: { subject: door.subject, runId: door.runId },
           bodySize: 0,
-          mcp: null,
-        },
+        }),
         {
           verdict: "deny",
           rule: DOOR_CAP_RULE,

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { requestFacts } from "./admission.ts";
 import type { AuditLog } from "./audit.ts";
 import type { Identity } from "./identity.ts";
 import { denied, sendRefusal } from "./refusals.ts";
@@ -39,19 +40,20 @@ export function answerHostRoute(
     const identity = identify();
     const path = doors ? "/doors" : "/healthz";
     deps.audit
-      .line({
-        subject: identity?.subject,
-        runId: identity?.runId,
-        protocol: "http",
-        method: req.method ?? "GET",
-        host: req.socket.localAddress ?? "gateway",
-        port: req.socket.localPort ?? 0,
-        path,
-        query: "",
-        headers: {},
-        bodySize: 0,
-        mcp: null,
-      })
+      .line(
+        requestFacts({
+          target: {
+            protocol: "http",
+            host: req.socket.localAddress ?? "gateway",
+            port: req.socket.localPort ?? 0,
+          },
+          method: req.method ?? "GET",
+          rawPath: path,
+          headers: {},
+          identity,
+          bodySize: 0,
+        }),
+      )
       .write({
         verdict: "deny",
         rule: "closed",
