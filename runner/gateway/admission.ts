@@ -81,12 +81,12 @@ export type Refused = {
   note?: string;
 };
 
-export type Admission =
+/** What a CONNECT is admitted as: a raw tunnel a grant passes, or a tunnel whose requests are judged inside. */
+export type ConnectAdmission = { kind: "tunnel"; grant: ScopedGrant } | { kind: "intercept" };
+
+/** What a request (plain, upgrade, or inside a tunnel) is admitted as. */
+export type RequestAdmission =
   | Refused
-  /** A CONNECT a tunnel grant passes as raw bytes. */
-  | { kind: "tunnel"; grant: ScopedGrant }
-  /** A CONNECT to be opened and its requests judged one by one inside. */
-  | { kind: "intercept" }
   /** A request to the action host, answered by the gateway itself. */
   | { kind: "action" }
   | {
@@ -103,9 +103,21 @@ export type Admission =
 export function admit(
   deps: AdmissionDeps,
   facts: RequestFacts,
+  entry: "connect",
+  body: Buffer,
+): ConnectAdmission;
+export function admit(
+  deps: AdmissionDeps,
+  facts: RequestFacts,
+  entry: "request" | "upgrade",
+  body: Buffer,
+): RequestAdmission;
+export function admit(
+  deps: AdmissionDeps,
+  facts: RequestFacts,
   entry: Entry,
   body: Buffer,
-): Admission {
+): ConnectAdmission | RequestAdmission {
   const config = deps.config.get();
   const broken = deps.config.brokenReason(config);
   const closed = deps.closed.reason(facts.host, facts.port);
@@ -119,15 +131,8 @@ export function admit(
       : { kind: "intercept" };
   }
   // the action host is the gateway's own: it answers whatever the grants say
-  if (facts.host === ACTIONS_HOST) {
-    return entry === "request"
-      ? { kind: "action" }
-      : {
-          kind: "refuse",
-          refusal: denied(undefined, "the action host speaks plain HTTPS, not WebSocket"),
-          decision: undefined,
-        };
-  }
+  // (an upgrade to it is refused by the caller, on the same audit line)
+  if (facts.host === ACTIONS_HOST) return { kind: "action" };
   if (broken) return { kind: "refuse", refusal: denied(undefined, broken), decision: undefined };
   if (closed)
     return {

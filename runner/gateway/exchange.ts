@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
 import {
-  type Admission,
   type AdmissionDeps,
   admit,
+  type RequestAdmission,
   refusalOutcome,
   requestFacts,
   upstreamFailure,
@@ -14,7 +14,7 @@ import { overBudgetRefusal, refuseAndLinger, tooLargeRefusal } from "./body-refu
 import type { Identity } from "./identity.ts";
 import { bodyNeeded } from "./judge.ts";
 import { meterFor, settleUsage } from "./model-meter.ts";
-import { denied, type Refusal, sendRefusal } from "./refusals.ts";
+import { type Refusal, sendRefusal } from "./refusals.ts";
 import { relayBody } from "./relay.ts";
 import { declaredLength, readBody, streamBody } from "./request-body.ts";
 import type { RequestFacts, Target } from "./request-facts.ts";
@@ -93,18 +93,9 @@ export async function handleRequest(
     const admission = admit(deps, facts, "request", held.body);
     if (admission.kind === "action")
       return await answerAction(deps, res, facts, held.body, identity);
-    if (admission.kind !== "forward") {
-      // a request is never tunnelled: "tunnel" and "intercept" answer a CONNECT only
-      const refused =
-        admission.kind === "refuse"
-          ? admission
-          : {
-              kind: "refuse" as const,
-              refusal: denied(undefined, "not a CONNECT"),
-              decision: undefined,
-            };
-      line.write(refusalOutcome(refused));
-      sendRefusal(res, refused.refusal);
+    if (admission.kind === "refuse") {
+      line.write(refusalOutcome(admission));
+      sendRefusal(res, admission.refusal);
       return;
     }
     await forward(
@@ -215,7 +206,7 @@ interface Admitted {
   facts: RequestFacts;
   rawPath: string;
   line: DecisionLine;
-  admission: Extract<Admission, { kind: "forward" }>;
+  admission: Extract<RequestAdmission, { kind: "forward" }>;
 }
 
 async function forward(

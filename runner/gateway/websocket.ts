@@ -33,13 +33,14 @@ export async function handleUpgrade(
   });
   const line = deps.audit.line(facts);
   const ruling = admit(deps, facts, "upgrade", Buffer.alloc(0));
+  // the action host is answered by plain requests only: an upgrade to it is refused
   if (ruling.kind !== "forward") {
     const refused =
       ruling.kind === "refuse"
         ? ruling
         : {
             kind: "refuse" as const,
-            refusal: denied(undefined, "not a CONNECT"),
+            refusal: denied(undefined, "the action host speaks plain HTTPS, not WebSocket"),
             decision: undefined,
           };
     line.write(refusalOutcome(refused));

@@ -227,3 +227,33 @@ describe("a run's own door", () => {
     }
   });
 });
+
+describe("door control", () => {
+  it("is refused to a box asking through its door, and the attempt audited", async () => {
+    await env.token("elf", "run-asks");
+    const dir = await lease.openDoor("run-asks");
+    const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const ask = request(
+        { socketPath: join(dir, DOOR_SOCKET), method: "POST", path: "/doors/run-other" },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("end", () =>
+            resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+          );
+        },
+      );
+      ask.on("error", reject);
+      ask.end();
+    });
+    expect(reply.status).toBe(403);
+    expect(JSON.parse(reply.body)).toMatchObject({
+      hint: "the gateway's doors are opened by the host only (on loopback)",
+    });
+    expect(existsSync(runDoorDir(doorDir(env.paths.state, "test"), "run-other"))).toBe(false);
+    const audited = readDecisions(env.paths.audit).filter(
+      (line) => line.request.path === "/doors" && line.rule === "closed",
+    );
+    expect(audited).toHaveLength(1);
+  });
+});
