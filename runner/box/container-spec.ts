@@ -16,6 +16,13 @@ export interface BoxMount {
 
 export const TMP_SIZE_BYTES = 2 * 1024 ** 3;
 
+/**
+ * Open files a box may hold: plenty for an honest worker (builds, language
+ * servers, a test suite), and well under the gateway's, so a box can't take
+ * the host's descriptors even before its door's own cap (gateway/run-doors.ts).
+ */
+export const BOX_OPEN_FILES = 4096;
+
 export interface BoxSpec {
   image: string;
   cmd: string[];
@@ -72,6 +79,8 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
       Init: true,
       Tmpfs: { "/tmp": `rw,exec,nosuid,nodev,size=${TMP_SIZE_BYTES},mode=1777` },
       PidsLimit: limits.pids,
+      // soft and hard alike: the box can't raise its own
+      Ulimits: [{ Name: "nofile", Soft: BOX_OPEN_FILES, Hard: BOX_OPEN_FILES }],
       Memory: limits.memoryBytes,
       MemorySwap: limits.memoryBytes,
       NanoCpus: Math.round(limits.cpus * 1e9),

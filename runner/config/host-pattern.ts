@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { hostName } from "./host-name.ts";
 
 /**
  * Host patterns in grants: `*` (any host), `*.example.com` (example.com and any
@@ -21,21 +22,12 @@ export function hostPatternProblem(pattern: string): string | undefined {
   return undefined;
 }
 
-/** Lower-cased host without brackets or a trailing dot: the form patterns match against. */
-export function normaliseHost(host: string): string {
-  let out = host.trim().toLowerCase();
-  if (out.startsWith("[") && out.endsWith("]")) out = out.slice(1, -1);
-  if (out.endsWith(".")) out = out.slice(0, -1);
-  return out;
-}
-
 export function hostMatches(pattern: string, host: string): boolean {
-  const target = normaliseHost(host);
+  const target = hostName(host);
   if (pattern === "*") return true;
-  const p = normaliseHost(pattern);
-  if (p.startsWith("*.")) {
-    const suffix = p.slice(2);
+  if (pattern.startsWith("*.")) {
+    const suffix = hostName(pattern.slice(2));
     return target === suffix || target.endsWith(`.${suffix}`);
   }
-  return target === p;
+  return target === hostName(pattern);
 }

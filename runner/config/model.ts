@@ -1,5 +1,6 @@
 import type { ModelSection } from "./config-schema.ts";
 import type { ScopedGrant } from "./grant-schema.ts";
+import { hostName } from "./host-name.ts";
 import { knownProvider, modelAuth } from "./providers.ts";
 
 /**
@@ -45,7 +46,7 @@ export function modelEndpoint(model: ModelSection): ModelEndpoint {
     provider: model.provider,
     model: model.model,
     protocol,
-    host: url.hostname.replace(/^\[|\]$/g, "").toLowerCase(),
+    host: hostName(url.hostname),
     port: Number(url.port || (protocol === "http" ? 80 : 443)),
     baseUrl,
     credential: destination.credential,

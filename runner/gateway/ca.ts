@@ -5,6 +5,7 @@ import { isIP } from "node:net";
 import { join } from "node:path";
 import { createSecureContext, rootCertificates, type SecureContext } from "node:tls";
 import type * as X509 from "@peculiar/x509";
+import { hostName } from "../config/host-name.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
 
 /**
@@ -112,7 +113,7 @@ export class CertificateAuthority {
 
   /** A TLS context presenting a leaf for `host` (a DNS name or an IP), minted once per process. */
   leafContext(host: string): Promise<SecureContext> {
-    const name = host.toLowerCase();
+    const name = hostName(host);
     let context = this.leaves.get(name);
     if (!context) {
       context = this.mintLeaf(name);

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
+import { hostName } from "../config/host-name.ts";
 import { addressProblem } from "./ssrf.ts";
 
 /**
@@ -24,7 +25,7 @@ const HOST_NAMES = new Set(["localhost", "host.docker.internal", "gateway.docker
 function ownAddresses(): Set<string> {
   const own = new Set<string>();
   for (const list of Object.values(networkInterfaces()))
-    for (const entry of list ?? []) own.add(entry.address.toLowerCase());
+    for (const entry of list ?? []) own.add(hostName(entry.address));
   return own;
 }
 
@@ -42,10 +43,7 @@ export class ClosedPorts {
    */
   reason(host: string, port: number): string | undefined {
     if (!this.ports.has(port)) return undefined;
-    const name = host
-      .toLowerCase()
-      .replace(/^\[|\]$/g, "")
-      .replace(/\.$/, "");
+    const name = hostName(host);
     const onHost =
       HOST_NAMES.has(name) ||
       name.endsWith(".localhost") ||

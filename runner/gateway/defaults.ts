@@ -25,5 +25,9 @@ export type GatewayTimeouts = typeof GATEWAY_TIMEOUT_DEFAULTS;
  * bodies allocates many short-lived buffers, and the larger space let them
  * pile up between scavenges (bench/gateway.ts). bin/roster.mjs's first lines
  * pass the same flag to every `roster` command, the server included.
+ *
+ * `--expose-gc` lets the gateway ask for a full collection once a burst of
+ * large request bodies it held for judging is over (body-budget.ts), so its
+ * memory comes back then rather than whenever V8 next looks.
  */
-export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2"];
+export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2", "--expose-gc"];

@@ -1,6 +1,6 @@
 import { chmod, mkdir, readdir, rm, rmdir } from "node:fs/promises";
 import { connect, type Server } from "node:net";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { DOOR_SOCKET } from "../box/layout.ts";
 import { processAlive } from "../files/process-alive.ts";
 
@@ -13,6 +13,10 @@ import { processAlive } from "../files/process-alive.ts";
  *
  * Anyone who can open the socket reaches only what a box reaches: the proxy,
  * which refuses everything without a run's token.
+ *
+ * Each run has a door of its own beside the gateway's (run-doors.ts), in the
+ * folder runDoorDir names: the gateway then knows which box a connection comes
+ * from before it reads a byte, and bounds what one box may hold.
  */
 export function doorDir(stateRoot: string, owner: string): string {
   return join(stateRoot, "doors", owner);
@@ -27,13 +31,34 @@ export function embeddedDoor(pid: number): string {
 }
 
 /**
- * Removes the doors of embedded gateways whose process is gone (a run killed
- * with SIGKILL leaves its door behind; its box was reaped the same way).
+ * The folder of one run's own door, beside its gateway's (`<owner>@<run id>`):
+ * never inside it, so a box given the gateway's folder can't see other boxes' doors.
+ */
+export function runDoorDir(ownerDir: string, runId: string): string {
+  return `${ownerDir}@${runId}`;
+}
+
+/** The run doors a gateway (by its folder) has left in place: run id → folder. */
+export async function runDoorsOf(ownerDir: string): Promise<Map<string, string>> {
+  const prefix = `${basename(ownerDir)}@`;
+  const entries = await readdir(dirname(ownerDir)).catch(() => []);
+  const doors = new Map<string, string>();
+  for (const entry of entries) {
+    if (entry.startsWith(prefix))
+      doors.set(entry.slice(prefix.length), join(dirname(ownerDir), entry));
+  }
+  return doors;
+}
+
+/**
+ * Removes the doors of embedded gateways whose process is gone, run doors
+ * included (a run killed with SIGKILL leaves its door behind; its box was
+ * reaped the same way).
  */
 export async function sweepDoors(stateRoot: string): Promise<void> {
   const entries = await readdir(join(stateRoot, "doors")).catch(() => []);
   for (const entry of entries) {
-    const pid = Number(/^run-(\d+)$/.exec(entry)?.[1]);
+    const pid = Number(/^run-(\d+)(@.+)?$/.exec(entry)?.[1]);
     if (!pid || pid === process.pid || processAlive(pid)) continue;
     await closeDoor(doorDir(stateRoot, entry), true);
   }

@@ -52,7 +52,8 @@ export async function serveEmbedded(paths: RosterPaths, listen: ListenAddress[])
   // Exit even if a stray socket would keep the loop alive: when the parent is
   // gone, nobody else would ever end this process.
   setTimeout(() => process.exit(0), STOP_GRACE_MS).unref();
-  await gateway.stop().catch(() => undefined);
+  // this gateway's runs end with it: their doors go too
+  await gateway.stop({ removeRunDoors: true }).catch(() => undefined);
   await closeDoor(door, true);
   process.exit(0);
 }

@@ -3,16 +3,20 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { GatewaySection } from "../config/config-schema.ts";
+import { hostName } from "../config/host-name.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
 import type { ActionHandler } from "./action-host.ts";
+import { requestFacts } from "./admission.ts";
 import { AuditLog } from "./audit.ts";
+import { bodyBudgetFor } from "./body-budget.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
 import { ClosedPorts, consolePort } from "./closed-ports.ts";
 import { ConfigSource } from "./config-source.ts";
 import { GATEWAY_TIMEOUT_DEFAULTS, type GatewayTimeouts } from "./defaults.ts";
 import { closeDoor, openDoor } from "./door.ts";
+import { DOOR_CAP_RULE, RunDoors } from "./run-doors.ts";
 import { createProxyServers, type ServerDeps } from "./server.ts";
 import { Upstreams } from "./upstreams.ts";
 
@@ -61,6 +65,8 @@ export class Gateway {
     readonly addresses: ListenAddress[],
     /** Where the door's socket is (undefined: this gateway serves no box). */
     readonly door: string | undefined,
+    /** Each run's own door (undefined: this gateway serves no box). */
+    readonly runDoors: RunDoors | undefined,
     private readonly stateFile: string | undefined,
   ) {}
 
@@ -81,7 +87,7 @@ export class Gateway {
       budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
     );
     const resolve = Object.fromEntries(
-      Object.entries(section.resolve ?? {}).map(([name, address]) => [name.toLowerCase(), address]),
+      Object.entries(section.resolve ?? {}).map(([name, address]) => [hostName(name), address]),
     );
     const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
     const upstreams = new Upstreams({
@@ -91,6 +97,7 @@ export class Gateway {
       headersTimeoutMs: timeouts.upstreamHeadersMs,
       bodyIdleTimeoutMs: timeouts.upstreamBodyIdleMs,
     });
+    const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
     const deps: ServerDeps = {
       config,
       audit,
@@ -98,7 +105,8 @@ export class Gateway {
       upstreams,
       actions: options.actions ?? lazyActionHost(paths, config),
       vaultDir: paths.vault,
-      maxBodyBytes: section.max_body_bytes ?? 64 * 1024 * 1024,
+      maxBodyBytes,
+      bodies: bodyBudgetFor(maxBodyBytes),
       // the console's port is closed by every gateway (embedded ones too), running or not
       closed: new ClosedPorts([consolePort(loaded.org.console), ...(options.closedPorts ?? [])]),
       ca,
@@ -111,6 +119,7 @@ export class Gateway {
     const servers: Server[] = [];
     const bound: ListenAddress[] = [];
     let inner: Server | undefined;
+    let runDoors: RunDoors | undefined;
     try {
       for (const address of options.listen) {
         const { outer, inner: innerServer } = createProxyServers(deps);
@@ -134,8 +143,14 @@ export class Gateway {
         inner = innerServer;
         await openDoor(outer, options.door);
         servers.push(outer, innerServer);
+        const proxy = createProxyServers(deps);
+        servers.push(proxy.outer, proxy.inner);
+        runDoors = openRunDoors(deps, proxy.outer, options.door, paths.identity);
+        deps.doors = runDoors;
+        await runDoors.reopen();
       }
     } catch (error) {
+      await runDoors?.closeAll(false);
       // a door this gateway opened goes with its server (closing it unlinks the
       // socket); one it found taken is another gateway's, and stays
       for (const server of servers) server.close();
@@ -156,7 +171,17 @@ export class Gateway {
       await mkdir(paths.state, { recursive: true });
       await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
     }
-    return new Gateway(servers, inner, upstreams, audit, ca, bound, options.door, stateFile);
+    return new Gateway(
+      servers,
+      inner,
+      upstreams,
+      audit,
+      ca,
+      bound,
+      options.door,
+      runDoors,
+      stateFile,
+    );
   }
 
   get port(): number {
@@ -173,7 +198,13 @@ export class Gateway {
     this.upstreams.warm();
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops serving. Run doors' folders stay (running boxes have them mounted, and
+   * a gateway restarted in place reopens them) unless `removeRunDoors`: an
+   * embedded gateway's runs end with it.
+   */
+  async stop(options: { removeRunDoors?: boolean } = {}): Promise<void> {
+    await this.runDoors?.closeAll(options.removeRunDoors ?? false);
     for (const server of this.servers) {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -184,6 +215,40 @@ export class Gateway {
     if (this.stateFile) await rm(this.stateFile, { force: true });
     if (this.door) await closeDoor(this.door);
   }
+}
+
+/**
+ * The run doors, served by a proxy of their own: a connection is handed to it
+ * once its door has admitted it, and a box reaching its cap is audited once.
+ */
+function openRunDoors(
+  deps: ServerDeps,
+  outer: Server,
+  ownerDir: string,
+  identityDir: string,
+): RunDoors {
+  return new RunDoors({
+    ownerDir,
+    identityDir,
+    accept: (socket) => outer.emit("connection", socket),
+    onCap: (door, cap) =>
+      deps.audit.record(
+        requestFacts({
+          target: { protocol: "http", host: "door", port: 0 },
+          method: "OPEN",
+          rawPath: "/",
+          headers: {},
+          identity: { subject: door.subject, runId: door.runId },
+          bodySize: 0,
+        }),
+        {
+          verdict: "deny",
+          rule: DOOR_CAP_RULE,
+          status: 503,
+          note: `the box holds ${cap} connections to its door, the most one box may: further ones are closed at once (written once per run)`,
+        },
+      ),
+  });
 }
 
 /** Defaults, then org.toml's `[gateway.timeouts]` (seconds), then the caller's overrides (ms). */

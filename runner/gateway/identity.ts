@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
@@ -49,6 +49,27 @@ export function resolveToken(dir: string, token: string | undefined): Identity |
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The runs whose tokens are live now (run id → subject): what a gateway may
+ * open a door for. Read from the folder itself, so a gateway restarted in place
+ * finds the runs that were going on before it.
+ */
+export function liveRuns(dir: string): Map<string, string> {
+  const runs = new Map<string, string>();
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return runs;
+  }
+  for (const name of names) {
+    if (!name.endsWith(".json")) continue;
+    const identity = resolveToken(dir, name.slice(0, -".json".length));
+    if (identity) runs.set(identity.runId, identity.subject);
+  }
+  return runs;
 }
 
 /**

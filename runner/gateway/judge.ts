@@ -1,4 +1,5 @@
 import type { ScopedGrant, Verdict } from "../config/grant-schema.ts";
+import { hostName } from "../config/host-name.ts";
 import { hostMatches } from "../config/host-pattern.ts";
 import { normalisePath, type RequestFacts } from "./request-facts.ts";
 
@@ -122,6 +123,19 @@ function methodHint(grants: ScopedGrant[], facts: RequestFacts, phase: Phase): s
 }
 
 /**
+ * Whether judging needs the body read first: a grant that could decide this
+ * request looks at its MCP facts (a JSON body). Its size is the declared one.
+ */
+export function bodyNeeded(grants: ScopedGrant[], facts: RequestFacts): boolean {
+  if (!facts.headers["content-type"]?.includes("json")) return false;
+  return grants.some((grant) => {
+    if (grant.match?.mcp === undefined || !scopeApplies(grant.scope, facts.subject)) return false;
+    const hosts = list(grant.match.host);
+    return !hosts || hosts.some((pattern) => hostMatches(pattern, facts.host));
+  });
+}
+
+/**
  * Whether a grant names this host exactly (no wildcard): the operator's way of
  * saying "this internal address, on purpose", which lifts the SSRF guard.
  */
@@ -130,8 +144,6 @@ export function grantNamesHost(
   host: string,
 ): boolean {
   return (list(grant.match?.host) ?? []).some(
-    (pattern) =>
-      !pattern.includes("*") &&
-      pattern.toLowerCase().replace(/^\[|\]$/g, "") === host.toLowerCase(),
+    (pattern) => !pattern.includes("*") && hostName(pattern) === hostName(host),
   );
 }

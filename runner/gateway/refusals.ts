@@ -63,9 +63,8 @@ const REASONS: Record<number, string> = {
   504: "Gateway Timeout",
 };
 
-/** A refusal written straight onto a raw socket (CONNECT replies, upgrades, parse errors). */
-export function writeRawRefusal(socket: Duplex, refusal: Refusal): void {
-  if (socket.destroyed) return;
+/** A refusal as the bytes of a whole HTTP/1.1 response that closes its connection. */
+export function rawRefusal(refusal: Refusal): string {
   const body = JSON.stringify(refusal.body);
   const headers = {
     ...refusalHeaders(refusal),
@@ -76,5 +75,11 @@ export function writeRawRefusal(socket: Duplex, refusal: Refusal): void {
     `HTTP/1.1 ${refusal.status} ${REASONS[refusal.status] ?? "Error"}`,
     ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
   ].join("\r\n");
-  socket.end(`${head}\r\n\r\n${body}`);
+  return `${head}\r\n\r\n${body}`;
+}
+
+/** A refusal written straight onto a raw socket (CONNECT replies, upgrades, parse errors). */
+export function writeRawRefusal(socket: Duplex, refusal: Refusal): void {
+  if (socket.destroyed) return;
+  socket.end(rawRefusal(refusal));
 }

@@ -4,6 +4,13 @@
  */
 export type Protocol = "http" | "https";
 
+/** Where a request goes, as the box named it. */
+export interface Target {
+  protocol: Protocol;
+  host: string;
+  port: number;
+}
+
 export interface McpFacts {
   method: string;
   tool?: string;

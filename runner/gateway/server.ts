@@ -2,14 +2,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
-import { ACTIONS_HOST } from "./action-host.ts";
+import { hostName } from "../config/host-name.ts";
+import { admit, requestFacts, upstreamFailure, upstreamRefusal } from "./admission.ts";
 import type { CertificateAuthority } from "./ca.ts";
 import type { GatewayTimeouts } from "./defaults.ts";
-import { type ExchangeDeps, handleRequest, type Target, upstreamRefusal } from "./exchange.ts";
+import { type ExchangeDeps, handleRequest } from "./exchange.ts";
+import { answerHostRoute, type DoorControl } from "./host-routes.ts";
 import { type Identity, TokenResolver, tokenFromProxyAuthorization } from "./identity.ts";
-import { grantNamesHost, judge } from "./judge.ts";
+import { grantNamesHost } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
-import type { RequestFacts } from "./request-facts.ts";
+import type { RequestFacts, Target } from "./request-facts.ts";
 import { spliceSockets } from "./splice.ts";
 import { guardedLookup, literalRefusal } from "./ssrf.ts";
 import { handleUpgrade } from "./websocket.ts";
@@ -26,6 +28,8 @@ export interface ServerDeps extends ExchangeDeps {
   configRoot: string;
   resolve: Record<string, string>;
   timeouts: GatewayTimeouts;
+  /** Opens and closes run doors (run-doors.ts); set once the gateway has its doors. */
+  doors?: DoorControl;
 }
 
 interface TunnelContext {
@@ -78,9 +82,9 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
   inner.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const context = tunnels.get(req.socket);
     if (!context) return sendRefusal(res, denied(undefined, "no tunnel context"));
-    const mismatch = hostMismatch(req, context.target);
-    if (mismatch) return sendRefusal(res, mismatch);
     const identity = identify(context.tokenHeader);
+    const mismatch = hostMismatch(deps, req, context.target, identity);
+    if (mismatch) return sendRefusal(res, mismatch);
     void handleRequest(deps, req, res, context.target, identity, req.url ?? "/").catch(
       (error: unknown) => sendRefusal(res, upstreamRefusal(error, undefined)),
     );
@@ -88,54 +92,17 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
   inner.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const context = tunnels.get(req.socket);
     if (!context) return writeRawRefusal(socket, denied(undefined, "no tunnel context"));
-    const mismatch = hostMismatch(req, context.target);
+    const identity = identify(context.tokenHeader);
+    const mismatch = hostMismatch(deps, req, context.target, identity);
     if (mismatch) return writeRawRefusal(socket, mismatch);
-    handleUpgrade(
-      deps,
-      req,
-      socket,
-      head,
-      context.target,
-      identify(context.tokenHeader),
-      req.url ?? "/",
-    ).catch(() => socket.destroy());
+    handleUpgrade(deps, req, socket, head, context.target, identity, req.url ?? "/").catch(() =>
+      socket.destroy(),
+    );
   });
 
   outer.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? "";
-    if (url === "/healthz") {
-      // the host's question (asked on loopback); a box reaches this port too, and the answer
-      // names a host path, so anyone else is refused, and the attempt audited
-      if (!isLoopback(req.socket.remoteAddress)) {
-        const identity = identify(req.headers["proxy-authorization"]);
-        deps.audit
-          .line({
-            subject: identity?.subject,
-            runId: identity?.runId,
-            protocol: "http",
-            method: req.method ?? "GET",
-            host: req.socket.localAddress ?? "gateway",
-            port: req.socket.localPort ?? 0,
-            path: "/healthz",
-            query: "",
-            headers: {},
-            bodySize: 0,
-            mcp: null,
-          })
-          .write({ verdict: "deny", rule: "closed", status: 403, note: "gateway health check" });
-        return sendRefusal(
-          res,
-          denied("closed", "the gateway's health check answers the host only (on loopback)"),
-        );
-      }
-      const body = JSON.stringify({ ok: true, config_root: deps.configRoot });
-      res.writeHead(200, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(body),
-      });
-      res.end(body);
-      return;
-    }
+    if (answerHostRoute(deps, req, res, () => identify(req.headers["proxy-authorization"]))) return;
     const absolute = parseAbsolute(url);
     if (!absolute) {
       return sendRefusal(res, {
@@ -192,30 +159,19 @@ async function openTunnel(
   identity: Identity | undefined,
   tokenHeader: string | undefined,
 ): Promise<void> {
-  const facts = {
-    subject: identity?.subject,
-    runId: identity?.runId,
-    protocol: "https" as const,
+  // a CONNECT is judged on its target alone: its own headers are the proxy's, not the request's
+  const facts = requestFacts({
+    target: { protocol: "https", ...target },
     method: "CONNECT",
-    host: target.host,
-    port: target.port,
-    path: "",
-    query: "",
+    rawPath: "",
     headers: {},
+    identity,
     bodySize: 0,
-    mcp: null,
-  };
-  if (target.host !== ACTIONS_HOST) {
-    const config = deps.config.get();
-    // a closed host service is never piped raw; its requests are refused inside the tunnel
-    const decision =
-      deps.config.brokenReason(config) || deps.closed.reason(target.host, target.port)
-        ? undefined
-        : judge(config.grants, facts, "connect");
-    if (decision?.verdict === "tunnel" && decision.rule) {
-      await pipeTunnel(deps, socket, head, target, decision.rule.name, facts, decision.rule);
-      return;
-    }
+  });
+  const admission = admit(deps, facts, "connect", Buffer.alloc(0));
+  if (admission.kind === "tunnel") {
+    await pipeTunnel(deps, socket, head, target, facts, admission.grant);
+    return;
   }
   socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
   socket.setTimeout(deps.timeouts.idleMs, () => socket.destroy());
@@ -252,10 +208,10 @@ async function pipeTunnel(
   socket: Socket,
   head: Buffer,
   target: { host: string; port: number },
-  ruleName: string,
   facts: RequestFacts,
-  grant: { match?: { host?: string | string[] } },
+  grant: { name: string; match?: { host?: string | string[] } },
 ): Promise<void> {
+  const ruleName = grant.name;
   const line = deps.audit.line(facts);
   const named = grantNamesHost(grant, target.host);
   const literal = literalRefusal(target.host, named);
@@ -290,14 +246,8 @@ async function pipeTunnel(
   upstream.on("error", () => upstream.destroy());
   if (connected || socket.destroyed) {
     upstream.destroy();
-    const refusal: Refusal = upstreamRefusal(connected ?? new Error("box gone"), ruleName);
-    line.write({
-      verdict: refusal.status === 403 ? "deny" : "tunnel",
-      rule: ruleName,
-      status: refusal.status,
-      note: String(refusal.body.error),
-    });
-    writeRawRefusal(socket, refusal);
+    const error = connected ?? new Error("box gone");
+    writeRawRefusal(socket, upstreamFailure(line, error, ruleName, "tunnel"));
     return;
   }
   line.hold({ verdict: "tunnel", rule: ruleName, status: 200 });
@@ -333,13 +283,6 @@ function firstChunk(socket: Socket): Promise<Buffer | undefined> {
   });
 }
 
-/** A peer on this machine's loopback (IPv4, IPv6, or IPv4 mapped into IPv6). */
-function isLoopback(address: string | undefined): boolean {
-  if (!address) return false;
-  const plain = address.startsWith("::ffff:") ? address.slice(7) : address;
-  return plain === "::1" || /^127\./.test(plain);
-}
-
 /** `host:port` (IPv6 in brackets); undefined when malformed. */
 export function parseConnectTarget(raw: string): { host: string; port: number } | undefined {
   const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(raw);
@@ -348,14 +291,14 @@ export function parseConnectTarget(raw: string): { host: string; port: number } 
   if (port < 1 || port > 65535) return undefined;
   const host = match[1].startsWith("[") ? match[1].slice(1, -1) : match[1];
   if (match[1].startsWith("[") && isIP(host) !== 6) return undefined;
-  return { host: host.toLowerCase(), port };
+  return { host: hostName(host), port };
 }
 
 function parseAbsolute(url: string): { target: Target; path: string } | undefined {
   if (!/^http:\/\//i.test(url)) return undefined;
   try {
     const parsed = new URL(url);
-    const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    const host = hostName(parsed.hostname);
     return {
       target: { protocol: "http", host, port: Number(parsed.port || 80) },
       path: `${parsed.pathname}${parsed.search}`,
@@ -365,17 +308,32 @@ function parseAbsolute(url: string): { target: Target; path: string } | undefine
   }
 }
 
-/** Inside a tunnel the Host header must name the CONNECT target: no fronting another host. */
-function hostMismatch(req: IncomingMessage, target: Target): Refusal | undefined {
+/**
+ * Inside a tunnel the Host header must name the CONNECT target: no fronting
+ * another host. A refusal here is audited like any other.
+ */
+function hostMismatch(
+  deps: ServerDeps,
+  req: IncomingMessage,
+  target: Target,
+  identity: Identity | undefined,
+): Refusal | undefined {
   const header = req.headers.host;
   if (!header) return undefined;
-  const name = header
-    .replace(/:\d+$/, "")
-    .replace(/^\[|\]$/g, "")
-    .toLowerCase();
+  const name = hostName(header.replace(/:\d+$/, ""));
   if (name === target.host) return undefined;
-  return denied(
+  const refusal = denied(
     undefined,
     `the Host header (${name}) must name the host this tunnel was opened to (${target.host})`,
   );
+  const facts = requestFacts({
+    target,
+    method: req.method ?? "GET",
+    rawPath: req.url ?? "/",
+    headers: req.headers,
+    identity,
+    bodySize: 0,
+  });
+  deps.audit.line(facts).write({ verdict: "deny", rule: undefined, status: 403, note: "fronting" });
+  return refusal;
 }

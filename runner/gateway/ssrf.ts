@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { BlockList, isIP } from "node:net";
+import { hostName } from "../config/host-name.ts";
 
 /**
  * No SSRF through the door: the gateway resolves names itself and refuses to
@@ -81,7 +82,7 @@ export function guardedLookup(staticAnswers: Record<string, string>, allowIntern
       if (options.all) callback(null, [{ address, family }]);
       else callback(null, address, family);
     };
-    const name = hostname.toLowerCase().replace(/^\[|\]$/g, "");
+    const name = hostName(hostname);
     const fixed = staticAnswers[name];
     if (fixed) {
       finish(fixed);

@@ -7,7 +7,9 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
+import type { Readable } from "node:stream";
 import { createSecureContext, rootCertificates } from "node:tls";
+import { hostName } from "../config/host-name.ts";
 import { guardedLookup } from "./ssrf.ts";
 
 /**
@@ -45,7 +47,8 @@ export interface UpstreamRequest {
   method: string;
   path: string;
   headers: OutgoingHttpHeaders;
-  body: Buffer | undefined;
+  /** Whole, or streamed from the box (its failure cuts the request). */
+  body: Buffer | Readable | undefined;
   /** For WebSocket: resolve with the upgraded socket instead of a response. */
   upgrade?: boolean;
 }
@@ -169,7 +172,16 @@ export class Upstreams {
         request.on("error", () => {});
         resolve({ kind: "upgrade", response, socket, head });
       });
-      request.end(init.body && init.body.length > 0 ? init.body : undefined);
+      const body = init.body;
+      if (body === undefined || Buffer.isBuffer(body)) {
+        request.end(body && body.length > 0 ? body : undefined);
+        return;
+      }
+      body.once("error", (error) => {
+        request.destroy(error);
+        fail(new UpstreamError(`upstream: ${describe(error)}`, "failed", { cause: error }));
+      });
+      body.pipe(request);
     });
   }
 
@@ -188,7 +200,7 @@ function describe(error: unknown): string {
 }
 
 function lowerKeys(map: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(map).map(([key, value]) => [key.toLowerCase(), value]));
+  return Object.fromEntries(Object.entries(map).map(([key, value]) => [hostName(key), value]));
 }
 
 /** Hop-by-hop headers: never forwarded in either direction. */

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Inject, InjectHeader } from "../config/grant-schema.ts";
+import { hostName } from "../config/host-name.ts";
 import { defaultAuth } from "../config/providers.ts";
 
 /**
@@ -78,8 +79,7 @@ export function renderInjection(
 ): Map<string, string> {
   const headers = new Map<string, string>();
   for (const entry of templates) {
-    if (entry.hosts && !entry.hosts.map((h) => h.toLowerCase()).includes(host.toLowerCase()))
-      continue;
+    if (entry.hosts && !entry.hosts.map(hostName).includes(hostName(host))) continue;
     const value = renderTemplate(entry.value, credential);
     if (value !== undefined) headers.set(entry.header.toLowerCase(), value);
   }

@@ -1,17 +1,10 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { ACTIONS_HOST } from "./action-host.ts";
-import {
-  buildFacts,
-  type ExchangeDeps,
-  forwardHeaders,
-  refusalOutcome,
-  rule,
-  type Target,
-  upstreamRefusal,
-} from "./exchange.ts";
+import { admit, refusalOutcome, requestFacts, upstreamFailure } from "./admission.ts";
+import { type ExchangeDeps, forwardHeaders } from "./exchange.ts";
 import type { Identity } from "./identity.ts";
 import { denied, writeRawRefusal } from "./refusals.ts";
+import type { Target } from "./request-facts.ts";
 import { spliceSockets } from "./splice.ts";
 
 /**
@@ -30,16 +23,28 @@ export async function handleUpgrade(
   rawPath: string,
 ): Promise<void> {
   socket.on("error", () => socket.destroy());
-  const facts = buildFacts(req, target, identity, rawPath, Buffer.alloc(0));
-  if (facts.host === ACTIONS_HOST) {
-    writeRawRefusal(socket, denied(undefined, "the action host speaks plain HTTPS, not WebSocket"));
-    return;
-  }
+  const facts = requestFacts({
+    target,
+    method: req.method ?? "GET",
+    rawPath,
+    headers: req.headers,
+    identity,
+    bodySize: 0,
+  });
   const line = deps.audit.line(facts);
-  const ruling = rule(deps, facts, Buffer.alloc(0));
-  if (ruling.kind === "refuse") {
-    line.write(refusalOutcome(ruling));
-    writeRawRefusal(socket, ruling.refusal);
+  const ruling = admit(deps, facts, "upgrade", Buffer.alloc(0));
+  // the action host is answered by plain requests only: an upgrade to it is refused
+  if (ruling.kind !== "forward") {
+    const refused =
+      ruling.kind === "refuse"
+        ? ruling
+        : {
+            kind: "refuse" as const,
+            refusal: denied(undefined, "the action host speaks plain HTTPS, not WebSocket"),
+            decision: undefined,
+          };
+    line.write(refusalOutcome(refused));
+    writeRawRefusal(socket, refused.refusal);
     return;
   }
   const ruleName = ruling.decision.rule?.name;
@@ -55,14 +60,7 @@ export async function handleUpgrade(
       body: undefined,
     });
   } catch (error) {
-    const refusal = upstreamRefusal(error, ruleName);
-    line.write({
-      verdict: refusal.status === 403 ? "deny" : "allow",
-      rule: ruleName,
-      status: refusal.status,
-      note: String(refusal.body.error),
-    });
-    writeRawRefusal(socket, refusal);
+    writeRawRefusal(socket, upstreamFailure(line, error, ruleName));
     return;
   }
   if (reply.kind === "response") {

@@ -1,5 +1,6 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
+import { closeRunDoor, openRunDoor } from "../gateway/door-client.ts";
 import { describeExit, launchEmbeddedGateway } from "../gateway/embedded.ts";
 import { askHealth, runningGateway } from "../gateway/health.ts";
 
@@ -14,8 +15,20 @@ import { askHealth, runningGateway } from "../gateway/health.ts";
 export interface GatewayLease {
   /** The port the gateway listens on (loopback). */
   port: number;
-  /** The folder of its door, mounted into the box (the box's only way out). */
+  /**
+   * The folder of the gateway's own door, shared by every box it serves. A box
+   * should be given its run's door instead (openDoor), which bounds what one box
+   * can hold; this stays until every caller does.
+   */
   door: string;
+  /**
+   * Opens a door for this run alone and resolves to the host folder to mount in
+   * its box (at the same place as `door`). Ask once the run's token is minted:
+   * the gateway opens doors only for runs with a live token.
+   */
+  openDoor(runId: string): Promise<string>;
+  /** Closes the run's door when the run ends (its connections are cut, its folder removed). */
+  closeDoor(runId: string): Promise<void>;
   /** Aborted (reason: an Error naming the cause) if the gateway goes away before release. */
   lost: AbortSignal;
   /** Stops watching; stops the embedded gateway (after the box, so never before it). */
@@ -42,6 +55,7 @@ export async function leaseGateway(options: {
     return {
       port: running.port,
       door: running.door,
+      ...doorsOn(running.port),
       lost: lost.signal,
       release: async () => undefined,
     };
@@ -64,6 +78,7 @@ export async function leaseGateway(options: {
   return {
     port: embedded.port,
     door: embedded.door,
+    ...doorsOn(embedded.port),
     lost: lost.signal,
     release: () => embedded.stop(),
   };
@@ -89,7 +104,16 @@ function watchStandalone(port: number, door: string, lost: AbortController): Gat
   return {
     port,
     door,
+    ...doorsOn(port),
     lost: lost.signal,
     release: async () => clearInterval(timer),
+  };
+}
+
+/** Run doors are asked for on the gateway's loopback port, whichever kind it is. */
+function doorsOn(port: number): Pick<GatewayLease, "openDoor" | "closeDoor"> {
+  return {
+    openDoor: (runId) => openRunDoor(port, runId),
+    closeDoor: (runId) => closeRunDoor(port, runId),
   };
 }

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SENTINEL } from "../../runner/box/box-env.ts";
+import { BOX_OPEN_FILES } from "../../runner/box/container-spec.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { hostBridgeAddress, testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
@@ -268,7 +269,7 @@ describe.skipIf(!docker)("roster run", () => {
       model.play(
         // cgroup v2 files, or v1's where the host still mounts v1
         bash(
-          "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max",
+          "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max; echo nofile=$(ulimit -Sn)/$(ulimit -Hn)",
         ),
         answerWithToolOutput,
       );
@@ -276,6 +277,8 @@ describe.skipIf(!docker)("roster run", () => {
       expect(narrowed.code, narrowed.stderr).toBe(0);
       expect(narrowed.stdout).toContain(String(512 * 1024 * 1024));
       expect(narrowed.stdout).toMatch(/\b256\b/);
+      // open files: well under the gateway's, and the box can't raise its own
+      expect(narrowed.stdout).toContain(`nofile=${BOX_OPEN_FILES}/${BOX_OPEN_FILES}`);
 
       await writeFile(worker, `${before}\n[box]\nmemory = "64g"\n`);
       const requests = model.requests.length;

@@ -1,0 +1,260 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { ScopedGrant } from "../config/grant-schema.ts";
+import { hostName } from "../config/host-name.ts";
+import { ACTIONS_HOST } from "./action-host.ts";
+import type { AuditLog, AuditOutcome, DecisionLine } from "./audit.ts";
+import type { Budgets } from "./budget.ts";
+import type { ClosedPorts } from "./closed-ports.ts";
+import type { ConfigSource } from "./config-source.ts";
+import type { Identity } from "./identity.ts";
+import { type Decision, grantNamesHost, judge } from "./judge.ts";
+import { budgetRefusal, MODEL_CURRENCIES } from "./model-meter.ts";
+import { denied, type Refusal } from "./refusals.ts";
+import {
+  flattenHeaders,
+  liftMcp,
+  normalisePath,
+  type RequestFacts,
+  type Target,
+} from "./request-facts.ts";
+import { findSsrfRefusal, literalRefusal } from "./ssrf.ts";
+import { UpstreamError } from "./upstreams.ts";
+import { isModelCall } from "./usage.ts";
+import { readCredential, renderInjection, templatesFor } from "./vault.ts";
+
+/**
+ * The gateway's one admission sequence. Whatever arrives — a CONNECT, a plain
+ * absolute-form request, a WebSocket upgrade, a request inside a tunnel — its
+ * facts are built here (requestFacts) and judged here (admit), in one order:
+ * the action host (the gateway's own), a broken config, a closed host service,
+ * an MCP batch, the grants, the budgets, the credential, the SSRF guard. Every refusal it makes
+ * is written by the caller's one DecisionLine (refusalOutcome), and a failed
+ * upstream is answered and audited in one place (upstreamFailure).
+ */
+export interface AdmissionDeps {
+  config: ConfigSource;
+  audit: AuditLog;
+  budgets: Budgets;
+  vaultDir: string;
+  /** Host services no box may reach (the console), checked before any grant. */
+  closed: ClosedPorts;
+}
+
+/** What is known of a request when it arrives, before any of its body. */
+export interface Arrival {
+  target: Target;
+  method: string;
+  /** As sent: path and query (empty for a CONNECT). */
+  rawPath: string;
+  headers: IncomingHttpHeaders;
+  identity: Identity | undefined;
+  bodySize: number;
+}
+
+/** The one builder of a request's facts (request-facts.ts says what each is). */
+export function requestFacts(arrival: Arrival): RequestFacts {
+  const { rawPath } = arrival;
+  const queryAt = rawPath.indexOf("?");
+  const path = queryAt >= 0 ? rawPath.slice(0, queryAt) : rawPath;
+  return {
+    subject: arrival.identity?.subject,
+    runId: arrival.identity?.runId,
+    protocol: arrival.target.protocol,
+    method: arrival.method.toUpperCase(),
+    host: hostName(arrival.target.host),
+    port: arrival.target.port,
+    path: arrival.method.toUpperCase() === "CONNECT" ? "" : normalisePath(path || "/"),
+    query: queryAt >= 0 ? rawPath.slice(queryAt + 1) : "",
+    headers: flattenHeaders(arrival.headers),
+    bodySize: arrival.bodySize,
+    mcp: null,
+  };
+}
+
+/** How a request arrived: a CONNECT (judged for a raw tunnel), a request, or a WebSocket upgrade. */
+export type Entry = "connect" | "request" | "upgrade";
+
+export type Refused = {
+  kind: "refuse";
+  refusal: Refusal;
+  decision: Decision | undefined;
+  note?: string;
+};
+
+/** What a CONNECT is admitted as: a raw tunnel a grant passes, or a tunnel whose requests are judged inside. */
+export type ConnectAdmission = { kind: "tunnel"; grant: ScopedGrant } | { kind: "intercept" };
+
+/** What a request (plain, upgrade, or inside a tunnel) is admitted as. */
+export type RequestAdmission =
+  | Refused
+  /** A request to the action host, answered by the gateway itself. */
+  | { kind: "action" }
+  | {
+      kind: "forward";
+      decision: Decision;
+      inject: Map<string, string>;
+      spend: Record<string, number>;
+      allowInternal: boolean;
+      /** A model call: its reported usage is metered from the response. */
+      model: boolean;
+    };
+
+/** The one judgement: every way in, one order of checks. `body` is what was read of it (maybe nothing). */
+export function admit(
+  deps: AdmissionDeps,
+  facts: RequestFacts,
+  entry: "connect",
+  body: Buffer,
+): ConnectAdmission;
+export function admit(
+  deps: AdmissionDeps,
+  facts: RequestFacts,
+  entry: "request" | "upgrade",
+  body: Buffer,
+): RequestAdmission;
+export function admit(
+  deps: AdmissionDeps,
+  facts: RequestFacts,
+  entry: Entry,
+  body: Buffer,
+): ConnectAdmission | RequestAdmission {
+  const config = deps.config.get();
+  const broken = deps.config.brokenReason(config);
+  const closed = deps.closed.reason(facts.host, facts.port);
+  if (entry === "connect") {
+    // a closed host service or a broken config is never piped raw: the tunnel is
+    // opened and each request inside it refused (and audited) on its own
+    if (broken || closed || facts.host === ACTIONS_HOST) return { kind: "intercept" };
+    const decision = judge(config.grants, facts, "connect");
+    return decision.verdict === "tunnel" && decision.rule
+      ? { kind: "tunnel", grant: decision.rule }
+      : { kind: "intercept" };
+  }
+  // the action host is the gateway's own: it answers whatever the grants say
+  // (an upgrade to it is refused by the caller, on the same audit line)
+  if (facts.host === ACTIONS_HOST) return { kind: "action" };
+  if (broken) return { kind: "refuse", refusal: denied(undefined, broken), decision: undefined };
+  if (closed)
+    return {
+      kind: "refuse",
+      refusal: denied("closed", closed, "denied by gateway (a host service no box may reach)"),
+      decision: undefined,
+    };
+  const mcp = liftMcp(facts.headers["content-type"], body);
+  if (mcp === "batch") {
+    return {
+      kind: "refuse",
+      refusal: {
+        status: 400,
+        verdict: "deny",
+        body: {
+          error: "JSON-RPC batch refused",
+          hint: "send one JSON-RPC message per request so each can be judged",
+        },
+      },
+      decision: undefined,
+    };
+  }
+  facts.mcp = mcp;
+  const decision = judge(config.grants, facts, "request");
+  if (decision.verdict !== "allow" || !decision.rule) {
+    return { kind: "refuse", refusal: denied(decision.rule?.name, decision.hint), decision };
+  }
+  const grant = decision.rule;
+  const spend = deps.budgets.spendFor({ rule: grant.name, host: facts.host, method: facts.method });
+  // a model call starts only while the tokens and usd windows have room (checked before
+  // any fixed spend is charged); the one that crosses a cap finishes, the next is refused
+  const model = isModelCall(facts.method, facts.path);
+  const modelOver =
+    model && facts.subject ? deps.budgets.check(facts.subject, MODEL_CURRENCIES) : undefined;
+  const over = modelOver ?? (facts.subject ? deps.budgets.charge(facts.subject, spend) : undefined);
+  if (over)
+    return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, over) };
+  let inject = new Map<string, string>();
+  if (grant.inject) {
+    const credential = readCredential(deps.vaultDir, grant.inject.credential);
+    inject = credential
+      ? renderInjection(templatesFor(grant.inject), credential, facts.host)
+      : inject;
+    if (!credential || inject.size === 0) {
+      return {
+        kind: "refuse",
+        decision,
+        note: "credential-outage",
+        refusal: {
+          status: 503,
+          verdict: "credential-outage",
+          rule: grant.name,
+          body: {
+            error: `credential "${grant.inject.credential}" is not available`,
+            rule: grant.name,
+            hint: `the operator has to store it (roster login, or data/vault/${grant.inject.credential}.json); nothing was sent`,
+          },
+        },
+      };
+    }
+  }
+  const named = grantNamesHost(grant, facts.host);
+  const literal = literalRefusal(facts.host, named);
+  if (literal) {
+    return {
+      kind: "refuse",
+      decision,
+      refusal: denied(grant.name, literal.message, "denied by gateway (internal address)"),
+    };
+  }
+  return { kind: "forward", decision, inject, spend, allowInternal: named, model };
+}
+
+/** The audit line for a refusal; budget and credential refusals were allowed by a rule first. */
+export function refusalOutcome(ruling: Refused): AuditOutcome {
+  const { refusal } = ruling;
+  const detail = refusal.body.detail;
+  return {
+    verdict: ruling.note ? "allow" : "deny",
+    // a refusal before any grant (a closed host service) names its own rule
+    rule: ruling.decision?.rule?.name ?? refusal.rule,
+    status: refusal.status,
+    ...(ruling.note ? { note: ruling.note } : {}),
+    ...(ruling.note === "budget" && typeof detail === "string"
+      ? { budget: { detail, retry_after_secs: refusal.retryAfterSeconds ?? 0 } }
+      : {}),
+  };
+}
+
+/**
+ * The one upstream-failure path: what a failed upstream call (connect, TLS,
+ * SSRF guard, timeouts) is answered with, written on the exchange's line.
+ */
+export function upstreamFailure(
+  line: DecisionLine,
+  error: unknown,
+  rule: string | undefined,
+  /** What the grant had said: a request allowed, or a raw tunnel. */
+  granted: "allow" | "tunnel" = "allow",
+): Refusal {
+  const refusal = upstreamRefusal(error, rule);
+  line.write({
+    verdict: refusal.status === 403 ? "deny" : granted,
+    rule,
+    status: refusal.status,
+    note: String(refusal.body.error),
+  });
+  return refusal;
+}
+
+export function upstreamRefusal(error: unknown, rule: string | undefined): Refusal {
+  const ssrf = findSsrfRefusal(error);
+  if (ssrf) return denied(rule, `${ssrf.message}`, "denied by gateway (internal address)");
+  if (error instanceof UpstreamError && error.kind !== "failed") {
+    return { status: 504, body: { error: error.message, rule: rule ?? null } };
+  }
+  const detail = error instanceof Error ? error.message : String(error);
+  return {
+    status: 502,
+    body: {
+      error: detail.startsWith("upstream:") ? detail : `upstream: ${detail}`,
+      rule: rule ?? null,
+    },
+  };
+}

@@ -1,0 +1,128 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { requestFacts } from "./admission.ts";
+import type { AuditLog } from "./audit.ts";
+import type { Identity } from "./identity.ts";
+import { denied, sendRefusal } from "./refusals.ts";
+import { DoorError } from "./run-doors.ts";
+
+/**
+ * What the gateway answers the host alone, on its loopback port: /healthz
+ * (is it up, which deployment), and /doors/<run id> (POST opens a run's own
+ * door and answers its folder; DELETE closes it). A box reaches this port too,
+ * through its door, and these answers name host paths or change what boxes
+ * reach: anyone not on loopback is refused, and the attempt audited.
+ */
+export interface DoorControl {
+  open(runId: string): Promise<string>;
+  close(runId: string): Promise<void>;
+}
+
+export interface HostRouteDeps {
+  audit: AuditLog;
+  configRoot: string;
+  /** Undefined for a gateway with no door: it serves no box. */
+  doors?: DoorControl | undefined;
+}
+
+const DOORS = /^\/doors\/([^/?]*)$/;
+
+/** True when the request was one of the host's routes (and has been answered). */
+export function answerHostRoute(
+  deps: HostRouteDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  identify: () => Identity | undefined,
+): boolean {
+  const url = req.url ?? "";
+  const doors = DOORS.exec(url);
+  if (url !== "/healthz" && !doors) return false;
+  if (!isLoopback(req.socket.remoteAddress)) {
+    const identity = identify();
+    const path = doors ? "/doors" : "/healthz";
+    deps.audit
+      .line(
+        requestFacts({
+          target: {
+            protocol: "http",
+            host: req.socket.localAddress ?? "gateway",
+            port: req.socket.localPort ?? 0,
+          },
+          method: req.method ?? "GET",
+          rawPath: path,
+          headers: {},
+          identity,
+          bodySize: 0,
+        }),
+      )
+      .write({
+        verdict: "deny",
+        rule: "closed",
+        status: 403,
+        note: doors ? "gateway door control" : "gateway health check",
+      });
+    sendRefusal(
+      res,
+      denied(
+        "closed",
+        doors
+          ? "the gateway's doors are opened by the host only (on loopback)"
+          : "the gateway's health check answers the host only (on loopback)",
+      ),
+    );
+    return true;
+  }
+  if (!doors) {
+    sendJson(res, 200, { ok: true, config_root: deps.configRoot });
+    return true;
+  }
+  void doorRoute(deps.doors, req.method ?? "GET", safeDecode(doors[1] ?? "")).then(
+    ({ status, body }) => sendJson(res, status, body),
+  );
+  // a request body, if any, is not ours to read
+  req.resume();
+  return true;
+}
+
+async function doorRoute(
+  doors: DoorControl | undefined,
+  method: string,
+  runId: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  if (!doors) return { status: 409, body: { error: "this gateway has no door: it serves no box" } };
+  try {
+    if (method === "POST") return { status: 200, body: { door: await doors.open(runId) } };
+    if (method === "DELETE") {
+      await doors.close(runId);
+      return { status: 200, body: { closed: runId } };
+    }
+    return { status: 405, body: { error: `${method} /doors/<run>: use POST or DELETE` } };
+  } catch (error) {
+    const status = error instanceof DoorError ? error.status : 500;
+    return { status, body: { error: error instanceof Error ? error.message : String(error) } };
+  }
+}
+
+/** A run id as sent; malformed escapes stay as written (and then fail the run id check). */
+function safeDecode(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: Record<string, unknown>): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+/** A peer on this machine's loopback (IPv4, IPv6, or IPv4 mapped into IPv6). */
+function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const plain = address.startsWith("::ffff:") ? address.slice(7) : address;
+  return plain === "::1" || /^127\./.test(plain);
+}
