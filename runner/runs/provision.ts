@@ -48,10 +48,11 @@ export interface Provisioned {
    * After a run's box is gone: what became of its gated repos' clones (pushed,
    * unchanged, or unpushed work kept on a quarantine ref); undefined without any.
    */
-  /** The box spec for one of this worker's runs: the caller gives the run, its $HOME, token and command. */
-  boxSpec(
-    run: Omit<WorkerBoxInput, "worker" | "image" | "door" | "keyEnv" | "toolsVolume">,
-  ): BoxSpec;
+  /**
+   * The box spec for one of this worker's runs: the caller gives the run, its
+   * $HOME, token, command and its own door (the gateway's `openDoor`).
+   */
+  boxSpec(run: Omit<WorkerBoxInput, "worker" | "image" | "keyEnv" | "toolsVolume">): BoxSpec;
   settleRepos(run: {
     id: string;
     dir: string;
@@ -196,7 +197,6 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
           ...run,
           worker,
           image: tag,
-          door: gateway.door,
           keyEnv,
           toolsVolume,
         }),

@@ -147,6 +147,7 @@ export class Run {
           finished(starting.record, "error", undefined, errorMessage(error)),
         ).catch(() => undefined);
       if (starting.token) await revokeToken(request.paths.identity, starting.token);
+      if (starting.door) await box.gateway.closeDoor(starting.id).catch(() => undefined);
       await box.release();
       throw error;
     }
@@ -182,6 +183,10 @@ export class Run {
       runId: id,
     });
     starting.token = token;
+    // a door of its own: the gateway knows which box a connection comes from before it
+    // reads a byte, and bounds what one box can hold there (asked once the token is live)
+    const door = await box.gateway.openDoor(id);
+    starting.door = true;
     if (engine)
       starting.logs.push(
         createWriteStream(join(dir, "events.jsonl"), { flags: "a" }),
@@ -202,6 +207,7 @@ export class Run {
       runId: id,
       home,
       token,
+      door,
       cmd: prompt && engine ? engine.command(prompt) : commandOf(request.drive),
       env: {
         // one-shot and task runs only, as the box contract has it; never sessions
@@ -351,6 +357,8 @@ export class Run {
       return record;
     } finally {
       await revokeToken(this.request.paths.identity, this.token);
+      // the box is gone: its door goes too (a gateway that went away took it already)
+      await this.box.gateway.closeDoor(this.id).catch(() => undefined);
       await this.box.release();
     }
   }
@@ -373,6 +381,8 @@ interface Starting {
   dir: string;
   record: RunRecord;
   token: string | undefined;
+  /** Its own door is open at the gateway (closed again if the start fails). */
+  door: boolean;
   logs: WriteStream[];
 }
 
@@ -389,6 +399,7 @@ function firstRecord(request: RunRequest, worker: WorkerView): Starting {
     id,
     dir: runDir(paths.state, worker.name, id),
     token: undefined,
+    door: false,
     logs: [],
     record: {
       id,
