@@ -71,6 +71,15 @@ export function requestFacts(arrival: Arrival): RequestFacts {
   };
 }
 
+/** The facts of a parsed HTTP request: a plain one, one inside a tunnel, an upgrade. */
+export function requestFactsOf(
+  req: { method?: string | undefined; headers: IncomingHttpHeaders },
+  where: { target: Target; identity: Identity | undefined; rawPath: string },
+  bodySize: number,
+): RequestFacts {
+  return requestFacts({ ...where, method: req.method ?? "GET", headers: req.headers, bodySize });
+}
+
 /** How a request arrived: a CONNECT (judged for a raw tunnel), a request, or a WebSocket upgrade. */
 export type Entry = "connect" | "request" | "upgrade";
 

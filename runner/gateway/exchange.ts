@@ -5,7 +5,7 @@ import {
   admit,
   type RequestAdmission,
   refusalOutcome,
-  requestFacts,
+  requestFactsOf,
   upstreamFailure,
 } from "./admission.ts";
 import type { DecisionLine } from "./audit.ts";
@@ -58,14 +58,7 @@ export async function handleRequest(
   rawPath: string,
 ): Promise<void> {
   const declared = declaredLength(req);
-  const facts = requestFacts({
-    target,
-    method: req.method ?? "GET",
-    rawPath,
-    headers: req.headers,
-    identity,
-    bodySize: declared ?? 0,
-  });
+  const facts = requestFactsOf(req, { target, identity, rawPath }, declared ?? 0);
   if (declared !== undefined && declared > deps.maxBodyBytes) {
     return refuseBody(deps, req, facts, tooLargeRefusal(deps.maxBodyBytes), "body too large");
   }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { admit, refusalOutcome, requestFacts, upstreamFailure } from "./admission.ts";
+import { admit, refusalOutcome, requestFactsOf, upstreamFailure } from "./admission.ts";
 import { type ExchangeDeps, forwardHeaders } from "./exchange.ts";
 import type { Identity } from "./identity.ts";
 import { denied, writeRawRefusal } from "./refusals.ts";
@@ -23,14 +23,7 @@ export async function handleUpgrade(
   rawPath: string,
 ): Promise<void> {
   socket.on("error", () => socket.destroy());
-  const facts = requestFacts({
-    target,
-    method: req.method ?? "GET",
-    rawPath,
-    headers: req.headers,
-    identity,
-    bodySize: 0,
-  });
+  const facts = requestFactsOf(req, { target, identity, rawPath }, 0);
   const line = deps.audit.line(facts);
   const ruling = admit(deps, facts, "upgrade", Buffer.alloc(0));
   // the action host is answered by plain requests only: an upgrade to it is refused

@@ -1,7 +1,7 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import type { ExecEnvelope } from "./exec-envelope.ts";
-import { Run } from "./run.ts";
+import { failedRunId, Run } from "./run.ts";
 
 /**
  * `roster box exec <worker> -- <command>`: one command in a fresh box of the
@@ -62,7 +62,6 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
     duration_ms: Date.now() - started,
     ...fields,
   });
-  let run_id: string | undefined;
   let run: Run;
   try {
     run = await Run.start({
@@ -76,15 +75,13 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
       reportOom: true,
       onStdout: (chunk) => stdout.push(chunk),
       onStderr: (chunk) => stderr.push(chunk),
-      onRecord: (record) => {
-        run_id = record.id;
-      },
       note: options.note,
       ...(options.env ? { env: options.env } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (error) {
     // refused before any record (config, image, gateway): the caller reports it as it is
+    const run_id = failedRunId(error);
     if (!run_id) throw error;
     return envelope({ status: "error", run_id, error: errorMessage(error) });
   }
@@ -99,7 +96,7 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
   } catch (error) {
     return envelope({ status: "error", run_id: run.id, error: errorMessage(error) });
   }
-  run_id = run.id;
+  const run_id = run.id;
   if (outcome.endedBy === "ceiling")
     return envelope({ status: "timeout", signal: "SIGKILL", reason: "timeout", run_id });
   if (outcome.endedBy === "error")

@@ -1,4 +1,3 @@
-import { BOX_HOME, RUN_PI } from "../box/layout.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import { describeBudgetStop } from "./budget-stop.ts";
@@ -69,18 +68,9 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
     ceiling_min: options.ceiling_min,
     drive: {
       engine: {
+        mode: "json",
         task: options.prompt,
         ...(options.taskId ? { taskId: options.taskId } : {}),
-        command: (prompt) => [
-          RUN_PI,
-          "--mode",
-          "json",
-          "--session-dir",
-          `${BOX_HOME}/session`,
-          "--append-system-prompt",
-          prompt.system,
-          prompt.input,
-        ],
       },
     },
     stall: "box",

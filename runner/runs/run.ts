@@ -1,7 +1,7 @@
 import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { boxContainerName } from "../box/layout.ts";
+import { BOX_HOME, boxContainerName, RUN_PI } from "../box/layout.ts";
 import {
   type EndedBy as BoxEndedBy,
   type BoxHandle,
@@ -43,13 +43,30 @@ import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
  */
 export type RunKind = RunRecord["kind"];
 
-/** What the engine is given: the compiled prompt is the owner's; the command that carries it is the caller's. */
+/**
+ * How pi is driven: `json`, one task whose events stream out (a one-shot run
+ * or a task); `rpc`, turn by turn over stdin (a session). The prompt is the
+ * owner's to compile and hand over.
+ */
 export interface EngineDrive {
+  mode: "json" | "rpc";
   /** The task's words; a session's come turn by turn instead (""). */
   task: string;
   taskId?: string;
   session?: { channel: string; provider: string; replyBy: string; trusted: boolean };
-  command(prompt: CompiledPrompt): string[];
+}
+
+/** pi's command line: the system prompt appended, and in json mode the task as its input. */
+function piCommand(mode: EngineDrive["mode"], prompt: CompiledPrompt): string[] {
+  const base = [RUN_PI, "--mode", mode, "--session-dir", `${BOX_HOME}/session`];
+  const system = ["--append-system-prompt", prompt.system];
+  return mode === "json" ? [...base, ...system, prompt.input] : [...base, ...system];
+}
+
+/** The run a start failed in, once its record existed (undefined: refused before any record). */
+const failedRuns = new WeakMap<object, string>();
+export function failedRunId(error: unknown): string | undefined {
+  return typeof error === "object" && error ? failedRuns.get(error) : undefined;
 }
 
 export interface RunRequest {
@@ -149,6 +166,7 @@ export class Run {
       if (starting.token) await revokeToken(request.paths.identity, starting.token);
       if (starting.door) await box.gateway.closeDoor(starting.id).catch(() => undefined);
       await box.release();
+      if (typeof error === "object" && error) failedRuns.set(error, starting.id);
       throw error;
     }
   }
@@ -208,7 +226,7 @@ export class Run {
       home,
       token,
       door,
-      cmd: prompt && engine ? engine.command(prompt) : commandOf(request.drive),
+      cmd: prompt && engine ? piCommand(engine.mode, prompt) : commandOf(request.drive),
       env: {
         // one-shot and task runs only, as the box contract has it; never sessions
         ...(request.kind === "box" || request.kind === "task"

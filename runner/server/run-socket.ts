@@ -82,21 +82,28 @@ function route<T extends TSchema>(
   };
 }
 
+/** What every box handed over shares: the server's roots and env, the client's abort, its notes. */
+function forJob(job: Job, worker: string) {
+  return {
+    paths: job.paths,
+    worker,
+    signal: job.signal,
+    env: job.env,
+    note: (text: string) => job.send({ note: text }),
+  };
+}
+
 const routes = new Map<string, Route>([
   [
     "/runs",
     route("run", RunRequest, async (run, job) => {
       const { runOneShot } = await import("../runs/oneshot.ts");
       const result = await runOneShot({
-        paths: job.paths,
-        worker: run.worker,
+        ...forJob(job, run.worker),
         prompt: run.prompt,
         ceiling_min: run.ceiling_min,
         json: run.json,
-        signal: job.signal,
-        env: job.env,
         write: (text) => job.send({ out: text }),
-        note: (text) => job.send({ note: text }),
       });
       const record = result.record;
       job.send({
@@ -118,13 +125,9 @@ const routes = new Map<string, Route>([
       const { runExec } = await import("../runs/exec.ts");
       const { execExitCode } = await import("../runs/exec-envelope.ts");
       const envelope = await runExec({
-        paths: job.paths,
-        worker: exec.worker,
+        ...forJob(job, exec.worker),
         command: exec.command,
         timeoutSecs: exec.timeout_secs,
-        signal: job.signal,
-        env: job.env,
-        note: (text) => job.send({ note: text }),
       });
       job.send({ exit: execExitCode(envelope), envelope });
     }),

@@ -1,11 +1,11 @@
-import { BOX_HOME, RUN_PI } from "../box/layout.ts";
+import { BOX_HOME } from "../box/layout.ts";
 import type { BoxOutcome } from "../box/lifecycle.ts";
 import { isTrusted } from "../channels/designations.ts";
 import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { describeBudgetStop } from "../runs/budget-stop.ts";
-import { Run } from "../runs/run.ts";
+import { failedRunId, Run } from "../runs/run.ts";
 import type { EndedBy } from "../runs/run-record.ts";
 import { PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
 
@@ -123,7 +123,6 @@ export class Session {
 
   static async open(spec: SessionSpec): Promise<Session> {
     let session: Session | undefined;
-    let runId: string | undefined;
     const feed: Buffer[] = [];
     let run: Run;
     try {
@@ -133,6 +132,7 @@ export class Session {
         kind: "session",
         drive: {
           engine: {
+            mode: "rpc",
             task: "",
             session: {
               channel: spec.channel,
@@ -140,15 +140,6 @@ export class Session {
               replyBy: spec.replyBy,
               trusted: isTrusted(spec.paths, spec.channel),
             },
-            command: (prompt) => [
-              RUN_PI,
-              "--mode",
-              "rpc",
-              "--session-dir",
-              `${BOX_HOME}/session`,
-              "--append-system-prompt",
-              prompt.system,
-            ],
           },
         },
         boxEnv: { ROSTER_CHANNEL_DIR: `${BOX_HOME}/channel` },
@@ -159,14 +150,12 @@ export class Session {
           else feed.push(chunk);
         },
         onStderr: () => session?.activity(),
-        onRecord: (record) => {
-          runId = record.id;
-        },
         note: spec.note,
         ...(spec.env ? { env: spec.env } : {}),
       });
     } catch (error) {
       // refused before any record (config, image, gateway): reported as it is
+      const runId = failedRunId(error);
       if (!runId) throw error;
       throw new SessionError(`the session could not start: ${errorMessage(error)}`, runId);
     }
