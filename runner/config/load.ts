@@ -146,11 +146,6 @@ function validate<T>(
 
 export function loadConfig(root: string, options: { vaultDir?: string } = {}): LoadedConfig {
   const errors: ConfigError[] = [];
-  // paths under the working directory read short; anything else stays absolute
-  const show = (path: string) => {
-    const near = relative(process.cwd(), path);
-    return near && !near.startsWith("..") ? near : path;
-  };
   const loaded: LoadedConfig = {
     root,
     org: {},
@@ -164,56 +159,72 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     errors,
     warnings: [],
   };
-  const connectionGrants: ScopedGrant[] = [];
-  const modelGrants: ScopedGrant[] = [];
-  let orgGrants: ScopedGrant[] = [];
-  const workerGrants: ScopedGrant[] = [];
-
   const workersDir = join(root, "workers");
-  const names = existsSync(workersDir)
-    ? readdirSync(workersDir, { withFileTypes: true })
-        .filter((entry) => entry.isDirectory())
-        .map((entry) => entry.name)
-        .sort()
-    : [];
+  const reading: Reading = {
+    loaded,
+    errors,
+    // paths under the working directory read short; anything else stays absolute
+    show: (path: string) => {
+      const near = relative(process.cwd(), path);
+      return near && !near.startsWith("..") ? near : path;
+    },
+    names: existsSync(workersDir)
+      ? readdirSync(workersDir, { withFileTypes: true })
+          .filter((entry) => entry.isDirectory())
+          .map((entry) => entry.name)
+          .sort()
+      : [],
+  };
+  // the order of the grants is the order of precedence: a worker's own denials first
+  const org = readOrg(reading, join(root, "org.toml"));
+  const workerGrants = readWorkers(reading, workersDir);
+  const connectionGrants = readConnections(reading, join(root, "connections"), options.vaultDir);
+  loaded.grants = [...workerGrants, ...connectionGrants, ...org.modelGrants, ...org.orgGrants];
+  if (options.vaultDir) warnUnstoredExposures(loaded, options.vaultDir);
+  return loaded;
+}
 
-  const orgFile = join(root, "org.toml");
-  if (existsSync(orgFile)) {
-    const raw = readToml(orgFile, show(orgFile), errors);
-    const org = raw && validate<OrgConfig>(raw, show(orgFile), OrgConfig, errors);
-    if (org) {
-      checkGrantHosts(org.value.grant, show(orgFile), org.text, errors);
-      checkUniqueNames("grant", org.value.grant, show(orgFile), org.text, errors);
-      checkUniqueNames("action", org.value.action, show(orgFile), org.text, errors);
-      checkModel(org.value.model, show(orgFile), org.text, errors);
-      checkExposes(org.value.expose, show(orgFile), org.text, errors);
-      checkCeilings(org.value, show(orgFile), org.text, errors);
-      loaded.org = org.value;
-      orgGrants = scopeOrgGrants(org.value.grant, names, show(orgFile), org.text, errors);
-      loaded.actions = scopeToWorkers(
-        org.value.action,
-        "action",
-        names,
-        show(orgFile),
-        org.text,
-        errors,
-      );
-      loaded.trust = scopeToWorkers(
-        org.value.trust,
-        "trust",
-        names,
-        show(orgFile),
-        org.text,
-        errors,
-      );
-      if (org.value.model && !errors.length)
-        modelGrants.push(modelGrant(org.value.model, "org", show(orgFile)));
-      loaded.meters.push(...(org.value.budget?.meter ?? []));
-      for (const limit of org.value.budget?.limit ?? [])
-        loaded.limits.push({ ...limit, scope: "org" });
-    }
-  }
+/** What every part of one load shares: the result so far, its errors, how paths show, the workers' names. */
+interface Reading {
+  loaded: LoadedConfig;
+  errors: ConfigError[];
+  show: (path: string) => string;
+  names: string[];
+}
 
+/** org.toml: its checks, its scoped grants, actions and trust, the model's grant, budgets. */
+function readOrg(
+  reading: Reading,
+  orgFile: string,
+): { orgGrants: ScopedGrant[]; modelGrants: ScopedGrant[] } {
+  const { loaded, errors, show, names } = reading;
+  const none = { orgGrants: [], modelGrants: [] };
+  if (!existsSync(orgFile)) return none;
+  const raw = readToml(orgFile, show(orgFile), errors);
+  const org = raw && validate<OrgConfig>(raw, show(orgFile), OrgConfig, errors);
+  if (!org) return none;
+  const where = show(orgFile);
+  checkGrantHosts(org.value.grant, where, org.text, errors);
+  checkUniqueNames("grant", org.value.grant, where, org.text, errors);
+  checkUniqueNames("action", org.value.action, where, org.text, errors);
+  checkModel(org.value.model, where, org.text, errors);
+  checkExposes(org.value.expose, where, org.text, errors);
+  checkCeilings(org.value, where, org.text, errors);
+  loaded.org = org.value;
+  const orgGrants = scopeOrgGrants(org.value.grant, names, where, org.text, errors);
+  loaded.actions = scopeToWorkers(org.value.action, "action", names, where, org.text, errors);
+  loaded.trust = scopeToWorkers(org.value.trust, "trust", names, where, org.text, errors);
+  const modelGrants =
+    org.value.model && !errors.length ? [modelGrant(org.value.model, "org", where)] : [];
+  loaded.meters.push(...(org.value.budget?.meter ?? []));
+  for (const limit of org.value.budget?.limit ?? []) loaded.limits.push({ ...limit, scope: "org" });
+  return { orgGrants, modelGrants };
+}
+
+/** Each workers/<name>/worker.toml: checked, narrowed against the org, its grants and limits. */
+function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
+  const { loaded, errors, show, names } = reading;
+  const workerGrants: ScopedGrant[] = [];
   const bindings = new BotBindings();
   for (const name of names) {
     const file = join(workersDir, name, "worker.toml");
@@ -250,8 +261,17 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     for (const limit of worker.value.budget?.limit ?? [])
       loaded.limits.push({ ...limit, scope: workerSubject(name) });
   }
+  return workerGrants;
+}
 
-  const connectionsDir = join(root, "connections");
+/** Each connections/<name>.toml: its kind, its checks, the grants it compiles to. */
+function readConnections(
+  reading: Reading,
+  connectionsDir: string,
+  vaultDir: string | undefined,
+): ScopedGrant[] {
+  const { loaded, errors, show, names } = reading;
+  const connectionGrants: ScopedGrant[] = [];
   const connectionFiles = existsSync(connectionsDir)
     ? readdirSync(connectionsDir)
         .filter((f) => f.endsWith(".toml"))
@@ -305,29 +325,28 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
       }
     }
     loaded.connections.set(name, connection.value);
-    const compiled = serviceGrants(name, connection.value, show(file), options.vaultDir);
+    const compiled = serviceGrants(name, connection.value, show(file), vaultDir);
     connectionGrants.push(...compiled.grants);
     if (compiled.warning) loaded.warnings.push(compiled.warning);
   }
+  return connectionGrants;
+}
 
-  loaded.grants = [...workerGrants, ...connectionGrants, ...modelGrants, ...orgGrants];
-  if (options.vaultDir) {
-    const vaultDir = options.vaultDir;
-    const exposures = [
-      ...(loaded.org.expose ?? []).map((expose) => ({ expose, where: "org.toml" })),
-      ...[...loaded.workers].flatMap(([name, worker]) =>
-        (worker.expose ?? []).map((expose) => ({ expose, where: `workers/${name}/worker.toml` })),
-      ),
-    ];
-    for (const { expose, where } of exposures) {
-      if (!existsSync(join(vaultDir, `${expose.credential}.json`))) {
-        loaded.warnings.push(
-          `${where}: ${expose.env} exposes credential "${expose.credential}", which is not in the vault: the box gets a placeholder nothing will replace`,
-        );
-      }
+/** An exposure whose credential is not in the vault gives the box a placeholder: said, not refused. */
+function warnUnstoredExposures(loaded: LoadedConfig, vaultDir: string): void {
+  const exposures = [
+    ...(loaded.org.expose ?? []).map((expose) => ({ expose, where: "org.toml" })),
+    ...[...loaded.workers].flatMap(([name, worker]) =>
+      (worker.expose ?? []).map((expose) => ({ expose, where: `workers/${name}/worker.toml` })),
+    ),
+  ];
+  for (const { expose, where } of exposures) {
+    if (!existsSync(join(vaultDir, `${expose.credential}.json`))) {
+      loaded.warnings.push(
+        `${where}: ${expose.env} exposes credential "${expose.credential}", which is not in the vault: the box gets a placeholder nothing will replace`,
+      );
     }
   }
-  return loaded;
 }
 
 /** One worker's effective settings: org values, narrowed (never widened) by the worker's. */
