@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DOOR_MOUNT, DOOR_SOCKET } from "../../runner/box/layout.ts";
@@ -9,17 +10,19 @@ import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
-import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
-import { Upstream } from "../support/upstream.ts";
+import { listeningPort, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**
- * A compromised box tries to take the door from every other box, as one did
- * before each box had a door of its own: it opens 20,000 connections straight
- * to its door's socket and holds them without sending a byte. With a real
- * server, real boxes and the real gateway: the box holds no more than its
- * cap, the cap is audited once for its run, another box's requests go on
- * answering quickly the whole time, and the server stays under a stated
- * memory bound.
+ * What one box can take from what all boxes share, tried from real boxes
+ * through the real gateway, as a compromised worker would:
+ * - 20,000 connections straight to its door's socket, held without a byte:
+ *   the box holds no more than its cap, the cap is audited once for its run,
+ *   another box's requests go on answering, and the server stays under a
+ *   stated memory bound;
+ * - 40 uploads of 60 MB at once (each under the body limit): the server stays
+ *   under the bound and its memory comes back;
+ * - a 100 MB upload past the limit, sized or chunked: the client reads the
+ *   413 and its hint, not a reset.
  */
 const docker = await testDocker();
 
@@ -41,17 +44,23 @@ setTimeout(() => {
 }, 8000);
 `;
 
-/** The server holds no more than this while the hog holds its door (it idles near 100 MiB). */
-const SERVER_RSS_BOUND_MIB = 400;
+/** The server holds no more than this under any of these (it idles near 100 MiB). */
+const SERVER_RSS_BOUND_MIB = 450;
 
 describe.skipIf(!docker)("one box can't take the door from the others", () => {
   let model: ModelServer;
-  let upstream: Upstream;
+  let upstream: Server;
   let deployment: RosterRoot;
 
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
-    upstream = await Upstream.start({ tls: false, handler: (_req, res) => void res.end("ok") });
+    // drops every body as it comes and answers at its end, as a real API does (holding
+    // 40 x 60 MB in the test's own process would measure the test, not the gateway)
+    upstream = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => res.end("ok"));
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
       extraOrg: `[[grant]]\nname = "allowed"\nverdict = "allow"\nmatch = { host = "allowed.test" }\n`,
     });
@@ -63,7 +72,8 @@ describe.skipIf(!docker)("one box can't take the door from the others", () => {
   });
   afterAll(async () => {
     await model?.stop();
-    await upstream?.stop();
+    upstream?.closeAllConnections();
+    await new Promise((resolve) => upstream?.close(resolve));
     await deployment?.cleanup();
   });
 
@@ -74,7 +84,10 @@ describe.skipIf(!docker)("one box can't take the door from the others", () => {
       serverLog += chunk.toString();
     });
     try {
-      await until(() => /gateway on/.test(serverLog), "the server to start");
+      await until(
+        () => /gateway on/.test(serverLog),
+        `the server to start (it said: ${serverLog})`,
+      );
       await until(
         () => existsSync(join(deployment.paths.state, "server.sock")),
         "the server to take runs",
@@ -92,7 +105,7 @@ describe.skipIf(!docker)("one box can't take the door from the others", () => {
       );
       await new Promise((resolve) => setTimeout(resolve, 10_000));
 
-      const url = `http://allowed.test:${upstream.port}/`;
+      const url = `http://allowed.test:${listeningPort(upstream)}/`;
       const timings: number[] = [];
       let peakMiB = 0;
       for (let i = 0; i < 3; i++) {
@@ -132,11 +145,86 @@ describe.skipIf(!docker)("one box can't take the door from the others", () => {
         kind: "exec",
       });
     } finally {
-      server.kill("SIGTERM");
-      await new Promise((resolve) => server.once("exit", resolve));
+      await stopServer(server);
+    }
+  });
+
+  it("40 uploads of 60 MB at once from one box: the server stays bounded and comes back", async () => {
+    const server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
+    let serverLog = "";
+    server.stderr.on("data", (chunk: Buffer) => {
+      serverLog += chunk.toString();
+    });
+    try {
+      await until(
+        () => /gateway on/.test(serverLog),
+        `the server to start (it said: ${serverLog})`,
+      );
+      await until(
+        () => existsSync(join(deployment.paths.state, "server.sock")),
+        "the server to take runs",
+        10_000,
+      );
+      const url = `http://allowed.test:${listeningPort(upstream)}/upload`;
+      let peakMiB = rssMiB(server.pid);
+      const watch = setInterval(() => {
+        peakMiB = Math.max(peakMiB, rssMiB(server.pid));
+      }, 100);
+      const burst = await deployment.roster(
+        [
+          "box",
+          "exec",
+          "--timeout",
+          "300",
+          "elf",
+          "--",
+          `head -c 60000000 /dev/zero > /tmp/60mb; for i in $(seq 40); do curl -s -o /dev/null -w '%{http_code}\\n' -H 'content-type: application/octet-stream' --data-binary @/tmp/60mb ${url} & done; wait`,
+        ],
+        { timeoutMs: 330_000 },
+      );
+      clearInterval(watch);
+      expect(burst.code, burst.stderr).toBe(0);
+      const codes = (JSON.parse(burst.stdout) as { stdout: string }).stdout.trim().split("\n");
+      expect(codes).toHaveLength(40);
+      // each is answered: passed through (200), or held back legibly (503), never a reset (000)
+      for (const code of codes) expect(["200", "503"]).toContain(code);
+      expect(codes.filter((code) => code === "200").length).toBeGreaterThan(0);
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const afterMiB = rssMiB(server.pid);
+      console.log(
+        `40 x 60 MB: ${codes.filter((code) => code === "200").length} passed, server peak ${peakMiB.toFixed(0)} MiB, after ${afterMiB.toFixed(0)} MiB`,
+      );
+      expect(peakMiB).toBeLessThan(SERVER_RSS_BOUND_MIB);
+      expect(afterMiB).toBeLessThan(250);
+    } finally {
+      await stopServer(server);
+    }
+  });
+
+  it("an upload past the body limit, sized or chunked, gets a 413 the client reads", async () => {
+    const url = `http://allowed.test:${listeningPort(upstream)}/upload`;
+    const upload = (how: string) =>
+      `head -c 100000000 /dev/zero | curl -sS -o /tmp/answer -w '%{http_code}' -H 'content-type: application/octet-stream' ${how} ${url}; echo; cat /tmp/answer`;
+    for (const how of ["--data-binary @-", "-T -"]) {
+      const sent = await deployment.roster(
+        ["box", "exec", "--local", "--timeout", "120", "elf", "--", upload(how)],
+        { timeoutMs: 150_000 },
+      );
+      const envelope = JSON.parse(sent.stdout) as { stdout: string; stderr: string };
+      const [status, ...answer] = envelope.stdout.split("\n");
+      expect(status, `${how}: ${envelope.stderr}`).toBe("413");
+      expect(answer.join("\n"), how).toContain("request bodies over 67108864 bytes are refused");
     }
   });
 });
+
+/** Stops the server and waits for it, unless it is gone already. */
+async function stopServer(server: ReturnType<RosterRoot["spawnRoster"]>): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  const exited = new Promise((resolve) => server.once("exit", resolve));
+  server.kill("SIGTERM");
+  await exited;
+}
 
 /** A process's resident memory, from /proc (Linux), in MiB. */
 function rssMiB(pid: number | undefined): number {
