@@ -78,21 +78,8 @@ describe.skipIf(!docker)("one box can't take the door from the others", () => {
   });
 
   it("a box holding 20,000 connections keeps its cap; another box's requests go on", async () => {
-    const server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
-    let serverLog = "";
-    server.stderr.on("data", (chunk: Buffer) => {
-      serverLog += chunk.toString();
-    });
+    const server = await startServer(deployment);
     try {
-      await until(
-        () => /gateway on/.test(serverLog),
-        `the server to start (it said: ${serverLog})`,
-      );
-      await until(
-        () => existsSync(join(deployment.paths.state, "server.sock")),
-        "the server to take runs",
-        10_000,
-      );
       const hog = deployment.roster(
         ["box", "exec", "--timeout", "120", "elf", "--", `node -e '${HOG}'`],
         { timeoutMs: 150_000 },
@@ -150,21 +137,8 @@ describe.skipIf(!docker)("one box can't take the door from the others", () => {
   });
 
   it("40 uploads of 60 MB at once from one box: the server stays bounded and comes back", async () => {
-    const server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
-    let serverLog = "";
-    server.stderr.on("data", (chunk: Buffer) => {
-      serverLog += chunk.toString();
-    });
+    const server = await startServer(deployment);
     try {
-      await until(
-        () => /gateway on/.test(serverLog),
-        `the server to start (it said: ${serverLog})`,
-      );
-      await until(
-        () => existsSync(join(deployment.paths.state, "server.sock")),
-        "the server to take runs",
-        10_000,
-      );
       const url = `http://allowed.test:${listeningPort(upstream)}/upload`;
       let peakMiB = rssMiB(server.pid);
       const watch = setInterval(() => {
@@ -219,6 +193,29 @@ describe.skipIf(!docker)("one box can't take the door from the others", () => {
     }
   });
 });
+
+/** `roster server start`, once its gateway is up and it takes runs; what it said if it never does. */
+async function startServer(deployment: RosterRoot): Promise<ReturnType<RosterRoot["spawnRoster"]>> {
+  const server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
+  let said = "";
+  server.stderr.on("data", (chunk: Buffer) => {
+    said += chunk.toString();
+  });
+  try {
+    await until(() => /gateway on/.test(said), "the server to start");
+    await until(
+      () => existsSync(join(deployment.paths.state, "server.sock")),
+      "the server to take runs",
+      10_000,
+    );
+  } catch (error) {
+    await stopServer(server);
+    throw new Error(
+      `${error instanceof Error ? error.message : String(error)}; the server said: ${said}`,
+    );
+  }
+  return server;
+}
 
 /** Stops the server and waits for it, unless it is gone already. */
 async function stopServer(server: ReturnType<RosterRoot["spawnRoster"]>): Promise<void> {
