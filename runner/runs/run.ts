@@ -1,7 +1,6 @@
 import { createWriteStream, type WriteStream } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { BOX_HOME, boxContainerName, RUN_PI } from "../box/layout.ts";
+import { boxContainerName } from "../box/layout.ts";
 import {
   type EndedBy as BoxEndedBy,
   type BoxHandle,
@@ -16,17 +15,14 @@ import { workerSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
-import { outcomesSince } from "../journal/journal.ts";
-import { type CompiledPrompt, compilePrompt } from "../prompt/compile.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
+import { type EngineDrive, piCommand, writePrompt } from "./engine-prompt.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import {
   type EndedBy,
   finished,
-  listRuns,
   newRunId,
   type RunRecord,
-  readRecord,
   runDir,
   writeRecord,
 } from "./run-record.ts";
@@ -42,26 +38,7 @@ import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
  * Callers say only how the engine is driven and what its output means to them.
  */
 export type RunKind = RunRecord["kind"];
-
-/**
- * How pi is driven: `json`, one task whose events stream out (a one-shot run
- * or a task); `rpc`, turn by turn over stdin (a session). The prompt is the
- * owner's to compile and hand over.
- */
-export interface EngineDrive {
-  mode: "json" | "rpc";
-  /** The task's words; a session's come turn by turn instead (""). */
-  task: string;
-  taskId?: string;
-  session?: { channel: string; provider: string; replyBy: string; trusted: boolean };
-}
-
-/** pi's command line: the system prompt appended, and in json mode the task as its input. */
-function piCommand(mode: EngineDrive["mode"], prompt: CompiledPrompt): string[] {
-  const base = [RUN_PI, "--mode", mode, "--session-dir", `${BOX_HOME}/session`];
-  const system = ["--append-system-prompt", prompt.system];
-  return mode === "json" ? [...base, ...system, prompt.input] : [...base, ...system];
-}
+export type { EngineDrive } from "./engine-prompt.ts";
 
 /** The run a start failed in, once its record existed (undefined: refused before any record). */
 const failedRuns = new WeakMap<object, string>();
@@ -442,44 +419,6 @@ function assertCeiling(minutes: number): void {
 function commandOf(drive: RunRequest["drive"]): string[] {
   if ("command" in drive) return drive.command;
   throw new Error("an engine run needs its compiled prompt");
-}
-
-/** Compiles the prompt (a failure refuses the run) and keeps what the engine was told. */
-async function writePrompt(
-  dir: string,
-  engine: EngineDrive,
-  facts: {
-    worker: WorkerView;
-    identity: string;
-    id: string;
-    ceiling_min: number;
-    paths: RosterPaths;
-  },
-): Promise<CompiledPrompt> {
-  // the run before this one (its record is the newest but this run's own): its start bounds "since your last run"
-  const previous = listRuns(facts.paths.state, facts.worker.name).find(
-    (run) => run.id !== facts.id,
-  );
-  const since = previous ? readRecord(previous.dir)?.started_at : undefined;
-  let prompt: CompiledPrompt;
-  try {
-    prompt = compilePrompt({
-      worker: facts.worker,
-      identity: facts.identity,
-      task: engine.task,
-      runId: facts.id,
-      ceiling_min: facts.ceiling_min,
-      ...(engine.taskId ? { taskId: engine.taskId } : {}),
-      ...(engine.session ? { session: engine.session } : {}),
-      outcomes: outcomesSince(facts.paths, facts.worker.name, since),
-    });
-  } catch (error) {
-    throw refuse(`the prompt can't be compiled: ${errorMessage(error)}`);
-  }
-  await mkdir(join(dir, "prompt"), { recursive: true });
-  await writeFile(join(dir, "prompt/system.md"), prompt.system);
-  if (!engine.session) await writeFile(join(dir, "prompt/input.md"), prompt.input);
-  return prompt;
 }
 
 function endStream(stream: WriteStream): Promise<void> {
