@@ -65,7 +65,7 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
           : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
             ? 408
             : 400;
-      writeRawRefusal(socket, {
+      const refusal: Refusal = {
         status,
         body: {
           error:
@@ -75,13 +75,16 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
                 ? "request timed out"
                 : "malformed HTTP request",
         },
-      });
+      };
+      // a peer that hung up was refused nothing: there is no one to answer
+      if (error.code !== "ECONNRESET") auditUnread(deps, undefined, refusal);
+      writeRawRefusal(socket, refusal);
     });
   }
 
   inner.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const context = tunnels.get(req.socket);
-    if (!context) return sendRefusal(res, denied(undefined, "no tunnel context"));
+    if (!context) return sendRefusal(res, auditUnread(deps, undefined, NO_TUNNEL));
     const identity = identify(context.tokenHeader);
     const mismatch = hostMismatch(deps, req, context.target, identity);
     if (mismatch) return sendRefusal(res, mismatch);
@@ -91,7 +94,7 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
   });
   inner.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const context = tunnels.get(req.socket);
-    if (!context) return writeRawRefusal(socket, denied(undefined, "no tunnel context"));
+    if (!context) return writeRawRefusal(socket, auditUnread(deps, undefined, NO_TUNNEL));
     const identity = identify(context.tokenHeader);
     const mismatch = hostMismatch(deps, req, context.target, identity);
     if (mismatch) return writeRawRefusal(socket, mismatch);
@@ -105,13 +108,8 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
     if (answerHostRoute(deps, req, res, () => identify(req.headers["proxy-authorization"]))) return;
     const absolute = parseAbsolute(url);
     if (!absolute) {
-      return sendRefusal(res, {
-        status: 400,
-        body: {
-          error: "not a proxy request",
-          hint: "send CONNECT host:port, or an absolute http:// URL",
-        },
-      });
+      const identity = identify(req.headers["proxy-authorization"]);
+      return sendRefusal(res, auditUnread(deps, identity, NOT_A_PROXY_REQUEST));
     }
     const identity = identify(req.headers["proxy-authorization"]);
     void handleRequest(deps, req, res, absolute.target, identity, absolute.path).catch(
@@ -120,8 +118,10 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
   });
   outer.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const absolute = parseAbsolute(req.url ?? "");
-    if (!absolute)
-      return writeRawRefusal(socket, { status: 400, body: { error: "not a proxy request" } });
+    if (!absolute) {
+      const identity = identify(req.headers["proxy-authorization"]);
+      return writeRawRefusal(socket, auditUnread(deps, identity, NOT_A_PROXY_REQUEST));
+    }
     const identity = identify(req.headers["proxy-authorization"]);
     handleUpgrade(deps, req, socket, head, absolute.target, identity, absolute.path).catch(() =>
       socket.destroy(),
@@ -132,13 +132,17 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
     socket.on("error", () => socket.destroy());
     const target = parseConnectTarget(req.url ?? "");
     if (!target) {
-      writeRawRefusal(socket, {
-        status: 400,
-        body: {
-          error: `malformed CONNECT target ${JSON.stringify(req.url ?? "")}`,
-          hint: "CONNECT host:port",
-        },
-      });
+      const identity = identify(req.headers["proxy-authorization"]);
+      writeRawRefusal(
+        socket,
+        auditUnread(deps, identity, {
+          status: 400,
+          body: {
+            error: `malformed CONNECT target ${JSON.stringify(req.url ?? "")}`,
+            hint: "CONNECT host:port",
+          },
+        }),
+      );
       return;
     }
     const tokenHeader = req.headers["proxy-authorization"];
@@ -148,6 +152,43 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
     );
   });
   return { outer, inner };
+}
+
+/** The stable rule name of a refusal made before a request could be read as one. */
+export const UNREAD_RULE = "unreadable";
+
+const NO_TUNNEL = denied(undefined, "no tunnel context");
+const NOT_A_PROXY_REQUEST: Refusal = {
+  status: 400,
+  body: {
+    error: "not a proxy request",
+    hint: "send CONNECT host:port, or an absolute http:// URL",
+  },
+};
+
+/**
+ * A refusal of something that never became a request the admission sequence
+ * could judge (malformed, not a proxy request, no tunnel behind it): audited
+ * all the same, with what is known of who sent it. Returns the refusal to send.
+ */
+function auditUnread(deps: ServerDeps, identity: Identity | undefined, refusal: Refusal): Refusal {
+  deps.audit.record(
+    requestFacts({
+      target: { protocol: "http", host: "gateway", port: 0 },
+      method: "?",
+      rawPath: "/",
+      headers: {},
+      identity,
+      bodySize: 0,
+    }),
+    {
+      verdict: "deny",
+      rule: UNREAD_RULE,
+      status: refusal.status,
+      note: String(refusal.body.error),
+    },
+  );
+  return refusal;
 }
 
 async function openTunnel(

@@ -2,6 +2,8 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../runner/config/load.ts";
+import { readDecisions } from "../../runner/gateway/audit-view.ts";
+import { UNREAD_RULE } from "../../runner/gateway/server.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { rawExchange, viaProxy } from "../support/proxy-clients.ts";
 import { Upstream } from "../support/upstream.ts";
@@ -83,6 +85,24 @@ describe("bad input gets a legible answer, never a hang or a bare reset", () => 
     expect(JSON.parse(response.body)).toMatchObject({
       error: "upstream: no answer in time",
       rule: "silent",
+    });
+  });
+
+  it("each of those refusals is in the audit log, under the token that sent it when it had one", async () => {
+    const notProxy = await rawExchange(env.gateway.port, [
+      `GET /relative HTTP/1.1\r\nHost: x\r\n${auth}\r\n`,
+    ]);
+    expect(notProxy.text).toMatch(/^HTTP\/1.1 400/);
+    const unread = readDecisions(env.paths.audit).filter((line) => line.rule === UNREAD_RULE);
+    const statuses = unread.map((line) => line.status);
+    // the four malformed CONNECT targets, the oversized headers, the garbage in a tunnel,
+    // the stalled request and the request that was no proxy request
+    expect(statuses.filter((status) => status === 400).length).toBeGreaterThanOrEqual(6);
+    expect(statuses).toContain(431);
+    expect(statuses).toContain(408);
+    expect(unread.find((line) => line.note === "not a proxy request")).toMatchObject({
+      verdict: "deny",
+      subject: "org/elf",
     });
   });
 
