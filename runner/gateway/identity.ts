@@ -36,6 +36,24 @@ export async function revokeToken(dir: string, token: string): Promise<void> {
   await rm(join(dir, `${token}.json`), { force: true });
 }
 
+/**
+ * Revokes every token of one run: what a crashed runner left live. Its box
+ * is gone; with its token revoked the gateway's sweep closes its door too.
+ */
+export async function revokeRunTokens(dir: string, runId: string): Promise<void> {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.endsWith(".json")) continue;
+    const token = name.slice(0, -".json".length);
+    if (resolveToken(dir, token)?.runId === runId) await revokeToken(dir, token);
+  }
+}
+
 /** The identity behind a token, or undefined for a malformed, unknown or revoked one. */
 export function resolveToken(dir: string, token: string | undefined): Identity | undefined {
   if (!token || !TOKEN.test(token)) return undefined;

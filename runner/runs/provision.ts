@@ -21,6 +21,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { projectToolchains, withProjects } from "../config/project-toolchain.ts";
 import { RosterError } from "../errors.ts";
 import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
+import { revokeRunTokens } from "../gateway/identity.ts";
 import { readCredential } from "../gateway/vault.ts";
 import { settleAfterCrash, settleRunRepos } from "../repos/backstop.ts";
 import { gatedRepos } from "../repos/clone.ts";
@@ -113,6 +114,7 @@ export async function reapAndRecord(
         ),
       );
     }
+    await revokeRunTokens(paths.identity, orphan.runId);
     note(`reaped an orphaned box of ${orphan.worker} (run ${orphan.runId})`);
   }
 }

@@ -2,6 +2,7 @@ import type { ContainerEngine } from "../box/docker.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { processAlive } from "../files/process-alive.ts";
+import { revokeRunTokens } from "../gateway/identity.ts";
 import { settleAfterCrash } from "../repos/backstop.ts";
 import { finished, listRuns, readRecord, writeRecord } from "../runs/run-record.ts";
 import { allTasks, updateTasks } from "../tasks/store.ts";
@@ -38,6 +39,7 @@ export async function recover(docker: ContainerEngine, paths: RosterPaths): Prom
         "its runner died mid-run; the box was killed when the server started again",
       ),
     );
+    await revokeRunTokens(paths.identity, run.id);
     crashed.push(run.id);
   }
 

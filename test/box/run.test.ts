@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SENTINEL } from "../../runner/box/box-env.ts";
 import { BOX_OPEN_FILES } from "../../runner/box/container-spec.ts";
+import { liveRuns } from "../../runner/gateway/identity.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { hostBridgeAddress, testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
@@ -182,6 +183,8 @@ describe.skipIf(!docker)("roster run", () => {
     await new Promise((resolve) => child.once("exit", resolve));
     const [orphanRun] = listRuns(deployment.paths.state, "elf");
     expect(orphanRun ? readRecord(orphanRun.dir)?.state : undefined).toBe("running");
+    // the killed runner left its token live
+    expect(liveRuns(deployment.paths.identity).has(orphanRun?.id ?? "")).toBe(true);
 
     const ls = await deployment.roster(["runs", "ls"]);
     expect(ls.stderr).toContain("reaped an orphaned box of elf");
@@ -194,6 +197,8 @@ describe.skipIf(!docker)("roster run", () => {
       state: "failed",
       ended_by: "crash",
     });
+    // and the reaper revoked it: nothing can speak for that run any more, and its door goes
+    expect(liveRuns(deployment.paths.identity).has(orphanRun?.id ?? "")).toBe(false);
   });
 
   it("stops the box on SIGTERM and records the signal", async () => {
