@@ -77,6 +77,9 @@ export async function handleRequest(
       declared === undefined ||
       declared <= STREAM_ABOVE_BYTES ||
       bodyNeeded(deps.config.get().grants, facts));
+  // a request with no body is read to its (immediate) end here, as it always was: left
+  // unread, Node dumps it when the response finishes, work and listeners on every request
+  if (!hasBody) req.resume();
   const held = needed
     ? await holdBody(deps, req, facts)
     : { body: EMPTY, release: () => undefined };
