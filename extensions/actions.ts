@@ -36,6 +36,32 @@ const rationale = (required: boolean) => {
 const text = (what: string) => Type.String({ minLength: 1, description: what });
 const channelId = Type.String({ minLength: 1, description: "the channel's id" });
 const record = Type.Record(Type.String(), Type.Unknown());
+const dependsOn = Type.Optional(
+  Type.Array(Type.String({ pattern: "^t-[0-9a-f]{8}$" }), {
+    description: "ids of tasks on your list that must be done before this one starts",
+  }),
+);
+const template = Type.Object({
+  id: Type.Optional(
+    Type.String({
+      description: "an existing template's id (r-…) to change it; omit for a new one",
+    }),
+  ),
+  prompt: text("what each run of it is told: it remembers nothing of earlier runs"),
+  cron: Type.Optional(
+    Type.String({
+      description:
+        'a 5-field cron expression in the host\'s time zone, e.g. "0 9 * * 1-5" (09:00 on weekdays)',
+    }),
+  ),
+  every: Type.Optional(Type.String({ description: 'or an interval: "30m", "6h", "1d"' })),
+  window: Type.Optional(
+    Type.String({ description: 'never start outside this host-local window, e.g. "09:00-17:00"' }),
+  ),
+  ceiling_min: Type.Optional(
+    Type.Number({ description: "minutes each run may take (default 20, at most 1440)" }),
+  ),
+});
 
 export default function (pi: ExtensionAPI) {
   pi.registerTool({
@@ -151,13 +177,19 @@ export default function (pi: ExtensionAPI) {
           description: 'when to start, RFC 3339 in UTC ending in "Z", e.g. 2030-01-31T09:00:00Z',
         }),
       ),
+      depends_on: dependsOn,
       rationale: rationale(false),
     }),
     execute: (_id, params, signal) =>
       propose(
         "file_task",
         INTENTS.file_task,
-        { prompt: params.prompt, ceiling_min: params.ceiling_min, at: params.at },
+        {
+          prompt: params.prompt,
+          ceiling_min: params.ceiling_min,
+          at: params.at,
+          depends_on: params.depends_on,
+        },
         params.rationale,
         { signal },
       ),
@@ -167,7 +199,9 @@ export default function (pi: ExtensionAPI) {
     name: "set_tasks",
     label: "Set tasks",
     description:
-      "Replace your task list (see ~/self/schedule.json): give the version you read and the whole new list. " +
+      "Replace your task list (see ~/self/schedule.json): give the version you read and the whole new list of pending tasks " +
+      "and, to change them, the whole list of your recurring templates (each fires an ordinary task on its cron or interval; " +
+      "leave one out to retire it; the host's heartbeat is not yours to list). " +
       `Claimed entries are kept as they are; a stale version is refused — read the file again. ${OUTCOMES}`,
     parameters: Type.Object({
       base_version: Type.Integer({
@@ -175,10 +209,13 @@ export default function (pi: ExtensionAPI) {
         description: "the version of ~/self/schedule.json your list is based on",
       }),
       tasks: Type.Array(record, {
-        description: "the whole task list; new entries have state pending",
+        description:
+          "the whole list of pending tasks: each {id? (to keep one), prompt, ceiling_min?, at?, depends_on?}",
       }),
       recurring: Type.Optional(
-        Type.Array(record, { description: "recurring tasks (cron or interval)" }),
+        Type.Array(template, {
+          description: "the whole list of your recurring templates; omit to leave them as they are",
+        }),
       ),
     }),
     execute: (_id, params, signal) =>

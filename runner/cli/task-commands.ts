@@ -1,99 +1,117 @@
+import { existsSync, readdirSync } from "node:fs";
 import { userInfo } from "node:os";
+import { join } from "node:path";
 import type { Command } from "commander";
 import { rosterPaths } from "../config/paths.ts";
 
-/** `roster task add | ls | show`: a worker's task list (the daemon dispatches it). */
+/**
+ * `roster task add | ls | show | rm | requeue`: a worker's task list and its
+ * recurring templates (the server dispatches them). What the operator files
+ * has owner standing.
+ */
+const operator = () => `cli:${process.env.USER ?? userInfo().username}`;
+
+export interface AddFlags {
+  ceiling?: string;
+  at?: string;
+  cron?: string;
+  every?: string;
+  window?: string;
+  after?: string[];
+  json?: boolean;
+}
+
 export function registerTaskCommands(program: Command): void {
-  const task = program.command("task").description("a worker's task list");
+  const task = program.command("task").description("a worker's task list and recurring tasks");
 
   task
     .command("add <worker> <prompt...>")
-    .description("put a task on a worker's list")
-    .option("--ceiling <minutes>", "wall-clock ceiling of its run in minutes (at most 1440)", "30")
+    .description("put a task on a worker's list, or with --cron/--every a recurring template")
+    .option(
+      "--ceiling <minutes>",
+      "wall-clock ceiling of its run in minutes (at most 1440; default 30, 20 for a template)",
+    )
     .option("--at <time>", "not before this time (RFC 3339 in UTC, ending in Z)")
-    .option("--json", "the task as JSON")
-    .action(
-      async (
-        worker: string,
-        prompt: string[],
-        flags: { ceiling: string; at?: string; json?: boolean },
-      ) => {
-        const paths = rosterPaths();
-        const { loadConfig } = await import("../config/load.ts");
-        const { RosterError } = await import("../errors.ts");
-        const { newTaskId, updateTasks } = await import("../tasks/store.ts");
-        const { ceilingProblem } = await import("../config/ceiling.ts");
-        if (!loadConfig(paths.config).workers.has(worker))
-          throw new RosterError(`no worker named "${worker}"`, { exitCode: 2 });
-        const ceiling_min = Number(flags.ceiling);
-        const problem = ceilingProblem(ceiling_min);
-        if (problem) throw new RosterError(problem, { exitCode: 2 });
-        if (flags.at && !(/Z$/.test(flags.at) && Number.isFinite(Date.parse(flags.at))))
-          throw new RosterError(
-            `--at ${flags.at}: an RFC 3339 time in UTC, e.g. 2026-12-01T09:00:00Z`,
-            {
-              exitCode: 2,
-            },
-          );
-        const entry = {
-          id: newTaskId(),
-          prompt: prompt.join(" "),
-          ceiling_min,
-          ...(flags.at ? { at: flags.at } : {}),
-          state: "pending" as const,
-          filed_at: new Date().toISOString(),
-          filed_by: `cli:${process.env.USER ?? userInfo().username}`,
-        };
-        const list = await updateTasks(paths, worker, (current) => [...current.tasks, entry]);
-        process.stdout.write(
-          flags.json
-            ? `${JSON.stringify(entry)}\n`
-            : `${entry.id} pending for ${worker} (list version ${list.version})\n`,
-        );
-      },
-    );
+    .option("--cron <expression>", 'recurring: a 5-field cron expression, e.g. "0 9 * * 1-5"')
+    .option("--every <interval>", 'recurring: an interval, "30m", "6h" or "1d"')
+    .option("--window <HH:MM-HH:MM>", "recurring: never start outside this host-local window")
+    .option("--after <id...>", "start only when these tasks are done")
+    .option("--json", "the task or template as JSON")
+    .action(async (worker: string, prompt: string[], flags: AddFlags) => {
+      const { addFromCli } = await import("./task-add.ts");
+      process.stdout.write(
+        await addFromCli(rosterPaths(), worker, prompt.join(" "), flags, operator()),
+      );
+    });
 
   task
     .command("ls [worker]")
-    .description("tasks, newest first")
-    .option("--json", "one JSON task per line")
+    .description("tasks, newest first, then recurring templates and their next fires")
+    .option("--json", "one JSON task (or template, with kind) per line")
     .action(async (worker: string | undefined, flags: { json?: boolean }) => {
-      const { allTasks } = await import("../tasks/store.ts");
-      const tasks = allTasks(rosterPaths(), worker);
+      const { allTasks, readTasks } = await import("../tasks/store.ts");
+      const { taskLine, templateLine } = await import("../tasks/list-view.ts");
+      const paths = rosterPaths();
+      const tasks = allTasks(paths, worker);
+      const workers = [...new Set([...(worker ? [worker] : []), ...listedWorkers(paths)])];
+      const templates = workers.flatMap((name) =>
+        (readTasks(paths, name).recurring ?? []).map((one) => ({ ...one, worker: name })),
+      );
       if (flags.json) {
         for (const one of tasks) process.stdout.write(`${JSON.stringify(one)}\n`);
+        for (const one of templates)
+          process.stdout.write(`${JSON.stringify({ kind: "template", ...one })}\n`);
         return;
       }
       if (!tasks.length) process.stdout.write("no tasks\n");
-      for (const one of tasks) {
-        const prompt = one.prompt.replace(/\s+/g, " ");
-        process.stdout.write(
-          `${one.id}  ${one.state.padEnd(12)} ${one.worker.padEnd(12)} ${one.filed_at.slice(0, 16).replace("T", " ")}  ${prompt.length > 70 ? `${prompt.slice(0, 69)}…` : prompt}\n`,
-        );
+      for (const one of tasks) process.stdout.write(`${taskLine(one)}\n`);
+      if (templates.length) {
+        process.stdout.write("\nrecurring:\n");
+        for (const one of templates) process.stdout.write(`${templateLine(one)}\n`);
       }
     });
 
   task
     .command("show <id>")
-    .description("one task in full (any unique id prefix)")
-    .option("--json", "the task as JSON")
+    .description("one task (t-…) or template (r-…) in full, by any unique id prefix")
+    .option("--json", "as JSON")
     .action(async (id: string, flags: { json?: boolean }) => {
       const { findTask } = await import("../tasks/store.ts");
-      const one = findTask(rosterPaths(), id);
-      if (flags.json) {
-        process.stdout.write(`${JSON.stringify(one, null, 2)}\n`);
-        return;
-      }
-      process.stdout.write(
-        [
-          `task      ${one.id} (${one.state})`,
-          `worker    ${one.worker}`,
-          `filed     ${one.filed_at} by ${one.filed_by}`,
-          `ceiling   ${one.ceiling_min} min${one.at ? `, not before ${one.at}` : ""}`,
-          "",
-          one.prompt,
-          "",
-        ].join("\n"),
-      );
+      const { findTemplate } = await import("../tasks/operator-edits.ts");
+      const { taskDetail, templateDetail } = await import("../tasks/list-view.ts");
+      const paths = rosterPaths();
+      const template = id.startsWith("r-");
+      const one = template ? findTemplate(paths, id) : findTask(paths, id);
+      if (flags.json) process.stdout.write(`${JSON.stringify(one, null, 2)}\n`);
+      else if (template) process.stdout.write(templateDetail(findTemplate(paths, id)));
+      else process.stdout.write(taskDetail(findTask(paths, id)));
     });
+
+  task
+    .command("rm <id>")
+    .description("retire a recurring template (r-…), or cancel a task (t-…) that has not started")
+    .action(async (id: string) => {
+      const { findTask } = await import("../tasks/store.ts");
+      const { cancelTask, retireTemplate } = await import("../tasks/operator-edits.ts");
+      const paths = rosterPaths();
+      const said = id.startsWith("r-")
+        ? await retireTemplate(paths, id)
+        : await cancelTask(paths, findTask(paths, id), operator());
+      process.stdout.write(`${said}\n`);
+    });
+
+  task
+    .command("requeue <id>")
+    .description("put a finished, failed, blocked or cancelled task back on the list as pending")
+    .action(async (id: string) => {
+      const { findTask } = await import("../tasks/store.ts");
+      const { requeueTask } = await import("../tasks/operator-edits.ts");
+      const paths = rosterPaths();
+      process.stdout.write(`${await requeueTask(paths, findTask(paths, id), operator())}\n`);
+    });
+}
+
+function listedWorkers(paths: ReturnType<typeof rosterPaths>): string[] {
+  const root = join(paths.data, "workers");
+  return existsSync(root) ? readdirSync(root).sort() : [];
 }

@@ -35,6 +35,11 @@ export type GatewaySection = Static<typeof GatewaySection>;
 
 export const BudgetSection = Type.Object(
   {
+    /**
+     * The share of any limit at which proactive tasks (the worker's own) wait
+     * and owner tasks still run; 0.8 when unset.
+     */
+    soft_stop: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1 })),
     currencies: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     meter: Type.Optional(Type.Array(BudgetMeter)),
     limit: Type.Optional(Type.Array(BudgetLimit)),
@@ -157,15 +162,16 @@ export const Expose = Type.Object(
 export type Expose = Static<typeof Expose>;
 
 /**
- * A heartbeat: the server files this task for each listed worker every
- * `every` (e.g. "30m", "2h", "1d"), unless one is still open. Off unless
- * org.toml lists the worker; a worker.toml may only switch its own off.
+ * A heartbeat: the server files this task for each listed worker ("*": every
+ * worker) every `every` (e.g. "30m", "2h", "1d"), unless one is still open.
+ * A worker.toml's own `heartbeat` ("30m" or "off") wins over it.
  */
 export const HeartbeatRule = Type.Object(
   {
-    workers: Type.Array(Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", description: NAME }), {
-      minItems: 1,
-    }),
+    workers: Type.Array(
+      Type.String({ pattern: "^(\\*|[a-z0-9][a-z0-9_-]*)$", description: `${NAME}, or "*"` }),
+      { minItems: 1 },
+    ),
     every: Type.String({
       pattern: "^[1-9][0-9]*(m|h|d)$",
       description: 'an interval like "30m", "6h" or "1d"',
@@ -176,6 +182,16 @@ export const HeartbeatRule = Type.Object(
   { additionalProperties: false },
 );
 export type HeartbeatRule = Static<typeof HeartbeatRule>;
+
+/** Recurring tasks: the zone their cron expressions and windows are read in (host-local by default). */
+export const ScheduleSection = Type.Object(
+  {
+    timezone: Type.Optional(
+      Type.String({ minLength: 1, description: 'an IANA zone, e.g. "Europe/Berlin"' }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /**
  * Approvals from chat: who may press approve/deny on a gate offered in a
@@ -226,6 +242,7 @@ export const OrgConfig = Type.Object(
     expose: Type.Optional(Type.Array(Expose)),
     budget: Type.Optional(BudgetSection),
     heartbeat: Type.Optional(Type.Array(HeartbeatRule)),
+    schedule: Type.Optional(ScheduleSection),
     chat: Type.Optional(ChatSection),
     toolchain: Type.Optional(ToolchainSection),
     console: Type.Optional(ConsoleSection),
@@ -256,8 +273,13 @@ export const WorkerConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    /** Only "off": a worker may switch off the heartbeat org.toml gives it, never start one. */
-    heartbeat: Type.Optional(Type.Literal("off")),
+    /** How often the heartbeat fires ("30m", "6h", "1d"), or "off"; see config/heartbeat.ts. */
+    heartbeat: Type.Optional(
+      Type.String({
+        pattern: "^(off|[1-9][0-9]{0,5}(m|h|d))$",
+        description: 'an interval like "30m", "6h" or "1d", or "off"',
+      }),
+    ),
     toolchain: Type.Optional(ToolchainSection),
     budget: Type.Optional(
       Type.Object(

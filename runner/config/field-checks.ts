@@ -3,6 +3,7 @@ import type { ConfigError } from "./config-error.ts";
 import type { ModelSection } from "./config-schema.ts";
 import { hostPatternProblem } from "./host-pattern.ts";
 import { locateLine } from "./locate.ts";
+import { zoneProblem } from "./time-zone.ts";
 
 /** Checks of single fields the schema can't express, each reported as file:line: field: message. */
 export function checkGrantHosts(
@@ -94,6 +95,24 @@ export function checkUniqueNames(
       message: `"${item.name}" is already the name of [[${table}]] ${earlier} (line ${locateLine(text, `/${table}/${earlier}/name`)}) for the same workers; each needs a name of its own`,
     });
   });
+}
+
+/** org.toml's `[schedule] timezone`: a zone this host's Intl knows. */
+export function checkZone(
+  value: { schedule?: { timezone?: string } },
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  const zone = value.schedule?.timezone;
+  const problem = zone === undefined ? undefined : zoneProblem(zone);
+  if (problem)
+    errors.push({
+      file: display,
+      line: locateLine(text, "/schedule/timezone"),
+      field: "schedule.timezone",
+      message: problem,
+    });
 }
 
 /** Every ceiling a file sets ([box] session and turn ceilings, a heartbeat's) against the one bound. */

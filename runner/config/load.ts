@@ -28,6 +28,7 @@ import {
   checkGrantHosts,
   checkModel,
   checkUniqueNames,
+  checkZone,
 } from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
@@ -210,6 +211,7 @@ function readOrg(
   checkModel(org.value.model, where, org.text, errors);
   checkExposes(org.value.expose, where, org.text, errors);
   checkCeilings(org.value, where, org.text, errors);
+  checkZone(org.value, where, org.text, errors);
   loaded.org = org.value;
   const orgGrants = scopeOrgGrants(org.value.grant, names, where, org.text, errors);
   loaded.actions = scopeToWorkers(org.value.action, "action", names, where, org.text, errors);
@@ -361,7 +363,7 @@ export interface WorkerView {
   sentinels: string[];
   /** Names of the connections granted to this worker, for the system prompt. */
   connections: Array<{ name: string; kind: string; detail: string }>;
-  /** The heartbeat org.toml gives this worker (undefined: none, or switched off). */
+  /** The worker's heartbeat (undefined: none, or switched off). */
   heartbeat: Heartbeat | undefined;
   /** Packages baked into its derived box image (org.toml's per ecosystem unless it has its own). */
   toolchain: Toolchain;
@@ -381,7 +383,7 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
     mounts: [],
     sentinels: [],
     connections: [],
-    heartbeat: worker.heartbeat === "off" ? undefined : heartbeatFor(config.org.heartbeat, name),
+    heartbeat: heartbeatFor(config.org.heartbeat, name, worker.heartbeat),
     toolchain: workerToolchain(config.org.toolchain, worker.toolchain),
   };
   for (const expose of [...(config.org.expose ?? []), ...(worker.expose ?? [])]) {

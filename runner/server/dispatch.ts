@@ -1,16 +1,19 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { budgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
 import { runOneShot } from "../runs/oneshot.ts";
 import { runDir } from "../runs/run-record.ts";
 import { type Task, updateTasks } from "../tasks/store.ts";
-import { fileDueHeartbeats } from "./heartbeats.ts";
+import { readyTasks } from "./ready-tasks.ts";
+import { fireDueTemplates } from "./recurring.ts";
 
 /**
- * Task dispatch: every due task (pending, and its `at` passed) of every
- * worker runs in its own box, at most `cap` boxes at a time, each bounded by
+ * Task dispatch: each tick fires the recurring templates whose time has come
+ * (recurring.ts), then every task that may start (ready-tasks.ts: its time,
+ * window, dependencies and standing) of every worker runs in its own box, at most `cap` boxes at a time, each bounded by
  * its task's ceiling. A task is claimed (with the run's id) before its box
  * starts and settled from the run's own outcome report: task_complete →
  * done, task_fail → failed; a run that ended without saying is left for a
@@ -23,6 +26,8 @@ export interface DispatchOptions {
   env?: NodeJS.ProcessEnv;
   /** Boxes running besides tasks (sessions, runs handed over by `roster run`): they count toward the cap. */
   otherBoxes?: () => number;
+  /** The dispatcher's clock: what a tick without a time takes as now (tests move it). */
+  clock?: () => Date;
 }
 
 const HOLD_AFTER_REFUSAL_MS = 60_000;
@@ -69,12 +74,13 @@ export class Dispatcher {
   }
 
   /** Starts what is due, up to the cap; returns how many it started. */
-  async tick(now = new Date()): Promise<number> {
+  async tick(now = this.options.clock?.() ?? new Date()): Promise<number> {
     if (this.stopped) return 0;
-    for (const worker of await fileDueHeartbeats(this.options.paths, now))
-      this.options.note(`heartbeat filed for ${worker}`);
+    const { paths } = this.options;
+    const config = loadConfig(paths.config, { vaultDir: paths.vault });
+    for (const line of await fireDueTemplates(paths, config, now)) this.options.note(line);
     let started = 0;
-    for (const { worker, task } of dueTasks(this.options.paths, now)) {
+    for (const { worker, task } of await readyTasks(paths, config, now)) {
       const busy = this.running.size + (this.options.otherBoxes?.() ?? 0);
       if (busy >= this.options.cap || this.stopped) break;
       const key = `${worker}/${task.id}`;
@@ -177,27 +183,4 @@ export class Dispatcher {
       ),
     );
   }
-}
-
-/** Pending tasks whose time has come, oldest filed first, across every worker. */
-export function dueTasks(paths: RosterPaths, now: Date): Array<{ worker: string; task: Task }> {
-  const root = join(paths.data, "workers");
-  if (!existsSync(root)) return [];
-  const due: Array<{ worker: string; task: Task }> = [];
-  for (const worker of readdirSync(root).sort()) {
-    const file = join(root, worker, "tasks", "tasks.json");
-    if (!existsSync(file)) continue;
-    let tasks: Task[];
-    try {
-      tasks = (JSON.parse(readFileSync(file, "utf8")) as { tasks: Task[] }).tasks;
-    } catch {
-      continue;
-    }
-    for (const task of tasks) {
-      if (task.state !== "pending") continue;
-      if (task.at && Date.parse(task.at) > now.getTime()) continue;
-      due.push({ worker, task });
-    }
-  }
-  return due.sort((a, b) => a.task.filed_at.localeCompare(b.task.filed_at));
 }

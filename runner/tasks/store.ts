@@ -14,7 +14,23 @@ import { withFileLock } from "../files/file-lock.ts";
  * `base_version`) is refused, never merged. Dispatch (running due tasks) is
  * the daemon's; this file only keeps the list.
  */
-export type TaskState = "pending" | "claimed" | "done" | "failed" | "needs-review";
+export type TaskState =
+  | "pending"
+  | "claimed"
+  | "done"
+  | "failed"
+  | "needs-review"
+  /** A task it depends on failed or was cancelled: it never runs (requeue it to try again). */
+  | "blocked"
+  /** Taken off the list by the operator (`roster task rm`) before it ran. */
+  | "cancelled";
+
+/**
+ * owner: filed by the operator, or at a trusted channel's ask; it always runs.
+ * proactive: the worker's own idea (or from an untrusted context); it waits
+ * while a budget limit stands at or above `[budget] soft_stop`.
+ */
+export type Standing = "owner" | "proactive";
 
 export interface Task {
   id: string;
@@ -32,12 +48,58 @@ export interface Task {
   finished_at?: string;
   /** The run's own words on how it ended (task_complete / task_fail), or why it was requeued. */
   note?: string;
+  /** Tasks on this list that must be done before this one starts. */
+  depends_on?: string[];
+  /** Absent on tasks filed before standing existed: read as proactive unless a person filed it. */
+  standing?: Standing;
+  /** The recurring template that fired it. */
+  template_id?: string;
+  /** From its template: it starts only inside this host-local window ("09:00-17:00"). */
+  window?: string;
+}
+
+/**
+ * A recurring template: each fire files an ordinary pending task. Its cursor
+ * (`next_at`) is written in the same change that files the fire's task, so a
+ * restart neither fires twice nor skips.
+ */
+export interface Template {
+  /** "r-<hex>"; the heartbeat's is "r-heartbeat". */
+  id: string;
+  prompt: string;
+  /** Exactly one of cron (5 fields, in the org's time zone) and every ("30m"). */
+  cron?: string;
+  every?: string;
+  window?: string;
+  ceiling_min: number;
+  filed_at: string;
+  filed_by: string;
+  standing: Standing;
+  /** Host-owned (the heartbeat): the worker can neither change nor retire it. */
+  system?: boolean;
+  /** The next fire, RFC 3339 UTC. */
+  next_at: string;
+  last_fired_at?: string;
+  /** The task its last fire filed (a fire while that one is still open files nothing). */
+  last_task_id?: string;
 }
 
 export interface TaskList {
   version: number;
   tasks: Task[];
+  recurring?: Template[];
 }
+
+/** A template's default ceiling: a recurring chore is meant to be short. */
+export const TEMPLATE_CEILING_MIN = 20;
+
+export const newTemplateId = () => `r-${randomBytes(4).toString("hex")}`;
+
+export const OPEN_STATES: ReadonlySet<TaskState> = new Set(["pending", "claimed"]);
+
+/** A task's standing as filed, or what a task from before standing existed is read as. */
+export const standingOf = (task: Pick<Task, "standing" | "filed_by">): Standing =>
+  task.standing ?? (task.filed_by.startsWith("cli:") ? "owner" : "proactive");
 
 /** A task's ceiling as filed, or the default; the bound was checked where it came in (config/ceiling.ts). */
 export const taskCeiling = (minutes: number | undefined) => minutes ?? DEFAULT_CEILING_MIN;
@@ -64,11 +126,29 @@ export async function updateTasks(
   worker: string,
   change: (current: TaskList) => Task[],
 ): Promise<TaskList> {
+  return updateList(paths, worker, (current) => ({
+    tasks: change(current),
+    recurring: current.recurring ?? [],
+  }));
+}
+
+/**
+ * The same for tasks and templates together; `change` may return undefined
+ * for "nothing to change" (no write, the version stays).
+ */
+export async function updateList(
+  paths: RosterPaths,
+  worker: string,
+  change: (current: TaskList) => Omit<TaskList, "version"> | undefined,
+): Promise<TaskList> {
   const file = listFile(paths, worker);
   mkdirSync(join(file, ".."), { recursive: true });
   return withFileLock(`${file}.lock`, `${worker}'s task list`, async () => {
     const current = readTasks(paths, worker);
-    const next: TaskList = { version: current.version + 1, tasks: change(current) };
+    const changed = change(current);
+    if (!changed) return current;
+    const next: TaskList = { version: current.version + 1, ...changed };
+    if (!next.recurring?.length) delete next.recurring;
     replaceFileSync(file, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o644 });
     return next;
   });
@@ -95,8 +175,20 @@ export function findTask(paths: RosterPaths, prefix: string): Task & { worker: s
   );
 }
 
-/** What a run sees at ~/self/schedule.json: the list's version and its open tasks. */
+/**
+ * What a run sees at ~/self/schedule.json: the list's version, its open and
+ * blocked tasks, and its recurring templates, each with its next fire.
+ */
 export function scheduleView(list: TaskList): string {
-  const open = list.tasks.filter((task) => task.state === "pending" || task.state === "claimed");
-  return `${JSON.stringify({ version: list.version, tasks: open }, null, 2)}\n`;
+  const open = list.tasks.filter((task) => OPEN_STATES.has(task.state) || task.state === "blocked");
+  const recurring = (list.recurring ?? []).map((template) => ({
+    id: template.id,
+    prompt: template.prompt,
+    ...(template.cron ? { cron: template.cron } : { every: template.every }),
+    ...(template.window ? { window: template.window } : {}),
+    ceiling_min: template.ceiling_min,
+    next_fire: template.next_at,
+    ...(template.system ? { host_owned: true } : {}),
+  }));
+  return `${JSON.stringify({ version: list.version, tasks: open, recurring }, null, 2)}\n`;
 }

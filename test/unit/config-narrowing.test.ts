@@ -459,19 +459,22 @@ describe("[model]: a worker picks the model, never where its credential goes", (
   });
 });
 
-describe("heartbeat: org.toml starts one, a worker may only switch its own off", () => {
-  it("a worker gets the org's heartbeat, or none when it says off; anything else is refused", async () => {
+describe("heartbeat: org.toml or the worker's own worker.toml starts one", () => {
+  it("a worker gets the org's heartbeat, its own cadence, or none when it says off; anything else is refused", async () => {
     const org = '[[heartbeat]]\nworkers = ["elf", "bob"]\nevery = "30m"\n';
     const { config } = await load({
       "org.toml": org,
       "workers/elf/worker.toml": elf(""),
       "workers/bob/worker.toml": 'name = "bob"\nheartbeat = "off"\n',
       "workers/eve/worker.toml": 'name = "eve"\n',
+      "workers/ann/worker.toml": 'name = "ann"\nheartbeat = "2h"\n',
     });
     expect(config.errors).toEqual([]);
-    expect(viewOf(config, "elf").heartbeat).toMatchObject({ everyMs: 30 * 60_000, ceilingMin: 10 });
+    expect(viewOf(config, "elf").heartbeat).toMatchObject({ every: "30m", ceilingMin: 10 });
     expect(viewOf(config, "bob").heartbeat).toBeUndefined();
     expect(viewOf(config, "eve").heartbeat).toBeUndefined();
+    // its own cadence, with the default prompt and ceiling (no org rule lists it)
+    expect(viewOf(config, "ann").heartbeat).toMatchObject({ every: "2h", ceilingMin: 10 });
     const { root, config: widening } = await load({
       "org.toml": org,
       "workers/elf/worker.toml": elf('heartbeat = "every 1m"\n'),

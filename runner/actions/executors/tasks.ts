@@ -2,16 +2,24 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { ceilingProblem } from "../../config/ceiling.ts";
+import { loadConfig } from "../../config/load.ts";
+import { scheduleZone } from "../../config/time-zone.ts";
 import { RosterError } from "../../errors.ts";
+import { readRecord, runDir } from "../../runs/run-record.ts";
+import { dependencyProblem } from "../../tasks/readiness.ts";
 import {
   newTaskId,
   readTasks,
+  type Standing,
   scheduleView,
   type Task,
   type TaskList,
   taskCeiling,
+  updateList,
   updateTasks,
 } from "../../tasks/store.ts";
+import { applyTemplates, templateProblem } from "../../tasks/template-edit.ts";
+import { trustedChannels } from "../trusted-channels.ts";
 import { oneLine } from "./chat-text.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
 
@@ -20,8 +28,13 @@ import type { ExecutionContext, Executor } from "./executor.ts";
  * (set_tasks): the worker's pending tasks replaced as a whole, against the
  * version it read (~/self/schedule.json) — a list that changed since is
  * refused, never merged; claimed or finished tasks are not the worker's to
- * change. After either, the proposing run's schedule.json is rewritten in
- * place (same file, so the read-only bind in the box sees it).
+ * change. set_tasks' `recurring` replaces the worker's recurring templates
+ * the same way (the host's heartbeat is kept and can't be named). A task may
+ * wait on others (`depends_on`); an unknown id or a cycle is refused. What
+ * the worker files is proactive, unless a session in a trusted channel asked
+ * for it (owner standing, as if the operator had). After either, the
+ * proposing run's schedule.json is rewritten in place (same file, so the
+ * read-only bind in the box sees it).
  */
 const At = Type.String({
   pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?Z$",
@@ -32,7 +45,22 @@ const TaskFields = {
   // bounded by config/ceiling.ts in each precheck: the same words as every other path
   ceiling_min: Type.Optional(Type.Number()),
   at: Type.Optional(At),
+  depends_on: Type.Optional(
+    Type.Array(Type.String({ pattern: "^t-[0-9a-f]{8}$" }), { maxItems: 20, uniqueItems: true }),
+  ),
 };
+const TemplateFields = Type.Object(
+  {
+    // the heartbeat's id passes the pattern so the refusal can say whose it is
+    id: Type.Optional(Type.String({ pattern: "^r-[0-9a-z]{1,16}$" })),
+    prompt: Type.String({ minLength: 1, maxLength: 24_000 }),
+    cron: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    every: Type.Optional(Type.String({ minLength: 1, maxLength: 10 })),
+    window: Type.Optional(Type.String({ minLength: 1, maxLength: 11 })),
+    ceiling_min: Type.Optional(Type.Number()),
+  },
+  { additionalProperties: false },
+);
 const FilePayload = Type.Object(TaskFields, { additionalProperties: false });
 type FilePayload = Static<typeof FilePayload>;
 
@@ -46,6 +74,7 @@ const SetPayload = Type.Object(
       ),
       { maxItems: 100 },
     ),
+    recurring: Type.Optional(Type.Array(TemplateFields, { maxItems: 50 })),
   },
   { additionalProperties: false },
 );
@@ -69,14 +98,31 @@ const problemAt = (field: string, problem: string | undefined) =>
 
 const fromRun = (context: ExecutionContext) => (context.runId ? `run:${context.runId}` : "action");
 
+/** Owner when a session in a trusted channel asked for it; the worker's own idea otherwise. */
+function standingFrom(context: ExecutionContext): Standing {
+  if (!context.runId) return "proactive";
+  const record = readRecord(runDir(context.paths.state, context.worker, context.runId));
+  const channel = record?.kind === "session" ? record.channel_id : undefined;
+  return channel && trustedChannels(context.paths)(channel) ? "owner" : "proactive";
+}
+
+const zoneOf = (context: Pick<ExecutionContext, "paths">) =>
+  scheduleZone(loadConfig(context.paths.config, { vaultDir: context.paths.vault }).org);
+
 export const fileTask: Executor<FilePayload> = {
   schema: FilePayload,
   summary: (payload) =>
     `new task${payload.at ? ` at ${payload.at}` : ""}: ${oneLine(payload.prompt, 70)}`,
-  precheck: (payload) =>
-    payload.ceiling_min === undefined
-      ? undefined
-      : problemAt("payload.ceiling_min", ceilingProblem(payload.ceiling_min)),
+  precheck: (payload, context) => {
+    const ceiling =
+      payload.ceiling_min === undefined
+        ? undefined
+        : problemAt("payload.ceiling_min", ceilingProblem(payload.ceiling_min));
+    if (ceiling || !payload.depends_on?.length || !context) return ceiling;
+    const known = new Set(readTasks(context.paths, context.worker).tasks.map((task) => task.id));
+    const missing = payload.depends_on.find((id) => !known.has(id));
+    return missing ? `payload.depends_on: ${missing} is not on your task list` : undefined;
+  },
   render: (payload) =>
     `ceiling: ${taskCeiling(payload.ceiling_min)} min${payload.at ? `\nnot before: ${payload.at}` : ""}\n\n${payload.prompt}`,
   async run(payload, context) {
@@ -85,14 +131,17 @@ export const fileTask: Executor<FilePayload> = {
       prompt: payload.prompt,
       ceiling_min: taskCeiling(payload.ceiling_min),
       ...(payload.at ? { at: payload.at } : {}),
+      ...(payload.depends_on?.length ? { depends_on: payload.depends_on } : {}),
       state: "pending",
       filed_at: new Date().toISOString(),
       filed_by: fromRun(context),
+      standing: standingFrom(context),
     };
-    const list = await updateTasks(context.paths, context.worker, (current) => [
-      ...current.tasks,
-      task,
-    ]);
+    const list = await updateTasks(context.paths, context.worker, (current) => {
+      const problem = dependencyProblem([task], new Set(current.tasks.map((one) => one.id)));
+      if (problem) throw new RosterError(`${problem}; nothing was filed`);
+      return [...current.tasks, task];
+    });
     refreshView(context, list);
     return { task_id: task.id, state: task.state, version: list.version };
   },
@@ -101,18 +150,35 @@ export const fileTask: Executor<FilePayload> = {
 export const setTasks: Executor<SetPayload> = {
   schema: SetPayload,
   summary: (payload) =>
-    `replace its pending tasks with ${payload.tasks.length} (against version ${payload.base_version})`,
+    `replace its pending tasks with ${payload.tasks.length}${payload.recurring ? ` and its recurring ones with ${payload.recurring.length}` : ""} (against version ${payload.base_version})`,
   render: (payload) =>
-    payload.tasks
-      .map(
-        (task, index) =>
-          `${index + 1}. ${task.id ?? "(new)"} ${task.at ? `at ${task.at} ` : ""}— ${task.prompt}`,
-      )
-      .join("\n") || "(no pending tasks)",
+    [
+      payload.tasks
+        .map(
+          (task, index) =>
+            `${index + 1}. ${task.id ?? "(new)"} ${task.at ? `at ${task.at} ` : ""}${task.depends_on?.length ? `after ${task.depends_on.join(", ")} ` : ""}— ${task.prompt}`,
+        )
+        .join("\n") || "(no pending tasks)",
+      ...(payload.recurring
+        ? [
+            "recurring:",
+            payload.recurring
+              .map(
+                (entry) =>
+                  `- ${entry.id ?? "(new)"} ${entry.cron ?? `every ${entry.every ?? "?"}`}${entry.window ? ` within ${entry.window}` : ""} — ${entry.prompt}`,
+              )
+              .join("\n") || "(none)",
+          ]
+        : []),
+    ].join("\n"),
   precheck: (payload, context) => {
     for (const [index, task] of payload.tasks.entries()) {
       const problem = task.ceiling_min === undefined ? undefined : ceilingProblem(task.ceiling_min);
       if (problem) return `payload.tasks.${index}.ceiling_min: ${problem}`;
+    }
+    for (const [index, entry] of (payload.recurring ?? []).entries()) {
+      const problem = templateProblem(entry, `payload.recurring.${index}`);
+      if (problem) return problem;
     }
     const current = readTasks(context.paths, context.worker);
     return current.version === payload.base_version
@@ -120,7 +186,9 @@ export const setTasks: Executor<SetPayload> = {
       : `payload.base_version: the task list is at version ${current.version} now, not ${payload.base_version}; read ~/self/schedule.json again`;
   },
   async run(payload, context) {
-    const list = await updateTasks(context.paths, context.worker, (current) => {
+    const standing = standingFrom(context);
+    const zone = zoneOf(context);
+    const list = await updateList(context.paths, context.worker, (current) => {
       if (current.version !== payload.base_version)
         throw new RosterError(
           `the task list is at version ${current.version} now, not ${payload.base_version}; nothing was changed`,
@@ -140,12 +208,27 @@ export const setTasks: Executor<SetPayload> = {
           prompt: entry.prompt,
           ceiling_min: taskCeiling(entry.ceiling_min),
           ...(entry.at ? { at: entry.at } : {}),
+          ...(entry.depends_on?.length ? { depends_on: entry.depends_on } : {}),
           state: "pending",
           filed_at: existing?.filed_at ?? new Date().toISOString(),
           filed_by: existing?.filed_by ?? fromRun(context),
+          standing: existing?.standing ?? standing,
+          ...(existing?.template_id ? { template_id: existing.template_id } : {}),
+          ...(existing?.window ? { window: existing.window } : {}),
         };
       });
-      return [...kept, ...pending];
+      const tasks = [...kept, ...pending];
+      const problem = dependencyProblem(pending, new Set(tasks.map((task) => task.id)));
+      if (problem) throw new RosterError(`${problem}; nothing was changed`);
+      const recurring = payload.recurring
+        ? applyTemplates(current.recurring ?? [], payload.recurring, {
+            by: fromRun(context),
+            standing,
+            now: new Date(),
+            zone,
+          })
+        : (current.recurring ?? []);
+      return { tasks, recurring };
     });
     refreshView(context, list);
     return { status: "ok", version: list.version };

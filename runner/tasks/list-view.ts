@@ -1,0 +1,58 @@
+import type { Task, Template } from "./store.ts";
+
+/**
+ * `roster task ls` as a person reads it: one line per task, then the
+ * recurring templates with their next fires; `task show` for one of either.
+ */
+const clip = (text: string, max: number) => {
+  const line = text.replace(/\s+/g, " ");
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+};
+const minute = (iso: string) => iso.slice(0, 16).replace("T", " ");
+
+export function taskLine(task: Task & { worker: string }): string {
+  const why =
+    task.state === "blocked" || (task.state === "pending" && task.note?.startsWith("waiting"))
+      ? `  [${clip(task.note ?? "", 60)}]`
+      : "";
+  return `${task.id}  ${task.state.padEnd(12)} ${task.worker.padEnd(12)} ${minute(task.filed_at)}  ${clip(task.prompt, 60)}${why}`;
+}
+
+export const cadenceText = (template: Pick<Template, "cron" | "every" | "window">) =>
+  `${template.cron ? `cron "${template.cron}"` : `every ${template.every ?? "?"}`}${template.window ? ` within ${template.window}` : ""}`;
+
+export function templateLine(template: Template & { worker: string }): string {
+  return `${template.id.padEnd(12)} ${template.worker.padEnd(12)} next ${minute(template.next_at)} UTC  ${cadenceText(template)}${template.system ? " (host-owned)" : ""}  ${clip(template.prompt, 50)}`;
+}
+
+export function taskDetail(task: Task & { worker: string }): string {
+  return [
+    `task      ${task.id} (${task.state}, ${task.standing ?? "proactive"} standing)`,
+    `worker    ${task.worker}`,
+    `filed     ${task.filed_at} by ${task.filed_by}`,
+    `ceiling   ${task.ceiling_min} min${task.at ? `, not before ${task.at}` : ""}${task.window ? `, only within ${task.window}` : ""}`,
+    ...(task.depends_on?.length ? [`after     ${task.depends_on.join(", ")}`] : []),
+    ...(task.template_id ? [`template  ${task.template_id}`] : []),
+    ...(task.run_id ? [`run       ${task.run_id}`] : []),
+    ...(task.note ? [`note      ${task.note}`] : []),
+    "",
+    task.prompt,
+    "",
+  ].join("\n");
+}
+
+export function templateDetail(template: Template & { worker: string }): string {
+  return [
+    `template  ${template.id}${template.system ? " (host-owned)" : ""}`,
+    `worker    ${template.worker}`,
+    `fires     ${cadenceText(template)}; next ${template.next_at}`,
+    `filed     ${template.filed_at} by ${template.filed_by} (${template.standing} standing)`,
+    `ceiling   ${template.ceiling_min} min`,
+    ...(template.last_fired_at
+      ? [`last      ${template.last_fired_at} → ${template.last_task_id ?? "?"}`]
+      : []),
+    "",
+    template.prompt,
+    "",
+  ].join("\n");
+}
