@@ -121,7 +121,10 @@ export class Dispatcher {
       const result = await runOneShot({
         paths,
         worker,
-        prompt: task.prompt,
+        // a late fire says so, so the worker can tell a catch-up from the day's own run
+        prompt: task.catch_up
+          ? `${task.prompt}\n\n(This is a catch-up run of a recurring task: ${task.catch_up}.)`
+          : task.prompt,
         ceiling_min: task.ceiling_min,
         json: false,
         taskId: task.id,

@@ -33,6 +33,7 @@ export function taskDetail(task: Task & { worker: string }): string {
     `ceiling   ${task.ceiling_min} min${task.at ? `, not before ${task.at}` : ""}${task.window ? `, only within ${task.window}` : ""}`,
     ...(task.depends_on?.length ? [`after     ${task.depends_on.join(", ")}`] : []),
     ...(task.template_id ? [`template  ${task.template_id}`] : []),
+    ...(task.catch_up ? [`catch-up  ${task.catch_up}`] : []),
     ...(task.run_id ? [`run       ${task.run_id}`] : []),
     ...(task.note ? [`note      ${task.note}`] : []),
     "",

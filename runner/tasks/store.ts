@@ -56,6 +56,8 @@ export interface Task {
   template_id?: string;
   /** From its template: it starts only inside this host-local window ("09:00-17:00"). */
   window?: string;
+  /** A template's fire made late (the server was down): when it was due and how many were missed. */
+  catch_up?: string;
 }
 
 /**

@@ -63,9 +63,10 @@ export function fireTemplates(list: TaskList, now: Date, zone: string): Fired | 
       template_id: template.id,
       ...(template.window ? { window: template.window } : {}),
       ...(late
-        ? {
-            note: `catch-up: due at ${template.next_at}${missed > 0 ? ` (and ${missed} more fire${missed === 1 ? "" : "s"} since)` : ""}, missed while the server was down; run once now`,
-          }
+        ? (() => {
+            const said = `due at ${template.next_at}${missed > 0 ? ` (and ${missed} more fire${missed === 1 ? "" : "s"} since)` : ""}, missed while the server was down; run once now`;
+            return { catch_up: said, note: `catch-up: ${said}` };
+          })()
         : {}),
     };
     tasks.push(task);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { denyGate } from "../../runner/actions/desk.ts";
 import { findGate } from "../../runner/actions/gates.ts";
 import { readJournal } from "../../runner/journal/journal.ts";
-import { readTasks, updateTasks } from "../../runner/tasks/store.ts";
+import { readTasks, updateList, updateTasks } from "../../runner/tasks/store.ts";
 import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
@@ -157,5 +157,198 @@ describe("tasks", () => {
     const badAt = await cli(["task", "add", "elf", "--at", "noon", "x"]);
     expect(badAt.code).toBe(2);
     expect(badAt.stderr).toContain("--at noon: an RFC 3339 time in UTC");
+  });
+
+  it("set_tasks keeps recurring templates under the same version check; the heartbeat is the host's", async () => {
+    const token = await env.token("elf", "run-rec");
+    // the host's heartbeat is on the list already, as the server puts it there
+    const before = await updateList(env.paths, "elf", (current) => ({
+      tasks: current.tasks,
+      recurring: [
+        {
+          id: "r-heartbeat",
+          prompt: "beat",
+          every: "30m",
+          ceiling_min: 10,
+          filed_at: new Date().toISOString(),
+          filed_by: "heartbeat",
+          standing: "proactive",
+          system: true,
+          next_at: "2099-01-01T00:00:00.000Z",
+        },
+      ],
+    }));
+    const pending = before.tasks.filter((task) => task.state === "pending");
+    const keep = pending.map((task) => ({ id: task.id, prompt: task.prompt }));
+    const made = await submit(token, {
+      intent: "set-tasks",
+      payload: {
+        base_version: before.version,
+        tasks: keep,
+        recurring: [{ prompt: "morning digest", cron: "30 7 * * 1-5", window: "07:00-10:00" }],
+      },
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const list = readTasks(env.paths, "elf");
+    expect(list.recurring?.map((one) => one.id)[0]).toBe("r-heartbeat");
+    const digest = list.recurring?.find((one) => one.prompt === "morning digest");
+    expect(digest).toMatchObject({
+      cron: "30 7 * * 1-5",
+      window: "07:00-10:00",
+      ceiling_min: 20,
+      standing: "proactive",
+      filed_by: "run:run-rec",
+    });
+    expect(Date.parse(digest?.next_at ?? "")).toBeGreaterThan(Date.now());
+
+    // stale: refused, nothing changed
+    const stale = await submit(token, {
+      intent: "set-tasks",
+      payload: { base_version: before.version, tasks: keep, recurring: [] },
+    });
+    expect(stale.status).toBe(409);
+    expect(readTasks(env.paths, "elf").recurring).toHaveLength(2);
+
+    // the heartbeat can't be changed …
+    const beat = await submit(token, {
+      intent: "set-tasks",
+      payload: {
+        base_version: list.version,
+        tasks: keep,
+        recurring: [{ id: "r-heartbeat", prompt: "never mind", every: "1d" }],
+      },
+    });
+    expect(beat.status).toBe(409);
+    expect(String(beat.body.error)).toMatch(/r-heartbeat is the host's heartbeat/);
+    // … nor removed: leaving every template out retires the worker's own, never the host's
+    const retired = await submit(token, {
+      intent: "set-tasks",
+      payload: { base_version: list.version, tasks: keep, recurring: [] },
+    });
+    expect(retired.status).toBe(200);
+    expect(readTasks(env.paths, "elf").recurring?.map((one) => one.id)).toEqual(["r-heartbeat"]);
+
+    // a bad cron expression is refused with its field
+    const bad = await submit(token, {
+      intent: "set-tasks",
+      payload: {
+        base_version: readTasks(env.paths, "elf").version,
+        tasks: keep,
+        recurring: [{ prompt: "x", cron: "every morning" }],
+      },
+    });
+    expect(bad.status).toBe(409);
+    expect(String(bad.body.error)).toMatch(
+      /^payload\.recurring\.0\.cron: "every morning" has 2 fields/,
+    );
+  });
+
+  it("depends_on: unknown ids and cycles are refused when filed, naming the ids", async () => {
+    const token = await env.token("elf", "run-deps");
+    const first = await submit(token, { intent: "file-task", payload: { prompt: "fetch" } });
+    const a = String((first.body.result as { task_id: string }).task_id);
+    const unknown = await submit(token, {
+      intent: "file-task",
+      payload: { prompt: "report", depends_on: ["t-99999999"] },
+    });
+    expect(unknown.status).toBe(409);
+    expect(String(unknown.body.error)).toBe(
+      "payload.depends_on: t-99999999 is not on your task list",
+    );
+    const second = await submit(token, {
+      intent: "file-task",
+      payload: { prompt: "report", depends_on: [a] },
+    });
+    const b = String((second.body.result as { task_id: string }).task_id);
+    expect(readTasks(env.paths, "elf").tasks.find((task) => task.id === b)?.depends_on).toEqual([
+      a,
+    ]);
+    const list = readTasks(env.paths, "elf");
+    const pending = list.tasks.filter((task) => task.state === "pending");
+    const cyclic = await submit(token, {
+      intent: "set-tasks",
+      payload: {
+        base_version: list.version,
+        tasks: pending.map((task) => ({
+          id: task.id,
+          prompt: task.prompt,
+          ...(task.id === a ? { depends_on: [b] } : task.id === b ? { depends_on: [a] } : {}),
+        })),
+      },
+    });
+    expect(cyclic.status).toBe(502);
+    expect(String(cyclic.body.error)).toMatch(
+      new RegExp(
+        `depends_on makes a cycle: (${a} → ${b} → ${a}|${b} → ${a} → ${b}); nothing was changed`,
+      ),
+    );
+    expect(readTasks(env.paths, "elf").version).toBe(list.version);
+  });
+
+  it("roster task add --cron files a template; ls shows its next fire; rm retires it", async () => {
+    const added = await cli([
+      "task",
+      "add",
+      "elf",
+      "--cron",
+      "0 9 * * 1-5",
+      "--window",
+      "09:00-17:00",
+      "Weekly",
+      "review",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    const id = /^(r-[0-9a-f]{8}) for elf: cron "0 9 \* \* 1-5" within 09:00-17:00, next (\S+)/.exec(
+      added.stdout,
+    );
+    expect(id, added.stdout).not.toBeNull();
+    const listed = await cli(["task", "ls", "elf"]);
+    expect(listed.stdout).toMatch(
+      new RegExp(
+        `recurring:[\\s\\S]*${id?.[1]}\\s+elf\\s+next \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC`,
+      ),
+    );
+    expect(readTasks(env.paths, "elf").recurring?.find((one) => one.id === id?.[1])).toMatchObject({
+      standing: "owner",
+      ceiling_min: 20,
+    });
+    const bad = await cli(["task", "add", "elf", "--cron", "0 9 * *", "x"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--cron: "0 9 \* \*" has 4 fields; a cron expression has 5/);
+    const badWindow = await cli(["task", "add", "elf", "--every", "1h", "--window", "9-5", "x"]);
+    expect(badWindow.stderr).toMatch(/--window: "9-5" is not a window like "09:00-17:00"/);
+    const beat = await cli(["task", "rm", "r-heartbeat"]);
+    expect(beat.code).toBe(2);
+    expect(beat.stderr).toMatch(/heartbeat: switch it off in its worker.toml/);
+    const removed = await cli(["task", "rm", id?.[1] ?? "?"]);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(readTasks(env.paths, "elf").recurring?.some((one) => one.id === id?.[1])).toBe(false);
+  });
+
+  it("roster task rm cancels a waiting task, which blocks what depends on it; requeue puts it back", async () => {
+    const first = await cli([
+      "task",
+      "add",
+      "elf",
+      "--at",
+      "2099-01-01T00:00:00Z",
+      "--json",
+      "later",
+    ]);
+    const a = (JSON.parse(first.stdout) as { id: string }).id;
+    const second = await cli(["task", "add", "elf", "--after", a, "--json", "after it"]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ depends_on: [a], standing: "owner" });
+    const cancelled = await cli(["task", "rm", a]);
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    expect(readTasks(env.paths, "elf").tasks.find((task) => task.id === a)).toMatchObject({
+      state: "cancelled",
+    });
+    const requeued = await cli(["task", "requeue", a]);
+    expect(requeued.code, requeued.stderr).toBe(0);
+    expect(readTasks(env.paths, "elf").tasks.find((task) => task.id === a)?.state).toBe("pending");
+    const again = await cli(["task", "requeue", a]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain("is pending already");
   });
 });

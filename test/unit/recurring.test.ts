@@ -79,6 +79,7 @@ describe("firing templates", () => {
     // down from Tuesday 08:00 to Friday 10:00: Tue, Wed, Thu and Fri 09:00 were missed
     const fired = fireTemplates(list, at("2026-12-04T10:00:00Z"), "UTC");
     expect(fired?.list.tasks).toHaveLength(1);
+    expect(fired?.list.tasks[0]?.catch_up).toMatch(/^due at /);
     expect(fired?.list.tasks[0]?.note).toMatch(
       /catch-up: due at 2026-12-01T09:00:00.000Z \(and 3 more fires since\)/,
     );

@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { Dispatcher } from "../../runner/server/dispatch.ts";
+import { readTasks, type Task } from "../../runner/tasks/store.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer, type Turn } from "../support/model-server.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+/**
+ * Recurring templates through the server's own dispatcher, its clock moved by
+ * the test instead of waited for; each fire's task runs in a real box. A new
+ * Dispatcher over the same deployment is the server after a restart: all it
+ * knows is what the task list holds.
+ */
+const docker = await testDocker();
+
+const complete = (note: string): Turn => ({
+  toolCalls: [{ name: "task_complete", arguments: { note } }],
+});
+const DAY = 86_400_000;
+
+describe.skipIf(!docker)("recurring tasks in the server", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "SERVER-KEY",
+      extraOrg: '[schedule]\ntimezone = "UTC"\n',
+    });
+  });
+  beforeEach(() => model.reset());
+  afterAll(async () => {
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  const fired = (): Task[] =>
+    readTasks(deployment.paths, "elf").tasks.filter((task) => task.template_id !== undefined);
+  const serverAt = (at: () => Date) =>
+    new Dispatcher({
+      paths: deployment.paths,
+      cap: 2,
+      note: () => undefined,
+      env: { ...process.env, ROSTER_ROOT: deployment.root },
+      clock: at,
+    });
+
+  it("fires on its cron, keeps its cursor across a restart, and catches up once after downtime", async () => {
+    const added = await deployment.roster([
+      "task",
+      "add",
+      "elf",
+      "--cron",
+      "0 9 * * *",
+      "--json",
+      "daily digest",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    const template = JSON.parse(added.stdout) as { id: string; next_at: string };
+    const first = Date.parse(template.next_at);
+    expect(new Date(first).toISOString()).toMatch(/T09:00:00.000Z$/);
+    let now = new Date(first - 60_000);
+    const server = serverAt(() => now);
+
+    // a minute early: nothing
+    expect(await server.tick()).toBe(0);
+    expect(fired()).toHaveLength(0);
+    // its time: one task, run in a box and settled from its report
+    model.play(complete("digest 1"), { text: "ok" });
+    now = new Date(first + 5_000);
+    expect(await server.tick()).toBe(1);
+    await server.drain();
+    expect(fired()).toMatchObject([{ state: "done", note: "digest 1", template_id: template.id }]);
+    // later the same minute: the cursor has moved on, nothing fires again
+    now = new Date(first + 30_000);
+    expect(await server.tick()).toBe(0);
+    await server.stop();
+
+    // a restart: the cursor is on the list, so the next day fires once, not twice
+    model.play(complete("digest 2"), { text: "ok" });
+    now = new Date(first + DAY + 5_000);
+    const restarted = serverAt(() => now);
+    expect(await restarted.tick()).toBe(1);
+    await restarted.drain();
+    expect(await restarted.tick()).toBe(0);
+    await restarted.stop();
+    expect(fired().map((task) => task.note)).toEqual(["digest 1", "digest 2"]);
+
+    // down across three fire times (days 2, 3 and 4): one catch-up run, saying so
+    model.play(complete("caught up"), { text: "ok" });
+    now = new Date(first + 4 * DAY + 3 * 3_600_000);
+    const back = serverAt(() => now);
+    expect(await back.tick()).toBe(1);
+    await back.drain();
+    expect(await back.tick()).toBe(0);
+    const catchUp = fired().at(-1);
+    expect(fired()).toHaveLength(3);
+    expect(catchUp).toMatchObject({ state: "done", note: "caught up" });
+    expect(catchUp?.catch_up).toMatch(/^due at .*T09:00:00.000Z \(and 2 more fires since\)/);
+    // what the worker was told says it is late
+    expect(JSON.stringify(model.requests.at(-2)?.body.messages)).toContain("catch-up");
+
+    // and the schedule goes on: the next day's fire is an ordinary one
+    model.play(complete("digest 5"), { text: "ok" });
+    now = new Date(first + 5 * DAY + 5_000);
+    expect(await back.tick()).toBe(1);
+    await back.drain();
+    await back.stop();
+    expect(fired().at(-1)).toMatchObject({ state: "done", note: "digest 5" });
+    expect(fired().at(-1)?.catch_up).toBeUndefined();
+    const cursor = readTasks(deployment.paths, "elf").recurring?.find(
+      (one) => one.id === template.id,
+    );
+    expect(cursor?.next_at).toBe(new Date(first + 6 * DAY).toISOString());
+  });
+});
