@@ -1,10 +1,13 @@
 import { readFileSync, statSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { denyGate } from "../../runner/actions/desk.ts";
 import { findGate } from "../../runner/actions/gates.ts";
+import { loadConfig } from "../../runner/config/load.ts";
 import { readJournal } from "../../runner/journal/journal.ts";
+import { readyTasks } from "../../runner/server/ready-tasks.ts";
 import { readTasks, updateList, updateTasks } from "../../runner/tasks/store.ts";
 import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
@@ -344,6 +347,17 @@ describe("tasks", () => {
     expect(readTasks(env.paths, "elf").tasks.find((task) => task.id === a)).toMatchObject({
       state: "cancelled",
     });
+    // the dispatcher's next look blocks what waited on it, saying why; it never runs
+    const b = (JSON.parse(second.stdout) as { id: string }).id;
+    const config = loadConfig(env.paths.config, { vaultDir: env.paths.vault });
+    const ready = await readyTasks(env.paths, config, new Date());
+    expect(ready.map((one) => one.task.id)).not.toContain(b);
+    expect(readTasks(env.paths, "elf").tasks.find((task) => task.id === b)).toMatchObject({
+      state: "blocked",
+      note: `blocked: ${a} cancelled (cancelled by cli:${process.env.USER ?? userInfo().username})`,
+    });
+    const shown = await cli(["task", "ls", "elf"]);
+    expect(shown.stdout).toMatch(new RegExp(`${b}\\s+blocked .*\\[blocked: ${a} cancelled`));
     const requeued = await cli(["task", "requeue", a]);
     expect(requeued.code, requeued.stderr).toBe(0);
     expect(readTasks(env.paths, "elf").tasks.find((task) => task.id === a)?.state).toBe("pending");
