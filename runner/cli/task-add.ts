@@ -36,12 +36,16 @@ export async function addFromCli(
       `--at ${flags.at}: an RFC 3339 time in UTC, e.g. 2026-12-01T09:00:00Z`,
       usage,
     );
+  const after = flags.after
+    ?.split(",")
+    .map((id) => id.trim())
+    .filter(Boolean);
   const entry: Task = {
     id: newTaskId(),
     prompt,
     ceiling_min: ceiling ?? 30,
     ...(flags.at ? { at: flags.at } : {}),
-    ...(flags.after?.length ? { depends_on: flags.after } : {}),
+    ...(after?.length ? { depends_on: after } : {}),
     state: "pending",
     filed_at: new Date().toISOString(),
     filed_by: by,
@@ -65,7 +69,7 @@ async function addTemplate(
   by: string,
   zone: string,
 ): Promise<string> {
-  if (flags.at || flags.after?.length)
+  if (flags.at || flags.after)
     throw new RosterError("--at and --after are for one task, not with --cron or --every", usage);
   if (flags.cron === undefined && flags.every === undefined)
     throw new RosterError("--window needs --cron or --every", usage);

@@ -17,7 +17,7 @@ export interface AddFlags {
   cron?: string;
   every?: string;
   window?: string;
-  after?: string[];
+  after?: string;
   json?: boolean;
 }
 
@@ -35,7 +35,7 @@ export function registerTaskCommands(program: Command): void {
     .option("--cron <expression>", 'recurring: a 5-field cron expression, e.g. "0 9 * * 1-5"')
     .option("--every <interval>", 'recurring: an interval, "30m", "6h" or "1d"')
     .option("--window <HH:MM-HH:MM>", "recurring: never start outside this host-local window")
-    .option("--after <id...>", "start only when these tasks are done")
+    .option("--after <ids>", "start only when these tasks are done (comma-separated ids)")
     .option("--json", "the task or template as JSON")
     .action(async (worker: string, prompt: string[], flags: AddFlags) => {
       const { addFromCli } = await import("./task-add.ts");

@@ -114,4 +114,47 @@ describe.skipIf(!docker)("recurring tasks in the server", () => {
     );
     expect(cursor?.next_at).toBe(new Date(first + 6 * DAY).toISOString());
   });
+
+  it("runs a depends_on chain in order; a failed middle task blocks the last with the reason", async () => {
+    const add = async (args: string[]) => {
+      const added = await deployment.roster(["task", "add", "elf", "--json", ...args]);
+      expect(added.code, added.stderr).toBe(0);
+      return (JSON.parse(added.stdout) as Task).id;
+    };
+    const fetch = await add(["fetch the numbers"]);
+    const crunch = await add(["--after", fetch, "crunch them"]);
+    const report = await add(["--after", crunch, "write the report"]);
+    const state = (id: string) => readTasks(deployment.paths, "elf").tasks.find((t) => t.id === id);
+    const once = async () => {
+      const result = await deployment.roster(["server", "start", "--once"]);
+      expect(result.code, result.stderr).toBe(0);
+    };
+
+    // first pass: only the head of the chain runs
+    model.play(complete("numbers fetched"), { text: "ok" });
+    await once();
+    expect(state(fetch)).toMatchObject({ state: "done" });
+    expect(state(crunch)?.state).toBe("pending");
+    expect(state(report)).toMatchObject({
+      state: "pending",
+      note: `waiting for ${crunch} (pending)`,
+    });
+
+    // second pass: the middle one fails
+    model.play(
+      { toolCalls: [{ name: "task_fail", arguments: { note: "the numbers are garbled" } }] },
+      { text: "sorry" },
+    );
+    await once();
+    expect(state(crunch)).toMatchObject({ state: "failed", note: "the numbers are garbled" });
+
+    // third pass: the last never runs; it is blocked, saying by what
+    const asked = model.requests.length;
+    await once();
+    expect(model.requests.length).toBe(asked);
+    expect(state(report)).toMatchObject({
+      state: "blocked",
+      note: `blocked: ${crunch} failed (the numbers are garbled)`,
+    });
+  });
 });
