@@ -33,7 +33,8 @@ export interface OneShotOptions {
   /** A queued task's run: recorded as kind "task", and the box may report the task's outcome. */
   taskId?: string;
   /** Told the run's id as soon as its record exists (the dispatcher claims the task with it). */
-  onRecord?: (record: RunRecord) => void;
+  /** Awaited before the $HOME is built: a task's claim is in the schedule.json its run sees. */
+  onRecord?: (record: RunRecord) => void | Promise<void>;
 }
 
 export interface OneShotResult {

@@ -68,7 +68,8 @@ export interface RunRequest {
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
   /** Told the record as soon as it exists (a dispatcher claims its task with the id). */
-  onRecord?: (record: RunRecord) => void;
+  /** Awaited before the $HOME is built: a task's claim is in the schedule.json its run sees. */
+  onRecord?: (record: RunRecord) => void | Promise<void>;
   note: (text: string) => void;
   env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
@@ -131,7 +132,7 @@ export class Run {
     try {
       assertCeiling(starting.record.ceiling_min ?? 0);
       await writeRecord(starting.dir, starting.record);
-      request.onRecord?.(starting.record);
+      await request.onRecord?.(starting.record);
       return await Run.launch(request, box, starting);
     } catch (error) {
       await Promise.all(starting.logs.map(endStream));

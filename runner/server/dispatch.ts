@@ -132,9 +132,10 @@ export class Dispatcher {
         note: () => undefined,
         signal: this.abort.signal,
         ...(this.options.env ? { env: this.options.env } : {}),
-        onRecord: (record) => {
+        onRecord: async (record) => {
           runId = record.id;
           claimed = claim(record.id);
+          await claimed;
         },
       });
       await claimed;

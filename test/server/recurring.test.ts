@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { listRuns, runDir } from "../../runner/runs/run-record.ts";
 import { Dispatcher } from "../../runner/server/dispatch.ts";
 import { readTasks, type Task } from "../../runner/tasks/store.ts";
 import { testDocker } from "../support/docker.ts";
@@ -26,7 +29,8 @@ describe.skipIf(!docker)("recurring tasks in the server", () => {
     model = await new ModelServer().start("127.0.0.1");
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
       modelKey: "SERVER-KEY",
-      extraOrg: '[schedule]\ntimezone = "UTC"\n',
+      extraOrg:
+        '[schedule]\ntimezone = "UTC"\n\n[[action]]\nname = "set-tasks"\nexecutor = "task-list"\ntrust = "auto"\n',
     });
   });
   beforeEach(() => model.reset());
@@ -156,5 +160,67 @@ describe.skipIf(!docker)("recurring tasks in the server", () => {
       state: "blocked",
       note: `blocked: ${crunch} failed (the numbers are garbled)`,
     });
+  });
+
+  it("a worker files its own template with set_tasks from its box, and sees it in schedule.json", async () => {
+    const asks = await deployment.roster(["task", "add", "elf", "--json", "set up your mornings"]);
+    const ask = (JSON.parse(asks.stdout) as Task).id;
+    // the worker reads ~/self/schedule.json for the version, as the tool tells it to
+    const seen = () => {
+      const newest = listRuns(deployment.paths.state, "elf")[0];
+      return JSON.parse(readFileSync(join(newest?.dir ?? "", "self/schedule.json"), "utf8")) as {
+        version: number;
+        tasks: Array<{ id: string; prompt: string }>;
+      };
+    };
+    model.play(
+      () => {
+        const view = seen();
+        return {
+          toolCalls: [
+            {
+              name: "set_tasks",
+              arguments: {
+                base_version: view.version,
+                tasks: view.tasks.map((t) => ({ id: t.id, prompt: t.prompt })),
+                recurring: [
+                  {
+                    prompt: "read the overnight alerts",
+                    cron: "0 7 * * 1-5",
+                    window: "07:00-09:00",
+                  },
+                ],
+              },
+            },
+          ],
+        };
+      },
+      complete("mornings set up"),
+      { text: "ok" },
+    );
+    const once = await deployment.roster(["server", "start", "--once"]);
+    expect(once.code, once.stderr).toBe(0);
+    const task = readTasks(deployment.paths, "elf").tasks.find((t) => t.id === ask);
+    expect(task).toMatchObject({ state: "done", note: "mornings set up" });
+    const mine = readTasks(deployment.paths, "elf").recurring?.find(
+      (one) => one.prompt === "read the overnight alerts",
+    );
+    expect(mine).toMatchObject({
+      cron: "0 7 * * 1-5",
+      window: "07:00-09:00",
+      filed_by: `run:${task?.run_id}`,
+      standing: "proactive",
+    });
+    expect(mine?.next_at).toMatch(/T07:00:00.000Z$/);
+    // the run's own view was rewritten in place: the template, with its next fire
+    const view = JSON.parse(
+      readFileSync(
+        join(runDir(deployment.paths.state, "elf", task?.run_id ?? ""), "self/schedule.json"),
+        "utf8",
+      ),
+    ) as { recurring: Array<{ id: string; next_fire: string }> };
+    expect(view.recurring).toContainEqual(
+      expect.objectContaining({ id: mine?.id, next_fire: mine?.next_at }),
+    );
   });
 });

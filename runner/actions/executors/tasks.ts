@@ -195,7 +195,13 @@ export const setTasks: Executor<SetPayload> = {
         );
       const byId = new Map(current.tasks.map((task) => [task.id, task]));
       const kept = current.tasks.filter((task) => task.state !== "pending");
-      const pending = payload.tasks.map((entry): Task => {
+      // a claimed or finished task listed as it stands is kept as it is (schedule.json
+      // shows the run's own claimed task); changing one is refused
+      const entries = payload.tasks.filter((entry) => {
+        const existing = entry.id ? byId.get(entry.id) : undefined;
+        return !(existing && existing.state !== "pending" && existing.prompt === entry.prompt);
+      });
+      const pending = entries.map((entry): Task => {
         const existing = entry.id ? byId.get(entry.id) : undefined;
         if (entry.id && !existing)
           throw new RosterError(`no task ${entry.id} on the list; nothing was changed`);
