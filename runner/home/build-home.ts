@@ -7,7 +7,7 @@ import type { WorkerView } from "../config/load.ts";
 import { piAgentConfig } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { type ClonedRepos, cloneRunRepos } from "../repos/clone.ts";
-import { readTasks, scheduleView } from "../tasks/store.ts";
+import { readLive, scheduleView } from "../tasks/store.ts";
 
 /**
  * The run's $HOME: one tree, where who wrote it decides the mode.
@@ -65,7 +65,7 @@ export async function buildRunHome(options: {
   for (const dir of ["config", "runs", "journal"])
     await mkdir(join(self, dir), { recursive: true });
   // the task list as it stands; file_task/set_tasks rewrite this file in place during the run
-  await writeFile(join(self, "schedule.json"), scheduleView(readTasks(paths, worker.name)));
+  await writeFile(join(self, "schedule.json"), scheduleView(readLive(paths, worker.name)));
   // the worker's journal, live: what became of its proposals, including during this run
   const journal = join(paths.data, "workers", worker.name, "journal");
   await mkdir(journal, { recursive: true });

@@ -108,12 +108,16 @@ export class Dispatcher {
     const { paths, note } = this.options;
     let runId: string | undefined;
     const claim = (id: string) =>
-      updateTasks(paths, worker, (list) =>
-        list.tasks.map((t) =>
-          t.id === task.id
-            ? { ...t, state: "claimed", run_id: id, claimed_at: new Date().toISOString() }
-            : t,
-        ),
+      updateTasks(
+        paths,
+        worker,
+        (list) =>
+          list.tasks.map((t) =>
+            t.id === task.id
+              ? { ...t, state: "claimed", run_id: id, claimed_at: new Date().toISOString() }
+              : t,
+          ),
+        { finished: false },
       );
     let claimed: Promise<unknown> = Promise.resolve();
     note(`task ${task.id} of ${worker}: starting`);
@@ -174,17 +178,21 @@ export class Dispatcher {
     state: Task["state"],
     detail: { note?: string | undefined },
   ): Promise<void> {
-    await updateTasks(this.options.paths, worker, (list) =>
-      list.tasks.map((t) =>
-        t.id === task.id
-          ? {
-              ...t,
-              state,
-              ...(state === "pending" ? {} : { finished_at: new Date().toISOString() }),
-              ...(detail.note ? { note: detail.note } : {}),
-            }
-          : t,
-      ),
+    await updateTasks(
+      this.options.paths,
+      worker,
+      (list) =>
+        list.tasks.map((t) =>
+          t.id === task.id
+            ? {
+                ...t,
+                state,
+                ...(state === "pending" ? {} : { finished_at: new Date().toISOString() }),
+                ...(detail.note ? { note: detail.note } : {}),
+              }
+            : t,
+        ),
+      { finished: false },
     );
   }
 }

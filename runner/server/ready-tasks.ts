@@ -5,6 +5,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { workerSubject } from "../config/subject.ts";
 import { scheduleZone } from "../config/time-zone.ts";
 import { Budgets } from "../gateway/budget.ts";
+import { finishedStates } from "../tasks/finished.ts";
 import {
   budgetPressure,
   DEFAULT_SOFT_STOP,
@@ -12,7 +13,7 @@ import {
   type Readiness,
   readiness,
 } from "../tasks/readiness.ts";
-import { readTasks, type Task, updateTasks } from "../tasks/store.ts";
+import { readLive, type Task, updateTasks } from "../tasks/store.ts";
 
 /**
  * The tasks that may start now, oldest filed first, across every worker
@@ -32,12 +33,15 @@ export async function readyTasks(
   let budgets: Budgets | undefined;
   const ready: Array<{ worker: string; task: Task }> = [];
   for (const worker of readdirSync(root).sort()) {
-    let list: ReturnType<typeof readTasks>;
+    let list: ReturnType<typeof readLive>;
     try {
-      list = readTasks(paths, worker);
+      list = readLive(paths, worker);
     } catch {
       continue;
     }
+    const live = new Map(list.tasks.map((task) => [task.id, task]));
+    // a dependency that has left the list is in the journal, read only from where it was last read
+    const find = (id: string) => live.get(id) ?? finishedStates(paths, worker).get(id);
     // the budget is read only when a proactive task would otherwise start, and once per worker
     let pressure: Pressure | undefined | null = null;
     const pressureNow = () => {
@@ -54,7 +58,7 @@ export async function readyTasks(
     const changes = new Map<string, Readiness>();
     for (const task of list.tasks) {
       if (task.state !== "pending") continue;
-      const verdict = readiness(task, list, now, zone, pressureNow);
+      const verdict = readiness(task, find, now, zone, pressureNow);
       if (verdict.kind === "ready") ready.push({ worker, task });
       else if (verdict.kind === "block" || (verdict.note && verdict.note !== task.note))
         changes.set(task.id, verdict);

@@ -45,7 +45,9 @@ export async function recover(docker: ContainerEngine, paths: RosterPaths): Prom
 
   const settled: string[] = [];
   const requeued: string[] = [];
-  const claimed = allTasks(paths).filter((task) => task.state === "claimed");
+  const claimed = allTasks(paths, undefined, { live: true }).filter(
+    (task) => task.state === "claimed",
+  );
   for (const task of claimed) {
     const run = task.run_id
       ? readRecord(listRuns(paths.state, task.worker).find((r) => r.id === task.run_id)?.dir ?? "")

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type LoadedConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { scheduleZone } from "../config/time-zone.ts";
-import { readTasks, updateList } from "../tasks/store.ts";
+import { readLive, updateList } from "../tasks/store.ts";
 import { fireTemplates, HEARTBEAT_ID, syncHeartbeat } from "../tasks/templates.ts";
 
 /**
@@ -42,7 +42,7 @@ export async function fireDueTemplates(
   let legacy: Record<string, string> | undefined;
   for (const worker of config.workers.keys()) {
     const heartbeat = workerView(config, worker)?.heartbeat;
-    const seen = readTasks(paths, worker);
+    const seen = readLive(paths, worker);
     const hasBeat = seen.recurring?.some((template) => template.id === HEARTBEAT_ID) ?? false;
     const due = seen.recurring?.some((template) => Date.parse(template.next_at) <= now.getTime());
     const resync = heartbeat ? changed(seen, heartbeat) : hasBeat;
@@ -50,24 +50,29 @@ export async function fireDueTemplates(
     if (!due && !resync) continue;
     legacy ??= legacyHeartbeats(paths);
     const before = legacy[worker];
-    await updateList(paths, worker, (current) => {
-      const synced = syncHeartbeat(current, heartbeat, now, zone, before);
-      const base = synced ? { ...current, ...synced } : current;
-      const fired = fireTemplates(base, now, zone);
-      for (const line of fired?.notes ?? [])
-        notes.push(
-          line.startsWith(`${HEARTBEAT_ID}: filed`)
-            ? `heartbeat filed for ${worker}`
-            : `${worker}: ${line}`,
-        );
-      return fired?.list ?? synced;
-    });
+    await updateList(
+      paths,
+      worker,
+      (current) => {
+        const synced = syncHeartbeat(current, heartbeat, now, zone, before);
+        const base = synced ? { ...current, ...synced } : current;
+        const fired = fireTemplates(base, now, zone);
+        for (const line of fired?.notes ?? [])
+          notes.push(
+            line.startsWith(`${HEARTBEAT_ID}: filed`)
+              ? `heartbeat filed for ${worker}`
+              : `${worker}: ${line}`,
+          );
+        return fired?.list ?? synced;
+      },
+      { finished: false },
+    );
   }
   return notes;
 }
 
 function changed(
-  list: ReturnType<typeof readTasks>,
+  list: ReturnType<typeof readLive>,
   heartbeat: { every: string; prompt: string; ceilingMin: number },
 ): boolean {
   const beat = list.recurring?.find((template) => template.id === HEARTBEAT_ID);

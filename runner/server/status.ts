@@ -22,7 +22,9 @@ export interface ServerStatus {
 
 export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
   const state = readServerState(paths);
-  const queued = allTasks(paths).filter((task) => task.state === "pending").length;
+  const queued = allTasks(paths, undefined, { live: true }).filter(
+    (task) => task.state === "pending",
+  ).length;
   if (!state) return { running: false, runs: [], queued, listeners: [] };
   const healthy = (await askHealth(state.gateway.port, 2_000)) !== undefined;
   const runs = listRuns(paths.state)

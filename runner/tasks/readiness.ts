@@ -1,6 +1,6 @@
 import type { LimitStanding } from "../gateway/budget.ts";
 import { inWindow } from "./schedule.ts";
-import { standingOf, type Task, type TaskList } from "./store.ts";
+import { standingOf, type Task } from "./store.ts";
 
 /**
  * Whether a pending task may start now, and if not, why: not before its
@@ -31,9 +31,12 @@ export function budgetPressure(standing: LimitStanding[], softStop: number): Pre
 
 const percent = (share: number) => `${Math.round(share * 100)}%`;
 
+/** A dependency's state by id: the live list, then the finished journal. */
+export type Lookup = (id: string) => Pick<Task, "state" | "note"> | undefined;
+
 export function readiness(
   task: Task,
-  list: TaskList,
+  find: Lookup,
   now: Date,
   zone: string,
   pressure: () => Pressure | undefined,
@@ -41,7 +44,7 @@ export function readiness(
   if (task.at && Date.parse(task.at) > now.getTime()) return { kind: "wait" };
   if (!inWindow(task.window, now, zone)) return { kind: "wait" };
   for (const id of task.depends_on ?? []) {
-    const dependency = list.tasks.find((other) => other.id === id);
+    const dependency = find(id);
     if (!dependency) return { kind: "block", note: `blocked: ${id} is no longer on the list` };
     if (["failed", "cancelled", "blocked"].includes(dependency.state))
       return {

@@ -4,8 +4,10 @@ import { join } from "node:path";
 import { DEFAULT_CEILING_MIN } from "../config/ceiling.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
+import { appendJsonLines } from "../files/append-line.ts";
 import { replaceFileSync } from "../files/atomic-replace.ts";
 import { withFileLock } from "../files/file-lock.ts";
+import { journalFile, readFinished, SETTLED } from "./finished.ts";
 
 /**
  * A worker's task list: data/workers/<w>/tasks/tasks.json, one document with
@@ -112,10 +114,26 @@ function listFile(paths: RosterPaths, worker: string): string {
   return join(paths.data, "workers", worker, "tasks", "tasks.json");
 }
 
-export function readTasks(paths: RosterPaths, worker: string): TaskList {
+/**
+ * The list file alone: what may still run (pending, claimed), what waits for
+ * a person (needs-review), the templates and the version. What the server
+ * reads every tick.
+ */
+export function readLive(paths: RosterPaths, worker: string): TaskList {
   const file = listFile(paths, worker);
   if (!existsSync(file)) return { version: 0, tasks: [] };
   return JSON.parse(readFileSync(file, "utf8")) as TaskList;
+}
+
+/** The whole list, finished tasks (finished.ts) included, in the order they were filed. */
+export function readTasks(paths: RosterPaths, worker: string): TaskList {
+  const live = readLive(paths, worker);
+  const finished = readFinished(paths, worker);
+  if (!finished.size) return live;
+  const liveIds = new Set(live.tasks.map((task) => task.id));
+  const earlier = [...finished.values()].filter((task) => !liveIds.has(task.id));
+  const tasks = [...earlier, ...live.tasks].sort((a, b) => a.filed_at.localeCompare(b.filed_at));
+  return { ...live, tasks };
 }
 
 /**
@@ -127,41 +145,72 @@ export async function updateTasks(
   paths: RosterPaths,
   worker: string,
   change: (current: TaskList) => Task[],
+  options: ListOptions = {},
 ): Promise<TaskList> {
-  return updateList(paths, worker, (current) => ({
-    tasks: change(current),
-    recurring: current.recurring ?? [],
-  }));
+  return updateList(
+    paths,
+    worker,
+    (current) => ({ tasks: change(current), recurring: current.recurring ?? [] }),
+    options,
+  );
+}
+
+export interface ListOptions {
+  /**
+   * false: `change` sees only the live list (readLive) — for the server's own
+   * changes to tasks it knows are live, which must not read a worker's history.
+   */
+  finished?: boolean;
 }
 
 /**
  * The same for tasks and templates together; `change` may return undefined
- * for "nothing to change" (no write, the version stays).
+ * for "nothing to change" (no write, the version stays). Tasks that have
+ * finished are appended to the journal first (finished.ts), then the list is
+ * replaced without them.
  */
 export async function updateList(
   paths: RosterPaths,
   worker: string,
   change: (current: TaskList) => Omit<TaskList, "version"> | undefined,
+  options: ListOptions = {},
 ): Promise<TaskList> {
   const file = listFile(paths, worker);
   mkdirSync(join(file, ".."), { recursive: true });
   return withFileLock(`${file}.lock`, `${worker}'s task list`, async () => {
-    const current = readTasks(paths, worker);
+    const live = readLive(paths, worker);
+    const finished =
+      options.finished === false ? new Map<string, Task>() : readFinished(paths, worker);
+    const current = options.finished === false ? live : readTasks(paths, worker);
     const changed = change(current);
     if (!changed) return current;
-    const next: TaskList = { version: current.version + 1, ...changed };
-    if (!next.recurring?.length) delete next.recurring;
+    const settled = changed.tasks.filter((task) => SETTLED.has(task.state));
+    const fresh = settled.filter((task) => {
+      const known = finished.get(task.id);
+      return !known || JSON.stringify(known) !== JSON.stringify(task);
+    });
+    appendJsonLines(journalFile(paths, worker), fresh, { file: 0o644, dir: 0o755 });
+    const next: TaskList = {
+      version: live.version + 1,
+      tasks: changed.tasks.filter((task) => !SETTLED.has(task.state)),
+      ...(changed.recurring?.length ? { recurring: changed.recurring } : {}),
+    };
     replaceFileSync(file, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o644 });
-    return next;
+    return { ...next, tasks: changed.tasks };
   });
 }
 
-/** Every task of every worker (or one), with its worker, newest first. */
-export function allTasks(paths: RosterPaths, worker?: string): Array<Task & { worker: string }> {
+/** Every task of every worker (or one), with its worker, newest first; `live`: the list files only. */
+export function allTasks(
+  paths: RosterPaths,
+  worker?: string,
+  options: { live?: boolean } = {},
+): Array<Task & { worker: string }> {
   const root = join(paths.data, "workers");
   const workers = worker ? [worker] : existsSync(root) ? readdirSync(root) : [];
+  const read = options.live ? readLive : readTasks;
   return workers
-    .flatMap((name) => readTasks(paths, name).tasks.map((task) => ({ ...task, worker: name })))
+    .flatMap((name) => read(paths, name).tasks.map((task) => ({ ...task, worker: name })))
     .sort((a, b) => b.filed_at.localeCompare(a.filed_at));
 }
 

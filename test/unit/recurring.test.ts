@@ -140,14 +140,14 @@ describe("depends_on and pacing", () => {
   it("waits for a dependency, is blocked by a failed one, and refuses a cycle", () => {
     const a = task({ id: "t-0000000a", state: "claimed" });
     const b = task({ id: "t-0000000b", depends_on: ["t-0000000a"] });
-    const list: TaskList = { version: 1, tasks: [a, b] };
+    const find = (id: string) => [a, b].find((one) => one.id === id);
     const now = at("2026-12-01T10:00:00Z");
-    expect(readiness(b, list, now, "UTC", none)).toMatchObject({ kind: "wait" });
+    expect(readiness(b, find, now, "UTC", none)).toMatchObject({ kind: "wait" });
     a.state = "done";
-    expect(readiness(b, list, now, "UTC", none)).toEqual({ kind: "ready" });
+    expect(readiness(b, find, now, "UTC", none)).toEqual({ kind: "ready" });
     a.state = "failed";
     a.note = "the site was down";
-    expect(readiness(b, list, now, "UTC", none)).toEqual({
+    expect(readiness(b, find, now, "UTC", none)).toEqual({
       kind: "block",
       note: "blocked: t-0000000a failed (the site was down)",
     });
@@ -177,14 +177,14 @@ describe("depends_on and pacing", () => {
         resets_at: "2026-12-02T00:00:00.000Z",
       },
     });
-    const list: TaskList = { version: 1, tasks: [] };
+    const none = () => undefined;
     const now = at("2026-12-01T10:00:00Z");
-    const mine = readiness(task({ standing: "proactive" }), list, now, "UTC", pressure);
+    const mine = readiness(task({ standing: "proactive" }), none, now, "UTC", pressure);
     expect(mine).toMatchObject({ kind: "wait" });
     expect(mine.kind === "wait" && mine.note).toMatch(
       /tokens\/day at 85% of its limit \(proactive tasks wait from 80%/,
     );
-    expect(readiness(task({ standing: "owner" }), list, now, "UTC", pressure)).toEqual({
+    expect(readiness(task({ standing: "owner" }), none, now, "UTC", pressure)).toEqual({
       kind: "ready",
     });
   });

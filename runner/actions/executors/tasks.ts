@@ -9,6 +9,7 @@ import { readRecord, runDir } from "../../runs/run-record.ts";
 import { dependencyProblem } from "../../tasks/readiness.ts";
 import {
   newTaskId,
+  readLive,
   readTasks,
   type Standing,
   scheduleView,
@@ -180,7 +181,7 @@ export const setTasks: Executor<SetPayload> = {
       const problem = templateProblem(entry, `payload.recurring.${index}`);
       if (problem) return problem;
     }
-    const current = readTasks(context.paths, context.worker);
+    const current = readLive(context.paths, context.worker);
     return current.version === payload.base_version
       ? undefined
       : `payload.base_version: the task list is at version ${current.version} now, not ${payload.base_version}; read ~/self/schedule.json again`;
