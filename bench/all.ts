@@ -87,6 +87,12 @@ const BENCHES: Bench[] = [
     needs: [],
   },
   {
+    file: "tasks",
+    title: "The dispatcher's tick with 1,000 recurring templates",
+    compares: "a tick with no history beside ticks with 200 and 2,000 finished tasks per worker",
+    needs: [],
+  },
+  {
     file: "repos",
     title: "Gated repos: per-run clones and push checks",
     compares: "roster's shared clone beside a full local copy",
