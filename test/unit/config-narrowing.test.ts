@@ -481,4 +481,19 @@ describe("heartbeat: org.toml or the worker's own worker.toml starts one", () =>
     });
     expect(errorLines(root, widening).join("\n")).toContain("workers/elf/worker.toml:3: heartbeat");
   });
+
+  it("refuses a schedule zone the host doesn't know, naming the line and field", async () => {
+    const { root, config } = await load({
+      "org.toml": '[schedule]\ntimezone = "Mars/Olympus_Mons"\n',
+      "workers/elf/worker.toml": elf(""),
+    });
+    expect(errorLines(root, config).join("\n")).toMatch(
+      /org\.toml:2: schedule\.timezone: "Mars\/Olympus_Mons" is not a time zone this host knows/,
+    );
+    const { config: fine } = await load({
+      "org.toml": '[schedule]\ntimezone = "Europe/Berlin"\n',
+      "workers/elf/worker.toml": elf(""),
+    });
+    expect(fine.errors).toEqual([]);
+  });
 });
