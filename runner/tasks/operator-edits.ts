@@ -2,7 +2,14 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
-import { OPEN_STATES, readTasks, type Template, updateList, updateTasks } from "./store.ts";
+import {
+  OPEN_STATES,
+  readTasks,
+  type Task,
+  type Template,
+  updateList,
+  updateTasks,
+} from "./store.ts";
 import { HEARTBEAT_ID } from "./templates.ts";
 
 /**
@@ -49,29 +56,37 @@ export async function retireTemplate(paths: RosterPaths, prefix: string): Promis
   return `${template.id} of ${template.worker} retired (the tasks it filed stay on the list)`;
 }
 
+/** One task changed by `edit` (which throws to refuse), the rest of the list as it was. */
+async function changeTask(
+  paths: RosterPaths,
+  task: { id: string; worker: string },
+  edit: (one: Task) => Task,
+): Promise<void> {
+  await updateTasks(paths, task.worker, (current) =>
+    current.tasks.map((one) => (one.id === task.id ? edit(one) : one)),
+  );
+}
+
 export async function cancelTask(
   paths: RosterPaths,
   task: { id: string; worker: string },
   by: string,
 ): Promise<string> {
-  await updateTasks(paths, task.worker, (current) =>
-    current.tasks.map((one) => {
-      if (one.id !== task.id) return one;
-      if (one.state === "claimed")
-        throw new RosterError(
-          `${one.id} is running (run ${one.run_id ?? "?"}); it can't be taken off the list now`,
-          usage,
-        );
-      if (one.state !== "pending" && one.state !== "blocked")
-        throw new RosterError(`${one.id} is ${one.state} already; nothing to cancel`, usage);
-      return {
-        ...one,
-        state: "cancelled",
-        finished_at: new Date().toISOString(),
-        note: `cancelled by ${by}`,
-      };
-    }),
-  );
+  await changeTask(paths, task, (one) => {
+    if (one.state === "claimed")
+      throw new RosterError(
+        `${one.id} is running (run ${one.run_id ?? "?"}); it can't be taken off the list now`,
+        usage,
+      );
+    if (one.state !== "pending" && one.state !== "blocked")
+      throw new RosterError(`${one.id} is ${one.state} already; nothing to cancel`, usage);
+    return {
+      ...one,
+      state: "cancelled",
+      finished_at: new Date().toISOString(),
+      note: `cancelled by ${by}`,
+    };
+  });
   return `${task.id} of ${task.worker} cancelled`;
 }
 
@@ -80,14 +95,11 @@ export async function requeueTask(
   task: { id: string; worker: string },
   by: string,
 ): Promise<string> {
-  await updateTasks(paths, task.worker, (current) =>
-    current.tasks.map((one) => {
-      if (one.id !== task.id) return one;
-      if (OPEN_STATES.has(one.state))
-        throw new RosterError(`${one.id} is ${one.state} already; nothing to requeue`, usage);
-      const { finished_at: _finished, claimed_at: _claimed, ...rest } = one;
-      return { ...rest, state: "pending", note: `requeued by ${by} (was ${one.state})` };
-    }),
-  );
+  await changeTask(paths, task, (one) => {
+    if (OPEN_STATES.has(one.state))
+      throw new RosterError(`${one.id} is ${one.state} already; nothing to requeue`, usage);
+    const { finished_at: _finished, claimed_at: _claimed, ...rest } = one;
+    return { ...rest, state: "pending", note: `requeued by ${by} (was ${one.state})` };
+  });
   return `${task.id} of ${task.worker} is pending again`;
 }
