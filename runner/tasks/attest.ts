@@ -116,7 +116,9 @@ function runFailure(facts: RunFacts): string | undefined {
     case "stalled":
       return "the run stalled (no sign of life for [box] stall_after)";
     case "budget":
-      return `its model call was refused: ${facts.budget ? describeBudgetStop(facts.budget) : "the model budget is used up"}`;
+      return facts.budget
+        ? `its model call was refused at ${facts.budget.host}: the model budget is used up (${facts.budget.detail})`
+        : "its model call was refused: the model budget is used up";
     case "signal":
       return "the run was killed before it ended";
     case "error":

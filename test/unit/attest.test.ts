@@ -75,7 +75,7 @@ describe("attest", () => {
     expect(attest(clean({ ...ended("budget"), budget }))).toMatchObject({
       state: "failed",
       note: expect.stringMatching(
-        /^failed: its model call was refused: the model budget is used up/,
+        /^failed: its model call was refused at m: the model budget is used up \(tokens/,
       ),
     });
   });
