@@ -17,11 +17,18 @@ const complete = (note: string, usage?: Turn["usage"]): Turn => ({
   ...(usage ? { usage } : {}),
 });
 
+const proposeMessage: Turn = {
+  toolCalls: [
+    { name: "message_user", arguments: { text: "The numbers are in.", rationale: "they asked" } },
+  ],
+};
+
 const GATED = `
 [[action]]
 name = "message-user"
 executor = "message-user"
 trust = "gate"
+wake_on_resolve = true
 `;
 
 async function addTask(deployment: RosterRoot, prompt: string, ...flags: string[]): Promise<Task> {
@@ -80,18 +87,7 @@ describe.skipIf(!docker)("host-attested outcomes", () => {
 
   it("holds a task that reports complete with a pending proposal as needs-review, and settles it on approval", async () => {
     const task = await addTask(deployment, "tell the operator the numbers are in");
-    model.play(
-      {
-        toolCalls: [
-          {
-            name: "message_user",
-            arguments: { text: "The numbers are in.", rationale: "they asked for them" },
-          },
-        ],
-      },
-      complete("told the operator"),
-      { text: "Done." },
-    );
+    model.play(proposeMessage, complete("told the operator"), { text: "Done." });
     const result = await once(deployment);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toMatch(/task t-\w+ of elf: needs-review \(proposals pending\)/);
@@ -116,7 +112,33 @@ describe.skipIf(!docker)("host-attested outcomes", () => {
     });
     const shown = await deployment.roster(["task", "show", task.id]);
     expect(shown.stdout).toContain("outcome   done: told the operator");
+    await expectContinuation(gateId);
   });
+
+  it("fails such a task when its proposal is denied, saying so", async () => {
+    const task = await addTask(deployment, "tell the operator the bad news");
+    model.play(proposeMessage, complete("told the operator"), { text: "Done." });
+    expect((await once(deployment)).code).toBe(0);
+    const gateId = /g-[0-9a-f]{8}/.exec(taskNow(deployment, task.id)?.note ?? "")?.[0] ?? "";
+    expect(taskNow(deployment, task.id)?.state).toBe("needs-review");
+
+    const denied = await deployment.roster(["approvals", "deny", gateId, "not", "today"]);
+    expect(denied.code, denied.stderr).toBe(0);
+    expect(taskNow(deployment, task.id)).toMatchObject({
+      state: "failed",
+      note: `failed: reported complete, but its proposal ${gateId} (message-user) was denied: not today`,
+    });
+    await expectContinuation(gateId);
+  });
+
+  /** wake_on_resolve files its continuation as before (taken off again, so no later run picks it up). */
+  async function expectContinuation(gateId: string): Promise<void> {
+    const next = readTasks(deployment.paths, "elf").tasks.find(
+      (t) => t.filed_by === `gate:${gateId}`,
+    );
+    expect(next?.state).toBe("pending");
+    expect((await deployment.roster(["task", "rm", next?.id ?? "?"])).code).toBe(0);
+  }
 });
 
 describe.skipIf(!docker)("a task whose model call is refused after it reported complete", () => {
