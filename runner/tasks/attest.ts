@@ -1,6 +1,5 @@
 import type { Gate } from "../actions/gates.ts";
-import type { BudgetStop } from "../runs/budget-stop.ts";
-import { describeBudgetStop } from "../runs/budget-stop.ts";
+import { type BudgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
 import type { RunRecord } from "../runs/run-record.ts";
 import type { TaskState } from "./store.ts";
 
@@ -11,9 +10,9 @@ import type { TaskState } from "./store.ts";
  * answered its last model call (the audit), and the proposals it filed (its
  * gates). The rules, first match wins:
  *
- * 1. The server stopped the run, or the server died under it (or left no
- *    record of it) before it reported, or a used-up budget stopped it before it reported: the task
- *    goes back to the queue (it may run again; nothing says it is finished).
+ * 1. The server stopped the run; or, before it reported, the server died
+ *    under it (or left no record of it) or a used-up budget stopped it: the
+ *    task goes back to the queue (it may run again; nothing says it is finished).
  * 2. The run crashed (its runner died, its engine exited non-zero, the box
  *    was lost), hit its ceiling, stalled, was killed, or ended right after
  *    its last model call was refused: failed, whatever it reported.
@@ -34,6 +33,7 @@ export interface Report {
 }
 
 export interface RunFacts {
+  runId: string;
   /** The run's record as it was finished (undefined: none was found). */
   record: Pick<RunRecord, "id" | "ended_by" | "exit_code" | "ceiling_min" | "error"> | undefined;
   /** The run's own report. */
@@ -76,7 +76,7 @@ export function attest(facts: RunFacts): Attestation {
   if ((endedBy === "crash" || !record) && !report)
     return {
       state: "pending",
-      note: `requeued: run ${record?.id ?? "?"} crashed`,
+      note: `requeued: run ${facts.runId} ${record ? "crashed" : "left no record"}`,
       said: "requeued (its run crashed)",
     };
   if (endedBy === "budget" && !report && facts.budget)

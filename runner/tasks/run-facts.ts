@@ -36,6 +36,7 @@ export function runFacts(
 ): RunFacts {
   const decisions = runDecisions(paths.audit, runId);
   return {
+    runId,
     record: readRecord(runDir(paths.state, worker, runId)),
     report: readReport(paths, worker, runId),
     refusedModelCall: refusedModelCall(decisions),

@@ -6,6 +6,7 @@ import { attest, type RunFacts } from "../../runner/tasks/attest.ts";
 /** The host's rules for how a task ended, fact by fact (attest.ts). */
 const complete = { status: "completed", note: "summary written" } as const;
 const clean = (over: Partial<RunFacts> = {}): RunFacts => ({
+  runId: "run-1",
   record: { id: "run-1", ended_by: "exit", exit_code: 0, ceiling_min: 20 },
   report: complete,
   refusedModelCall: undefined,
@@ -88,6 +89,10 @@ describe("attest", () => {
     expect(attest(clean({ ...ended("crash"), report: undefined }))).toMatchObject({
       state: "pending",
       note: "requeued: run run-1 crashed",
+    });
+    expect(attest(clean({ record: undefined, report: undefined }))).toMatchObject({
+      state: "pending",
+      note: "requeued: run run-1 left no record",
     });
     const budget = { detail: "tokens over day cap", retryAfterSecs: 600, host: "models.test" };
     expect(attest(clean({ ...ended("budget"), report: undefined, budget }))).toMatchObject({
