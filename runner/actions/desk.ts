@@ -5,6 +5,7 @@ import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { replaceFileSync } from "../files/atomic-replace.ts";
 import { appendJournal } from "../journal/journal.ts";
+import { settleAfterGate } from "../tasks/settle-run.ts";
 import { newTaskId, type Task, updateTasks } from "../tasks/store.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { EXECUTOR_TABLE } from "./executors/index.ts";
@@ -24,7 +25,8 @@ import {
  * marked executed, so a desk that crashes in between finds the marker on the
  * next approve and records the result instead of sending again. (A crash
  * between the far side accepting and the marker being written can still send
- * twice; the window is one local file write.)
+ * twice; the window is one local file write.) A resolved gate settles the
+ * task of the run that filed it when that task was waiting on it.
  */
 export interface Decision {
   by: string;
@@ -97,6 +99,7 @@ export async function denyGate(paths: RosterPaths, gate: Gate, decision: Decisio
       detail: { by: decision.by, ...(decision.note ? { note: decision.note } : {}) },
     });
     appendActionAudit(paths, { gate: denied, disposition: "denied" });
+    await settleAfterGate(paths, denied);
     await wake(paths, denied);
     return denied;
   });
@@ -130,6 +133,8 @@ async function execute(paths: RosterPaths, approved: Gate): Promise<Gate> {
     gate: finished,
     disposition: finished.state === "executed" ? "executed" : "failed",
   });
+  // the task of the run that filed it may have been waiting on it (tasks/attest.ts)
+  await settleAfterGate(paths, finished);
   await wake(paths, finished);
   return finished;
 }

@@ -84,7 +84,18 @@ export function registerTaskCommands(program: Command): void {
       const one = template ? findTemplate(paths, id) : findTask(paths, id);
       if (flags.json) process.stdout.write(`${JSON.stringify(one, null, 2)}\n`);
       else if (template) process.stdout.write(templateDetail(findTemplate(paths, id)));
-      else process.stdout.write(taskDetail(findTask(paths, id)));
+      else {
+        const task = findTask(paths, id);
+        const { readRecord, runDir } = await import("../runs/run-record.ts");
+        const { readReport } = await import("../tasks/run-facts.ts");
+        const run = task.run_id
+          ? {
+              ended_by: readRecord(runDir(paths.state, task.worker, task.run_id))?.ended_by,
+              report: readReport(paths, task.worker, task.run_id),
+            }
+          : undefined;
+        process.stdout.write(taskDetail(task, run));
+      }
     });
 
   task

@@ -1,6 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
-import { join } from "node:path";
 import type { DecisionRecord } from "../gateway/audit.ts";
+import { runDecisions } from "./run-decisions.ts";
 
 /**
  * Did a run stop because its budget was used up? The gateway's audit says so
@@ -16,19 +15,13 @@ export interface BudgetStop {
   host: string;
 }
 
-const TAIL_BYTES = 4 * 1024 * 1024;
-
 export function budgetStop(auditDir: string, runId: string): BudgetStop | undefined {
-  let last: DecisionRecord | undefined;
-  for (const line of tailLines(join(auditDir, "decisions.jsonl"), TAIL_BYTES)) {
-    if (!line.includes(runId)) continue;
-    try {
-      const record = JSON.parse(line) as DecisionRecord;
-      if (record.run_id === runId && record.request) last = record;
-    } catch {
-      // a torn first line of the tail, or a foreign one: not a decision
-    }
-  }
+  return budgetStopIn(runDecisions(auditDir, runId));
+}
+
+/** The same, from the run's decisions already read. */
+export function budgetStopIn(decisions: DecisionRecord[]): BudgetStop | undefined {
+  const last = decisions.at(-1);
   if (last?.status !== 402 || !last.budget) return undefined;
   return {
     detail: last.budget.detail,
@@ -46,27 +39,4 @@ function describeSeconds(seconds: number): string {
   if (seconds >= 3600) return `${Math.ceil(seconds / 3600)} h`;
   if (seconds >= 60) return `${Math.ceil(seconds / 60)} min`;
   return `${seconds} s`;
-}
-
-function tailLines(file: string, bytes: number): string[] {
-  let fd: number;
-  try {
-    fd = openSync(file, "r");
-  } catch {
-    return [];
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const start = Math.max(0, size - bytes);
-    const buffer = Buffer.alloc(size - start);
-    let read = 0;
-    while (read < buffer.length) {
-      const n = readSync(fd, buffer, read, buffer.length - read, start + read);
-      if (n === 0) break;
-      read += n;
-    }
-    return buffer.subarray(0, read).toString("utf8").split("\n");
-  } finally {
-    closeSync(fd);
-  }
 }

@@ -1,11 +1,8 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
-import { budgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
 import { runOneShot } from "../runs/oneshot.ts";
-import { runDir } from "../runs/run-record.ts";
+import { settleFromRun } from "../tasks/settle-run.ts";
 import { type Task, updateTasks } from "../tasks/store.ts";
 import { readyTasks } from "./ready-tasks.ts";
 import { fireDueTemplates } from "./recurring.ts";
@@ -15,9 +12,10 @@ import { fireDueTemplates } from "./recurring.ts";
  * (recurring.ts), then every task that may start (ready-tasks.ts: its time,
  * window, dependencies and standing) of every worker runs in its own box, at most `cap` boxes at a time, each bounded by
  * its task's ceiling. A task is claimed (with the run's id) before its box
- * starts and settled from the run's own outcome report: task_complete →
- * done, task_fail → failed; a run that ended without saying is left for a
- * person (needs-review) rather than run again, since it may have acted.
+ * starts and settled as the host attests the run ended (tasks/attest.ts):
+ * its own report counts only when the run ended well; a run that ended
+ * without saying is left for a person (needs-review) rather than run again,
+ * since it may have acted.
  */
 export interface DispatchOptions {
   paths: RosterPaths;
@@ -31,34 +29,6 @@ export interface DispatchOptions {
 }
 
 const HOLD_AFTER_REFUSAL_MS = 60_000;
-
-interface Outcome {
-  status: "completed" | "failed";
-  note: string;
-}
-
-export function readOutcome(
-  paths: RosterPaths,
-  worker: string,
-  runId: string,
-): Outcome | undefined {
-  try {
-    const parsed = JSON.parse(
-      readFileSync(join(runDir(paths.state, worker, runId), "outcome.json"), "utf8"),
-    ) as Partial<Outcome>;
-    if (parsed.status === "completed" || parsed.status === "failed")
-      return { status: parsed.status, note: String(parsed.note ?? "") };
-  } catch {
-    // no report (or an unreadable one): the run did not say
-  }
-  return undefined;
-}
-
-/** The task's state a finished run's report decides. */
-export function settledState(outcome: Outcome | undefined): Task["state"] {
-  if (!outcome) return "needs-review";
-  return outcome.status === "completed" ? "done" : "failed";
-}
 
 export class Dispatcher {
   private readonly running = new Map<string, Promise<void>>();
@@ -144,24 +114,17 @@ export class Dispatcher {
       });
       await claimed;
       const id = result.record?.id ?? runId;
-      const outcome = id ? readOutcome(paths, worker, id) : undefined;
-      const interrupted = result.record?.ended_by === "signal" && this.stopped;
-      // stopped by a used-up budget without reporting: it waits for the window to reset
-      const budget =
-        result.record?.ended_by === "budget" && !outcome && id
-          ? budgetStop(paths.audit, id)
-          : undefined;
-      if (budget) this.held.set(`${worker}/${task.id}`, Date.now() + budget.retryAfterSecs * 1000);
-      const requeued = interrupted || budget !== undefined;
-      await this.settle(worker, task, requeued ? "pending" : settledState(outcome), {
-        note: interrupted
-          ? "requeued: the server stopped during its run"
-          : budget
-            ? `requeued: ${describeBudgetStop(budget)}`
-            : outcome?.note,
-      });
+      // the host, not the run, says how the task ended (tasks/attest.ts)
+      const settled = id
+        ? await settleFromRun(paths, worker, id, (t) => t.id === task.id, {
+            serverStopping: this.stopped,
+          })
+        : undefined;
+      const retryAfter = settled?.attestation.retryAfterSecs;
+      if (retryAfter !== undefined)
+        this.held.set(`${worker}/${task.id}`, Date.now() + retryAfter * 1000);
       note(
-        `task ${task.id} of ${worker}: ${interrupted ? "requeued (server stopping)" : budget ? "requeued until its budget resets" : settledState(outcome)} (run ${id ?? "?"}, ${result.record?.ended_by ?? "?"})`,
+        `task ${task.id} of ${worker}: ${settled?.attestation.said ?? "settled elsewhere"} (run ${id ?? "?"}, ${result.record?.ended_by ?? "?"})`,
       );
     } catch (error) {
       await claimed.catch(() => undefined);

@@ -5,15 +5,15 @@ import { processAlive } from "../files/process-alive.ts";
 import { revokeRunTokens } from "../gateway/identity.ts";
 import { settleAfterCrash } from "../repos/backstop.ts";
 import { finished, listRuns, readRecord, writeRecord } from "../runs/run-record.ts";
-import { allTasks, updateTasks } from "../tasks/store.ts";
-import { readOutcome, settledState } from "./dispatch.ts";
+import { settleFromRun } from "../tasks/settle-run.ts";
+import { allTasks } from "../tasks/store.ts";
 
 /**
  * What a server start finds after the last one died (SIGKILL, a crash, the
  * machine going down): boxes whose runner is gone are killed; records still
  * "running" under a dead runner are finished as `crash`; tasks claimed by
- * such a run are settled from the run's own report when it made one (a task
- * that reported done is never run again) and otherwise go back to the queue.
+ * such a run are settled as the host attests it (tasks/attest.ts): one that
+ * reported is failed, never run again; one that had not goes back to the queue.
  */
 export interface Recovery {
   reaped: number;
@@ -43,7 +43,7 @@ export async function recover(docker: ContainerEngine, paths: RosterPaths): Prom
     crashed.push(run.id);
   }
 
-  const settled: string[] = [];
+  const done: string[] = [];
   const requeued: string[] = [];
   const claimed = allTasks(paths, undefined, { live: true }).filter(
     (task) => task.state === "claimed",
@@ -54,21 +54,16 @@ export async function recover(docker: ContainerEngine, paths: RosterPaths): Prom
       : undefined;
     // a run that is still governed (its runner alive) keeps its task
     if (run?.state === "running") continue;
-    const outcome = task.run_id ? readOutcome(paths, task.worker, task.run_id) : undefined;
-    await updateTasks(paths, task.worker, (list) =>
-      list.tasks.map((t) => {
-        if (t.id !== task.id) return t;
-        if (outcome)
-          return {
-            ...t,
-            state: settledState(outcome),
-            finished_at: new Date().toISOString(),
-            note: outcome.note,
-          };
-        return { ...t, state: "pending", note: `requeued: run ${t.run_id ?? "?"} crashed` };
-      }),
+    // settled as the host attests it (tasks/attest.ts): a run that crashed failed, whatever it
+    // reported (so a task that reported done is never run again); one that had not is requeued
+    const settled = await settleFromRun(
+      paths,
+      task.worker,
+      task.run_id ?? "",
+      (t) => t.id === task.id && t.state === "claimed",
     );
-    (outcome ? settled : requeued).push(task.id);
+    if (settled?.attestation.state === "pending") requeued.push(task.id);
+    else if (settled) done.push(task.id);
   }
-  return { reaped: reaped.length, crashed, settled, requeued };
+  return { reaped: reaped.length, crashed, settled: done, requeued };
 }

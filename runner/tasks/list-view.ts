@@ -1,3 +1,4 @@
+import type { Report } from "./attest.ts";
 import type { Task, Template } from "./store.ts";
 
 /**
@@ -25,7 +26,29 @@ export function templateLine(template: Template & { worker: string }): string {
   return `${template.id.padEnd(12)} ${template.worker.padEnd(12)} next ${minute(template.next_at)} UTC  ${cadenceText(template)}${template.system ? " (host-owned)" : ""}  ${clip(template.prompt, 50)}`;
 }
 
-export function taskDetail(task: Task & { worker: string }): string {
+/** How the task's last run ended and what it said, beside the host's verdict (attest.ts). */
+export interface RunSummary {
+  ended_by?: string | undefined;
+  report?: Report | undefined;
+}
+
+const SETTLED = new Set<Task["state"]>(["done", "failed", "needs-review"]);
+
+function runLine(id: string, run: RunSummary | undefined): string {
+  if (!run) return `run       ${id}`;
+  const report = run.report
+    ? `it reported ${run.report.status === "completed" ? "complete" : "failure"}${run.report.note ? `: "${clip(run.report.note, 80)}"` : ""}`
+    : "it reported nothing";
+  return `run       ${id}, ended by ${run.ended_by ?? "?"}; ${report}`;
+}
+
+/** A settled task's state and the host's why, in one line. */
+function outcomeLine(task: Task): string {
+  const note = task.note ?? "";
+  return `outcome   ${note.startsWith(`${task.state}:`) ? note : `${task.state}${note ? `: ${note}` : ""}`}`;
+}
+
+export function taskDetail(task: Task & { worker: string }, run?: RunSummary): string {
   return [
     `task      ${task.id} (${task.state}, ${task.standing ?? "proactive"} standing)`,
     `worker    ${task.worker}`,
@@ -34,8 +57,12 @@ export function taskDetail(task: Task & { worker: string }): string {
     ...(task.depends_on?.length ? [`after     ${task.depends_on.join(", ")}`] : []),
     ...(task.template_id ? [`template  ${task.template_id}`] : []),
     ...(task.catch_up ? [`catch-up  ${task.catch_up}`] : []),
-    ...(task.run_id ? [`run       ${task.run_id}`] : []),
-    ...(task.note ? [`note      ${task.note}`] : []),
+    ...(task.run_id ? [runLine(task.run_id, run)] : []),
+    ...(SETTLED.has(task.state)
+      ? [outcomeLine(task)]
+      : task.note
+        ? [`note      ${task.note}`]
+        : []),
     "",
     task.prompt,
     "",

@@ -106,7 +106,7 @@ describe.skipIf(!docker)("roster server", () => {
     expect(existsSync(join(deployment.paths.state, "server.json"))).toBe(false);
   });
 
-  it("after a SIGKILL mid-task: orphans reaped, records finished as crash, nothing that reported done runs twice", async () => {
+  it("after a SIGKILL mid-task: orphans reaped, records finished as crash, nothing that reported done runs twice or counts as done", async () => {
     let restarted = false;
     const step = (request: RecordedRequest): Turn => {
       const task = taskOf(request);
@@ -163,10 +163,12 @@ describe.skipIf(!docker)("roster server", () => {
       filters: { name: [`roster-box-${alphaRun}`, `roster-box-${betaRun}`] },
     });
     expect(left).toHaveLength(0);
-    // alpha had said it was done: settled from its report, never run again
+    // alpha had said it was done, but its run crashed: the host calls it failed, and it never runs again
     expect(taskNow(alpha.id)).toMatchObject({
-      state: "done",
-      note: "alpha done",
+      state: "failed",
+      note: expect.stringMatching(
+        /^failed: its runner died mid-run .* after reporting complete \("alpha done"\)$/,
+      ),
       run_id: alphaRun,
     });
     expect(model.requests.filter((r) => taskOf(r).includes("alpha"))).toHaveLength(alphaAsked);
