@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { replyFromTask } from "../actions/task-reply.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
@@ -128,6 +129,9 @@ export class Dispatcher {
         ceiling_min: task.ceiling_min,
         json: false,
         taskId: task.id,
+        ...(task.channel
+          ? { origin: { channel: task.channel, replyTo: task.reply_to === true } }
+          : {}),
         write: () => undefined,
         note: () => undefined,
         signal: this.abort.signal,
@@ -158,6 +162,12 @@ export class Dispatcher {
       note(
         `task ${task.id} of ${worker}: ${interrupted ? "requeued (server stopping)" : budget ? "requeued until its budget resets" : settledState(outcome)} (run ${id ?? "?"}, ${result.record?.ended_by ?? "?"})`,
       );
+      // a task asked for in a chat answers there, once it is settled (task-reply.ts)
+      const replied =
+        requeued || !id
+          ? undefined
+          : await replyFromTask({ paths, worker, task, runId: id, answer: result.answer });
+      if (replied) note(replied);
     } catch (error) {
       await claimed.catch(() => undefined);
       // refused before a box ran (config, credential …): it stays queued, the reason is noted
