@@ -161,12 +161,12 @@ export const fileTask: Executor<FilePayload> = {
   summary: (payload) =>
     `new task${payload.at ? ` at ${payload.at}` : ""}: ${oneLine(payload.prompt, 70)}`,
   precheck: (payload, context) => {
-    const ceiling =
+    const problem =
       (payload.ceiling_min === undefined
         ? undefined
         : problemAt("payload.ceiling_min", ceilingProblem(payload.ceiling_min))) ??
       replyProblem([payload], context, () => "payload.reply_to");
-    if (ceiling || !payload.depends_on?.length || !context) return ceiling;
+    if (problem || !payload.depends_on?.length || !context) return problem;
     const known = new Set(readTasks(context.paths, context.worker).tasks.map((task) => task.id));
     const missing = payload.depends_on.find((id) => !known.has(id));
     return missing ? `payload.depends_on: ${missing} is not on your task list` : undefined;
