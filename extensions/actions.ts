@@ -178,6 +178,14 @@ export default function (pi: ExtensionAPI) {
         }),
       ),
       depends_on: dependsOn,
+      reply_to: Type.Optional(
+        Type.Boolean({
+          description:
+            "filed from a chat session: the task's final answer (its run's last message) is sent back to this channel, " +
+            "with the same approval as your replies here; true by default there, false to keep it off the channel. " +
+            "Only a chat session has a channel to reply to",
+        }),
+      ),
       rationale: rationale(false),
     }),
     execute: (_id, params, signal) =>
@@ -189,6 +197,7 @@ export default function (pi: ExtensionAPI) {
           ceiling_min: params.ceiling_min,
           at: params.at,
           depends_on: params.depends_on,
+          reply_to: params.reply_to,
         },
         params.rationale,
         { signal },
@@ -210,7 +219,7 @@ export default function (pi: ExtensionAPI) {
       }),
       tasks: Type.Array(record, {
         description:
-          "the whole list of pending tasks: each {id? (to keep one), prompt, ceiling_min?, at?, depends_on?}",
+          "the whole list of pending tasks: each {id? (to keep one), prompt, ceiling_min?, at?, depends_on?, reply_to?}",
       }),
       recurring: Type.Optional(
         Type.Array(template, {

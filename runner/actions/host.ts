@@ -9,6 +9,7 @@ import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage } from "../errors.ts";
 import type { ActionHandler, ActionRequest, ActionResponse } from "../gateway/action-host.ts";
 import type { ConfigSource } from "../gateway/config-source.ts";
+import type { Identity } from "../gateway/identity.ts";
 import { scopeApplies } from "../gateway/judge.ts";
 import { appendJournal, readJournal } from "../journal/journal.ts";
 import { runDir } from "../runs/run-record.ts";
@@ -106,6 +107,16 @@ export class ActionHost implements ActionHandler {
       return reply(200, { events: readJournal(this.paths, worker, 30) });
     if (route === "POST /outcome") return this.outcome(request.body, worker, caller.runId);
     return reply(404, { status: "error", error: "unknown action endpoint" });
+  }
+
+  /**
+   * A proposal the host makes on a run's behalf after it ended (a task's
+   * answer back to the channel it was filed from): the same admission,
+   * trust, gate, journal and audit as one the box sends.
+   */
+  propose(caller: Identity, envelope: Record<string, unknown>): Promise<ActionResponse> {
+    const body = Buffer.from(JSON.stringify(envelope));
+    return this.submit(body, caller.subject, workerOfSubject(caller.subject), caller.runId);
   }
 
   /**

@@ -143,6 +143,8 @@ export const ContextSection = Type.Object(
     history_max_messages: Type.Optional(Type.Integer({ minimum: 0 })),
     /** Characters of channel history a session's first turn carries (newest kept). */
     history_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** Characters of a channel's purpose.md a prompt carries; a longer one is cut with a marker. */
+    purpose_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   { additionalProperties: false },
 );

@@ -52,6 +52,8 @@ export const CONTEXT_DEFAULTS: Required<ContextSection> = {
   max_injected_chars: 48_000,
   history_max_messages: 25,
   history_max_chars: 6_000,
+  // a purpose says what a channel is for in a few paragraphs; more is cut, never fatal
+  purpose_max_chars: 2_000,
 };
 
 const CONTEXT_KEYS = Object.keys(CONTEXT_DEFAULTS) as Array<keyof ContextSection>;

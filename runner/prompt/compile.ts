@@ -1,12 +1,14 @@
 import { describeWindow, durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
+import { cutPurpose, purposeIntro } from "./purpose.ts";
 
 /**
  * What the model is told. System = identity + runtime policy + the connections
  * granted to this worker + the run's scope, each as a labelled block; input =
  * the task text. Limits come from [context]; a mandatory block over its limit
  * fails the run rather than being cut, so the model never acts on half an
- * identity.
+ * identity. The channel's purpose is context, not mandatory: it is cut to fit
+ * (purpose.ts), never a reason to refuse the run.
  */
 export interface PromptBlock {
   label: string;
@@ -17,6 +19,8 @@ export interface CompiledPrompt {
   system: string;
   input: string;
   blocks: Array<{ label: string; chars: number }>;
+  /** The channel's purpose.md as read, before any cut: what a session compares a later one with. */
+  purpose?: string;
 }
 
 export const RUNTIME_POLICY = [
@@ -31,6 +35,13 @@ export function renderSystem(blocks: PromptBlock[]): string {
   return blocks
     .map((block) => `[ROSTER SYSTEM BLOCK: ${block.label}]\n${block.content.trim()}`)
     .join("\n\n");
+}
+
+/** Where a task came from: the chat channel of the session that filed it. */
+export interface TaskOrigin {
+  channel: string;
+  /** Its final answer is proposed back into that channel (reply_to). */
+  replyTo: boolean;
 }
 
 /** A warm chat session: the box stays up, messages arrive turn by turn. */
@@ -55,6 +66,10 @@ export function compilePrompt(input: {
   taskId?: string;
   /** Journal lines about the worker's proposals since its last run (newest last). */
   outcomes?: string[];
+  /** A task filed from a chat session: its channel, and whether its answer goes back there. */
+  origin?: TaskOrigin;
+  /** The purpose.md of the run's channel (the session's, or the task's origin), as read. */
+  purpose?: string;
 }): CompiledPrompt {
   const { worker, identity, task } = input;
   const limits = worker.context;
@@ -80,8 +95,13 @@ export function compilePrompt(input: {
       content: [...scopeLines(input), ...stallLines(input.worker)].join("\n"),
     },
   ];
+  const channel = input.session?.channel ?? input.origin?.channel;
+  const purpose = channel && input.purpose ? purposeBlock(channel, input.purpose) : undefined;
   if (input.outcomes?.length)
     blocks.push({ label: "OUTCOMES SINCE YOUR LAST RUN", content: outcomesBlock(input.outcomes) });
+  // the purpose takes what room the rest leaves under max_injected_chars, up to its own limit
+  const shown = purpose?.fit(limits, limits.max_injected_chars - renderSystem(blocks).length);
+  if (shown) blocks.splice(4, 0, shown);
   const system = renderSystem(blocks);
   if (system.length > limits.max_injected_chars) {
     throw new PromptTooLarge(
@@ -92,6 +112,33 @@ export function compilePrompt(input: {
     system,
     input: task,
     blocks: blocks.map((block) => ({ label: block.label, chars: block.content.length })),
+    ...(shown && input.purpose ? { purpose: input.purpose } : {}),
+  };
+}
+
+/**
+ * The PURPOSE block: the purpose at most purpose_max_chars, and the whole
+ * block within `room` characters of rendered system prompt (its header and
+ * the words around the purpose included); undefined when not even the marker
+ * fits.
+ */
+function purposeBlock(channel: string, purpose: string) {
+  const label = "PURPOSE";
+  const intro = `${purposeIntro(channel)}\n\n`;
+  // what renderSystem adds around a block besides its content: the separator and the header
+  const frame = `\n\n[ROSTER SYSTEM BLOCK: ${label}]\n`.length + intro.length;
+  return {
+    fit(limits: WorkerView["context"], room: number): PromptBlock | undefined {
+      const text =
+        limits.purpose_max_chars <= room - frame
+          ? cutPurpose(purpose, limits.purpose_max_chars)
+          : cutPurpose(
+              purpose,
+              room - frame,
+              `the room [context] max_injected_chars = ${limits.max_injected_chars} leaves`,
+            );
+      return text ? { label, content: `${intro}${text}` } : undefined;
+    },
   };
 }
 
@@ -101,12 +148,18 @@ function scopeLines(input: {
   ceiling_min: number;
   session?: SessionScope;
   taskId?: string;
+  origin?: TaskOrigin;
 }): string[] {
-  const { session } = input;
+  const { session, origin } = input;
   if (input.taskId) {
     return [
       `worker: ${input.worker.name}`,
       `run: ${input.runId} (task ${input.taskId} from your task list)`,
+      ...(origin
+        ? [
+            `filed from a chat session in channel ${origin.channel}${origin.replyTo ? "; your last message is the task's answer, and it is sent there" : ""}`,
+          ]
+        : []),
       `wall-clock ceiling: ${input.ceiling_min} minutes; the box is stopped when it passes`,
       "when the task is done call task_complete with a short note; if it can't be done, task_fail saying why",
     ];

@@ -5,7 +5,8 @@ import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { outcomesSince } from "../journal/journal.ts";
-import { type CompiledPrompt, compilePrompt } from "../prompt/compile.ts";
+import { type CompiledPrompt, compilePrompt, type TaskOrigin } from "../prompt/compile.ts";
+import { readPurpose } from "../prompt/purpose.ts";
 import { listRuns, readRecord } from "./run-record.ts";
 
 /**
@@ -24,6 +25,8 @@ export interface EngineDrive {
   task: string;
   taskId?: string;
   session?: { channel: string; provider: string; replyBy: string; trusted: boolean };
+  /** A task filed from a chat session: its channel's purpose is in the prompt too. */
+  origin?: TaskOrigin;
 }
 
 /** pi's command line: the system prompt appended, and in json mode the task as its input. */
@@ -50,6 +53,9 @@ export async function writePrompt(
     (run) => run.id !== facts.id,
   );
   const since = previous ? readRecord(previous.dir)?.started_at : undefined;
+  // read as the prompt is compiled: what the run is told is what a session later compares with
+  const channel = engine.session?.channel ?? engine.origin?.channel;
+  const purpose = channel ? readPurpose(facts.paths, channel) : undefined;
   let prompt: CompiledPrompt;
   try {
     prompt = compilePrompt({
@@ -60,6 +66,8 @@ export async function writePrompt(
       ceiling_min: facts.ceiling_min,
       ...(engine.taskId ? { taskId: engine.taskId } : {}),
       ...(engine.session ? { session: engine.session } : {}),
+      ...(engine.origin ? { origin: engine.origin } : {}),
+      ...(purpose ? { purpose } : {}),
       outcomes: outcomesSince(facts.paths, facts.worker.name, since),
     });
   } catch (error) {

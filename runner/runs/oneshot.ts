@@ -1,5 +1,6 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
+import type { TaskOrigin } from "../prompt/compile.ts";
 import { describeBudgetStop } from "./budget-stop.ts";
 import {
   assistantText,
@@ -32,6 +33,8 @@ export interface OneShotOptions {
   env?: NodeJS.ProcessEnv;
   /** A queued task's run: recorded as kind "task", and the box may report the task's outcome. */
   taskId?: string;
+  /** A task filed from a chat session: the channel's purpose is in its prompt. */
+  origin?: TaskOrigin;
   /** Told the run's id as soon as its record exists (the dispatcher claims the task with it). */
   /** Awaited before the $HOME is built: a task's claim is in the schedule.json its run sees. */
   onRecord?: (record: RunRecord) => void | Promise<void>;
@@ -72,6 +75,7 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
         mode: "json",
         task: options.prompt,
         ...(options.taskId ? { taskId: options.taskId } : {}),
+        ...(options.origin ? { origin: options.origin } : {}),
       },
     },
     stall: "box",

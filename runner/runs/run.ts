@@ -15,6 +15,7 @@ import { workerSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
+import type { CompiledPrompt } from "../prompt/compile.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { type EngineDrive, piCommand, writePrompt } from "./engine-prompt.ts";
 import { type Provisioned, provision } from "./provision.ts";
@@ -112,6 +113,8 @@ export class Run {
     private readonly logs: WriteStream[],
     private readonly watchdog: StallWatchdog | undefined,
     private readonly handle: BoxHandle,
+    /** What the engine was told when it started (a session's system prompt stays this). */
+    readonly prompt: CompiledPrompt | undefined,
   ) {}
 
   /**
@@ -232,7 +235,18 @@ export class Run {
         request.onStderr?.(chunk);
       },
     });
-    run = new Run(request, box, id, dir, starting.record, token, starting.logs, watchdog, handle);
+    run = new Run(
+      request,
+      box,
+      id,
+      dir,
+      starting.record,
+      token,
+      starting.logs,
+      watchdog,
+      handle,
+      prompt,
+    );
     if (request.stall === "box") watchdog?.start();
     return run;
   }

@@ -1,3 +1,4 @@
+import { replyFromTask } from "../actions/task-reply.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
@@ -102,6 +103,9 @@ export class Dispatcher {
         ceiling_min: task.ceiling_min,
         json: false,
         taskId: task.id,
+        ...(task.channel
+          ? { origin: { channel: task.channel, replyTo: task.reply_to === true } }
+          : {}),
         write: () => undefined,
         note: () => undefined,
         signal: this.abort.signal,
@@ -126,6 +130,12 @@ export class Dispatcher {
       note(
         `task ${task.id} of ${worker}: ${settled?.attestation.said ?? "settled elsewhere"} (run ${id ?? "?"}, ${result.record?.ended_by ?? "?"})`,
       );
+      // a task asked for in a chat answers there, once it is settled (task-reply.ts)
+      const replied =
+        !settled || settled.attestation.state === "pending" || !id
+          ? undefined
+          : await replyFromTask({ paths, worker, task, runId: id, answer: result.answer });
+      if (replied) note(replied);
     } catch (error) {
       await claimed.catch(() => undefined);
       // refused before a box ran (config, credential …): it stays queued, the reason is noted

@@ -8,6 +8,7 @@ import { describeBudgetStop } from "../runs/budget-stop.ts";
 import { failedRunId, Run } from "../runs/run.ts";
 import type { EndedBy } from "../runs/run-record.ts";
 import { PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
+import { PurposeWatch } from "./purpose-watch.ts";
 
 /**
  * A warm session: one live box running pi in RPC mode for one (worker,
@@ -70,6 +71,8 @@ export class Session {
   /** Settles once, when the session is over and its record finished. */
   readonly ended: Promise<SessionEnd>;
   private finishing: Promise<SessionEnd> | undefined;
+  /** The channel's purpose as the worker last heard it: a change heads the next turn. */
+  private readonly purpose: PurposeWatch;
 
   private constructor(
     private readonly spec: SessionSpec,
@@ -82,6 +85,12 @@ export class Session {
       this.resolveEnded = resolve;
     });
     void run.done.then((outcome) => this.boxEnded(outcome));
+    this.purpose = new PurposeWatch(
+      spec.paths,
+      spec.channel,
+      run.prompt?.purpose,
+      run.worker.context.purpose_max_chars,
+    );
     this.armIdle();
   }
 
@@ -210,7 +219,8 @@ export class Session {
     next.listener.onStart?.();
     // the turn ceiling and the stall watch are the run owner's; a limit ends the box, and boxEnded says why
     this.run.beginTurn();
-    this.rpc.prompt(next.input, next.listener).then(
+    // read as the turn starts, not when it was queued: the purpose may change while it waits
+    this.rpc.prompt(this.purpose.turnInput(next.input), next.listener).then(
       (result) => {
         this.turnDone();
         // a model refused by a used-up budget: the sender is told why, and when it opens again

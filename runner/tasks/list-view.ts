@@ -55,6 +55,9 @@ export function taskDetail(task: Task & { worker: string }, run?: RunSummary): s
     `filed     ${task.filed_at} by ${task.filed_by}`,
     `ceiling   ${task.ceiling_min} min${task.at ? `, not before ${task.at}` : ""}${task.window ? `, only within ${task.window}` : ""}`,
     ...(task.depends_on?.length ? [`after     ${task.depends_on.join(", ")}`] : []),
+    ...(task.channel
+      ? [`channel   ${task.channel}${task.reply_to ? " (its answer goes back there)" : ""}`]
+      : []),
     ...(task.template_id ? [`template  ${task.template_id}`] : []),
     ...(task.catch_up ? [`catch-up  ${task.catch_up}`] : []),
     ...(task.run_id ? [runLine(task.run_id, run)] : []),

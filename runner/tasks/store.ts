@@ -60,6 +60,10 @@ export interface Task {
   window?: string;
   /** A template's fire made late (the server was down): when it was due and how many were missed. */
   catch_up?: string;
+  /** The chat channel of the session that filed it: its purpose is in the run's prompt. */
+  channel?: string;
+  /** Its run's final answer is proposed back into `channel`, with a session reply's trust. */
+  reply_to?: boolean;
 }
 
 /**

@@ -63,7 +63,11 @@ const SESSION_DEFAULTS = {
   talk_idle_secs: 300,
   stall_after: "5m",
 };
-const HISTORY_DEFAULTS = { history_max_messages: 25, history_max_chars: 6_000 };
+const HISTORY_DEFAULTS = {
+  history_max_messages: 25,
+  history_max_chars: 6_000,
+  purpose_max_chars: 2_000,
+};
 
 describe("[box] and [context]: a worker may only lower the org's limits", () => {
   it.each([

@@ -33,9 +33,12 @@ import type { ExecutionContext, Executor } from "./executor.ts";
  * the same way (the host's heartbeat is kept and can't be named). A task may
  * wait on others (`depends_on`); an unknown id or a cycle is refused. What
  * the worker files is proactive, unless a session in a trusted channel asked
- * for it (owner standing, as if the operator had). After either, the
- * proposing run's schedule.json is rewritten in place (same file, so the
- * read-only bind in the box sees it).
+ * for it (owner standing, as if the operator had). A task filed by a chat
+ * session carries its channel (the channel's purpose is in the task's
+ * prompt) and, unless `reply_to` is false, its final answer is proposed back
+ * there (actions/task-reply.ts). After either, the proposing run's
+ * schedule.json is rewritten in place (same file, so the read-only bind in
+ * the box sees it).
  */
 const At = Type.String({
   pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?Z$",
@@ -49,6 +52,8 @@ const TaskFields = {
   depends_on: Type.Optional(
     Type.Array(Type.String({ pattern: "^t-[0-9a-f]{8}$" }), { maxItems: 20, uniqueItems: true }),
   ),
+  // the answer goes back to the filing session's channel; true by default when there is one
+  reply_to: Type.Optional(Type.Boolean()),
 };
 const TemplateFields = Type.Object(
   {
@@ -99,27 +104,70 @@ const problemAt = (field: string, problem: string | undefined) =>
 
 const fromRun = (context: ExecutionContext) => (context.runId ? `run:${context.runId}` : "action");
 
+/** The channel of the chat session that proposes, from its run's record; none for other runs. */
+function sessionChannel(context: Omit<ExecutionContext, "key">): string | undefined {
+  if (!context.runId) return undefined;
+  const record = readRecord(runDir(context.paths.state, context.worker, context.runId));
+  return record?.kind === "session" ? record.channel_id : undefined;
+}
+
 /** Owner when a session in a trusted channel asked for it; the worker's own idea otherwise. */
 function standingFrom(context: ExecutionContext): Standing {
-  if (!context.runId) return "proactive";
-  const record = readRecord(runDir(context.paths.state, context.worker, context.runId));
-  const channel = record?.kind === "session" ? record.channel_id : undefined;
+  const channel = sessionChannel(context);
   return channel && trustedChannels(context.paths)(channel) ? "owner" : "proactive";
+}
+
+/** Where a task filed now comes from, and whether its answer goes back there. */
+function originFrom(
+  context: ExecutionContext,
+  replyTo: boolean | undefined,
+): Pick<Task, "channel" | "reply_to"> {
+  const channel = sessionChannel(context);
+  return channel ? { channel, reply_to: replyTo ?? true } : {};
+}
+
+/** reply_to: true needs a channel to reply to: the session's that files it, or the one it was filed from. */
+function replyProblem(
+  entries: Array<{ id?: string | undefined; reply_to?: boolean | undefined }>,
+  context: Omit<ExecutionContext, "key">,
+  field: (index: number) => string,
+  filedFrom: (id: string) => string | undefined = () => undefined,
+): string | undefined {
+  const index = entries.findIndex(
+    (entry) => entry.reply_to === true && !(entry.id && filedFrom(entry.id)),
+  );
+  if (index < 0 || sessionChannel(context)) return undefined;
+  return `${field(index)}: this run is not a chat session and the task was not filed from one, so there is no channel to reply to; leave reply_to out`;
 }
 
 const zoneOf = (context: Pick<ExecutionContext, "paths">) =>
   scheduleZone(loadConfig(context.paths.config, { vaultDir: context.paths.vault }).org);
+
+/**
+ * A kept task keeps the channel it was filed from (a session elsewhere
+ * editing the list does not move it); a new one takes the proposing session's.
+ */
+function channelOf(
+  existing: Task | undefined,
+  session: string | undefined,
+  replyTo: boolean | undefined,
+): Pick<Task, "channel" | "reply_to"> {
+  const channel = existing ? existing.channel : session;
+  if (!channel) return {};
+  return { channel, reply_to: replyTo ?? existing?.reply_to ?? true };
+}
 
 export const fileTask: Executor<FilePayload> = {
   schema: FilePayload,
   summary: (payload) =>
     `new task${payload.at ? ` at ${payload.at}` : ""}: ${oneLine(payload.prompt, 70)}`,
   precheck: (payload, context) => {
-    const ceiling =
-      payload.ceiling_min === undefined
+    const problem =
+      (payload.ceiling_min === undefined
         ? undefined
-        : problemAt("payload.ceiling_min", ceilingProblem(payload.ceiling_min));
-    if (ceiling || !payload.depends_on?.length || !context) return ceiling;
+        : problemAt("payload.ceiling_min", ceilingProblem(payload.ceiling_min))) ??
+      replyProblem([payload], context, () => "payload.reply_to");
+    if (problem || !payload.depends_on?.length || !context) return problem;
     const known = new Set(readTasks(context.paths, context.worker).tasks.map((task) => task.id));
     const missing = payload.depends_on.find((id) => !known.has(id));
     return missing ? `payload.depends_on: ${missing} is not on your task list` : undefined;
@@ -137,6 +185,7 @@ export const fileTask: Executor<FilePayload> = {
       filed_at: new Date().toISOString(),
       filed_by: fromRun(context),
       standing: standingFrom(context),
+      ...originFrom(context, payload.reply_to),
     };
     const list = await updateTasks(context.paths, context.worker, (current) => {
       const problem = dependencyProblem([task], new Set(current.tasks.map((one) => one.id)));
@@ -182,12 +231,20 @@ export const setTasks: Executor<SetPayload> = {
       if (problem) return problem;
     }
     const current = readLive(context.paths, context.worker);
+    const reply = replyProblem(
+      payload.tasks,
+      context,
+      (index) => `payload.tasks.${index}.reply_to`,
+      (id) => current.tasks.find((task) => task.id === id)?.channel,
+    );
+    if (reply) return reply;
     return current.version === payload.base_version
       ? undefined
       : `payload.base_version: the task list is at version ${current.version} now, not ${payload.base_version}; read ~/self/schedule.json again`;
   },
   async run(payload, context) {
     const standing = standingFrom(context);
+    const origin = sessionChannel(context);
     const zone = zoneOf(context);
     const list = await updateList(context.paths, context.worker, (current) => {
       if (current.version !== payload.base_version)
@@ -222,6 +279,7 @@ export const setTasks: Executor<SetPayload> = {
           standing: existing?.standing ?? standing,
           ...(existing?.template_id ? { template_id: existing.template_id } : {}),
           ...(existing?.window ? { window: existing.window } : {}),
+          ...channelOf(existing, origin, entry.reply_to),
         };
       });
       const tasks = [...kept, ...pending];
