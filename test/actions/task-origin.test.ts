@@ -163,6 +163,19 @@ describe("tasks filed from a chat session", () => {
       }),
     ).toBeUndefined();
     expect(history(CHANNEL).at(-1)?.content).toBe("The flaky test is test_login.");
+
+    // asked for in the untrusted channel: the worker's own idea, proactive standing
+    await sessionRun("run-untrusted", "term-bob-elf");
+    const token = await env.token("elf", "run-untrusted");
+    const filed = await submitAction(env, token, {
+      intent: "file-task",
+      payload: { prompt: "Tidy the logs" },
+    });
+    expect(filed.status).toBe(200);
+    expect(taskById((filed.body.result as { task_id: string }).task_id)).toMatchObject({
+      channel: "term-bob-elf",
+      standing: "proactive",
+    });
   });
 
   it("without a send grant for the worker nothing is sent, and its journal says why", async () => {

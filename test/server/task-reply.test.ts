@@ -75,7 +75,8 @@ describe.skipIf(!docker)("a task filed from a chat session", () => {
 
     const [task, ...others] = readTasks(deployment.paths, "elf").tasks;
     expect(others).toHaveLength(0);
-    expect(task).toMatchObject({ state: "pending", channel, reply_to: true });
+    // asked for in a trusted channel (the operator's own terminal): owner standing, like the operator's
+    expect(task).toMatchObject({ state: "pending", channel, reply_to: true, standing: "owner" });
     const shown = await deployment.roster(["task", "show", task?.id ?? "?"]);
     expect(shown.stdout).toContain(`channel   ${channel} (its answer goes back there)`);
 
