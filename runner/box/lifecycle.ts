@@ -9,8 +9,11 @@ import { type BoxSpec, containerCreateOptions } from "./container-spec.ts";
  * reason to end it wins. A one-shot run waits for the end (runBox); a warm
  * session keeps the handle and writes to the box's stdin (startBox).
  */
-/** `stalled`: the caller's activity watchdog found no sign of life for its window. */
-export type EndedBy = "exit" | "ceiling" | "signal" | "error" | "stalled";
+/**
+ * `stalled`: the caller's activity watchdog found no sign of life for its window.
+ * `disk`: its store grew past its limit, or the host's disk past its reserve.
+ */
+export type EndedBy = "exit" | "ceiling" | "signal" | "error" | "stalled" | "disk";
 
 export interface BoxOutcome {
   exitCode: number;

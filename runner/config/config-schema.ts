@@ -134,6 +134,31 @@ export type ModelSection = Static<typeof ModelSection>;
 export const WorkerModelSection = Type.Partial(ModelSection, { additionalProperties: false });
 export type WorkerModelSection = Static<typeof WorkerModelSection>;
 
+/**
+ * A worker's store: how large it (and each of its channel stores) may grow
+ * while a box writes it, and the share of the data filesystem kept free for
+ * everyone (org-only). runs/disk-watch.ts enforces both.
+ */
+export const StoreSection = Type.Object(
+  {
+    max_size: Type.Optional(
+      Type.String({
+        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
+        description: 'a size like "10g" or "512m"',
+      }),
+    ),
+    reserve: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 0.5,
+        description: "the share of the data filesystem kept free, like 0.05",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type StoreSection = Static<typeof StoreSection>;
+
 export const ContextSection = Type.Object(
   {
     identity_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -237,6 +262,7 @@ export const OrgConfig = Type.Object(
     box: Type.Optional(BoxSection),
     model: Type.Optional(ModelSection),
     context: Type.Optional(ContextSection),
+    store: Type.Optional(StoreSection),
     gateway: Type.Optional(GatewaySection),
     grant: Type.Optional(Type.Array(OrgGrant)),
     action: Type.Optional(Type.Array(ActionGrant)),
@@ -259,6 +285,8 @@ export const WorkerConfig = Type.Object(
     model: Type.Optional(WorkerModelSection),
     context: Type.Optional(ContextSection),
     box: Type.Optional(BoxSection),
+    /** Only max_size, and only lower than the org's (the reserve is the host's). */
+    store: Type.Optional(Type.Omit(StoreSection, ["reserve"])),
     grant: Type.Optional(Type.Array(Grant)),
     /** Refused by the loader (only org.toml grants actions); typed so the error can say so. */
     action: Type.Optional(Type.Array(Type.Omit(ActionGrant, ["workers"]))),

@@ -43,6 +43,7 @@ import {
   scopeToWorkers,
   workerDenyGrants,
 } from "./narrowing.ts";
+import { narrowestStore, type StoreLimits } from "./store-limits.ts";
 import { workerSubject } from "./subject.ts";
 import { type Toolchain, workerToolchain } from "./toolchain-schema.ts";
 
@@ -363,6 +364,8 @@ export interface WorkerView {
   sentinels: string[];
   /** Names of the connections granted to this worker, for the system prompt. */
   connections: Array<{ name: string; kind: string; detail: string }>;
+  /** How large its store may grow, and the data filesystem's reserve (store-limits.ts). */
+  store: StoreLimits;
   /** The worker's heartbeat (undefined: none, or switched off). */
   heartbeat: Heartbeat | undefined;
   /** Packages baked into its derived box image (org.toml's per ecosystem unless it has its own). */
@@ -384,6 +387,7 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
     sentinels: [],
     connections: [],
     heartbeat: heartbeatFor(config.org.heartbeat, name, worker.heartbeat),
+    store: narrowestStore(config.org.store, worker.store),
     toolchain: workerToolchain(config.org.toolchain, worker.toolchain),
   };
   for (const expose of [...(config.org.expose ?? []), ...(worker.expose ?? [])]) {

@@ -12,6 +12,7 @@ import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
 import { locateLine } from "./locate.ts";
 import { formatMemory, parseMemory } from "./memory.ts";
+import { STORE_DEFAULTS } from "./store-limits.ts";
 import { modelDestination } from "./model.ts";
 import { workerSubject } from "./subject.ts";
 
@@ -237,6 +238,10 @@ export function checkNarrowing(
     );
   if (box.memory !== undefined && parseMemory(box.memory) > parseMemory(effectiveBox.memory))
     tooMuch("/box/memory", box.memory, effectiveBox.memory, orgBox.memory === undefined);
+  const store = worker.store?.max_size;
+  const orgStore = org.store?.max_size ?? STORE_DEFAULTS.max_size;
+  if (store !== undefined && parseMemory(store) > parseMemory(orgStore))
+    tooMuch("/store/max_size", store, orgStore, org.store?.max_size === undefined);
   if (box.cpus !== undefined && box.cpus > effectiveBox.cpus)
     tooMuch("/box/cpus", box.cpus, effectiveBox.cpus, orgBox.cpus === undefined);
   if (box.egress_lockdown === false && effectiveBox.egress_lockdown !== false)

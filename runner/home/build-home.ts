@@ -27,6 +27,8 @@ export interface RunHome {
   user: BoxUser;
   /** Gated repos cloned for this run (ROSTER_REPOS_JSON, and the record's `repos`). */
   repos: Omit<ClonedRepos, "mounts">;
+  /** The host folders the box writes that outlive it: its store, a session's channel store. */
+  durable: string[];
 }
 
 export async function buildRunHome(options: {
@@ -71,12 +73,14 @@ export async function buildRunHome(options: {
   await mkdir(journal, { recursive: true });
 
   const channelMounts: BoxMount[] = [];
+  const durable = [store];
   if (channel) {
     const record = join(paths.data, "channels", channel);
     const channelStore = join(paths.data, "workers", worker.name, "channel-stores", channel);
     // the store's mountpoint must exist inside the read-only channel mount
     await mkdir(join(record, "store"), { recursive: true, mode: 0o755 });
     await mkdir(channelStore, { recursive: true });
+    durable.push(channelStore);
     if (process.getuid?.() === 0) await chown(channelStore, user.uid, user.gid);
     channelMounts.push(
       { source: record, target: `${BOX_HOME}/channel`, readOnly: true },
@@ -119,7 +123,7 @@ export async function buildRunHome(options: {
     { source: join(paths.ca, "ca.crt"), target: BOX_CA, readOnly: true },
     { source: join(paths.ca, "bundle.crt"), target: BOX_CA_BUNDLE, readOnly: true },
   ];
-  return { home, mounts, user, repos: { repos: cloned.repos, record: cloned.record } };
+  return { home, mounts, user, repos: { repos: cloned.repos, record: cloned.record }, durable };
 }
 
 async function chownTree(dir: string, user: BoxUser): Promise<void> {

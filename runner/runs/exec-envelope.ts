@@ -11,7 +11,8 @@ export interface ExecEnvelope {
   exit_code: number | null;
   duration_ms: number;
   signal?: "SIGKILL";
-  reason?: "timeout" | "memory";
+  /** disk: its store outgrew `[store] max_size`, or the host's disk its reserve (error says which). */
+  reason?: "timeout" | "memory" | "disk";
   note?: string;
   run_id?: string;
   error?: string;

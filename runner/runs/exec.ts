@@ -99,6 +99,14 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
   const run_id = run.id;
   if (outcome.endedBy === "ceiling")
     return envelope({ status: "timeout", signal: "SIGKILL", reason: "timeout", run_id });
+  if (outcome.endedBy === "disk")
+    return envelope({
+      status: "failed",
+      signal: "SIGKILL",
+      reason: "disk",
+      run_id,
+      ...(limit ? { error: limit.message } : {}),
+    });
   if (outcome.endedBy === "error")
     return envelope({ status: "error", run_id, error: limit?.message ?? "the box was lost" });
   if (outcome.endedBy === "signal")

@@ -46,8 +46,8 @@ export interface OneShotResult {
   answer: string | undefined;
 }
 
-/** A limit stopped it: the ceiling, the stall watch, a used-up budget. */
-const LIMITS: EndedBy[] = ["ceiling", "stalled", "budget"];
+/** A limit stopped it: the ceiling, the stall watch, the disk watch, a used-up budget. */
+const LIMITS: EndedBy[] = ["ceiling", "stalled", "disk", "budget"];
 
 export async function runOneShot(options: OneShotOptions): Promise<OneShotResult> {
   const splitter = new LineSplitter();

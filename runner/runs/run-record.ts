@@ -25,6 +25,7 @@ export type EndedBy =
   | "error"
   | "crash"
   | "stalled"
+  | "disk"
   | "budget";
 
 export interface RunRecord {

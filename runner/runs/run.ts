@@ -27,6 +27,7 @@ import {
   runDir,
   writeRecord,
 } from "./run-record.ts";
+import { DiskWatch } from "./disk-watch.ts";
 import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
 
 /**
@@ -89,7 +90,7 @@ export interface RunEnding {
 /** Why the owner or the box's engine ended it: which limit, and the words the record and a sender get. */
 export interface LimitReached {
   endedBy: EndedBy;
-  limit: "ceiling" | "turn-ceiling" | "stall" | "gateway";
+  limit: "ceiling" | "turn-ceiling" | "stall" | "disk" | "gateway";
   message: string;
 }
 
@@ -99,6 +100,7 @@ function refuse(message: string, exitCode = 2): RosterError {
 
 export class Run {
   private turnTimer: NodeJS.Timeout | undefined;
+  private disk: DiskWatch | undefined;
   private settling: Promise<RunRecord> | undefined;
   /** The limit the owner stopped the box for, in the words the record and a sender get. */
   private limit: LimitReached | undefined;
@@ -248,6 +250,13 @@ export class Run {
       prompt,
     );
     if (request.stall === "box") watchdog?.start();
+    // the folders it writes that outlive it, bounded while it runs (disk-watch.ts)
+    run.disk = new DiskWatch({
+      folders: home.durable,
+      limits: worker.store,
+      onOver: (message) => run?.stopFor("disk", "disk", message),
+    });
+    await run.disk.start();
     return run;
   }
 
@@ -344,6 +353,7 @@ export class Run {
 
   private async finish(ending: RunEnding): Promise<RunRecord> {
     this.endTurn();
+    this.disk?.stop();
     try {
       // pi keeps its transcript as it goes: nothing is lost by not waiting for it
       await this.handle.kill("signal");

@@ -115,6 +115,8 @@ function runFailure(facts: RunFacts): string | undefined {
       return `the run hit its ${record.ceiling_min ?? "?"}-minute ceiling`;
     case "stalled":
       return "the run stalled (no sign of life for [box] stall_after)";
+    case "disk":
+      return `the run was stopped for the disk: ${record.error ?? "its store outgrew its limit"}`;
     case "budget":
       return facts.budget
         ? `its model call was refused at ${facts.budget.host}: the model budget is used up (${facts.budget.detail})`

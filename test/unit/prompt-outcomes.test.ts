@@ -24,6 +24,7 @@ const worker: WorkerView = {
   sentinels: [],
   connections: [],
   heartbeat: undefined,
+  store: { maxBytes: 10 * 1024 ** 3, reserve: 0.05 },
   toolchain: { apt: [], npm: [], pip: [] },
 };
 

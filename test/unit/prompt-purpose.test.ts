@@ -25,6 +25,7 @@ const workerWith = (context: Partial<WorkerView["context"]>): WorkerView => ({
   sentinels: [],
   connections: [],
   heartbeat: undefined,
+  store: { maxBytes: 10 * 1024 ** 3, reserve: 0.05 },
   toolchain: { apt: [], npm: [], pip: [] },
 });
 

@@ -1,0 +1,106 @@
+import { execFile } from "node:child_process";
+import { statfs } from "node:fs/promises";
+import { basename } from "node:path";
+import { describeSize, type StoreLimits } from "../config/store-limits.ts";
+
+/**
+ * What a box may take of the host's disk while it runs: each folder it
+ * writes that outlives it (its store, a session's channel store) is measured
+ * with `du` (on-disk blocks, so a sparse file counts what it really holds;
+ * symlinks never followed; one filesystem) every moment, and the box is
+ * stopped the first time one is over `[store] max_size`; and when the data
+ * filesystem's free share falls under `[store] reserve`, a box whose folders
+ * grew since the last look is stopped too — the one filling the disk, while
+ * boxes that aren't writing go on. A look costs what `du` costs: the next one
+ * waits at least five times as long as the last took, so a 100,000-file store
+ * is never measured back to back.
+ */
+export const DISK_LOOK_MS = 500;
+
+export interface DiskWatchOptions {
+  folders: string[];
+  limits: StoreLimits;
+  /** Called once, with the reason, when the box must stop. */
+  onOver: (message: string) => void;
+  everyMs?: number;
+}
+
+/** Bytes on disk under each folder (0 for one that isn't there). */
+export function diskUsage(folders: string[]): Promise<number[]> {
+  return new Promise((resolve) => {
+    execFile(
+      "du",
+      ["-s", "-B1", "-x", "-P", ...folders],
+      { maxBuffer: 1 << 20 },
+      // du says what it could read even when some of it wasn't readable: that is still the floor
+      (_error, stdout) => {
+        const sizes = new Map<string, number>();
+        for (const line of String(stdout).split("\n")) {
+          const tab = line.indexOf("\t");
+          if (tab > 0) sizes.set(line.slice(tab + 1), Number(line.slice(0, tab)));
+        }
+        resolve(folders.map((folder) => sizes.get(folder) ?? 0));
+      },
+    );
+  });
+}
+
+/** The share of the filesystem holding `dir` that is free for ordinary users. */
+export async function freeShare(dir: string): Promise<number> {
+  const stats = await statfs(dir);
+  return stats.blocks > 0 ? stats.bavail / stats.blocks : 1;
+}
+
+export class DiskWatch {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private previous: number[] | undefined;
+
+  constructor(private readonly options: DiskWatchOptions) {}
+
+  async start(): Promise<void> {
+    this.previous = await diskUsage(this.options.folders);
+    this.schedule(this.options.everyMs ?? DISK_LOOK_MS);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.look(), delayMs);
+    this.timer.unref();
+  }
+
+  private async look(): Promise<void> {
+    const began = Date.now();
+    const { folders, limits } = this.options;
+    const sizes = await diskUsage(folders);
+    if (this.stopped) return;
+    const over = sizes.findIndex((size) => size > limits.maxBytes);
+    if (over >= 0) return this.over(this.overLimit(folders[over] ?? "", sizes[over] ?? 0));
+    const grew = folders.filter((_, index) => (sizes[index] ?? 0) > (this.previous?.[index] ?? 0));
+    this.previous = sizes;
+    for (const folder of grew) {
+      // the filesystem the growing folder is on: the data filesystem, unless a store is mounted apart
+      const free = await freeShare(folder).catch(() => 1);
+      if (free < limits.reserve)
+        return this.over(
+          `the data filesystem is down to ${(free * 100).toFixed(1)}% free, under the ${(limits.reserve * 100).toFixed(0)}% kept for every worker ([store] reserve), and this box was writing to it`,
+        );
+    }
+    this.schedule(Math.max(this.options.everyMs ?? DISK_LOOK_MS, 5 * (Date.now() - began)));
+  }
+
+  private overLimit(folder: string, size: number): string {
+    const what = basename(folder) === "store" ? "its store" : `its channel store ${basename(folder)}`;
+    return `${what} holds ${describeSize(size)} on disk, over its ${describeSize(this.options.limits.maxBytes)} limit ([store] max_size)`;
+  }
+
+  private over(message: string): void {
+    this.stop();
+    this.options.onOver(message);
+  }
+}
