@@ -12,8 +12,8 @@ import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
 import { locateLine } from "./locate.ts";
 import { formatMemory, parseMemory } from "./memory.ts";
-import { STORE_DEFAULTS } from "./store-limits.ts";
 import { modelDestination } from "./model.ts";
+import { STORE_DEFAULTS } from "./store-limits.ts";
 import { workerSubject } from "./subject.ts";
 
 /**

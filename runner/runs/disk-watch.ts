@@ -95,7 +95,8 @@ export class DiskWatch {
   }
 
   private overLimit(folder: string, size: number): string {
-    const what = basename(folder) === "store" ? "its store" : `its channel store ${basename(folder)}`;
+    const what =
+      basename(folder) === "store" ? "its store" : `its channel store ${basename(folder)}`;
     return `${what} holds ${describeSize(size)} on disk, over its ${describeSize(this.options.limits.maxBytes)} limit ([store] max_size)`;
   }
 

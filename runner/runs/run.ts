@@ -17,6 +17,7 @@ import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
+import { DiskWatch } from "./disk-watch.ts";
 import { type EngineDrive, piCommand, writePrompt } from "./engine-prompt.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import {
@@ -27,7 +28,6 @@ import {
   runDir,
   writeRecord,
 } from "./run-record.ts";
-import { DiskWatch } from "./disk-watch.ts";
 import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
 
 /**
