@@ -13,9 +13,12 @@ import { describeSize, type StoreLimits } from "../config/store-limits.ts";
  * grew since the last look is stopped too — the one filling the disk, while
  * boxes that aren't writing go on. A look costs what `du` costs: the next one
  * waits at least five times as long as the last took, so a 100,000-file store
- * is never measured back to back.
+ * is never measured back to back; and while nothing grows the looks slow down
+ * (to DISK_QUIET_MS), back to every DISK_LOOK_MS the moment something does.
  */
 export const DISK_LOOK_MS = 500;
+/** A quiet box is looked at less often, down to this: an idle session costs next to nothing. */
+export const DISK_QUIET_MS = 2_000;
 
 export interface DiskWatchOptions {
   folders: string[];
@@ -55,6 +58,7 @@ export class DiskWatch {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private previous: number[] | undefined;
+  private delayMs = DISK_LOOK_MS;
 
   constructor(private readonly options: DiskWatchOptions) {}
 
@@ -91,7 +95,9 @@ export class DiskWatch {
           `the data filesystem is down to ${(free * 100).toFixed(1)}% free, under the ${(limits.reserve * 100).toFixed(0)}% kept for every worker ([store] reserve), and this box was writing to it`,
         );
     }
-    this.schedule(Math.max(this.options.everyMs ?? DISK_LOOK_MS, 5 * (Date.now() - began)));
+    const base = this.options.everyMs ?? DISK_LOOK_MS;
+    this.delayMs = grew.length ? base : Math.min(DISK_QUIET_MS, Math.round(this.delayMs * 1.5));
+    this.schedule(Math.max(this.delayMs, 5 * (Date.now() - began)));
   }
 
   private overLimit(folder: string, size: number): string {
