@@ -11,9 +11,12 @@ const clip = (text: string, max: number) => {
 };
 const minute = (iso: string) => iso.slice(0, 16).replace("T", " ");
 
+/** A task's note is shown where it says why: blocked, held for review, failed, or waiting. */
+const SHOWS_WHY: ReadonlySet<string> = new Set(["blocked", "needs-review", "failed"]);
+
 export function taskLine(task: Task & { worker: string }): string {
   const why =
-    task.state === "blocked" || (task.state === "pending" && task.note?.startsWith("waiting"))
+    SHOWS_WHY.has(task.state) || (task.state === "pending" && task.note?.startsWith("waiting"))
       ? `  [${clip(task.note ?? "", 60)}]`
       : "";
   return `${task.id}  ${task.state.padEnd(12)} ${task.worker.padEnd(12)} ${minute(task.filed_at)}  ${clip(task.prompt, 60)}${why}`;
