@@ -16,8 +16,9 @@ const SHOWS_WHY: ReadonlySet<string> = new Set(["blocked", "needs-review", "fail
 
 export function taskLine(task: Task & { worker: string }): string {
   const why =
-    SHOWS_WHY.has(task.state) || (task.state === "pending" && task.note?.startsWith("waiting"))
-      ? `  [${clip(task.note ?? "", 60)}]`
+    task.note &&
+    (SHOWS_WHY.has(task.state) || (task.state === "pending" && task.note.startsWith("waiting")))
+      ? `  [${clip(task.note, 60)}]`
       : "";
   return `${task.id}  ${task.state.padEnd(12)} ${task.worker.padEnd(12)} ${minute(task.filed_at)}  ${clip(task.prompt, 60)}${why}`;
 }
