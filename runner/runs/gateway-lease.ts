@@ -62,11 +62,15 @@ export async function leaseGateway(options: {
   if (running?.door) return watchStandalone(running.port, running.door, lost);
 
   let embedded: Awaited<ReturnType<typeof launchEmbeddedGateway>>;
+  const launch = (on: number) =>
+    launchEmbeddedGateway({ paths, listen: [{ host: "127.0.0.1", port: on }], env: options.env });
   try {
-    embedded = await launchEmbeddedGateway({
-      paths,
-      listen: [{ host: "127.0.0.1", port }],
-      env: options.env,
+    embedded = await launch(port).catch((error: unknown) => {
+      // another run's embedded gateway has the port (two runs started at once, no server):
+      // this run's own gateway takes any free loopback port; boxes reach it by its door,
+      // and only this process asks it anything on the port
+      if (!/EADDRINUSE/.test(errorMessage(error))) throw error;
+      return launch(0);
     });
   } catch (error) {
     throw new RosterError(

@@ -80,6 +80,16 @@ describe.skipIf(!docker)("roster box exec", () => {
     expect(envelope.signal).toBeUndefined();
   });
 
+  it("runs two at once without a server: each run's own gateway, neither refused", async () => {
+    // both start an embedded gateway; the second finds [gateway] port taken and takes another
+    const [first, second] = await Promise.all([
+      exec("sleep 2; echo first"),
+      exec("sleep 2; echo second"),
+    ]);
+    expect(first).toMatchObject({ code: 0, envelope: { status: "ok", stdout: "first\n" } });
+    expect(second).toMatchObject({ code: 0, envelope: { status: "ok", stdout: "second\n" } });
+  });
+
   it("kills the box at the timeout: a signal with its reason, no exit code, exit 124", async () => {
     const { code, envelope } = await exec("echo started; sleep 60", ["--timeout", "2"]);
     expect(code).toBe(124);
