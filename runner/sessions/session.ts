@@ -16,9 +16,8 @@ import { PurposeWatch } from "./purpose-watch.ts";
  * A warm session: one live box running pi in RPC mode for one (worker,
  * channel), fed turn by turn; the first turn opens with the worker's memory
  * notes as they stood when the box started (prompt/memory.ts). Messages
- * queue FIFO up to a bound (past it a
- * message is refused at once, never dropped silently); one turn runs at a
- * time. It ends on a quiet spell (idle), its own or a turn's ceiling, the
+ * queue FIFO up to a bound (past it a message is refused at once, never
+ * dropped silently); one turn runs at a time. It ends on a quiet spell (idle), its own or a turn's ceiling, the
  * box dying, its gateway going away, or a caller closing it; whatever the
  * cause, the box is killed, the token revoked, the record finished, and every
  * message still waiting is answered with the reason.
