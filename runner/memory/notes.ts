@@ -84,20 +84,20 @@ export function noteLine(note: MemoryNote): string {
 }
 
 /**
- * The notes shown: in order, until `maxNotes` are taken or the next one's
- * line would take the lines past `maxChars` (each line and its newline
+ * The notes shown: in order, until `max_notes` are taken or the next one's
+ * line would take the lines past `max_chars` (each line and its newline
  * counted). What is left over is counted, not shown.
  */
 export function pickNotes(
   notes: readonly MemoryNote[],
-  limits: { maxNotes: number; maxChars: number },
+  limits: { max_notes: number; max_chars: number },
 ): { lines: string[]; omitted: number } {
   const lines: string[] = [];
   let size = 0;
   for (const note of notes) {
-    if (lines.length >= limits.maxNotes) break;
+    if (lines.length >= limits.max_notes) break;
     const line = noteLine(note);
-    if (size + line.length + 1 > limits.maxChars) break;
+    if (size + line.length + 1 > limits.max_chars) break;
     lines.push(line);
     size += line.length + 1;
   }

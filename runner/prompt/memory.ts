@@ -69,11 +69,10 @@ export function memoryBlock(
       ...statusLines(read, omitted, limits),
       ...(lines.length ? lines : read.notes.length ? [] : ["(no notes yet)"]),
     ].join("\n");
-  const maxNotes = limits.max_notes;
   const base = render([], read.notes.length).length;
   const picked = pickNotes(read.notes, {
-    maxNotes,
-    maxChars: Math.min(limits.max_chars, Math.max(0, room - frame - base)),
+    max_notes: limits.max_notes,
+    max_chars: Math.min(limits.max_chars, Math.max(0, room - frame - base)),
   });
   let { lines } = picked;
   let content = render(lines, read.notes.length - lines.length);
@@ -90,10 +89,7 @@ export function memoryTurnBlock(
   limits: WorkerView["memory"],
   read: MemoryRead,
 ): string | undefined {
-  const { lines, omitted } = pickNotes(read.notes, {
-    maxNotes: limits.max_notes,
-    maxChars: limits.max_chars,
-  });
+  const { lines, omitted } = pickNotes(read.notes, limits);
   const status = statusLines(read, omitted, limits);
   if (!lines.length && !status.length) return undefined;
   return `{"block":"memory","note":${JSON.stringify([NOTES_NOTE, ...status].join(" "))},"notes":[${lines.join(",")}]}`;

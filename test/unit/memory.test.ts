@@ -162,14 +162,14 @@ describe("the selection rules", () => {
       text: `note ${i}`,
       pinned: false,
     }));
-    expect(pickNotes(notes, { maxNotes: 5, maxChars: 10_000 })).toMatchObject({ omitted: 25 });
-    const tight = pickNotes(notes, { maxNotes: 100, maxChars: 100 });
+    expect(pickNotes(notes, { max_notes: 5, max_chars: 10_000 })).toMatchObject({ omitted: 25 });
+    const tight = pickNotes(notes, { max_notes: 100, max_chars: 100 });
     expect(tight.lines.join("\n").length).toBeLessThanOrEqual(100);
     expect(tight.omitted).toBe(30 - tight.lines.length);
-    expect(pickNotes(notes, { maxNotes: 0, maxChars: 10_000 }).lines).toEqual([]);
+    expect(pickNotes(notes, { max_notes: 0, max_chars: 10_000 }).lines).toEqual([]);
     const long = pickNotes([{ id: "long", text: "y".repeat(50_000), pinned: false }], {
-      maxNotes: 1,
-      maxChars: 10_000,
+      max_notes: 1,
+      max_chars: 10_000,
     });
     expect(long.lines[0]?.length).toBeLessThan(NOTE_MAX_CHARS + 40);
     expect(long.lines[0]).toContain("cut: 50000 characters");
