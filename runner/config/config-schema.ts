@@ -175,6 +175,20 @@ export const ContextSection = Type.Object(
 );
 export type ContextSection = Static<typeof ContextSection>;
 
+/**
+ * How much of the worker's own memory file (~/store/memory/memory.jsonl) a
+ * prompt carries: at most `max_notes` notes and `max_chars` characters of
+ * them (0 for either: no notes shown). A worker may only lower them.
+ */
+export const MemorySection = Type.Object(
+  {
+    max_notes: Type.Optional(Type.Integer({ minimum: 0 })),
+    max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type MemorySection = Static<typeof MemorySection>;
+
 /** A credential exposed to boxes as an env variable holding a sentinel (the gateway injects the real value). */
 export const Expose = Type.Object(
   {
@@ -263,6 +277,7 @@ export const OrgConfig = Type.Object(
     model: Type.Optional(ModelSection),
     context: Type.Optional(ContextSection),
     store: Type.Optional(StoreSection),
+    memory: Type.Optional(MemorySection),
     gateway: Type.Optional(GatewaySection),
     grant: Type.Optional(Type.Array(OrgGrant)),
     action: Type.Optional(Type.Array(ActionGrant)),
@@ -284,6 +299,7 @@ export const WorkerConfig = Type.Object(
     name: Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", description: NAME }),
     model: Type.Optional(WorkerModelSection),
     context: Type.Optional(ContextSection),
+    memory: Type.Optional(MemorySection),
     box: Type.Optional(BoxSection),
     /** Only max_size, and only lower than the org's (the reserve is the host's). */
     store: Type.Optional(Type.Omit(StoreSection, ["reserve"])),

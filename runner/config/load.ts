@@ -11,6 +11,7 @@ import {
   CONNECTION_KINDS,
   type ConnectionConfig,
   type ContextSection,
+  type MemorySection,
   type ModelSection,
   OrgConfig,
   WorkerConfig,
@@ -39,6 +40,7 @@ import {
   narrowedModel,
   narrowestBox,
   narrowestContext,
+  narrowestMemory,
   scopeOrgGrants,
   scopeToWorkers,
   workerDenyGrants,
@@ -358,6 +360,8 @@ export interface WorkerView {
   dir: string;
   model: ModelSection | undefined;
   context: Required<ContextSection>;
+  /** How much of its own memory file a prompt carries ([memory]). */
+  memory: Required<MemorySection>;
   box: Required<BoxSection>;
   mounts: ConnectionMount[];
   /** Env names that carry a sentinel (service connections granted to this worker). */
@@ -382,6 +386,7 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
     // config that somehow skipped checkNarrowing still gets no more than the org's
     model: narrowedModel(config.org.model, worker.model),
     context: narrowestContext(config.org.context, worker.context),
+    memory: narrowestMemory(config.org.memory, worker.memory),
     box: narrowestBox(config.org.box, worker.box),
     mounts: [],
     sentinels: [],

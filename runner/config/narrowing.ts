@@ -3,6 +3,7 @@ import type { ConfigError } from "./config-error.ts";
 import type {
   BoxSection,
   ContextSection,
+  MemorySection,
   ModelSection,
   OrgConfig,
   WorkerConfig,
@@ -58,6 +59,14 @@ export const CONTEXT_DEFAULTS: Required<ContextSection> = {
 };
 
 const CONTEXT_KEYS = Object.keys(CONTEXT_DEFAULTS) as Array<keyof ContextSection>;
+
+/** What the runner applies when org.toml leaves a [memory] key unset: enough for who's who, small beside the prompt. */
+export const MEMORY_DEFAULTS: Required<MemorySection> = {
+  max_notes: 40,
+  max_chars: 6_000,
+};
+
+const MEMORY_KEYS = Object.keys(MEMORY_DEFAULTS) as Array<keyof MemorySection>;
 
 /** The worker's number when it is a real, smaller limit; otherwise the org's. */
 function lower(org: number, worker: number | undefined, least: number): number {
@@ -123,6 +132,17 @@ export function narrowestContext(
   const base = { ...CONTEXT_DEFAULTS, ...org };
   const out = { ...base };
   for (const key of CONTEXT_KEYS) out[key] = lower(base[key], worker?.[key], 0);
+  return out;
+}
+
+/** The memory bounds a worker gets: the lower of org (or default) and worker. */
+export function narrowestMemory(
+  org: MemorySection | undefined,
+  worker: MemorySection | undefined,
+): Required<MemorySection> {
+  const base = { ...MEMORY_DEFAULTS, ...org };
+  const out = { ...base };
+  for (const key of MEMORY_KEYS) out[key] = lower(base[key], worker?.[key], 0);
   return out;
 }
 
@@ -279,6 +299,14 @@ export function checkNarrowing(
     const limit = orgValue ?? CONTEXT_DEFAULTS[key];
     if (value !== undefined && value > limit)
       tooMuch(`/context/${key}`, value, limit, orgValue === undefined);
+  }
+
+  for (const key of MEMORY_KEYS) {
+    const value = worker.memory?.[key];
+    const orgValue = org.memory?.[key];
+    const limit = orgValue ?? MEMORY_DEFAULTS[key];
+    if (value !== undefined && value > limit)
+      tooMuch(`/memory/${key}`, value, limit, orgValue === undefined);
   }
 
   (worker.grant ?? []).forEach((grant, index) => {

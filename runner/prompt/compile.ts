@@ -1,5 +1,7 @@
 import { describeWindow, durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
+import type { MemoryRead } from "../memory/read.ts";
+import { memoryBlock } from "./memory.ts";
 import { cutPurpose, purposeIntro } from "./purpose.ts";
 
 /**
@@ -7,8 +9,9 @@ import { cutPurpose, purposeIntro } from "./purpose.ts";
  * granted to this worker + the run's scope, each as a labelled block; input =
  * the task text. Limits come from [context]; a mandatory block over its limit
  * fails the run rather than being cut, so the model never acts on half an
- * identity. The channel's purpose is context, not mandatory: it is cut to fit
- * (purpose.ts), never a reason to refuse the run.
+ * identity. The channel's purpose and the worker's memory are context, not
+ * mandatory: each is cut to fit (purpose.ts, memory.ts), never a reason to
+ * refuse the run.
  */
 export interface PromptBlock {
   label: string;
@@ -70,6 +73,8 @@ export function compilePrompt(input: {
   origin?: TaskOrigin;
   /** The purpose.md of the run's channel (the session's, or the task's origin), as read. */
   purpose?: string;
+  /** The worker's memory file as read (a session's notes head its first turn instead). */
+  memory?: MemoryRead;
 }): CompiledPrompt {
   const { worker, identity, task } = input;
   const limits = worker.context;
@@ -99,7 +104,14 @@ export function compilePrompt(input: {
   const purpose = channel && input.purpose ? purposeBlock(channel, input.purpose) : undefined;
   if (input.outcomes?.length)
     blocks.push({ label: "OUTCOMES SINCE YOUR LAST RUN", content: outcomesBlock(input.outcomes) });
-  // the purpose takes what room the rest leaves under max_injected_chars, up to its own limit
+  // memory, then the purpose, take what room the rest leaves under max_injected_chars, up to their own limits
+  const memoryRead = input.session ? undefined : (input.memory ?? { notes: [], skipped: 0 });
+  const memory = memoryBlock(
+    worker.memory,
+    memoryRead,
+    limits.max_injected_chars - renderSystem(blocks).length,
+  );
+  if (memory) blocks.push(memory);
   const shown = purpose?.fit(limits, limits.max_injected_chars - renderSystem(blocks).length);
   if (shown) blocks.splice(4, 0, shown);
   const system = renderSystem(blocks);

@@ -5,6 +5,7 @@ import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { outcomesSince } from "../journal/journal.ts";
+import { readMemory } from "../memory/read.ts";
 import { type CompiledPrompt, compilePrompt, type TaskOrigin } from "../prompt/compile.ts";
 import { readPurpose } from "../prompt/purpose.ts";
 import { listRuns, readRecord } from "./run-record.ts";
@@ -56,6 +57,8 @@ export async function writePrompt(
   // read as the prompt is compiled: what the run is told is what a session later compares with
   const channel = engine.session?.channel ?? engine.origin?.channel;
   const purpose = channel ? readPurpose(facts.paths, channel) : undefined;
+  // a session's notes head its first turn (session.ts), read when it opens
+  const memory = engine.session ? undefined : await readMemory(facts.paths, facts.worker.name);
   let prompt: CompiledPrompt;
   try {
     prompt = compilePrompt({
@@ -68,6 +71,7 @@ export async function writePrompt(
       ...(engine.session ? { session: engine.session } : {}),
       ...(engine.origin ? { origin: engine.origin } : {}),
       ...(purpose ? { purpose } : {}),
+      ...(memory ? { memory } : {}),
       outcomes: outcomesSince(facts.paths, facts.worker.name, since),
     });
   } catch (error) {

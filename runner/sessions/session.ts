@@ -4,6 +4,8 @@ import { isTrusted } from "../channels/designations.ts";
 import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
+import { readMemory } from "../memory/read.ts";
+import { memoryTurnBlock } from "../prompt/memory.ts";
 import { describeBudgetStop } from "../runs/budget-stop.ts";
 import { failedRunId, Run } from "../runs/run.ts";
 import type { EndedBy } from "../runs/run-record.ts";
@@ -12,9 +14,10 @@ import { PurposeWatch } from "./purpose-watch.ts";
 
 /**
  * A warm session: one live box running pi in RPC mode for one (worker,
- * channel), fed turn by turn. Messages queue FIFO up to a bound (past it a
- * message is refused at once, never dropped silently); one turn runs at a
- * time. It ends on a quiet spell (idle), its own or a turn's ceiling, the
+ * channel), fed turn by turn; the first turn opens with the worker's memory
+ * notes as they stood when the box started (prompt/memory.ts). Messages
+ * queue FIFO up to a bound (past it a message is refused at once, never
+ * dropped silently); one turn runs at a time. It ends on a quiet spell (idle), its own or a turn's ceiling, the
  * box dying, its gateway going away, or a caller closing it; whatever the
  * cause, the box is killed, the token revoked, the record finished, and every
  * message still waiting is answered with the reason.
@@ -80,6 +83,8 @@ export class Session {
     private readonly run: Run,
     private readonly rpc: PiRpc,
     private readonly idleMs: number,
+    /** The worker's memory notes as the session opened: the head of its first turn, then gone. */
+    private memoryHead: string | undefined,
   ) {
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
@@ -176,7 +181,8 @@ export class Session {
     const { box } = run.worker;
     const idleSecs = spec.provider === "term" ? box.talk_idle_secs : box.chat_idle_secs;
     const rpc = new PiRpc(stdin, () => session?.activity());
-    session = new Session(spec, run, rpc, spec.idleMs ?? idleSecs * 1000);
+    const memory = memoryTurnBlock(run.worker.memory, await readMemory(spec.paths, spec.worker));
+    session = new Session(spec, run, rpc, spec.idleMs ?? idleSecs * 1000, memory);
     for (const chunk of feed.splice(0)) rpc.push(chunk);
     return session;
   }
@@ -220,7 +226,10 @@ export class Session {
     // the turn ceiling and the stall watch are the run owner's; a limit ends the box, and boxEnded says why
     this.run.beginTurn();
     // read as the turn starts, not when it was queued: the purpose may change while it waits
-    this.rpc.prompt(this.purpose.turnInput(next.input), next.listener).then(
+    const input = this.purpose.turnInput(next.input);
+    const head = this.memoryHead;
+    this.memoryHead = undefined;
+    this.rpc.prompt(head ? `${head}\n${input}` : input, next.listener).then(
       (result) => {
         this.turnDone();
         // a model refused by a used-up budget: the sender is told why, and when it opens again

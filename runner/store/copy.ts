@@ -36,6 +36,14 @@ function refuse(message: string): RosterError {
   return new RosterError(message, { exitCode: 2 });
 }
 
+/** The path names nothing (yet): the store, a folder on the way, or the file itself is missing. */
+export class StoreFileMissing extends RosterError {
+  override name = "StoreFileMissing";
+  constructor(message: string) {
+    super(message, { exitCode: 2 });
+  }
+}
+
 /** The store path's folders and file name; refuses what would leave the store by its spelling. */
 function splitStorePath(root: string, storePath: string): { dirs: string[]; name: string } {
   if (!storePath || storePath.includes("\0")) throw refuse("the store path is empty");
@@ -73,7 +81,7 @@ async function walk(
   create: { uid: number; gid: number } | undefined,
 ): Promise<FileHandle> {
   let dir = await open(root, DIR_FLAGS).catch(() => {
-    throw refuse(`the store ${root} does not exist yet: the worker has not run`);
+    throw new StoreFileMissing(`the store ${root} does not exist yet: the worker has not run`);
   });
   try {
     for (const name of dirs) {
@@ -83,7 +91,8 @@ async function walk(
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code !== "ENOENT" || !create) {
-          if (code === "ENOENT") throw refuse(`"${storePath}" does not exist in the store`);
+          if (code === "ENOENT")
+            throw new StoreFileMissing(`"${storePath}" does not exist in the store`);
           throw await why(dir, name, storePath);
         }
         await mkdir(at(dir, name), { mode: 0o755 });
@@ -140,6 +149,44 @@ export async function copyIntoStore(
   }
 }
 
+/**
+ * A regular file of the store, opened for reading through its own
+ * descriptor: never through a symlink, never a FIFO, device or folder. The
+ * caller closes it and bounds how much it reads.
+ */
+export async function openStoreFile(
+  paths: RosterPaths,
+  worker: string,
+  storePath: string,
+): Promise<FileHandle> {
+  const root = storeRoot(paths, worker);
+  const { dirs, name } = splitStorePath(root, storePath);
+  const dir = await walk(root, dirs, storePath, undefined);
+  let file: FileHandle;
+  try {
+    // O_NONBLOCK: a FIFO a box left there must not hang the reader
+    file = await open(
+      at(dir, name),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    ).catch(async (error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT")
+        throw new StoreFileMissing(`"${storePath}" does not exist in the store`);
+      throw await why(dir, name, storePath);
+    });
+  } finally {
+    await dir.close();
+  }
+  const kind = await file.stat().catch(async (error: unknown) => {
+    await file.close();
+    throw error;
+  });
+  if (!kind.isFile()) {
+    await file.close();
+    throw refuse(`"${storePath}" is not a regular file`);
+  }
+  return file;
+}
+
 /** Store → host file. Only a regular file of the store, read through its own descriptor. */
 export async function copyOutOfStore(
   paths: RosterPaths,
@@ -147,25 +194,9 @@ export async function copyOutOfStore(
   storePath: string,
   hostFile: string,
 ): Promise<number> {
-  const root = storeRoot(paths, worker);
-  const { dirs, name } = splitStorePath(root, storePath);
-  const dir = await walk(root, dirs, storePath, undefined);
-  let file: FileHandle;
-  try {
-    // O_NONBLOCK: a FIFO a box left there must not hang the copy
-    file = await open(
-      at(dir, name),
-      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
-    ).catch(async (error: NodeJS.ErrnoException) => {
-      if (error.code === "ENOENT") throw refuse(`"${storePath}" does not exist in the store`);
-      throw await why(dir, name, storePath);
-    });
-  } finally {
-    await dir.close();
-  }
+  const file = await openStoreFile(paths, worker, storePath);
   try {
     const kind = await file.stat();
-    if (!kind.isFile()) throw refuse(`"${storePath}" is not a regular file`);
     if (kind.size > STORE_FILE_MAX)
       throw refuse(`"${storePath}" is ${kind.size} bytes, over the ${STORE_FILE_MAX}-byte limit`);
     const content = await file.readFile();

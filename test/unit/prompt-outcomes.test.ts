@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { WorkerView } from "../../runner/config/load.ts";
-import { BOX_DEFAULTS, CONTEXT_DEFAULTS } from "../../runner/config/narrowing.ts";
+import { BOX_DEFAULTS, CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/config/narrowing.ts";
 import { rosterPaths } from "../../runner/config/paths.ts";
 import { appendJournal, outcomesSince } from "../../runner/journal/journal.ts";
 import { compilePrompt, OUTCOMES_MAX_CHARS } from "../../runner/prompt/compile.ts";
@@ -19,6 +19,7 @@ const worker: WorkerView = {
   dir: "/nowhere",
   model: undefined,
   context: CONTEXT_DEFAULTS,
+  memory: MEMORY_DEFAULTS,
   box: BOX_DEFAULTS,
   mounts: [],
   sentinels: [],

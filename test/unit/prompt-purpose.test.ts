@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { WorkerView } from "../../runner/config/load.ts";
-import { BOX_DEFAULTS, CONTEXT_DEFAULTS } from "../../runner/config/narrowing.ts";
+import { BOX_DEFAULTS, CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/config/narrowing.ts";
 import { rosterPaths } from "../../runner/config/paths.ts";
 import { compilePrompt } from "../../runner/prompt/compile.ts";
 import { cutPurpose } from "../../runner/prompt/purpose.ts";
@@ -20,6 +20,7 @@ const workerWith = (context: Partial<WorkerView["context"]>): WorkerView => ({
   dir: "/nowhere",
   model: undefined,
   context: { ...CONTEXT_DEFAULTS, ...context },
+  memory: MEMORY_DEFAULTS,
   box: BOX_DEFAULTS,
   mounts: [],
   sentinels: [],
