@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import type Docker from "dockerode";
 import type { BoxMount } from "./container-spec.ts";
 
@@ -47,6 +48,20 @@ export async function ensureToolsVolume(
     },
   });
   return name;
+}
+
+/**
+ * Where the volume's bytes are on this host, when this process can see them
+ * (Docker's local driver, and the runner root or in Docker's group): what the
+ * disk watch measures. Undefined elsewhere; the volume is then not measured.
+ */
+export async function toolsVolumePath(docker: Docker, name: string): Promise<string | undefined> {
+  try {
+    const { Mountpoint } = (await docker.getVolume(name).inspect()) as { Mountpoint?: string };
+    return Mountpoint && existsSync(Mountpoint) ? Mountpoint : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function toolsMount(volume: string): BoxMount {

@@ -21,6 +21,12 @@ import { readLive, scheduleView } from "../tasks/store.ts";
  * that uid (chown when the runner is root, as CI is).
  */
 
+/** A host folder a box writes that outlives it, and what a person calls it. */
+export interface DurableFolder {
+  path: string;
+  what: string;
+}
+
 export interface RunHome {
   home: string;
   mounts: BoxMount[];
@@ -28,7 +34,7 @@ export interface RunHome {
   /** Gated repos cloned for this run (ROSTER_REPOS_JSON, and the record's `repos`). */
   repos: Omit<ClonedRepos, "mounts">;
   /** The host folders the box writes that outlive it: its store, a session's channel store. */
-  durable: string[];
+  durable: DurableFolder[];
 }
 
 export async function buildRunHome(options: {
@@ -73,14 +79,14 @@ export async function buildRunHome(options: {
   await mkdir(journal, { recursive: true });
 
   const channelMounts: BoxMount[] = [];
-  const durable = [store];
+  const durable: DurableFolder[] = [{ path: store, what: "its store" }];
   if (channel) {
     const record = join(paths.data, "channels", channel);
     const channelStore = join(paths.data, "workers", worker.name, "channel-stores", channel);
     // the store's mountpoint must exist inside the read-only channel mount
     await mkdir(join(record, "store"), { recursive: true, mode: 0o755 });
     await mkdir(channelStore, { recursive: true });
-    durable.push(channelStore);
+    durable.push({ path: channelStore, what: `its store for channel ${channel}` });
     if (process.getuid?.() === 0) await chown(channelStore, user.uid, user.gid);
     channelMounts.push(
       { source: record, target: `${BOX_HOME}/channel`, readOnly: true },

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { statfs } from "node:fs/promises";
-import { basename } from "node:path";
 import { describeSize, type StoreLimits } from "../config/store-limits.ts";
+import type { DurableFolder } from "../home/build-home.ts";
 
 /**
  * What a box may take of the host's disk while it runs: each folder it
@@ -21,7 +21,7 @@ export const DISK_LOOK_MS = 500;
 export const DISK_QUIET_MS = 2_000;
 
 export interface DiskWatchOptions {
-  folders: string[];
+  folders: DurableFolder[];
   limits: StoreLimits;
   /** Called once, with the reason, when the box must stop. */
   onOver: (message: string) => void;
@@ -63,7 +63,7 @@ export class DiskWatch {
   constructor(private readonly options: DiskWatchOptions) {}
 
   async start(): Promise<void> {
-    this.previous = await diskUsage(this.options.folders);
+    this.previous = await diskUsage(this.options.folders.map((folder) => folder.path));
     this.schedule(this.options.everyMs ?? DISK_LOOK_MS);
   }
 
@@ -81,15 +81,16 @@ export class DiskWatch {
   private async look(): Promise<void> {
     const began = Date.now();
     const { folders, limits } = this.options;
-    const sizes = await diskUsage(folders);
+    const sizes = await diskUsage(folders.map((folder) => folder.path));
     if (this.stopped) return;
     const over = sizes.findIndex((size) => size > limits.maxBytes);
-    if (over >= 0) return this.over(this.overLimit(folders[over] ?? "", sizes[over] ?? 0));
+    const full = folders[over];
+    if (full) return this.over(this.overLimit(full.what, sizes[over] ?? 0));
     const grew = folders.filter((_, index) => (sizes[index] ?? 0) > (this.previous?.[index] ?? 0));
     this.previous = sizes;
     for (const folder of grew) {
       // the filesystem the growing folder is on: the data filesystem, unless a store is mounted apart
-      const free = await freeShare(folder).catch(() => 1);
+      const free = await freeShare(folder.path).catch(() => 1);
       if (free < limits.reserve)
         return this.over(
           `the data filesystem is down to ${(free * 100).toFixed(1)}% free, under the ${(limits.reserve * 100).toFixed(0)}% kept for every worker ([store] reserve), and this box was writing to it`,
@@ -100,9 +101,7 @@ export class DiskWatch {
     this.schedule(Math.max(this.delayMs, 5 * (Date.now() - began)));
   }
 
-  private overLimit(folder: string, size: number): string {
-    const what =
-      basename(folder) === "store" ? "its store" : `its channel store ${basename(folder)}`;
+  private overLimit(what: string, size: number): string {
     return `${what} holds ${describeSize(size)} on disk, over its ${describeSize(this.options.limits.maxBytes)} limit ([store] max_size)`;
   }
 

@@ -7,7 +7,7 @@ import { BOX_CONTRACT, BOX_IMAGE, boxUser, LABELS } from "../box/layout.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import { consoleProgress } from "../box/progress.ts";
 import { ensureToolchainImage } from "../box/toolchain-image.ts";
-import { deploymentKey, ensureToolsVolume } from "../box/tools-volume.ts";
+import { deploymentKey, ensureToolsVolume, toolsVolumePath } from "../box/tools-volume.ts";
 import { type WorkerBoxInput, workerBoxSpec } from "../box/worker-box.ts";
 import {
   formatConfigError,
@@ -45,6 +45,8 @@ export interface Provisioned {
   gateway: GatewayLease;
   /** The model provider's key variable (a sentinel in the box), if it has one. */
   keyEnv: string | undefined;
+  /** The tools volume's folder on this host, when it can be seen (the disk watch measures it). */
+  toolsDir: string | undefined;
   /**
    * After a run's box is gone: what became of its gated repos' clones (pushed,
    * unchanged, or unpushed work kept on a quarantine ref); undefined without any.
@@ -168,7 +170,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     });
     const id = tag === image ? baseId : await builtImageId(docker, tag);
     const volume = await ensureToolsVolume(docker, deploymentKey(paths.config), worker.name, id);
-    return { tag, toolsVolume: volume };
+    return { tag, toolsVolume: volume, toolsDir: await toolsVolumePath(docker, volume) };
   })();
   const settled = await Promise.allSettled([
     leased,
@@ -180,7 +182,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     const failed = settled.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
     if (!gateway) throw new Error("the gateway lease was lost");
-    const { tag, toolsVolume } = await workerImage;
+    const { tag, toolsVolume, toolsDir } = await workerImage;
     if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
       throw refuse(
         `the CA is missing from ${paths.ca}: start the gateway once (roster gateway start) to create it`,
@@ -194,6 +196,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       image: tag,
       gateway,
       keyEnv,
+      toolsDir,
       boxSpec: (run) =>
         workerBoxSpec({
           ...run,

@@ -252,7 +252,10 @@ export class Run {
     if (request.stall === "box") watchdog?.start();
     // the folders it writes that outlive it, bounded while it runs (disk-watch.ts)
     run.disk = new DiskWatch({
-      folders: home.durable,
+      folders: [
+        ...home.durable,
+        ...(box.toolsDir ? [{ path: box.toolsDir, what: "its tools volume" }] : []),
+      ],
       limits: worker.store,
       onOver: (message) => run?.stopFor("disk", "disk", message),
     });

@@ -93,11 +93,14 @@ describe.skipIf(!docker)("the toolchain volume", () => {
 
     // a box still running on the new image holds its volume; the old one is free
     const long = deployment.spawnRoster(["box", "exec", "elf", "--", "sleep 8"]);
-    for (let i = 0; i < 100; i++) {
+    // this deployment's box (other deployments' elf boxes may run beside it): one that mounts its volume
+    const ours = await volumes();
+    for (let i = 0; i < 200; i++) {
       const running = await docker?.listContainers({
         filters: { label: ["roster.worker=elf"] },
       });
-      if (running?.length) break;
+      if (running?.some((box) => box.Mounts.some((mount) => ours.includes(mount.Name ?? ""))))
+        break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // the declaration goes back: the box image's volume (old) is current again, the sl one is stale
