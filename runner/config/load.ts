@@ -32,6 +32,7 @@ import {
 } from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
+import { KNOWLEDGE_DETAIL, KNOWLEDGE_REPO, knowledgeMount } from "./knowledge.ts";
 import { locateLine } from "./locate.ts";
 import { modelGrant } from "./model.ts";
 import {
@@ -291,6 +292,15 @@ function readConnections(
       });
       continue;
     }
+    if (name === KNOWLEDGE_REPO) {
+      errors.push({
+        file: show(file),
+        line: 1,
+        field: "(file name)",
+        message: `"${KNOWLEDGE_REPO}" is reserved for every worker's own knowledge repo (data/workers/<w>/knowledge.git); rename the file`,
+      });
+      continue;
+    }
     const raw = readToml(file, show(file), errors);
     if (!raw) continue;
     const kind = (raw.value as { kind?: unknown }).kind ?? "service";
@@ -369,7 +379,15 @@ export interface WorkerView {
   toolchain: Toolchain;
 }
 
-export function workerView(config: LoadedConfig, name: string): WorkerView | undefined {
+/**
+ * `dataRoot` (the deployment's data/) adds the worker's own knowledge repo to
+ * its mounts: every caller that starts, pushes from or settles a run gives it.
+ */
+export function workerView(
+  config: LoadedConfig,
+  name: string,
+  options: { dataRoot?: string } = {},
+): WorkerView | undefined {
   const worker = config.workers.get(name);
   if (!worker) return undefined;
   const view: WorkerView = {
@@ -409,6 +427,10 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
         detail: `HTTPS to ${connection.hosts.join(", ")} (methods ${(connection.methods ?? ["*"]).join(", ")}); the gateway adds the credential${connection.env ? `; $${connection.env} holds a placeholder` : ""}`,
       });
     }
+  }
+  if (options.dataRoot) {
+    view.mounts.push(knowledgeMount(options.dataRoot, name));
+    view.connections.push({ name: KNOWLEDGE_REPO, kind: "host-repo", detail: KNOWLEDGE_DETAIL });
   }
   return view;
 }

@@ -2,8 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RepoPolicy } from "../config/connections.ts";
-import { connectionMount, grantedTo } from "../config/connections.ts";
-import { loadConfig } from "../config/load.ts";
+import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { withFileLockWaiting } from "../files/file-lock.ts";
 import { git, isAncestor, resolveRef } from "../git/git.ts";
@@ -55,11 +54,13 @@ export const incomingRef = (worker: string, runId: string, head: string) =>
 /** The gated repo a worker may push to by this name, as config says now. */
 export function gatedTarget(paths: RosterPaths, worker: string, repo: string): GatedTarget {
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
-  const connection = config.connections.get(repo);
-  if (!connection || !grantedTo(connection, worker))
+  // the worker's view, so its own knowledge repo is found the way a declared one is
+  const mount = workerView(config, worker, { dataRoot: paths.data })?.mounts.find(
+    (candidate) => candidate.name === repo,
+  );
+  if (!mount)
     throw new PushRefused(`payload.repo: no repo named "${repo}" is granted to ${worker}`);
-  const mount = connectionMount(repo, connection);
-  if (!mount?.gated)
+  if (!mount.gated)
     throw new PushRefused(
       `payload.repo: "${repo}" is not writable: its connection does not say write = "gated"`,
     );
