@@ -416,7 +416,7 @@ export function workerView(
         name: connectionName,
         kind: mount.kind,
         detail: mount.gated
-          ? `a git clone of your own at ~/mnt/${connectionName} on branch run/<run-id> (read-write); origin is the real repo, read-only: commit there and land it on ${mount.gated.branch} with repo_push`
+          ? `a git clone of your own at ~/mnt/${connectionName} on branch run/<run-id> (read-write); origin is the real repo, read-only: commit there and land it on ${mount.gated.branch} with repo_push${mount.gated.writeFrom === "clean" ? "; a run that carried a conversation (a chat session, a task filed from one) may not push here (the clean-room rule)" : "; a push that names someone from this run's conversations is refused (the clean-room rule)"}`
           : `mounted at ~/mnt/${connectionName} (${mount.readOnly ? "read-only" : "read-write"})`,
       });
     } else if ("hosts" in connection) {

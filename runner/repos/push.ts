@@ -21,10 +21,10 @@ import { secretFindings } from "./secrets.ts";
  * branch; every commit's paths, modes and sizes; no secret-looking content;
  * deletions within bounds; the clean-room rule (clean-room.ts) — and only
  * then are its objects fetched into the canonical repo, held at an incoming
- * ref, so what a human approves can no longer change. Landing: in the repo's lane (one push at a time, across
- * processes), the same rules against the branch as it is now, then a
- * compare-and-swap `update-ref`: a branch that moved meanwhile is never
- * overwritten.
+ * ref, so what a human approves can no longer change. Landing: in the repo's
+ * lane (one push at a time, across processes), the same rules against the
+ * branch as it is now, then a compare-and-swap `update-ref`: a branch that
+ * moved meanwhile is never overwritten.
  */
 export class PushRefused extends Error {}
 
