@@ -395,6 +395,12 @@ export const HostRepoConnection = Type.Object(
     max_push_bytes: Type.Optional(Type.Integer({ minimum: 1 })),
     /** More deletions than this need `confirm_bulk_delete`, which always gates (default 20). */
     max_deletions_ungated: Type.Optional(Type.Integer({ minimum: 0 })),
+    /**
+     * Which runs may push (the clean-room rule): "clean" (default) only runs
+     * that carried no conversation content; "any" every run, after a scan for
+     * the names of that run's conversation participants.
+     */
+    write_from: Type.Optional(Type.Union([Type.Literal("clean"), Type.Literal("any")])),
     grant: Type.Optional(Edges),
   },
   { additionalProperties: false },

@@ -18,6 +18,12 @@ export interface ConnectionMount {
   kind: "host-dir" | "host-repo";
   /** A gated repo: each run gets its own clone and may propose pushes under these rules. */
   gated?: RepoPolicy;
+  /**
+   * roster's own per-worker connection (the knowledge repo), written by the
+   * worker itself: nothing in it configures anything, so no project toolchain
+   * is read from it.
+   */
+  builtIn?: boolean;
 }
 
 /** What a gated repo lets a push carry (defaults filled in). */
@@ -27,6 +33,13 @@ export interface RepoPolicy {
   maxFileBytes: number;
   maxPushBytes: number;
   maxDeletionsUngated: number;
+  /** The clean-room rule: "clean" takes pushes only from runs that carried no conversation. */
+  writeFrom: "clean" | "any";
+  /**
+   * A push naming a participant of the run's conversations is refused. Off
+   * only for a worker's own knowledge repo, whose point is to remember people.
+   */
+  scanParticipants: boolean;
 }
 
 export const REPO_DEFAULTS = {
@@ -34,6 +47,8 @@ export const REPO_DEFAULTS = {
   maxFileBytes: 10 * 1024 * 1024,
   maxPushBytes: 100 * 1024 * 1024,
   maxDeletionsUngated: 20,
+  writeFrom: "clean",
+  scanParticipants: true,
 } as const;
 
 export function edgeScopes(connection: ConnectionConfig): string[] {
@@ -128,6 +143,8 @@ export function connectionMount(
               maxPushBytes: connection.max_push_bytes ?? REPO_DEFAULTS.maxPushBytes,
               maxDeletionsUngated:
                 connection.max_deletions_ungated ?? REPO_DEFAULTS.maxDeletionsUngated,
+              writeFrom: connection.write_from ?? REPO_DEFAULTS.writeFrom,
+              scanParticipants: REPO_DEFAULTS.scanParticipants,
             },
           }
         : {}),

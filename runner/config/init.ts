@@ -1,12 +1,15 @@
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ensureKnowledgeRepo } from "../repos/knowledge.ts";
 import { PROJECT_ROOT } from "../version.ts";
+import { knowledgePath } from "./knowledge.ts";
 import type { RosterPaths } from "./paths.ts";
 
 /**
  * `roster init`: the config, data and state roots from org.example.toml, with
- * one worker, elf. Idempotent: it never overwrites a file that exists.
+ * one worker, elf, and its knowledge repo. Idempotent: it never overwrites a
+ * file that exists.
  */
 export const ELF_IDENTITY = `You are elf, a careful general-purpose worker.
 
@@ -55,5 +58,7 @@ export async function initRoots(paths: RosterPaths): Promise<string[]> {
       created.push(file);
     }
   }
+  // elf's own knowledge repo (a worker added later gets one at its first run)
+  if (await ensureKnowledgeRepo(paths, "elf")) created.push(knowledgePath(paths.data, "elf"));
   return created;
 }

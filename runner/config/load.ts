@@ -33,6 +33,7 @@ import {
 } from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
+import { KNOWLEDGE_DETAIL, KNOWLEDGE_REPO, knowledgeMount } from "./knowledge.ts";
 import { locateLine } from "./locate.ts";
 import { modelGrant } from "./model.ts";
 import {
@@ -294,6 +295,15 @@ function readConnections(
       });
       continue;
     }
+    if (name === KNOWLEDGE_REPO) {
+      errors.push({
+        file: show(file),
+        line: 1,
+        field: "(file name)",
+        message: `"${KNOWLEDGE_REPO}" is reserved for every worker's own knowledge repo (data/workers/<w>/knowledge.git); rename the file`,
+      });
+      continue;
+    }
     const raw = readToml(file, show(file), errors);
     if (!raw) continue;
     const kind = (raw.value as { kind?: unknown }).kind ?? "service";
@@ -376,7 +386,15 @@ export interface WorkerView {
   toolchain: Toolchain;
 }
 
-export function workerView(config: LoadedConfig, name: string): WorkerView | undefined {
+/**
+ * `dataRoot` (the deployment's data/) adds the worker's own knowledge repo to
+ * its mounts: every caller that starts, pushes from or settles a run gives it.
+ */
+export function workerView(
+  config: LoadedConfig,
+  name: string,
+  options: { dataRoot?: string } = {},
+): WorkerView | undefined {
   const worker = config.workers.get(name);
   if (!worker) return undefined;
   const view: WorkerView = {
@@ -407,7 +425,7 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
         name: connectionName,
         kind: mount.kind,
         detail: mount.gated
-          ? `a git clone of your own at ~/mnt/${connectionName} on branch run/<run-id> (read-write); origin is the real repo, read-only: commit there and land it on ${mount.gated.branch} with repo_push`
+          ? `a git clone of your own at ~/mnt/${connectionName} on branch run/<run-id> (read-write); origin is the real repo, read-only: commit there and land it on ${mount.gated.branch} with repo_push${mount.gated.writeFrom === "clean" ? "; a run that carried a conversation (a chat session, a task filed from one) may not push here (the clean-room rule)" : "; a push that names someone from this run's conversations is refused (the clean-room rule)"}`
           : `mounted at ~/mnt/${connectionName} (${mount.readOnly ? "read-only" : "read-write"})`,
       });
     } else if ("hosts" in connection) {
@@ -418,6 +436,10 @@ export function workerView(config: LoadedConfig, name: string): WorkerView | und
         detail: `HTTPS to ${connection.hosts.join(", ")} (methods ${(connection.methods ?? ["*"]).join(", ")}); the gateway adds the credential${connection.env ? `; $${connection.env} holds a placeholder` : ""}`,
       });
     }
+  }
+  if (options.dataRoot) {
+    view.mounts.push(knowledgeMount(options.dataRoot, name));
+    view.connections.push({ name: KNOWLEDGE_REPO, kind: "host-repo", detail: KNOWLEDGE_DETAIL });
   }
   return view;
 }

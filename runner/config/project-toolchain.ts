@@ -29,7 +29,8 @@ export async function projectToolchains(mounts: ConnectionMount[]): Promise<Proj
   const toolchain: Toolchain = { apt: [], npm: [], pip: [] };
   const errors: ConfigError[] = [];
   for (const mount of mounts) {
-    if (mount.kind !== "host-repo") continue;
+    // the worker's own knowledge repo configures nothing: its pushes could widen its own image
+    if (mount.kind !== "host-repo" || mount.builtIn) continue;
     const branch = mount.gated?.branch ?? "main";
     const display = `${mount.name}:${branch}:${PROJECT_TOOLCHAIN}`;
     let text: string;

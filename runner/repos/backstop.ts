@@ -75,7 +75,7 @@ export async function settleAfterCrash<Run extends CrashedRun>(
 ): Promise<Run> {
   if (!record.repos) return record;
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
-  const view = workerView(config, record.worker);
+  const view = workerView(config, record.worker, { dataRoot: paths.data });
   const repos = await settleRunRepos({
     docker,
     image: config.org.engine?.image ?? BOX_IMAGE,

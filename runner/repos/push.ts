@@ -2,11 +2,12 @@ import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RepoPolicy } from "../config/connections.ts";
-import { connectionMount, grantedTo } from "../config/connections.ts";
-import { loadConfig } from "../config/load.ts";
+import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { withFileLockWaiting } from "../files/file-lock.ts";
 import { git, isAncestor, resolveRef } from "../git/git.ts";
+import { type RunContext, readRunContext } from "../runs/run-context.ts";
+import { CLEAN_ROOM, cleanRoomRefusal, participantFindings } from "./clean-room.ts";
 import { cloneDir, type RepoRecord, runBranch } from "./clone.ts";
 import { IntakeError, takeBoxFile } from "./intake.ts";
 import { rangeProblems } from "./push-rules.ts";
@@ -18,12 +19,12 @@ import { secretFindings } from "./secrets.ts";
  * .git) is copied out, opened in a quarantine repo, and checked — one branch,
  * `run/<run-id>`, at the head the box named; a fast-forward of the landing
  * branch; every commit's paths, modes and sizes; no secret-looking content;
- * deletions within bounds — and only then are its objects fetched into the
- * canonical repo, held at an incoming ref, so what a human approves can no
- * longer change. Landing: in the repo's lane (one push at a time, across
- * processes), the same rules against the branch as it is now, then a
- * compare-and-swap `update-ref`: a branch that moved meanwhile is never
- * overwritten.
+ * deletions within bounds; the clean-room rule (clean-room.ts) — and only
+ * then are its objects fetched into the canonical repo, held at an incoming
+ * ref, so what a human approves can no longer change. Landing: in the repo's
+ * lane (one push at a time, across processes), the same rules against the
+ * branch as it is now, then a compare-and-swap `update-ref`: a branch that
+ * moved meanwhile is never overwritten.
  */
 export class PushRefused extends Error {}
 
@@ -55,11 +56,13 @@ export const incomingRef = (worker: string, runId: string, head: string) =>
 /** The gated repo a worker may push to by this name, as config says now. */
 export function gatedTarget(paths: RosterPaths, worker: string, repo: string): GatedTarget {
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
-  const connection = config.connections.get(repo);
-  if (!connection || !grantedTo(connection, worker))
+  // the worker's view, so its own knowledge repo is found the way a declared one is
+  const mount = workerView(config, worker, { dataRoot: paths.data })?.mounts.find(
+    (candidate) => candidate.name === repo,
+  );
+  if (!mount)
     throw new PushRefused(`payload.repo: no repo named "${repo}" is granted to ${worker}`);
-  const mount = connectionMount(repo, connection);
-  if (!mount?.gated)
+  if (!mount.gated)
     throw new PushRefused(
       `payload.repo: "${repo}" is not writable: its connection does not say write = "gated"`,
     );
@@ -81,6 +84,10 @@ export async function checkAndHold(
   const { paths, worker, runId, repo, head } = request;
   if (!runId) throw new PushRefused("only a run can push: this proposal has no run");
   const target = gatedTarget(paths, worker, repo);
+  // the clean-room rule first: a run that may not push here at all is told so before any work
+  const context = readRunContext(paths, worker, runId);
+  const outOfRoom = cleanRoomRefusal(repo, target.policy, context);
+  if (outOfRoom) throw new PushRefused(outOfRoom);
   if (!request.runDir || request.cloneMode !== "write")
     throw new PushRefused(`payload.repo: this run has no clone of "${repo}" to push from`);
   const scratch = join(paths.state, "repo-scratch");
@@ -124,6 +131,7 @@ export async function checkAndHold(
         target.policy.maxPushBytes,
       );
       if (findings.length) throw new PushRefused(`refused: ${describe(findings)}`);
+      await refuseParticipants(quarantine.dir, target, context, facts, head);
       await keepInCanonical(target.canonical, quarantine, 0, incomingRef(worker, runId, head));
       return { commits: facts.commits, files: facts.net.length, deletions: facts.deletions };
     } finally {
@@ -150,6 +158,26 @@ async function checkRange(dir: string, target: GatedTarget, head: string, confir
       `refused: the push deletes ${facts.deletions} files, more than ${limit} (max_deletions_ungated); if that is meant, propose it again with confirm_bulk_delete: true and a human will decide`,
     );
   return { ...facts, main };
+}
+
+/** The clean-room rule's participant scan, for a repo that has it and a run that had people. */
+async function refuseParticipants(
+  dir: string,
+  target: GatedTarget,
+  context: RunContext,
+  facts: { main: string; blobs: Array<{ path: string }> },
+  head: string,
+): Promise<void> {
+  if (!target.policy.scanParticipants || !context.people.length) return;
+  const named = await participantFindings({
+    dir,
+    base: facts.main,
+    head,
+    paths: facts.blobs.map((blob) => blob.path),
+    people: context.people,
+    maxBytes: target.policy.maxPushBytes,
+  });
+  if (named.length) throw new PushRefused(`refused by the ${CLEAN_ROOM}: ${describe(named)}`);
 }
 
 export interface Landed {
@@ -182,7 +210,12 @@ export async function land(request: PushRequest): Promise<Landed> {
     }
     let facts: Awaited<ReturnType<typeof checkRange>>;
     try {
+      // the rule again as config and the conversation stand now (approval may come much later)
+      const context = readRunContext(paths, worker, runId);
+      const outOfRoom = cleanRoomRefusal(repo, target.policy, context);
+      if (outOfRoom) throw new PushRefused(outOfRoom);
       facts = await checkRange(target.canonical, target, head, request.confirmBulkDelete);
+      await refuseParticipants(target.canonical, target, context, facts, head);
     } catch (error) {
       // a refused landing is final for these commits: the worker proposes again after a rebase
       if (error instanceof PushRefused) await git(target.canonical, ["update-ref", "-d", held]);

@@ -25,6 +25,7 @@ import { revokeRunTokens } from "../gateway/identity.ts";
 import { readCredential } from "../gateway/vault.ts";
 import { settleAfterCrash, settleRunRepos } from "../repos/backstop.ts";
 import { gatedRepos } from "../repos/clone.ts";
+import { ensureKnowledgeRepo } from "../repos/knowledge.ts";
 import { storeCredential } from "./credentials.ts";
 import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
 import { finished, type RunRecord, readRecord, runDir, writeRecord } from "./run-record.ts";
@@ -87,11 +88,13 @@ export async function loadWorker(
       `config is invalid, nothing was started:\n${config.errors.map(formatConfigError).join("\n")}`,
     );
   }
-  const worker = workerView(config, name);
+  const worker = workerView(config, name, { dataRoot: paths.data });
   if (!worker)
     throw refuse(
       `no worker named "${name}": create ${join(paths.config, "workers", name, "worker.toml")} (roster init makes "elf")`,
     );
+  // a worker's knowledge repo is made at its first run (roster init makes elf's)
+  await ensureKnowledgeRepo(paths, name);
   const identityFile = join(worker.dir, "identity.md");
   const identity = existsSync(identityFile) ? readFileSync(identityFile, "utf8") : "";
   return { worker, identity, config };

@@ -20,6 +20,7 @@ import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { DiskWatch } from "./disk-watch.ts";
 import { type EngineDrive, piCommand, writePrompt } from "./engine-prompt.ts";
 import { type Provisioned, provision } from "./provision.ts";
+import { writeRunContext } from "./run-context.ts";
 import {
   type EndedBy,
   finished,
@@ -137,6 +138,7 @@ export class Run {
     try {
       assertCeiling(starting.record.ceiling_min ?? 0);
       await writeRecord(starting.dir, starting.record);
+      await writeRunContext(request.paths, starting.dir, starting.record);
       await request.onRecord?.(starting.record);
       return await Run.launch(request, box, starting);
     } catch (error) {
@@ -377,6 +379,8 @@ export class Run {
       if (ending.turns !== undefined) record = { ...record, turns: ending.turns };
       this.current = record;
       await writeRecord(this.dir, record);
+      // a session's channel may have heard from more people since it began
+      await writeRunContext(this.request.paths, this.dir, record).catch(() => undefined);
       return record;
     } finally {
       await revokeToken(this.request.paths.identity, this.token);

@@ -90,6 +90,10 @@ export class SessionRouter {
     if (live) {
       const current = await live.session.catch(() => undefined);
       if (!current || current.closing) {
+        // the ending one gives back its box, its repos and its gateway before a fresh one
+        // leases them (an embedded gateway still stopping holds the port); bounded, so a
+        // settle that never finishes can't hold the channel
+        if (current) await settledOrLater(current.ended);
         if (this.live.get(key) === live) this.live.delete(key);
         // another message may have opened a fresh one meanwhile
         live = this.live.get(key);
@@ -174,6 +178,19 @@ export class SessionRouter {
     });
     return session;
   }
+}
+
+/** Longer than a settle takes (a repo backstop is bounded at a minute). */
+const SETTLE_WAIT_MS = 90_000;
+
+function settledOrLater(ended: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    ended.then(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, SETTLE_WAIT_MS);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 function recordOf(inbound: Pick<Inbound, "author" | "author_id" | "text">): MessageRecord {

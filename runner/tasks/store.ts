@@ -64,6 +64,12 @@ export interface Task {
   channel?: string;
   /** Its run's final answer is proposed back into `channel`, with a session reply's trust. */
   reply_to?: boolean;
+  /**
+   * The conversations the run that filed it carried (its run-context.json):
+   * this task's run carries them too, so the clean-room rule can't be
+   * stepped around by filing a task.
+   */
+  context_channels?: string[];
 }
 
 /**

@@ -235,14 +235,20 @@ describe.skipIf(!docker)("repo_push from a real box", () => {
     expect(sh(canonical, ["show", `${ref}:lost.md`])).toBe("almost lost\n");
   });
 
-  it("a run without a gated repo has no repo_push tool", async () => {
+  it("a worker granted no repo pushes only to its own knowledge repo, made at its first run", async () => {
     await mkdir(join(deployment.paths.config, "workers/imp"), { recursive: true });
     await writeFile(join(deployment.paths.config, "workers/imp/worker.toml"), 'name = "imp"\n');
     model.play({ text: "ok" });
     const run = await deployment.roster(["run", "imp", "hi"]);
     expect(run.code, run.stderr).toBe(0);
-    const tools = (model.requests[0]?.body.tools ?? []).map((tool) => tool.function.name);
-    expect(tools).not.toContain("repo_push");
+    const tool = (model.requests[0]?.body.tools ?? []).find(
+      (one) => one.function.name === "repo_push",
+    );
+    expect(tool?.function.description).toMatch(
+      /Writable repos: knowledge at \S+ \(branch run\/\S+ → main\)\. /,
+    );
+    const knowledge = join(deployment.paths.data, "workers/imp/knowledge.git");
+    expect(sh(knowledge, ["log", "--format=%s", "main"]).trim()).toBe("knowledge repo of imp");
   });
 
   /** A commit whose tree gains a `.git/hooks/post-checkout` beside the rest (git add refuses such a path, plumbing does not). */

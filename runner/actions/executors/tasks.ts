@@ -5,6 +5,7 @@ import { ceilingProblem } from "../../config/ceiling.ts";
 import { loadConfig } from "../../config/load.ts";
 import { scheduleZone } from "../../config/time-zone.ts";
 import { RosterError } from "../../errors.ts";
+import { readRunContext } from "../../runs/run-context.ts";
 import { readRecord, runDir } from "../../runs/run-record.ts";
 import { dependencyProblem } from "../../tasks/readiness.ts";
 import {
@@ -111,6 +112,13 @@ function sessionChannel(context: Omit<ExecutionContext, "key">): string | undefi
   return record?.kind === "session" ? record.channel_id : undefined;
 }
 
+/** The conversations the proposing run carried: a task it files carries them on (the clean-room rule). */
+function carriedFrom(context: Omit<ExecutionContext, "key">): Pick<Task, "context_channels"> {
+  if (!context.runId) return {};
+  const { channels } = readRunContext(context.paths, context.worker, context.runId);
+  return channels.length ? { context_channels: channels } : {};
+}
+
 /** Owner when a session in a trusted channel asked for it; the worker's own idea otherwise. */
 function standingFrom(context: ExecutionContext): Standing {
   const channel = sessionChannel(context);
@@ -186,6 +194,7 @@ export const fileTask: Executor<FilePayload> = {
       filed_by: fromRun(context),
       standing: standingFrom(context),
       ...originFrom(context, payload.reply_to),
+      ...carriedFrom(context),
     };
     const list = await updateTasks(context.paths, context.worker, (current) => {
       const problem = dependencyProblem([task], new Set(current.tasks.map((one) => one.id)));
@@ -245,6 +254,7 @@ export const setTasks: Executor<SetPayload> = {
   async run(payload, context) {
     const standing = standingFrom(context);
     const origin = sessionChannel(context);
+    const carried = carriedFrom(context);
     const zone = zoneOf(context);
     const list = await updateList(context.paths, context.worker, (current) => {
       if (current.version !== payload.base_version)
@@ -280,6 +290,11 @@ export const setTasks: Executor<SetPayload> = {
           ...(existing?.template_id ? { template_id: existing.template_id } : {}),
           ...(existing?.window ? { window: existing.window } : {}),
           ...channelOf(existing, origin, entry.reply_to),
+          ...(existing
+            ? existing.context_channels
+              ? { context_channels: existing.context_channels }
+              : {}
+            : carried),
         };
       });
       const tasks = [...kept, ...pending];
