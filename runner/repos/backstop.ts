@@ -16,6 +16,7 @@ import {
   originMountpoint,
   type RepoRecord,
 } from "./clone.ts";
+import { refsFingerprint } from "./clone-refs.ts";
 import { takeBoxFile } from "./intake.ts";
 import { keepInCanonical, openBundle } from "./quarantine.ts";
 
@@ -115,6 +116,9 @@ async function settleOne(
   record: RepoRecord,
 ): Promise<RepoRecord> {
   const { connection, canonical, policy } = repo;
+  // neither HEAD nor a branch moved: nothing committed for the container to find
+  if (record.refs && (await refsFingerprint(cloneDir(input.runDir, connection))) === record.refs)
+    return { ...record, state: "unchanged" };
   const main = await resolveRef(canonical, `refs/heads/${policy.branch}`);
   if (!main) throw new Error(`${canonical} has no branch "${policy.branch}"`);
   const outDir = join(input.runDir, "repos", ".backstop", connection);

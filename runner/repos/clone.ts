@@ -5,6 +5,7 @@ import { BOX_HOME } from "../box/layout.ts";
 import type { ConnectionMount, RepoPolicy } from "../config/connections.ts";
 import { RosterError } from "../errors.ts";
 import { git, resolveRef } from "../git/git.ts";
+import { refsFingerprint } from "./clone-refs.ts";
 
 /**
  * A gated repo in a run: the host clones the canonical bare repo into the run's
@@ -35,6 +36,8 @@ export interface RepoRecord {
   produced_commit?: string;
   quarantine_ref?: string;
   error?: string;
+  /** The clone's refs when it was made (clone-refs.ts): unchanged after the run, nothing to back up. */
+  refs?: string;
 }
 
 export interface GatedRepo {
@@ -111,7 +114,13 @@ export async function cloneRunRepos(options: {
       target: policy.branch,
       mode: "write",
     });
-    out.record[connection] = { base_commit: base, mode: "write", state: "active" };
+    const refs = await refsFingerprint(dest);
+    out.record[connection] = {
+      base_commit: base,
+      mode: "write",
+      state: "active",
+      ...(refs ? { refs } : {}),
+    };
   }
   if (out.repos.length) {
     // origin is owned by the host's user, and git's upload-pack (run for `git fetch origin`)

@@ -1,0 +1,48 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { refsFingerprint } from "../../runner/repos/clone-refs.ts";
+
+/** The backstop's fast path: a clone whose refs did not move has nothing to back up. */
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd });
+function repo(): string {
+  const dir = mkdtempSync(join(tmpdir(), "roster-refs-"));
+  dirs.push(dir);
+  git(dir, "init", "--quiet", "-b", "main");
+  writeFileSync(join(dir, "a.txt"), "a\n");
+  git(dir, "add", "a.txt");
+  git(dir, "commit", "--quiet", "-m", "one");
+  return dir;
+}
+
+describe("a clone's refs fingerprint", () => {
+  it("stays for edits that commit nothing, and moves with a commit or a new branch", async () => {
+    const dir = repo();
+    const before = await refsFingerprint(dir);
+    expect(before).toMatch(/^[0-9a-f]{64}$/);
+    writeFileSync(join(dir, "a.txt"), "changed but not committed\n");
+    expect(await refsFingerprint(dir)).toBe(before);
+    git(dir, "commit", "--quiet", "-am", "two");
+    const after = await refsFingerprint(dir);
+    expect(after).not.toBe(before);
+    git(dir, "branch", "side");
+    expect(await refsFingerprint(dir)).not.toBe(after);
+  });
+
+  it("can't tell (so the backstop runs) when a box left a symlink where a ref or .git should be", async () => {
+    const dir = repo();
+    symlinkSync("/etc/hostname", join(dir, ".git/refs/heads/evil"));
+    expect(await refsFingerprint(dir)).toBeUndefined();
+    const other = mkdtempSync(join(tmpdir(), "roster-refs-"));
+    dirs.push(other);
+    symlinkSync(join(dir, ".git"), join(other, ".git"));
+    expect(await refsFingerprint(other)).toBeUndefined();
+  });
+});
