@@ -231,6 +231,24 @@ export const ConsoleSection = Type.Object(
 );
 export type ConsoleSection = Static<typeof ConsoleSection>;
 
+/**
+ * Store snapshots (store/snapshots.ts): how many each store keeps, taken after
+ * every run that changed it and in the server's daily sweep. 0 turns them off.
+ */
+export const StoreSection = Type.Object(
+  {
+    snapshots: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1000,
+        description: "a whole number of snapshots to keep, 0 (off) to 1000",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type StoreSection = Static<typeof StoreSection>;
+
 export const OrgConfig = Type.Object(
   {
     engine: Type.Optional(EngineSection),
@@ -248,6 +266,7 @@ export const OrgConfig = Type.Object(
     chat: Type.Optional(ChatSection),
     toolchain: Type.Optional(ToolchainSection),
     console: Type.Optional(ConsoleSection),
+    store: Type.Optional(StoreSection),
   },
   { additionalProperties: false },
 );
