@@ -102,7 +102,15 @@ export function listSnapshots(paths: RosterPaths, target: StoreTarget): Snapshot
         const meta = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as SnapshotMeta;
         return { ...meta, name };
       } catch {
-        return { name, made_at: "", reason: "sweep", added: 0, changed: 0, removed: 0, skipped: [] };
+        return {
+          name,
+          made_at: "",
+          reason: "sweep",
+          added: 0,
+          changed: 0,
+          removed: 0,
+          skipped: [],
+        };
       }
     });
 }
