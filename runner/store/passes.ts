@@ -36,12 +36,13 @@ export function formatChanges(result: PassResult): string {
   const head = result.snapshot
     ? `# ${describeTarget(result.target)}: snapshot ${result.snapshot.name} (${changes.added.length} added, ${changes.changed.length} changed, ${changes.removed.length} removed, ${changes.skipped.length} skipped)`
     : `# ${describeTarget(result.target)}: unchanged, no snapshot`;
+  // what was left out first: past the cap, it is the added files that go unlisted
   const lines = [
-    ...changes.added.map((path) => `added    ${path}`),
-    ...changes.changed.map((path) => `changed  ${path}`),
-    ...changes.removed.map((path) => `removed  ${path}`),
     ...changes.skipped.map((entry) => `skipped  ${entry.path} (${entry.why})`),
     ...changes.errors.map((line) => `error    ${line}`),
+    ...changes.removed.map((path) => `removed  ${path}`),
+    ...changes.changed.map((path) => `changed  ${path}`),
+    ...changes.added.map((path) => `added    ${path}`),
   ];
   const kept = lines.slice(0, CHANGE_LINES_MAX);
   if (lines.length > kept.length) kept.push(`… and ${lines.length - kept.length} more lines`);
