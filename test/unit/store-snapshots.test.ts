@@ -1,0 +1,108 @@
+import { execFileSync } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { initRoots } from "../../runner/config/init.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { listSnapshots, snapshotsToKeep, takeSnapshot } from "../../runner/store/snapshots.ts";
+import { runRoster } from "../support/cli.ts";
+
+/**
+ * The snapshot pass on the host alone (real rsync, real flock, no box): the
+ * `[store] snapshots` setting, an unchanged store, rotation, and a lock file
+ * a box tampered with.
+ */
+const roots: string[] = [];
+afterEach(async () => {
+  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
+});
+
+async function deployment(): Promise<{ root: string; paths: RosterPaths; store: string }> {
+  const root = await mkdtemp(join(tmpdir(), "roster-snap-"));
+  roots.push(root);
+  const paths = rosterPaths({ ROSTER_ROOT: root });
+  await initRoots(paths);
+  const store = join(paths.data, "workers/elf/store");
+  mkdirSync(store, { recursive: true });
+  return { root, paths, store };
+}
+
+const setSnapshots = (paths: RosterPaths, value: string) => {
+  const org = join(paths.config, "org.toml");
+  writeFileSync(
+    org,
+    readFileSync(org, "utf8").replace(/^snapshots = .*$/m, `snapshots = ${value}`),
+  );
+};
+
+describe("store snapshot passes", () => {
+  it("refuses a bad [store] snapshots with file, line and field", async () => {
+    const { root, paths } = await deployment();
+    setSnapshots(paths, "-1");
+    const result = await runRoster(["validate"], { ROSTER_ROOT: root });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toMatch(/org\.toml:\d+: store\.snapshots: .*greater or equal to 0/);
+    setSnapshots(paths, '"many"');
+    const again = await runRoster(["validate"], { ROSTER_ROOT: root });
+    expect(again.stdout).toMatch(/store\.snapshots: must be a whole number/);
+  });
+
+  it("keeps the last N, makes none for an unchanged store, and none at all with 0", async () => {
+    const { paths, store } = await deployment();
+    setSnapshots(paths, "3");
+    const keep = snapshotsToKeep(paths);
+    expect(keep).toBe(3);
+    const pass = () => takeSnapshot(paths, { worker: "elf" }, { reason: "run", keep, waitMs: 0 });
+    for (let i = 0; i < 5; i++) {
+      writeFileSync(join(store, `f${i}`), `${i}\n`);
+      expect((await pass())?.snapshot).toBeDefined();
+    }
+    expect((await pass())?.snapshot).toBeUndefined();
+    const kept = listSnapshots(paths, { worker: "elf" });
+    expect(kept).toHaveLength(3);
+    expect(kept.at(-1)?.added).toBe(1);
+    expect(
+      readdirSync(join(paths.data, "workers/elf/store-snapshots", kept.at(-1)?.name ?? "")).sort(),
+    ).toEqual(["f0", "f1", "f2", "f3", "f4"]);
+
+    setSnapshots(paths, "0");
+    writeFileSync(join(store, "f9"), "9\n");
+    expect(
+      await takeSnapshot(
+        paths,
+        { worker: "elf" },
+        { reason: "run", keep: snapshotsToKeep(paths), waitMs: 0 },
+      ),
+    ).toBeUndefined();
+    expect(listSnapshots(paths, { worker: "elf" })).toHaveLength(3);
+  });
+
+  it("refuses a lock file a box replaced with a fifo or a symlink, without hanging or writing outside", async () => {
+    const { root, paths, store } = await deployment();
+    writeFileSync(join(store, "a"), "a\n");
+    mkdirSync(join(store, ".locks"));
+    execFileSync("mkfifo", [join(store, ".locks/store")]);
+    const target = { worker: "elf" };
+    await expect(
+      takeSnapshot(paths, target, { reason: "run", keep: 3, waitMs: 0 }),
+    ).rejects.toThrow(/\.locks\/store is not a regular file/);
+    await rm(join(store, ".locks"), { recursive: true });
+    const outside = join(root, "outside");
+    mkdirSync(outside);
+    symlinkSync(outside, join(store, ".locks"));
+    await expect(
+      takeSnapshot(paths, target, { reason: "run", keep: 3, waitMs: 0 }),
+    ).rejects.toThrow(/\.locks is not a folder of the store/);
+    expect(existsSync(join(outside, "store"))).toBe(false);
+    expect(listSnapshots(paths, target)).toHaveLength(0);
+  });
+});
