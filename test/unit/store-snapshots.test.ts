@@ -86,6 +86,28 @@ describe("store snapshot passes", () => {
     expect(listSnapshots(paths, { worker: "elf" })).toHaveLength(3);
   });
 
+  it("snapshots and restores a channel store on its own", async () => {
+    const { root, paths } = await deployment();
+    const channel = "term-ada-elf";
+    const channelStore = join(paths.data, "workers/elf/channel-stores", channel);
+    mkdirSync(channelStore, { recursive: true });
+    writeFileSync(join(channelStore, "minutes.md"), "kept\n");
+    const target = { worker: "elf", channel };
+    const made = await takeSnapshot(paths, target, { reason: "run", keep: 3, waitMs: 0 });
+    expect(made?.snapshot).toBeDefined();
+    expect(existsSync(join(paths.data, "workers/elf/channel-store-snapshots", channel))).toBe(true);
+    expect(listSnapshots(paths, { worker: "elf" })).toHaveLength(0);
+    writeFileSync(join(channelStore, "minutes.md"), "garbled\n");
+    const env = { ROSTER_ROOT: root };
+    const restored = await runRoster(["worker", "restore", "elf", "--channel", channel], env);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(restored.stdout).toContain(`restored elf's channel store ${channel} from snapshot`);
+    expect(readFileSync(join(channelStore, "minutes.md"), "utf8")).toBe("kept\n");
+    const bad = await runRoster(["worker", "restore", "elf", "--channel", "../x"], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('"../x" is not a channel id');
+  });
+
   it("refuses a lock file a box replaced with a fifo or a symlink, without hanging or writing outside", async () => {
     const { root, paths, store } = await deployment();
     writeFileSync(join(store, "a"), "a\n");
