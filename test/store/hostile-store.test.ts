@@ -114,4 +114,25 @@ describe.skipIf(!docker)("a hostile store", () => {
     expect(changes).toMatch(/… and \d+ more lines/);
     console.log(`hostile store: the run with its snapshot took ${seconds.toFixed(1)} s`);
   }, 900_000);
+
+  it.skipIf(!root)(
+    "never hands a host file to the box's user through a link planted in .locks",
+    async () => {
+      const store = join(deployment.paths.data, "workers/elf/store");
+      const victim = join(outside, "root-owned.txt");
+      writeFileSync(victim, "the host's\n");
+      const planted = await deployment.roster(
+        ["box", "exec", "elf", "--", `ln -s ${victim} ~/store/.locks/planted`],
+        { timeoutMs: 120_000 },
+      );
+      expect(planted.code, planted.stderr).toBe(0);
+      expect(lstatSync(join(store, ".locks/planted")).isSymbolicLink()).toBe(true);
+      // the next run's $HOME is built (the store's .locks handed to the box's user)
+      const next = await deployment.roster(["box", "exec", "elf", "--", "true"], {
+        timeoutMs: 120_000,
+      });
+      expect(next.code, next.stderr).toBe(0);
+      expect(statSync(victim).uid).toBe(0);
+    },
+  );
 });
