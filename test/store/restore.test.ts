@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { takeSnapshot } from "../../runner/store/snapshots.ts";
 import { testDocker } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 import { treeOf } from "../support/store-tree.ts";
@@ -114,7 +115,13 @@ describe.skipIf(!docker)("store snapshots and roster worker restore", () => {
   });
 
   it("refuses while a run of the worker is going, naming it, and while the store lock is held", async () => {
-    const child = deployment.spawnRoster(["box", "exec", "elf", "--", "sleep 60"]);
+    const child = deployment.spawnRoster([
+      "box",
+      "exec",
+      "elf",
+      "--",
+      "roster-lock store -- sleep 60",
+    ]);
     try {
       const running = await waitFor(() =>
         listRuns(deployment.paths.state, "elf")
@@ -125,6 +132,20 @@ describe.skipIf(!docker)("store snapshots and roster worker restore", () => {
       expect(refused.code).toBe(2);
       expect(refused.stderr).toContain(`elf has a run going: ${running.id} (exec)`);
       expect(refused.stderr).toContain("nothing was restored");
+      // the box's `roster-lock store` is the very lock the host's pass takes
+      const held = await waitFor(async () => {
+        try {
+          await takeSnapshot(
+            deployment.paths,
+            { worker: "elf" },
+            { reason: "sweep", keep: 14, waitMs: 0 },
+          );
+          return undefined;
+        } catch (error) {
+          return String(error);
+        }
+      });
+      expect(held).toMatch(/the store lock .*\.locks\/store is held/);
     } finally {
       await stop(child);
     }
@@ -146,10 +167,13 @@ describe.skipIf(!docker)("store snapshots and roster worker restore", () => {
   });
 });
 
-async function waitFor<T>(probe: () => T | undefined, ms = 60_000): Promise<T> {
+async function waitFor<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 60_000,
+): Promise<T> {
   const until = Date.now() + ms;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > until) throw new Error("timed out waiting");
     await new Promise((resolve) => setTimeout(resolve, 200));
