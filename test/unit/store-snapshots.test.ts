@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { initRoots } from "../../runner/config/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { StoreSweep } from "../../runner/store/passes.ts";
 import { listSnapshots, snapshotsToKeep, takeSnapshot } from "../../runner/store/snapshots.ts";
 import { runRoster } from "../support/cli.ts";
 
@@ -84,6 +85,30 @@ describe("store snapshot passes", () => {
       ),
     ).toBeUndefined();
     expect(listSnapshots(paths, { worker: "elf" })).toHaveLength(3);
+  });
+
+  it("sweeps every store and channel store once a day", async () => {
+    const { paths, store } = await deployment();
+    writeFileSync(join(store, "a"), "a\n");
+    const bob = join(paths.data, "workers/bob/store");
+    mkdirSync(bob, { recursive: true });
+    writeFileSync(join(bob, "b"), "b\n");
+    const channel = join(paths.data, "workers/bob/channel-stores/slack-t1-c1");
+    mkdirSync(channel, { recursive: true });
+    writeFileSync(join(channel, "c"), "c\n");
+    const notes: string[] = [];
+    const sweep = new StoreSweep(paths, (text) => notes.push(text));
+    sweep.tick();
+    await sweep.idle();
+    expect(listSnapshots(paths, { worker: "elf" })[0]?.reason).toBe("sweep");
+    expect(listSnapshots(paths, { worker: "bob" })).toHaveLength(1);
+    expect(listSnapshots(paths, { worker: "bob", channel: "slack-t1-c1" })).toHaveLength(1);
+    expect(notes.join("\n")).toContain("bob's channel store slack-t1-c1: snapshot");
+    // not due again until a day has passed
+    writeFileSync(join(store, "a"), "changed\n");
+    sweep.tick();
+    await sweep.idle();
+    expect(listSnapshots(paths, { worker: "elf" })).toHaveLength(1);
   });
 
   it("snapshots and restores a channel store on its own", async () => {
