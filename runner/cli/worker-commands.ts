@@ -69,7 +69,7 @@ export function registerWorkerCommands(program: Command): void {
       });
       if (flags.json) {
         process.stdout.write(
-          `${JSON.stringify({ restored: result.restored.name, undo: result.undo ?? null })}\n`,
+          `${JSON.stringify({ restored: result.restored.name, undo: result.undo ?? null, kept: result.kept })}\n`,
         );
         return;
       }
@@ -79,6 +79,10 @@ export function registerWorkerCommands(program: Command): void {
         `restored ${describeTarget(target)} from snapshot ${result.restored.name}${made}\n${
           result.undo
             ? `the store as it was is snapshot ${result.undo}: roster worker restore ${name}${channel} --from ${result.undo} undoes this\n`
+            : ""
+        }${
+          result.kept.length
+            ? `left in place, since no snapshot holds them: ${result.kept.slice(0, 10).join(", ")}${result.kept.length > 10 ? ` and ${result.kept.length - 10} more` : ""}\n`
             : ""
         }`,
       );

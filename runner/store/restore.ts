@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
@@ -43,7 +44,12 @@ export interface RestoreResult {
   restored: SnapshotMeta;
   /** The snapshot holding the store as it was just before: restoring it undoes this. */
   undo: string | undefined;
+  /** Paths no snapshot holds (skipped by the pass), left in the store as they were. */
+  kept: string[];
 }
+
+/** An rsync filter pattern matching exactly this path (its wildcards taken literally). */
+const escapePattern = (path: string) => path.replace(/[[*?\\]/g, "\\$&");
 
 /** Runs of the worker still going: their record says running and the process that governs them lives. */
 export function liveRuns(paths: RosterPaths, worker: string): string[] {
@@ -118,12 +124,22 @@ export async function restoreStore(
   const chosen = chooseSnapshot(paths, target, choice);
   const result = await withStoreLock(lockStoreOf(paths, target), 0, async () => {
     const now = await snapshotLocked(paths, target, { reason: "before-restore" });
-    await storeRsync([
-      "--delete",
-      `${join(snapshotsDir(paths, target), chosen.name)}/`,
-      `${store}/`,
-    ]);
-    return { target, restored: chosen, undo: now.current };
+    // what no snapshot can hold (a fifo, a file over the cap) would be lost for
+    // good if --delete removed it: it stays in place, and the result says so
+    const kept = now.changes.skipped.map((entry) => entry.path);
+    const keepFile = join(snapshotsDir(paths, target), `.restore-keep-${process.pid}`);
+    try {
+      await writeFile(keepFile, kept.map((path) => `/${escapePattern(path)}\n`).join(""));
+      await storeRsync([
+        "--delete",
+        `--exclude-from=${keepFile}`,
+        `${join(snapshotsDir(paths, target), chosen.name)}/`,
+        `${store}/`,
+      ]);
+    } finally {
+      await rm(keepFile, { force: true });
+    }
+    return { target, restored: chosen, undo: now.current, kept };
   }).catch((error: unknown) => {
     if (error instanceof StoreLockBusy)
       throw refuse(

@@ -1,10 +1,13 @@
 import { execFileSync } from "node:child_process";
 import {
   existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
+  statSync,
   symlinkSync,
+  truncateSync,
   writeFileSync,
 } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -131,6 +134,31 @@ describe("store snapshot passes", () => {
     const bad = await runRoster(["worker", "restore", "elf", "--channel", "../x"], env);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('"../x" is not a channel id');
+  });
+
+  it("a restore leaves in place what no snapshot can hold (a fifo, a file over the cap), and says so", async () => {
+    const { root, paths, store } = await deployment();
+    writeFileSync(join(store, "a"), "1\n");
+    const first = await takeSnapshot(
+      paths,
+      { worker: "elf" },
+      { reason: "run", keep: 5, waitMs: 0 },
+    );
+    writeFileSync(join(store, "a"), "2\n");
+    execFileSync("mkfifo", [join(store, "pipe[1]")]);
+    writeFileSync(join(store, "huge.img"), "");
+    truncateSync(join(store, "huge.img"), 1024 ** 3 + 1);
+    const result = await runRoster(
+      ["worker", "restore", "elf", "--from", first?.snapshot?.name ?? "?"],
+      { ROSTER_ROOT: root },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(readFileSync(join(store, "a"), "utf8")).toBe("1\n");
+    expect(lstatSync(join(store, "pipe[1]")).isFIFO()).toBe(true);
+    expect(statSync(join(store, "huge.img")).size).toBe(1024 ** 3 + 1);
+    expect(result.stdout).toMatch(
+      /left in place, since no snapshot holds them: (pipe\[1\], huge\.img|huge\.img, pipe\[1\])/,
+    );
   });
 
   it("refuses a lock file a box replaced with a fifo or a symlink, without hanging or writing outside", async () => {
