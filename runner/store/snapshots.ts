@@ -164,8 +164,12 @@ export async function snapshotLocked(
   const dir = snapshotsDir(paths, target);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   // anything still called .partial is from a pass that died; we hold the lock
-  for (const name of readdirSync(dir).filter((n) => n.endsWith(".partial")))
-    await removeTree(join(dir, name));
+  for (const name of readdirSync(dir)) {
+    if (name.endsWith(".partial")) await removeTree(join(dir, name));
+    // a record whose folder never took its name
+    else if (name.endsWith(".json") && !existsSync(join(dir, name.slice(0, -5))))
+      await rm(join(dir, name), { force: true });
+  }
   const newest = listSnapshots(paths, target).at(-1)?.name;
   const previous = newest ? join(dir, newest) : join(dir, ".none");
   const compared = await storeRsync(["--dry-run", "--delete", `${store}/`, `${previous}/`]);
