@@ -132,6 +132,8 @@ export async function restoreStore(
       await writeFile(keepFile, kept.map((path) => `/${escapePattern(path)}\n`).join(""));
       await storeRsync([
         "--delete",
+        // every file copied whatever its size and time say: a restore is byte for byte
+        "--ignore-times",
         `--exclude-from=${keepFile}`,
         `${join(snapshotsDir(paths, target), chosen.name)}/`,
         `${store}/`,

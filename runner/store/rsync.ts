@@ -25,6 +25,9 @@ export const STORE_RSYNC_OPTIONS = [
   "-rlpt",
   ...(process.getuid?.() === 0 ? ["-go"] : []),
   "--sparse",
+  // times compared to the nanosecond: a file rewritten at its old size within
+  // the same second as the snapshot before is still seen as changed
+  "--modify-window=-1",
   `--max-size=${STORE_SNAPSHOT_FILE_MAX}`,
   "--exclude=/.locks",
   "--itemize-changes",
