@@ -99,6 +99,13 @@ const BENCHES: Bench[] = [
     needs: [],
   },
   {
+    file: "store",
+    title: "Store snapshots against a plain copy",
+    compares:
+      "the snapshot after a run that changed 10 files of a 10,000-file, 200 MB store beside `cp -a` of the same store",
+    needs: [],
+  },
+  {
     file: "extraction",
     title: "Main-content extraction",
     compares: "fetch_pages' extractor beside Readability, Defuddle and a naive one",

@@ -2,7 +2,7 @@
 # with-docker.sh <command> [args...]
 # Runs a command with a Docker engine available: installs Debian's docker.io
 # (and debootstrap, for building a base without a registry; chromium, for the
-# console's browser tests) when absent, starts
+# console's browser tests; rsync, for store snapshots) when absent, starts
 # dockerd when none answers, and stops the engine it started when the command
 # ends. Needs root only for what it has to install or start.
 set -euo pipefail
@@ -16,6 +16,8 @@ missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v git >/dev/null 2>&1 || missing+=(git)
+# store snapshots and restores are rsync passes on the host
+command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 # the web console's tests drive a real browser: Debian's chromium (nothing downloaded)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if ((${#missing[@]})); then

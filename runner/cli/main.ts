@@ -10,6 +10,7 @@ import { registerRunCommands } from "./run-commands.ts";
 import { registerServerCommands } from "./server-commands.ts";
 import { registerTalkCommands } from "./talk-commands.ts";
 import { registerTaskCommands } from "./task-commands.ts";
+import { registerWorkerCommands } from "./worker-commands.ts";
 
 /**
  * The `roster` command tree. Commands are thin: they parse, call into a runner/
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerChannelCommands(program);
   registerTalkCommands(program);
   registerServerCommands(program);
+  registerWorkerCommands(program);
   return program;
 }
 

@@ -135,12 +135,21 @@ export const WorkerModelSection = Type.Partial(ModelSection, { additionalPropert
 export type WorkerModelSection = Static<typeof WorkerModelSection>;
 
 /**
- * A worker's store: how large it (and each of its channel stores) may grow
+ * A worker's store: how many snapshots each store keeps (store/snapshots.ts;
+ * taken after every run that changed it and in the server's daily sweep, 0
+ * turns them off), how large it (and each of its channel stores) may grow
  * while a box writes it, and the share of the data filesystem kept free for
- * everyone (org-only). runs/disk-watch.ts enforces both.
+ * everyone (org-only). runs/disk-watch.ts enforces the last two.
  */
 export const StoreSection = Type.Object(
   {
+    snapshots: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1000,
+        description: "a whole number of snapshots to keep, 0 (off) to 1000",
+      }),
+    ),
     max_size: Type.Optional(
       Type.String({
         pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
@@ -301,8 +310,8 @@ export const WorkerConfig = Type.Object(
     context: Type.Optional(ContextSection),
     memory: Type.Optional(MemorySection),
     box: Type.Optional(BoxSection),
-    /** Only max_size, and only lower than the org's (the reserve is the host's). */
-    store: Type.Optional(Type.Omit(StoreSection, ["reserve"])),
+    /** Only max_size, and only lower than the org's (the reserve and snapshots are the host's). */
+    store: Type.Optional(Type.Omit(StoreSection, ["reserve", "snapshots"])),
     grant: Type.Optional(Type.Array(Grant)),
     /** Refused by the loader (only org.toml grants actions); typed so the error can say so. */
     action: Type.Optional(Type.Array(Type.Omit(ActionGrant, ["workers"]))),

@@ -1,4 +1,4 @@
-import { chown, mkdir, readdir, writeFile } from "node:fs/promises";
+import { chown, lchown, lstat, mkdir, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { BOX_CA, BOX_CA_BUNDLE, SENTINEL } from "../box/box-env.ts";
 import type { BoxMount } from "../box/container-spec.ts";
@@ -132,11 +132,17 @@ export async function buildRunHome(options: {
   return { home, mounts, user, repos: { repos: cloned.repos, record: cloned.record }, durable };
 }
 
+/**
+ * Hands a tree to the box's user. Some trees (the store's .locks) are written
+ * by boxes, so nothing is followed: a symlink gets a new owner itself (lchown),
+ * never the host file it names, and is never descended into.
+ */
 async function chownTree(dir: string, user: BoxUser): Promise<void> {
-  await chown(dir, user.uid, user.gid);
+  await lchown(dir, user.uid, user.gid);
+  if (!(await lstat(dir)).isDirectory()) return;
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) await chownTree(path, user);
-    else await chown(path, user.uid, user.gid);
+    else await lchown(path, user.uid, user.gid);
   }
 }

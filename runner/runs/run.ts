@@ -16,6 +16,7 @@ import { errorMessage, RosterError } from "../errors.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
+import { snapshotAfterRun } from "../store/passes.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { DiskWatch } from "./disk-watch.ts";
 import { type EngineDrive, piCommand, writePrompt } from "./engine-prompt.ts";
@@ -368,6 +369,15 @@ export class Run {
         id: this.id,
         dir: this.dir,
         records: this.current.repos,
+      });
+      // the store as the run left it, before the record says it ended
+      await snapshotAfterRun({
+        paths: this.request.paths,
+        worker: this.worker.name,
+        run: this.id,
+        runDir: this.dir,
+        channel: this.current.channel_id,
+        note: this.request.note,
       });
       let record = finished(
         { ...this.current, ...(repos ? { repos } : {}) },

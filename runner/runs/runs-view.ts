@@ -158,6 +158,13 @@ export function showRun(run: RunLocation, auditDir?: string): string {
   if (existsSync(input)) lines.push("", "task:", readFileSync(input, "utf8").trim());
   const talk = conversation(run.dir);
   if (talk.length) lines.push("", "conversation:", ...talk.slice(-50));
+  // what the run did to its store, as the snapshot pass after it found (store/passes.ts)
+  const changes = join(run.dir, "store-changes.txt");
+  if (existsSync(changes)) {
+    const text = readFileSync(changes, "utf8").trimEnd().split("\n");
+    lines.push("", "store changes:", ...text.slice(0, 40).map((line) => `  ${line}`));
+    if (text.length > 40) lines.push(`  … ${text.length - 40} more lines in store-changes.txt`);
+  }
   lines.push("", "files:");
   for (const name of readdirSync(run.dir).sort()) {
     const stat = statSync(join(run.dir, name));

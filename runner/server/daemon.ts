@@ -15,6 +15,7 @@ import { defaultListen, parseAddr } from "../gateway/listen.ts";
 import { OfferDesk } from "../listeners/offers.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import { SessionRouter } from "../sessions/router.ts";
+import { StoreSweep } from "../store/passes.ts";
 import { Dispatcher } from "./dispatch.ts";
 import { recover } from "./recover.ts";
 import { type RunSocket, serveRuns } from "./run-socket.ts";
@@ -147,11 +148,14 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     }
   }
 
+  // every store snapshotted once a day, beside the passes runs take as they settle
+  const sweep = options.once ? undefined : new StoreSweep(paths, note);
   let exitCode = 0;
   try {
     await runUntilStopped(options, dispatcher, async () => {
       sessions = (await router.sessions()).length;
       listeners.offerDue();
+      sweep?.tick();
     });
   } catch (error) {
     note(`server: ${errorMessage(error)}`);
@@ -162,6 +166,7 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     await listeners.stop();
     await dispatcher.stop();
     await router.closeAll();
+    await sweep?.idle();
     await gateway.stop();
     await rm(stateFile, { force: true });
     note("server stopped");
