@@ -1,6 +1,5 @@
-import { execFile } from "node:child_process";
-import { statfs } from "node:fs/promises";
 import { describeSize, type StoreLimits } from "../config/store-limits.ts";
+import { diskUsage, freeShare } from "../files/disk-usage.ts";
 import type { DurableFolder } from "../home/build-home.ts";
 
 /**
@@ -26,32 +25,6 @@ export interface DiskWatchOptions {
   /** Called once, with the reason, when the box must stop. */
   onOver: (message: string) => void;
   everyMs?: number;
-}
-
-/** Bytes on disk under each folder (0 for one that isn't there). */
-export function diskUsage(folders: string[]): Promise<number[]> {
-  return new Promise((resolve) => {
-    execFile(
-      "du",
-      ["-s", "-B1", "-x", "-P", ...folders],
-      { maxBuffer: 1 << 20 },
-      // du says what it could read even when some of it wasn't readable: that is still the floor
-      (_error, stdout) => {
-        const sizes = new Map<string, number>();
-        for (const line of String(stdout).split("\n")) {
-          const tab = line.indexOf("\t");
-          if (tab > 0) sizes.set(line.slice(tab + 1), Number(line.slice(0, tab)));
-        }
-        resolve(folders.map((folder) => sizes.get(folder) ?? 0));
-      },
-    );
-  });
-}
-
-/** The share of the filesystem holding `dir` that is free for ordinary users. */
-export async function freeShare(dir: string): Promise<number> {
-  const stats = await statfs(dir);
-  return stats.blocks > 0 ? stats.bavail / stats.blocks : 1;
 }
 
 export class DiskWatch {

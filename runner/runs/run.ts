@@ -378,6 +378,7 @@ export class Run {
         runDir: this.dir,
         channel: this.current.channel_id,
         note: this.request.note,
+        maxBytes: this.worker.store.maxBytes,
       });
       let record = finished(
         { ...this.current, ...(repos ? { repos } : {}) },

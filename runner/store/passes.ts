@@ -2,14 +2,17 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
+import { describeSize } from "../config/store-limits.ts";
 import { errorMessage } from "../errors.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
+import { diskUsage } from "../files/disk-usage.ts";
 import {
   describeTarget,
   type PassResult,
   type SnapshotReason,
   type StoreTarget,
   snapshotsToKeep,
+  storeDir,
   takeSnapshot,
   workerDir,
 } from "./snapshots.ts";
@@ -95,11 +98,19 @@ export async function snapshotAfterRun(options: {
   runDir: string;
   channel?: string | undefined;
   note: (text: string) => void;
+  /** `[store] max_size`: a store over it is not kept (the snapshots before it stay). */
+  maxBytes?: number;
 }): Promise<void> {
   const { paths, worker, run, runDir, channel, note } = options;
   const targets: StoreTarget[] = [{ worker }, ...(channel ? [{ worker, channel }] : [])];
   const reports: string[] = [];
   for (const target of targets) {
+    const over = await overflow(paths, target, options.maxBytes);
+    if (over) {
+      reports.push(over);
+      note(over);
+      continue;
+    }
     const result = await pass(paths, target, "run", AFTER_RUN_LOCK_WAIT_MS, note, run);
     if (!result) continue;
     if (result.snapshot || result.changes.skipped.length || result.changes.errors.length)
@@ -110,6 +121,18 @@ export async function snapshotAfterRun(options: {
     await writeFile(join(runDir, STORE_CHANGES_FILE), `${reports.join("\n\n")}\n`).catch(
       (error: unknown) => note(`${STORE_CHANGES_FILE} was not written: ${errorMessage(error)}`),
     );
+}
+
+/** Why a store over its limit is not snapshotted, or undefined when it is within it. */
+async function overflow(
+  paths: RosterPaths,
+  target: StoreTarget,
+  maxBytes: number | undefined,
+): Promise<string | undefined> {
+  if (maxBytes === undefined) return undefined;
+  const [size = 0] = await diskUsage([storeDir(paths, target)]);
+  if (size <= maxBytes) return undefined;
+  return `${describeTarget(target)}: not snapshotted: it holds ${describeSize(size)}, over its ${describeSize(maxBytes)} limit ([store] max_size); the snapshots before it are kept`;
 }
 
 /** Every store and channel store of the deployment's workers. */

@@ -1,9 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { diskUsage } from "../../runner/runs/disk-watch.ts";
+import { diskUsage } from "../../runner/files/disk-usage.ts";
 import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { testDocker } from "../support/docker.ts";
@@ -75,6 +75,14 @@ describe.skipIf(!docker)("disk limits", () => {
       /^its store holds \d+m on disk, over its 30m limit \(\[store\] max_size\)$/,
     );
     expect(record("elf", envelope.run_id)).toMatchObject({ ended_by: "disk", state: "failed" });
+    // the snapshot pass does not keep the overflow, and says so in the run's record
+    const dir = listRuns(deployment.paths.state, "elf").find(
+      (run) => run.id === envelope.run_id,
+    )?.dir;
+    expect(readFileSync(join(dir ?? "", "store-changes.txt"), "utf8")).toMatch(
+      /not snapshotted: it holds \d+m, over its 30m limit \(\[store\] max_size\)/,
+    );
+    expect(existsSync(join(deployment.paths.data, "workers/elf/store-snapshots"))).toBe(false);
     // stopped near the limit: well short of the 120 MB it would have written
     const [size] = await diskUsage([store]);
     expect(size).toBeGreaterThan(30 * MB);

@@ -1,0 +1,145 @@
+/**
+ * The gateway against itself at another commit, in one run: `roster gateway
+ * start` from this checkout and from another (built: its dist/ current),
+ * alternating round by round on fresh roots, each driven by hey (8 clients,
+ * 1 KB responses through the intercepted tunnel). Reports each round's
+ * gateway CPU per request (from /proc), requests/s and peak RSS, and the
+ * ratio of the medians, this checkout over the other. For "no slower" claims
+ * about a change to the gateway's hot path. Needs hey on PATH.
+ *   npx tsx bench/gateway-pair.ts <other checkout> [rounds]
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { rosterPaths } from "../runner/config/paths.ts";
+import { mintToken } from "../runner/gateway/identity.ts";
+import { PROJECT_ROOT } from "../runner/version.ts";
+import { freePort } from "../test/support/roster-root.ts";
+import { makeServerCertificate } from "../test/support/test-ca.ts";
+
+const other = process.argv[2] ? resolve(process.argv[2]) : undefined;
+if (!other || !existsSync(join(other, "bin/roster.mjs")))
+  throw new Error("usage: npx tsx bench/gateway-pair.ts <other checkout, built> [rounds]");
+const ROUNDS = Number(process.argv[3] ?? 3);
+const REQUESTS = 20_000;
+const trees = { other, this: PROJECT_ROOT };
+
+const certificate = await makeServerCertificate(["127.0.0.1"]);
+const work = mkdtempSync(join(tmpdir(), "roster-bench-pair-"));
+const upstreamCa = join(work, "upstream-ca.pem");
+writeFileSync(upstreamCa, certificate.caPem);
+const body = Buffer.alloc(1024, 0x61);
+const upstream = createServer(
+  { key: certificate.keyPem, cert: certificate.certPem },
+  (_req, res) => {
+    res.writeHead(200, { "content-length": body.length });
+    res.end(body);
+  },
+);
+upstream.keepAliveTimeout = 60_000;
+await new Promise<void>((ready) => upstream.listen(0, "127.0.0.1", ready));
+const origin = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}/1k`;
+
+const procStat = (pid: number) =>
+  readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+const cpuMs = (pid: number) => (Number(procStat(pid)[11]) + Number(procStat(pid)[12])) * 10;
+const peakMiB = (pid: number) =>
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
+function hey(requests: number, proxy: string, trust: string): Promise<string> {
+  return new Promise((done, fail) =>
+    execFile(
+      "hey",
+      ["-c", "8", "-n", String(requests), "-t", "10", "-x", proxy, origin],
+      { env: { ...process.env, SSL_CERT_FILE: trust }, maxBuffer: 1 << 24 },
+      (error, stdout) => (error ? fail(error) : done(String(stdout))),
+    ),
+  );
+}
+
+async function healthy(port: number, gateway: ChildProcess): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (gateway.exitCode !== null) throw new Error(`the gateway exited (${gateway.exitCode})`);
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+  throw new Error("the gateway did not answer /healthz");
+}
+
+interface Round {
+  cpu: number;
+  rps: number;
+  rss: number;
+}
+const rounds: Record<keyof typeof trees, Round[]> = { other: [], this: [] };
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, tree] of Object.entries(trees) as [keyof typeof trees, string][]) {
+    const root = join(work, `${name}-${round}`);
+    const paths = rosterPaths({ ROSTER_ROOT: root });
+    mkdirSync(paths.config, { recursive: true });
+    writeFileSync(
+      join(paths.config, "org.toml"),
+      `[gateway]\nupstream_ca = ["${upstreamCa}"]\n\n[[grant]]\nname = "bench"\nverdict = "allow"\nmatch = { host = "127.0.0.1" }\n`,
+    );
+    const port = await freePort();
+    const gateway = spawn(
+      join(tree, "bin/roster.mjs"),
+      ["gateway", "start", "--addr", `127.0.0.1:${port}`],
+      { env: { ...process.env, ROSTER_ROOT: root }, stdio: "ignore" },
+    );
+    const exited = new Promise((gone) => gateway.once("exit", gone));
+    try {
+      await healthy(port, gateway);
+      const token = await mintToken(paths.identity, { subject: "org/bench", runId: "bench" });
+      const trust = join(work, `trust-${name}-${round}.pem`);
+      writeFileSync(trust, readFileSync(join(paths.ca, "ca.crt"), "utf8") + certificate.caPem);
+      const proxy = `http://${token}:x@127.0.0.1:${port}`;
+      await hey(2000, proxy, trust); // warm
+      const pid = gateway.pid ?? 0;
+      const before = cpuMs(pid);
+      const text = await hey(REQUESTS, proxy, trust);
+      const ok = Number(/\[200\]\s+(\d+) responses/.exec(text)?.[1] ?? 0);
+      if (ok < REQUESTS) throw new Error(`${name}: only ${ok} of ${REQUESTS} answered 200`);
+      rounds[name].push({
+        cpu: (cpuMs(pid) - before) / ok,
+        rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1]),
+        rss: peakMiB(pid),
+      });
+    } finally {
+      if (gateway.exitCode === null) gateway.kill("SIGTERM");
+      // a gateway still closing after 5 s is not this bench's to wait for
+      const late = setTimeout(() => gateway.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(late);
+    }
+  }
+}
+upstream.close();
+
+const row = (name: string, list: Round[]) =>
+  `| ${name} | ${list.map((one) => one.cpu.toFixed(3)).join(", ")} | ${median(list.map((one) => one.cpu)).toFixed(3)} | ${median(list.map((one) => one.rps)).toFixed(0)} | ${median(list.map((one) => one.rss)).toFixed(1)} |`;
+const ratio = (pick: (one: Round) => number) =>
+  (median(rounds.this.map(pick)) / median(rounds.other.map(pick))).toFixed(2);
+process.stdout.write(
+  [
+    `The gateway, this checkout against ${other}, ${ROUNDS} alternating rounds of ${REQUESTS} requests (hey, 8 clients, 1 KB):`,
+    "",
+    "| checkout | CPU ms/req per round | median CPU ms/req | median req/s | median peak RSS MiB |",
+    "|---|---|---|---|---|",
+    row("other", rounds.other),
+    row("this", rounds.this),
+    "",
+    `this / other: CPU per request ${ratio((one) => one.cpu)}x, requests/s ${ratio((one) => one.rps)}x, peak RSS ${ratio((one) => one.rss)}x`,
+    "",
+  ].join("\n"),
+);
+process.exit(0);
