@@ -379,6 +379,7 @@ export class Run {
         channel: this.current.channel_id,
         note: this.request.note,
         maxBytes: this.worker.store.maxBytes,
+        reserve: this.worker.store.reserve,
       });
       let record = finished(
         { ...this.current, ...(repos ? { repos } : {}) },

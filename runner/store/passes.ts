@@ -5,7 +5,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { describeSize } from "../config/store-limits.ts";
 import { errorMessage } from "../errors.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
-import { diskUsage } from "../files/disk-usage.ts";
+import { diskUsage, freeShare } from "../files/disk-usage.ts";
 import {
   describeTarget,
   type PassResult,
@@ -100,12 +100,14 @@ export async function snapshotAfterRun(options: {
   note: (text: string) => void;
   /** `[store] max_size`: a store over it is not kept (the snapshots before it stay). */
   maxBytes?: number;
+  /** `[store] reserve`: no snapshot is taken while its filesystem is under it. */
+  reserve?: number;
 }): Promise<void> {
   const { paths, worker, run, runDir, channel, note } = options;
   const targets: StoreTarget[] = [{ worker }, ...(channel ? [{ worker, channel }] : [])];
   const reports: string[] = [];
   for (const target of targets) {
-    const over = await overflow(paths, target, options.maxBytes);
+    const over = await overflow(paths, target, options.maxBytes, options.reserve);
     if (over) {
       reports.push(over);
       note(over);
@@ -128,9 +130,17 @@ async function overflow(
   paths: RosterPaths,
   target: StoreTarget,
   maxBytes: number | undefined,
+  reserve: number | undefined,
 ): Promise<string | undefined> {
+  const dir = storeDir(paths, target);
+  if (reserve !== undefined) {
+    // snapshots count against the host: none is taken from the reserve kept for every worker
+    const free = await freeShare(dir).catch(() => 1);
+    if (free < reserve)
+      return `${describeTarget(target)}: not snapshotted: its filesystem is down to ${(free * 100).toFixed(1)}% free, under the ${(reserve * 100).toFixed(0)}% kept for every worker ([store] reserve); the snapshots before it are kept`;
+  }
   if (maxBytes === undefined) return undefined;
-  const [size = 0] = await diskUsage([storeDir(paths, target)]);
+  const [size = 0] = await diskUsage([dir]);
   if (size <= maxBytes) return undefined;
   return `${describeTarget(target)}: not snapshotted: it holds ${describeSize(size)}, over its ${describeSize(maxBytes)} limit ([store] max_size); the snapshots before it are kept`;
 }

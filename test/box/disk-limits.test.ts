@@ -94,28 +94,23 @@ describe.skipIf(!docker)("disk limits", () => {
     async () => {
       // a 160 MB data filesystem for the workers' folders, half of it kept free
       const org = join(deployment.paths.config, "org.toml");
-      await writeFile(org, `${await readFile(org, "utf8")}\n[store]\nreserve = 0.5\n`);
+      // into the [store] table the example config may already have, or a new one
+      const text = await readFile(org, "utf8");
+      await writeFile(
+        org,
+        /^\[store\]$/m.test(text)
+          ? text.replace(/^\[store\]$/m, "[store]\nreserve = 0.5")
+          : `${text}\n[store]\nreserve = 0.5\n`,
+      );
       const workers = join(deployment.paths.data, "workers");
       await mkdir(workers, { recursive: true });
       execFileSync("mount", ["-t", "tmpfs", "-o", "size=160m", "tmpfs", workers]);
       mounted = workers;
-      // both handed to a running server, as an operator's boxes would be
-      const server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
-      const socket = join(deployment.paths.state, "server.sock");
-      const deadline = Date.now() + 60_000;
-      while (!existsSync(socket) && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      let results: Awaited<ReturnType<typeof exec>>[];
-      try {
-        results = await Promise.all([
-          exec("gnome", writer(70)),
-          exec("bob", "sleep 6; echo still-here"),
-        ]);
-      } finally {
-        const exited = new Promise((resolve) => server.once("exit", resolve));
-        server.kill("SIGTERM");
-        await exited;
-      }
+      // two boxes at once, each with its run's own gateway
+      const results = await Promise.all([
+        exec("gnome", writer(70)),
+        exec("bob", "sleep 6; echo still-here"),
+      ]);
       const [filler, bystander] = results;
       if (!filler || !bystander) throw new Error("both boxes should have answered");
       expect(filler.envelope, JSON.stringify(filler)).toMatchObject({
