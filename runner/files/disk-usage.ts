@@ -12,7 +12,8 @@ export function diskUsage(folders: string[]): Promise<number[]> {
     execFile(
       "du",
       ["-s", "-B1", "-x", "-P", ...folders],
-      { maxBuffer: 1 << 20 },
+      // a du that can't finish (a filesystem that stopped answering) is killed, never left behind
+      { maxBuffer: 1 << 20, timeout: 60_000, killSignal: "SIGKILL" },
       // du says what it could read even when some of it wasn't readable: that is still the floor
       (_error, stdout) => {
         const sizes = new Map<string, number>();
