@@ -9,13 +9,14 @@ import {
   type WorkerView,
   workerView,
 } from "../../runner/config/load.ts";
-import { BOX_DEFAULTS, CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/config/narrowing.ts";
+import { CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/config/narrowing.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
 import { NOTE_MAX_CHARS, parseMemory, pickNotes } from "../../runner/memory/notes.ts";
 import { MEMORY_READ_BYTES, type MemoryRead, readMemory } from "../../runner/memory/read.ts";
 import { compilePrompt } from "../../runner/prompt/compile.ts";
 import { memoryTurnBlock } from "../../runner/prompt/memory.ts";
 import { storeRoot } from "../../runner/store/copy.ts";
+import { defaultWorkerView } from "../support/worker-view.ts";
 
 /**
  * Memory recall: the worker's own ~/store/memory/memory.jsonl, read on the
@@ -32,20 +33,11 @@ const ids = (text: string) => parseMemory(text).notes.map((note) => note.id);
 const workerWith = (
   memory: Partial<WorkerView["memory"]> = {},
   context: Partial<WorkerView["context"]> = {},
-): WorkerView => ({
-  name: "elf",
-  dir: "/nowhere",
-  model: undefined,
-  context: { ...CONTEXT_DEFAULTS, ...context },
-  memory: { ...MEMORY_DEFAULTS, ...memory },
-  box: BOX_DEFAULTS,
-  mounts: [],
-  sentinels: [],
-  connections: [],
-  heartbeat: undefined,
-  store: { maxBytes: 10 * 1024 ** 3, reserve: 0.05 },
-  toolchain: { apt: [], npm: [], pip: [] },
-});
+): WorkerView =>
+  defaultWorkerView({
+    context: { ...CONTEXT_DEFAULTS, ...context },
+    memory: { ...MEMORY_DEFAULTS, ...memory },
+  });
 
 const compile = (worker: WorkerView, memory?: MemoryRead, session = false) =>
   compilePrompt({

@@ -2,11 +2,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { WorkerView } from "../../runner/config/load.ts";
-import { BOX_DEFAULTS, CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/config/narrowing.ts";
 import { rosterPaths } from "../../runner/config/paths.ts";
 import { appendJournal, outcomesSince } from "../../runner/journal/journal.ts";
 import { compilePrompt, OUTCOMES_MAX_CHARS } from "../../runner/prompt/compile.ts";
+import { defaultWorkerView } from "../support/worker-view.ts";
 
 /** A worker learns what became of its proposals at its next run, in a bounded block. */
 const roots: string[] = [];
@@ -14,20 +13,7 @@ afterEach(async () => {
   for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
 });
 
-const worker: WorkerView = {
-  name: "elf",
-  dir: "/nowhere",
-  model: undefined,
-  context: CONTEXT_DEFAULTS,
-  memory: MEMORY_DEFAULTS,
-  box: BOX_DEFAULTS,
-  mounts: [],
-  sentinels: [],
-  connections: [],
-  heartbeat: undefined,
-  store: { maxBytes: 10 * 1024 ** 3, reserve: 0.05 },
-  toolchain: { apt: [], npm: [], pip: [] },
-};
+const worker = defaultWorkerView();
 
 describe("outcomes since the last run", () => {
   it("lists dispositions after the last run's start, not proposals or older ones", async () => {

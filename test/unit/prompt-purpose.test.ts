@@ -3,11 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { WorkerView } from "../../runner/config/load.ts";
-import { BOX_DEFAULTS, CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/config/narrowing.ts";
+import { CONTEXT_DEFAULTS } from "../../runner/config/narrowing.ts";
 import { rosterPaths } from "../../runner/config/paths.ts";
 import { compilePrompt } from "../../runner/prompt/compile.ts";
 import { cutPurpose } from "../../runner/prompt/purpose.ts";
 import { PurposeWatch } from "../../runner/sessions/purpose-watch.ts";
+import { defaultWorkerView } from "../support/worker-view.ts";
 
 /** A channel's purpose in the prompt: bounded, cut with a marker, never a reason to refuse a run. */
 const roots: string[] = [];
@@ -15,20 +16,8 @@ afterEach(async () => {
   for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true });
 });
 
-const workerWith = (context: Partial<WorkerView["context"]>): WorkerView => ({
-  name: "elf",
-  dir: "/nowhere",
-  model: undefined,
-  context: { ...CONTEXT_DEFAULTS, ...context },
-  memory: MEMORY_DEFAULTS,
-  box: BOX_DEFAULTS,
-  mounts: [],
-  sentinels: [],
-  connections: [],
-  heartbeat: undefined,
-  store: { maxBytes: 10 * 1024 ** 3, reserve: 0.05 },
-  toolchain: { apt: [], npm: [], pip: [] },
-});
+const workerWith = (context: Partial<WorkerView["context"]>): WorkerView =>
+  defaultWorkerView({ context: { ...CONTEXT_DEFAULTS, ...context } });
 
 const session = { channel: "term-ann-elf", provider: "term", trusted: true, replyBy: "plain text" };
 const compile = (worker: WorkerView, purpose?: string) =>
