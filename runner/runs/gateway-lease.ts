@@ -65,11 +65,13 @@ export async function leaseGateway(options: {
   const launch = (on: number) =>
     launchEmbeddedGateway({ paths, listen: [{ host: "127.0.0.1", port: on }], env: options.env });
   try {
-    embedded = await launch(port).catch((error: unknown) => {
+    embedded = await launch(port).catch(async (error: unknown) => {
       // another run's embedded gateway has the port (two runs started at once, no server):
       // this run's own gateway takes any free loopback port; boxes reach it by its door,
-      // and only this process asks it anything on the port
+      // and only this process asks it anything on the port. Anything else on the port is
+      // a misconfiguration the operator should hear about, not route around.
       if (!/EADDRINUSE/.test(errorMessage(error))) throw error;
+      if (!(await askHealth(port, HEALTH_TIMEOUT_MS))) throw error;
       return launch(0);
     });
   } catch (error) {

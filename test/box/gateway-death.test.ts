@@ -217,7 +217,8 @@ describe.skipIf(!docker)("a box never outlives its gateway", () => {
   });
 
   it("refuses legibly when the gateway's port is taken, starting nothing", async () => {
-    const squatter = createServer();
+    // a foreign process that reads what it is sent and answers nothing (not a roster gateway)
+    const squatter = createServer((socket) => socket.resume());
     await new Promise<void>((resolve) =>
       squatter.listen(deployment.gatewayPort, "127.0.0.1", resolve),
     );
