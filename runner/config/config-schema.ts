@@ -2,6 +2,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
 import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
 import { ToolchainSection } from "./toolchain-schema.ts";
+import { WORKER_NAME_PATTERN } from "./worker-name.ts";
 
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
 export const GatewaySection = Type.Object(
@@ -305,7 +306,7 @@ export type OrgConfig = Static<typeof OrgConfig>;
 
 export const WorkerConfig = Type.Object(
   {
-    name: Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", description: NAME }),
+    name: Type.String({ pattern: WORKER_NAME_PATTERN, description: NAME }),
     model: Type.Optional(WorkerModelSection),
     context: Type.Optional(ContextSection),
     memory: Type.Optional(MemorySection),

@@ -191,6 +191,29 @@ export class Budgets {
   }
 }
 
+/**
+ * What `subject` (and everything under it) has spent since `since`, per
+ * currency, read from audit/usage.jsonl without touching it: `worker ls`.
+ */
+export function spentSince(
+  auditDir: string,
+  subject: string,
+  since: number,
+): Record<string, number> {
+  const spent: Record<string, number> = {};
+  for (const line of readUsage(join(auditDir, "usage.jsonl"))) {
+    if (line.ts_ms < since || !scopeApplies(subject, line.subject)) continue;
+    spent[line.currency] = (spent[line.currency] ?? 0) + line.amount;
+  }
+  return spent;
+}
+
+/** The start of the current window of this length (windows are epoch-aligned). */
+export function windowStart(window: Window, now = Date.now()): number {
+  const length = WINDOW_MS[window];
+  return Math.floor(now / length) * length;
+}
+
 function readUsage(file: string): UsageLine[] {
   if (!existsSync(file)) return [];
   const lines: UsageLine[] = [];

@@ -3,8 +3,8 @@ import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
-import { processAlive } from "../files/process-alive.ts";
-import { findRun, listRuns, readRecord } from "../runs/run-record.ts";
+import { liveRuns } from "../runs/live-runs.ts";
+import { findRun, readRecord } from "../runs/run-record.ts";
 import { storeRsync } from "./rsync.ts";
 import {
   describeTarget,
@@ -50,16 +50,6 @@ export interface RestoreResult {
 
 /** An rsync filter pattern matching exactly this path (its wildcards taken literally). */
 const escapePattern = (path: string) => path.replace(/[[*?\\]/g, "\\$&");
-
-/** Runs of the worker still going: their record says running and the process that governs them lives. */
-export function liveRuns(paths: RosterPaths, worker: string): string[] {
-  return listRuns(paths.state, worker).flatMap((run) => {
-    const record = readRecord(run.dir);
-    if (record?.state !== "running") return [];
-    if (record.runner_pid !== undefined && !processAlive(record.runner_pid)) return [];
-    return [`${record.id} (${record.kind}${record.channel_id ? ` in ${record.channel_id}` : ""})`];
-  });
-}
 
 /** The snapshot a restore puts back, chosen as the options say. */
 export function chooseSnapshot(
