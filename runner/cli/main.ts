@@ -2,9 +2,11 @@ import { Command, CommanderError } from "commander";
 import { userFailure } from "../errors.ts";
 import { ROSTER_VERSION } from "../version.ts";
 import { registerActionCommands } from "./action-commands.ts";
+import { withOurSpelling } from "./aliases.ts";
 import { registerBoxCommands } from "./box-commands.ts";
 import { registerBudgetCommands } from "./budget-commands.ts";
 import { registerChannelCommands } from "./channel-commands.ts";
+import { registerCompletionCommand } from "./completion.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
 import { registerRunCommands } from "./run-commands.ts";
 import { registerServerCommands } from "./server-commands.ts";
@@ -33,13 +35,16 @@ export function buildProgram(): Command {
   registerTalkCommands(program);
   registerServerCommands(program);
   registerWorkerCommands(program);
+  // last: its scripts are generated from everything registered above
+  registerCompletionCommand(program);
   return program;
 }
 
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
   try {
-    await program.parseAsync(argv);
+    // the public roster's spellings (aliases.ts) are read as ours
+    await program.parseAsync(withOurSpelling(argv));
     // a command may report a finding (doctor) through the exit status
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (error) {

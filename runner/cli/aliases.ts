@@ -1,0 +1,54 @@
+import type { Command } from "commander";
+
+/**
+ * The public roster's spellings, accepted as ours. It groups commands under
+ * `server`, `worker`, `channel` and `connection`; a user coming from it (or
+ * following its docs) types `roster server approvals ls` or `roster worker run
+ * elf "…"`. Each spelling is rewritten to our command before commander sees
+ * the line, so it reaches the very same command — same handler, same options,
+ * same help — and help only ever shows ours.
+ */
+export interface Alias {
+  /** The words as the public roster spells them, after `roster`. */
+  spelled: readonly string[];
+  /** Ours. */
+  ours: readonly string[];
+}
+
+export const ALIASES: readonly Alias[] = [
+  { spelled: ["server", "approvals"], ours: ["approvals"] },
+  { spelled: ["server", "runs"], ours: ["runs"] },
+  { spelled: ["worker", "run"], ours: ["run"] },
+  { spelled: ["worker", "task"], ours: ["task"] },
+  { spelled: ["worker", "trust"], ours: ["trust"] },
+  { spelled: ["worker", "init"], ours: ["worker", "add"] },
+  { spelled: ["completions"], ours: ["completion"] },
+];
+
+/** The words after `roster` in our spelling (unchanged when no alias starts them). */
+export function ourSpelling(args: readonly string[]): string[] {
+  for (const alias of ALIASES) {
+    if (alias.spelled.every((word, i) => args[i] === word))
+      return [...alias.ours, ...args.slice(alias.spelled.length)];
+  }
+  return [...args];
+}
+
+/** A full argv (node, script, words…) in our spelling. */
+export function withOurSpelling(argv: readonly string[]): string[] {
+  return [...argv.slice(0, 2), ...ourSpelling(argv.slice(2))];
+}
+
+/**
+ * The command these words reach: the deepest command of the tree whose names
+ * they spell, aliases read as ours. What a test compares, alias against ours.
+ */
+export function resolveCommand(program: Command, args: readonly string[]): Command {
+  let at = program;
+  for (const word of ourSpelling(args)) {
+    const next = at.commands.find((command) => command.name() === word);
+    if (!next) break;
+    at = next;
+  }
+  return at;
+}
