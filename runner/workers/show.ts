@@ -88,7 +88,7 @@ export function formatWorkerDetail(detail: WorkerDetail, trustText: string): str
     `  memory     ${Object.entries(view.memory)
       .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
       .join(" ")}`,
-    `  store      at most ${view.store.maxBytes} bytes`,
+    `  store      at most ${(view.store.maxBytes / 2 ** 30).toFixed(1)} GiB`,
     `  heartbeat  ${view.heartbeat ? `every ${view.heartbeat.every}` : "off"}`,
     "",
     "connections it is granted:",
