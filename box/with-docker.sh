@@ -2,7 +2,8 @@
 # with-docker.sh <command> [args...]
 # Runs a command with a Docker engine available: installs Debian's docker.io
 # (and debootstrap, for building a base without a registry; chromium, for the
-# console's browser tests; rsync, for store snapshots) when absent, starts
+# console's browser tests; rsync, for store snapshots; zsh and fish, for completion
+# scripts) when absent, starts
 # dockerd when none answers, and stops the engine it started when the command
 # ends. Needs root only for what it has to install or start.
 set -euo pipefail
@@ -20,6 +21,9 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 # the web console's tests drive a real browser: Debian's chromium (nothing downloaded)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# `roster completion` scripts are checked by the shells they are for
+command -v zsh >/dev/null 2>&1 || missing+=(zsh)
+command -v fish >/dev/null 2>&1 || missing+=(fish)
 if ((${#missing[@]})); then
   echo "with-docker: installing ${missing[*]} from Debian" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -10,9 +10,15 @@ import { runRoster } from "../support/cli.ts";
 /**
  * `roster completion <shell>` through the real CLI: each script names every
  * command help shows, the shells accept it, and bash completes from it.
- * zsh and fish are checked where they are installed.
+ * zsh and fish are checked where they are installed; in CI (which installs
+ * them) a missing shell fails rather than passing unchecked.
  */
-const hasShell = (shell: string) => spawnSync(shell, ["-c", "true"]).status === 0;
+function hasShell(shell: string): boolean {
+  const found = spawnSync(shell, ["-c", "true"]).status === 0;
+  if (!found && process.env.CI === "true")
+    throw new Error(`${shell} is not installed; CI checks every completion script with its shell`);
+  return found;
+}
 const program = buildProgram();
 const visibleTopLevel = program
   .createHelp()
