@@ -5,6 +5,7 @@ import { registerActionCommands } from "./action-commands.ts";
 import { registerBoxCommands } from "./box-commands.ts";
 import { registerBudgetCommands } from "./budget-commands.ts";
 import { registerChannelCommands } from "./channel-commands.ts";
+import { registerConnectionCommands } from "./connection-commands.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
 import { registerRunCommands } from "./run-commands.ts";
 import { registerServerCommands } from "./server-commands.ts";
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerTalkCommands(program);
   registerServerCommands(program);
   registerWorkerCommands(program);
+  registerConnectionCommands(program);
   return program;
 }
 
