@@ -141,6 +141,14 @@ async function addActionCredential(
     throw new RosterError(`--from ${recipe.name} needs one --host (the SMTP server)`, {
       exitCode: 2,
     });
+  if (existsSync(join(paths.vault, `${options.name}.json`)))
+    throw new RosterError(
+      `the vault holds a credential "${options.name}" already; nothing changed`,
+      {
+        exitCode: 2,
+        hint: `roster connection rm ${options.name} --yes first`,
+      },
+    );
   const secret = await options.secret();
   const field = recipe.secretField ?? "pass";
   await storeCredential(paths.vault, options.name, {
@@ -165,8 +173,23 @@ export async function storeSecret(
     });
   const field = secretFieldOf(paths, name);
   const value = await secret();
-  await storeCredential(paths.vault, name, { [field]: value });
+  // other fields stored beside the secret (a bot's owner_id) stay as they were
+  await storeCredential(paths.vault, name, { ...storedFields(paths, name), [field]: value });
   return join(paths.vault, `${name}.json`);
+}
+
+function storedFields(paths: RosterPaths, name: string): Record<string, string> {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(join(paths.vault, `${name}.json`), "utf8"));
+    if (typeof parsed !== "object" || parsed === null) return {};
+    return Object.fromEntries(
+      Object.entries(parsed).filter(
+        (entry): entry is [string, string] => typeof entry[1] === "string",
+      ),
+    );
+  } catch {
+    return {};
+  }
 }
 
 /** The vault field a connection's template renders: `{key}` or `{token}`, read from its file. */
