@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
-import { runRoster, runRosterWithInput } from "../support/cli.ts";
+import { ROSTER_BIN, runRoster, runRosterWithInput } from "../support/cli.ts";
+import { spawnInPty } from "../support/pty.ts";
 import { addWorker } from "../support/second-worker.ts";
 
 const SECRET = "s3cret-token-9f8e7d";
@@ -82,6 +83,35 @@ describe("roster connection", () => {
     expect((await roster(["validate"])).code).toBe(0);
     const ls = await roster(["connection", "ls"]);
     expect(ls.stdout).toMatch(/^api {2}service {2}granted to elf {2}ok/m);
+  });
+
+  it("asks for the secret on a terminal without showing what is typed", async () => {
+    const pty = spawnInPty(
+      [
+        process.execPath,
+        ROSTER_BIN,
+        "connection",
+        "add",
+        "api",
+        "--from",
+        "bearer",
+        "--host",
+        "a.test",
+      ],
+      env(),
+    );
+    try {
+      await pty.waitFor(/secret for api \(not shown\): /);
+      pty.write(`${SECRET}\r`);
+      expect(await pty.exited).toBe(0);
+    } finally {
+      pty.kill();
+    }
+    expect(pty.output).toContain("stored its secret");
+    expect(pty.output).not.toContain(SECRET);
+    expect(JSON.parse(readFileSync(join(paths.vault, "api.json"), "utf8"))).toEqual({
+      token: SECRET,
+    });
   });
 
   it("refuses a secret on the command line, an unknown recipe, a missing host and an unknown worker, changing nothing", async () => {
