@@ -11,7 +11,7 @@ import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { leaseGateway } from "../runs/gateway-lease.ts";
 import { readState, updateState, type VerifyResult } from "./connection-state.ts";
-import { findRecipe, type VerifyCall } from "./recipes.ts";
+import { findRecipe, RECIPES, type VerifyCall } from "./recipes.ts";
 
 /**
  * `--verify`: one real request through the gateway, made the way a box makes
@@ -56,12 +56,14 @@ export async function verifyConnection(
       { exitCode: 2, hint: `roster connection grant ${name} <worker>, then verify again` },
     );
   const state = readState(paths, name);
-  const call = verifyCall(state.recipe, options.verifyPath ?? state.verify_path);
   const host = connection.hosts.find((pattern) => !pattern.includes("*"));
   if (!host)
     throw new RosterError(`"${name}" names only wildcard hosts: there is no one host to call`, {
       exitCode: 2,
     });
+  // a hand-written file has no recipe on record: a recipe whose hosts include its host stands in
+  const recipe = state.recipe ?? RECIPES.find((candidate) => candidate.hosts?.includes(host))?.name;
+  const call = verifyCall(recipe, options.verifyPath ?? state.verify_path);
 
   const lease = await leaseGateway({
     paths,
