@@ -7,6 +7,7 @@ import { registerBoxCommands } from "./box-commands.ts";
 import { registerBudgetCommands } from "./budget-commands.ts";
 import { registerChannelCommands } from "./channel-commands.ts";
 import { registerCompletionCommand } from "./completion.ts";
+import { registerConnectionCommands } from "./connection-commands.ts";
 import { registerGatewayCommands } from "./gateway-commands.ts";
 import { registerRunCommands } from "./run-commands.ts";
 import { registerServerCommands } from "./server-commands.ts";
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerTalkCommands(program);
   registerServerCommands(program);
   registerWorkerCommands(program);
+  registerConnectionCommands(program);
   // last: its scripts are generated from everything registered above
   registerCompletionCommand(program);
   return program;

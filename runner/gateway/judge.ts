@@ -106,7 +106,33 @@ export function judge(grants: ScopedGrant[], facts: RequestFacts, phase: Phase):
       hint: grant.verdict === "deny" ? DEFAULT_DENY_HINT : "",
     };
   }
-  return { verdict: "deny", rule: undefined, hint: methodHint(grants, facts, phase) };
+  return {
+    verdict: "deny",
+    rule: undefined,
+    hint: ungrantedConnectionHint(grants, facts, phase) ?? methodHint(grants, facts, phase),
+  };
+}
+
+/**
+ * A connection covers this host but is granted to others: the refusal says so,
+ * and what would change it, rather than leaving a worker to guess at methods.
+ */
+function ungrantedConnectionHint(
+  grants: ScopedGrant[],
+  facts: RequestFacts,
+  phase: Phase,
+): string | undefined {
+  const near = grants.find(
+    (grant) =>
+      grant.verdict === "allow" &&
+      grant.name.startsWith("connection:") &&
+      !scopeApplies(grant.scope, facts.subject) &&
+      matches(grant, facts, phase),
+  );
+  if (!near) return undefined;
+  const connection = near.name.slice("connection:".length);
+  const worker = facts.subject?.startsWith("org/") ? facts.subject.slice(4) : "<worker>";
+  return `no grant lets ${facts.subject ?? "an unknown caller"} reach ${facts.host}: "${near.name}" covers it but is not granted to this worker — the admin can run: roster connection grant ${connection} ${worker} (${near.source})`;
 }
 
 function methodHint(grants: ScopedGrant[], facts: RequestFacts, phase: Phase): string {

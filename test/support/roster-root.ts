@@ -53,17 +53,7 @@ export async function makeRosterRoot(
   const root = await mkdtemp(join(tmpdir(), "roster-root-"));
   const paths = rosterPaths({ ROSTER_ROOT: root });
   await initRoots(paths);
-  const gatewayPort = await freePort();
-  const example = await readFile(join(paths.config, "org.toml"), "utf8");
-  const org = example
-    .replace(
-      /^\[model\][\s\S]*?\n\[engine\]/m,
-      `[model]\nprovider = "openai-compatible"\nmodel = "scripted-1"\nbase_url = "${modelBaseUrl}"\n${options.modelKey ? 'credential = "local-model"\n' : ""}\n[engine]`,
-    )
-    .replace("port = 7300", `port = ${gatewayPort}`);
-  await writeFile(join(paths.config, "org.toml"), `${org}\n${options.extraOrg ?? ""}`);
-  if (options.modelKey)
-    await storeCredential(paths.vault, "local-model", { key: options.modelKey });
+  const gatewayPort = await pointAtScriptedModel(paths, modelBaseUrl, options);
   const env = { ROSTER_ROOT: root };
   return {
     root,
@@ -76,6 +66,33 @@ export async function makeRosterRoot(
       await rm(root, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Points an initialised deployment's org.toml at the scripted model and a free
+ * gateway port (returned), with `extraOrg` appended and `gatewayExtra` added
+ * to its [gateway] table.
+ */
+export async function pointAtScriptedModel(
+  paths: RosterPaths,
+  modelBaseUrl: string,
+  options: { modelKey?: string; extraOrg?: string; gatewayExtra?: string } = {},
+): Promise<number> {
+  const gatewayPort = await freePort();
+  const example = await readFile(join(paths.config, "org.toml"), "utf8");
+  const org = example
+    .replace(
+      /^\[model\][\s\S]*?\n\[engine\]/m,
+      `[model]\nprovider = "openai-compatible"\nmodel = "scripted-1"\nbase_url = "${modelBaseUrl}"\n${options.modelKey ? 'credential = "local-model"\n' : ""}\n[engine]`,
+    )
+    .replace(
+      "port = 7300",
+      `port = ${gatewayPort}${options.gatewayExtra ? `\n${options.gatewayExtra}` : ""}`,
+    );
+  await writeFile(join(paths.config, "org.toml"), `${org}\n${options.extraOrg ?? ""}`);
+  if (options.modelKey)
+    await storeCredential(paths.vault, "local-model", { key: options.modelKey });
+  return gatewayPort;
 }
 
 /** A worker's newest run record in a deployment. */

@@ -96,6 +96,30 @@ describe("the judge", () => {
     );
   });
 
+  it("names the connection a worker lacks, and the command that grants it", () => {
+    const withConnection = [
+      grant({
+        name: "connection:api",
+        scope: "org/elf",
+        source: "connections/api.toml",
+        match: { host: "api.test", port: 443, method: ["*"] },
+      }),
+      ...grants,
+    ];
+    const scout = facts({ subject: "org/scout", host: "api.test", method: "POST" });
+    const refused = judge(withConnection, scout, "request");
+    expect(refused).toMatchObject({ verdict: "deny", rule: undefined });
+    expect(refused.hint).toContain('"connection:api" covers it but is not granted to this worker');
+    expect(refused.hint).toContain("roster connection grant api scout");
+    // elf holds it: allowed, and the hint never shows for an unrelated host
+    expect(judge(withConnection, { ...scout, subject: "org/elf" }, "request").verdict).toBe(
+      "allow",
+    );
+    expect(judge(withConnection, { ...scout, host: "other.test" }, "request").hint).not.toContain(
+      "connection:api",
+    );
+  });
+
   it("tunnels at CONNECT time and refuses intercepted requests a tunnel grant matches", () => {
     expect(
       judge(grants, facts({ host: "db.test", port: 5432, method: "CONNECT" }), "connect").verdict,

@@ -1,0 +1,226 @@
+/**
+ * `roster connection` through the real CLI, without the gateway: the catalog,
+ * the files add writes, the secret kept off the command line, grant and revoke
+ * that keep a hand-edited file's comments, refusals that change nothing, and rm.
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { ROSTER_BIN, runRoster, runRosterWithInput } from "../support/cli.ts";
+import { spawnInPty } from "../support/pty.ts";
+import { addWorker } from "../support/second-worker.ts";
+
+const SECRET = "s3cret-token-9f8e7d";
+
+describe("roster connection", () => {
+  let root: string;
+  let paths: RosterPaths;
+  const env = () => ({ ROSTER_ROOT: root });
+  const roster = (args: string[]) => runRoster(args, env());
+  const withSecret = (args: string[], secret = SECRET) =>
+    runRosterWithInput(args, `${secret}\n`, env());
+  const file = (name: string) => join(paths.config, "connections", `${name}.toml`);
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), "roster-conn-"));
+    paths = rosterPaths({ ROSTER_ROOT: root });
+    expect((await roster(["init"])).code).toBe(0);
+    await addWorker(paths, "scout");
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("lists every built-in recipe with what it grants and injects, never a secret", async () => {
+    const json = await roster(["connection", "catalog", "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    const recipes = JSON.parse(json.stdout) as Array<{ name: string; kind: string }>;
+    expect(recipes.map((recipe) => recipe.name)).toEqual(
+      expect.arrayContaining([
+        "github",
+        "gitlab",
+        "openai",
+        "anthropic",
+        "bearer",
+        "smtp",
+        "slack",
+        "discord",
+        "mcp",
+        "host-dir",
+        "host-repo",
+      ]),
+    );
+    const text = await roster(["connection", "catalog"]);
+    expect(text.stdout).toContain("grants:  HTTPS to api.github.com");
+    expect(text.stdout).toContain("injects: x-api-key: {key}");
+  });
+
+  it("adds a bearer API from a piped secret: the file a person would write, the secret in the vault only", async () => {
+    const added = await withSecret([
+      "connection",
+      "add",
+      "api",
+      "--from",
+      "bearer",
+      "--host",
+      "api.test",
+      "--worker",
+      "elf",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(`${added.stdout}${added.stderr}`).not.toContain(SECRET);
+    const text = readFileSync(file("api"), "utf8");
+    expect(text).toContain('hosts = ["api.test"]');
+    expect(text).toContain('inject_value = "Bearer {token}"');
+    expect(text).toMatch(/^\[grant\.elf\]$/m);
+    expect(text).not.toContain(SECRET);
+    const vault = join(paths.vault, "api.json");
+    expect(JSON.parse(readFileSync(vault, "utf8"))).toEqual({ token: SECRET });
+    expect(statSync(vault).mode & 0o777).toBe(0o600);
+    expect((await roster(["validate"])).code).toBe(0);
+    const ls = await roster(["connection", "ls"]);
+    expect(ls.stdout).toMatch(/^api {2}service {2}granted to elf {2}ok/m);
+  });
+
+  it("asks for the secret on a terminal without showing what is typed", async () => {
+    const pty = spawnInPty(
+      [
+        process.execPath,
+        ROSTER_BIN,
+        "connection",
+        "add",
+        "api",
+        "--from",
+        "bearer",
+        "--host",
+        "a.test",
+      ],
+      env(),
+    );
+    try {
+      await pty.waitFor(/secret for api \(not shown\): /);
+      pty.write(`${SECRET}\r`);
+      expect(await pty.exited).toBe(0);
+    } finally {
+      pty.kill();
+    }
+    expect(pty.output).toContain("stored its secret");
+    expect(pty.output).not.toContain(SECRET);
+    expect(JSON.parse(readFileSync(join(paths.vault, "api.json"), "utf8"))).toEqual({
+      token: SECRET,
+    });
+  });
+
+  it("refuses a secret on the command line, an unknown recipe, a missing host and an unknown worker, changing nothing", async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [
+        ["connection", "add", "api", "--from", "bearer", "--host", "a.test", "--secret", SECRET],
+        /never taken on the command line/,
+      ],
+      [["connection", "add", "api", "--from", "nosuch"], /no recipe "nosuch": one of github/],
+      [["connection", "add", "api", "--from", "bearer"], /needs --host/],
+      [
+        ["connection", "add", "api", "--from", "bearer", "--host", "a.test", "--worker", "ghost"],
+        /refused, nothing changed: config\/connections\/api\.toml:\d+: grant\.ghost: no worker named "ghost"/,
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const result = await withSecret(args);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr.split("\n").filter(Boolean).length).toBeLessThanOrEqual(2);
+      expect(existsSync(file("api"))).toBe(false);
+      expect(existsSync(join(paths.vault, "api.json"))).toBe(false);
+    }
+    const empty = await runRosterWithInput(
+      ["connection", "add", "api", "--from", "bearer", "--host", "a.test"],
+      "",
+      env(),
+    );
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain("no secret given");
+    expect(existsSync(file("api"))).toBe(false);
+  });
+
+  it("grants and revokes by editing one line, keeping a hand-written file's comments", async () => {
+    const hand = `# our billing API — ask Dana before widening
+hosts = ["billing.test"]   # prod only
+methods = ["GET", "POST"]
+
+[grant.elf]  # elf reconciles invoices
+`;
+    await writeFile(file("billing"), hand);
+    const granted = await roster(["connection", "grant", "billing", "scout"]);
+    expect(granted.code, granted.stderr).toBe(0);
+    expect(granted.stdout).toContain("granted billing to scout");
+    expect(readFileSync(file("billing"), "utf8")).toBe(`${hand}[grant.scout]\n`);
+    const again = await roster(["connection", "grant", "billing", "scout"]);
+    expect(again.stdout).toContain("already granted to scout; nothing changed");
+
+    const revoked = await roster(["connection", "revoke", "billing", "elf"]);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    const after = readFileSync(file("billing"), "utf8");
+    expect(after).toContain("# our billing API — ask Dana before widening");
+    expect(after).toContain("# prod only");
+    expect(after).not.toContain("[grant.elf]");
+    expect(after).toContain("[grant.scout]");
+
+    const ghost = await roster(["connection", "grant", "billing", "ghost"]);
+    expect(ghost.code).toBe(2);
+    expect(ghost.stderr).toContain('no worker named "ghost"');
+    expect(readFileSync(file("billing"), "utf8")).toBe(after);
+  });
+
+  it("rewrites an inline grant table and says its comments were not kept", async () => {
+    await writeFile(file("inline"), `hosts = ["x.test"]\ngrant = { elf = {} }\n`);
+    const granted = await roster(["connection", "grant", "inline", "--org"]);
+    expect(granted.code, granted.stderr).toBe(0);
+    expect(granted.stdout).toContain("comments were not kept");
+    const ls = await roster(["connection", "ls", "--json"]);
+    const rows = JSON.parse(ls.stdout) as Array<{
+      name: string;
+      grantees: string[];
+      state: string;
+    }>;
+    expect(rows.find((row) => row.name === "inline")).toMatchObject({
+      grantees: ["elf", "org"],
+      state: "disabled",
+    });
+  });
+
+  it("adds a host folder, and removes a connection and its secret only with --yes", async () => {
+    const folder = await mkdtemp(join(tmpdir(), "roster-conn-dir-"));
+    try {
+      const dir = await roster([
+        "connection",
+        "add",
+        "notes",
+        "--from",
+        "host-dir",
+        "--path",
+        folder,
+        "--org",
+      ]);
+      expect(dir.code, dir.stderr).toBe(0);
+      expect(readFileSync(file("notes"), "utf8")).toContain(`path = "${folder}"\nmode = "ro"`);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+    expect(
+      (await withSecret(["connection", "add", "api", "--from", "bearer", "--host", "a.test"])).code,
+    ).toBe(0);
+    const asked = await roster(["connection", "rm", "api"]);
+    expect(asked.code).toBe(2);
+    expect(asked.stderr).toContain("nothing removed without --yes");
+    expect(existsSync(file("api"))).toBe(true);
+    const removed = await roster(["connection", "rm", "api", "--yes"]);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toContain("connections/api.toml");
+    expect(removed.stdout).toContain("vault/api.json");
+    expect(existsSync(file("api"))).toBe(false);
+    expect(existsSync(join(paths.vault, "api.json"))).toBe(false);
+  });
+});
