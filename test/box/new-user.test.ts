@@ -16,7 +16,6 @@ import { runRoster, runRosterWithInput } from "../support/cli.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { pointAtScriptedModel } from "../support/roster-root.ts";
-import { addWorker } from "../support/second-worker.ts";
 
 const docker = await testDocker();
 // the stand-in API answers on port 443, as an HTTPS API does: that needs root
@@ -68,7 +67,8 @@ describe.skipIf(!docker || !root)("a new user's path from an empty root", () => 
     await pointAtScriptedModel(paths, model.baseUrl("127.0.0.1"), {
       gatewayExtra: api.gatewayToml,
     });
-    await addWorker(paths, "scout");
+    const scout = await roster(["worker", "add", "scout"]);
+    expect(scout.code, scout.stderr).toBe(0);
 
     const added = await runRosterWithInput(
       [

@@ -11,7 +11,6 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
 import { ROSTER_BIN, runRoster, runRosterWithInput } from "../support/cli.ts";
 import { spawnInPty } from "../support/pty.ts";
-import { addWorker } from "../support/second-worker.ts";
 
 const SECRET = "s3cret-token-9f8e7d";
 
@@ -28,7 +27,8 @@ describe("roster connection", () => {
     root = await mkdtemp(join(tmpdir(), "roster-conn-"));
     paths = rosterPaths({ ROSTER_ROOT: root });
     expect((await roster(["init"])).code).toBe(0);
-    await addWorker(paths, "scout");
+    const scout = await roster(["worker", "add", "scout"]);
+    expect(scout.code, scout.stderr).toBe(0);
   });
   afterEach(async () => {
     await rm(root, { recursive: true, force: true });
@@ -124,7 +124,7 @@ describe("roster connection", () => {
       [["connection", "add", "api", "--from", "bearer"], /needs --host/],
       [
         ["connection", "add", "api", "--from", "bearer", "--host", "a.test", "--worker", "ghost"],
-        /refused, nothing changed: config\/connections\/api\.toml:\d+: grant\.ghost: no worker named "ghost"/,
+        /refused, nothing changed: \S*config\/connections\/api\.toml:\d+: grant\.ghost: no worker named "ghost"/,
       ],
     ];
     for (const [args, message] of cases) {
