@@ -208,7 +208,7 @@ async function admitRequest(
         decision,
         grant.name,
         `credential "${name}" could not be refreshed: ${ready.reason}`,
-        `the operator has to sign in again (a new refresh token in data/vault/${name}.json); nothing was sent`,
+        `nothing was sent; the gateway asks again in 30 s, and at once when data/vault/${name}.json gets a new refresh token (a revoked one needs the operator to sign in again)`,
       );
     if (inject.size === 0)
       return credentialOutage(
