@@ -6,7 +6,7 @@ import type { AuditLog, AuditOutcome, DecisionLine } from "./audit.ts";
 import type { Budgets } from "./budget.ts";
 import type { ClosedPorts } from "./closed-ports.ts";
 import type { ConfigSource } from "./config-source.ts";
-import type { Credentials } from "./credentials.ts";
+import { type Credentials, RETRY_AFTER_MS } from "./credentials.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "./model-meter.ts";
@@ -208,7 +208,7 @@ async function admitRequest(
         decision,
         grant.name,
         `credential "${name}" could not be refreshed: ${ready.reason}`,
-        `nothing was sent; the gateway asks again in 30 s, and at once when data/vault/${name}.json gets a new refresh token (a revoked one needs the operator to sign in again)`,
+        `nothing was sent; the gateway asks again in ${RETRY_AFTER_MS / 1000} s, and at once when data/vault/${name}.json gets a new refresh token (a revoked one needs the operator to sign in again)`,
       );
     if (inject.size === 0)
       return credentialOutage(

@@ -31,7 +31,7 @@ export type Ready =
 /** How long before its expiry a token is refreshed. */
 export const REFRESH_EARLY_MS = 60_000;
 /** How long a failed refresh is remembered before the endpoint is asked again. */
-const RETRY_AFTER_MS = 30_000;
+export const RETRY_AFTER_MS = 30_000;
 /** How long a request waits for another gateway's refresh of the same credential. */
 const LOCK_WAIT_MS = 30_000;
 
