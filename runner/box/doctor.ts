@@ -102,6 +102,8 @@ export function formatDoctor(report: DoctorReport): string {
   } else if (report.docker.ok) {
     lines.push(`${mark(false)} image    ${image.name} is missing: run \`roster box build\``);
   }
+  // Docker down is the one thing to fix first: said alone, as the image is
+  if (!report.docker.ok) return lines.join("\n");
   const { trust } = report;
   if (!trust.ok) lines.push(`${mark(false)} trust    ${trust.error}`);
   else {
