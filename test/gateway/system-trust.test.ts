@@ -34,7 +34,7 @@ beforeAll(async () => {
   // as an intercepting proxy does: the leaf and its private CA sent as a chain
   const certificate = await makeServerCertificate(["corp.test"]);
   corp = createServer(
-    { key: certificate.keyPem, cert: `${certificate.certPem}${certificate.caPem}` },
+    { key: certificate.keyPem, cert: `${certificate.certPem.trim()}\n${certificate.caPem}` },
     (_req, res) => {
       res.writeHead(200, { "content-type": "text/plain" });
       res.end("through the corporate proxy");
@@ -68,14 +68,14 @@ match = { host = "internal.test" }
   // the host's store: another CA and the proxy's, as update-ca-certificates leaves them
   const other = await makeServerCertificate(["elsewhere.test"]);
   store = join(root, "host-store.pem");
-  await writeFile(store, `${other.caPem}# corporate proxy\n${certificate.caPem}`);
+  await writeFile(store, `${other.caPem.trim()}\n# corporate proxy\n${certificate.caPem}`);
   boxCa = () => readFileSync(join(made.paths.ca, "ca.crt"), "utf8");
 }, 30_000);
 afterAll(async () => {
   await gateway?.stop();
-  await new Promise<void>((resolve) => corp?.close(() => resolve()));
+  if (corp) await new Promise<void>((resolve) => corp.close(() => resolve()));
   await internal?.stop();
-  await rm(root, { recursive: true, force: true });
+  if (root) await rm(root, { recursive: true, force: true });
 });
 
 const port = () => (corp.address() as AddressInfo).port;
