@@ -26,6 +26,8 @@ let internal: Upstream;
 let root: string;
 let store: string;
 let gateway: GatewayProcess | undefined;
+/** Every gateway started, stopped at the end whatever failed. */
+const started: GatewayProcess[] = [];
 let boxCa: () => string;
 
 const ENV = () => ({ SSL_CERT_FILE: store, NODE_EXTRA_CA_CERTS: "" });
@@ -72,7 +74,7 @@ match = { host = "internal.test" }
   boxCa = () => readFileSync(join(made.paths.ca, "ca.crt"), "utf8");
 }, 30_000);
 afterAll(async () => {
-  await gateway?.stop();
+  for (const running of started) await running.stop();
   if (corp) await new Promise<void>((resolve) => corp.close(() => resolve()));
   await internal?.stop();
   if (root) await rm(root, { recursive: true, force: true });
@@ -87,6 +89,7 @@ const through = async (url: string) => {
 describe("upstream TLS trusts the host's store", () => {
   it("reaches an upstream whose CA is only in the file SSL_CERT_FILE names", async () => {
     gateway = await startGatewayProcess(root, ENV());
+    started.push(gateway);
     const reply = await through(`https://corp.test:${port()}/`);
     expect(reply.status).toBe(200);
     expect(reply.body).toBe("through the corporate proxy");
@@ -115,6 +118,7 @@ describe("upstream TLS trusts the host's store", () => {
   it("refuses it, naming the TLS reason, once the file is gone", async () => {
     await rm(store);
     gateway = await startGatewayProcess(root, ENV());
+    started.push(gateway);
     const reply = await through(`https://corp.test:${port()}/`);
     expect(reply.status).toBe(502);
     const body = JSON.parse(reply.body) as { error: string; rule: string };
