@@ -1,5 +1,10 @@
 import { errorMessage } from "../errors.ts";
-import { describeTrust, loadTrustStore, type TrustSource } from "../gateway/trust-store.ts";
+import {
+  describeTrust,
+  loadTrustStore,
+  readUpstreamCa,
+  type TrustSource,
+} from "../gateway/trust-store.ts";
 import { connectDocker, dockerEndpoint } from "./docker.ts";
 import { splitList } from "./image-build.ts";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "./layout.ts";
@@ -71,7 +76,7 @@ export async function boxDoctor(
 /** The gateway reads the same stores from the same environment when it starts (upstreams.ts). */
 function gatewayTrust(env: NodeJS.ProcessEnv, upstreamCa: string[]): DoctorReport["trust"] {
   try {
-    return { ok: true, sources: loadTrustStore(env, upstreamCa).sources };
+    return { ok: true, sources: loadTrustStore(env, readUpstreamCa(upstreamCa)).sources };
   } catch (error) {
     return { ok: false, sources: [], error: errorMessage(error) };
   }

@@ -53,14 +53,34 @@ export function systemStoreFiles(
   return bundle ? [...unique, { path: bundle, missing: false }] : unique;
 }
 
+/** An `[gateway] upstream_ca` file as read. */
+export interface UpstreamCa {
+  path: string;
+  text: string;
+}
+
 /**
- * Reads every store. An `upstream_ca` file that can't be read fails (the
- * operator named it in org.toml; the gateway should not start without it); a
- * system file that vanished is only left out, as the host's tools would.
+ * Reads the operator's `upstream_ca` files. One that can't be read fails: the
+ * operator named it in org.toml, and the gateway should not start without it.
+ */
+export function readUpstreamCa(files: readonly string[]): UpstreamCa[] {
+  return files.map((path) => {
+    try {
+      return { path, text: readFileSync(path, "utf8") };
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? String(error);
+      throw new Error(`[gateway] upstream_ca: can't read ${path} (${code})`);
+    }
+  });
+}
+
+/**
+ * Every store, each certificate once. A system file that vanished is only
+ * left out, as the host's tools would.
  */
 export function loadTrustStore(
   env: NodeJS.ProcessEnv,
-  upstreamCaFiles: readonly string[],
+  upstreamCa: readonly UpstreamCa[],
   bundles: readonly string[] = OS_BUNDLES,
 ): TrustStore {
   const seen = new Set<string>();
@@ -89,14 +109,7 @@ export function loadTrustStore(
         : { kind: "system", path: file.path, certificates: add(pemBlocks(text)) },
     );
   }
-  for (const path of upstreamCaFiles) {
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? String(error);
-      throw new Error(`[gateway] upstream_ca: can't read ${path} (${code})`);
-    }
+  for (const { path, text } of upstreamCa) {
     // a file with no PEM block is passed on whole, as before (doctor shows it holds none)
     const blocks = pemBlocks(text);
     add(blocks.length > 0 ? blocks : [text]);

@@ -10,7 +10,7 @@ import type { Readable } from "node:stream";
 import { createSecureContext } from "node:tls";
 import { hostName } from "../config/host-name.ts";
 import { guardedLookup } from "./ssrf.ts";
-import { loadTrustStore, type TrustStore } from "./trust-store.ts";
+import { loadTrustStore, readUpstreamCa, type UpstreamCa } from "./trust-store.ts";
 
 /**
  * Connection pools to the outside (Node's own http/https clients, keep-alive
@@ -76,13 +76,12 @@ interface Pools {
 }
 
 export class Upstreams {
-  /** What upstream TLS is verified against (trust-store.ts), read when the gateway starts. */
-  readonly trust: TrustStore;
+  private readonly upstreamCa: UpstreamCa[];
   private pools: { guarded: Pools; named: Pools } | undefined;
 
   constructor(readonly options: UpstreamOptions) {
     // read now, so a missing file fails the gateway's start rather than its first request
-    this.trust = loadTrustStore(options.env ?? process.env, options.extraCaFiles);
+    this.upstreamCa = readUpstreamCa(options.extraCaFiles);
   }
 
   /**
@@ -92,9 +91,11 @@ export class Upstreams {
    */
   private connections(): { guarded: Pools; named: Pools } {
     if (this.pools) return this.pools;
-    // one trust store, parsed once: a `ca` list on the agent would be parsed again for
-    // every upstream TLS connection (the roots are ~140 certificates, the host's store as many)
-    const secureContext = createSecureContext({ ca: this.trust.pems });
+    // one trust store (what the host trusts, trust-store.ts), read and parsed once: a `ca`
+    // list on the agent would be parsed again for every upstream TLS connection (Node's
+    // roots are ~140 certificates, the host's store as many)
+    const trust = loadTrustStore(this.options.env ?? process.env, this.upstreamCa);
+    const secureContext = createSecureContext({ ca: trust.pems });
     const resolve = lowerKeys(this.options.resolve);
     const make = (allowInternal: boolean): Pools => {
       const lookup = guardedLookup(resolve, allowInternal);

@@ -3,7 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { rootCertificates } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadTrustStore, systemStoreFiles } from "../../runner/gateway/trust-store.ts";
+import {
+  loadTrustStore,
+  readUpstreamCa,
+  systemStoreFiles,
+} from "../../runner/gateway/trust-store.ts";
 import { makeServerCertificate } from "../support/test-ca.ts";
 
 /** Which stores the gateway reads for upstream TLS, and what it makes of them. */
@@ -45,7 +49,7 @@ describe("the host's trust store", () => {
   });
 
   it("adds each certificate once and counts what each store holds", () => {
-    const store = loadTrustStore({}, [named], [bundle]);
+    const store = loadTrustStore({}, readUpstreamCa([named]), [bundle]);
     expect(store.sources).toEqual([
       { kind: "node", certificates: rootCertificates.length },
       { kind: "system", path: bundle, certificates: 4 },
@@ -56,7 +60,7 @@ describe("the host's trust store", () => {
 
   it("fails on an upstream_ca it can't read, naming the file", () => {
     const gone = join(dir, "gone.pem");
-    expect(() => loadTrustStore({}, [gone], [bundle])).toThrow(
+    expect(() => readUpstreamCa([gone])).toThrow(
       `[gateway] upstream_ca: can't read ${gone} (ENOENT)`,
     );
   });
