@@ -1,4 +1,10 @@
 import { errorMessage } from "../errors.ts";
+import {
+  describeTrust,
+  loadTrustStore,
+  readUpstreamCa,
+  type TrustSource,
+} from "../gateway/trust-store.ts";
 import { connectDocker, dockerEndpoint } from "./docker.ts";
 import { splitList } from "./image-build.ts";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "./layout.ts";
@@ -18,16 +24,19 @@ export interface DoctorReport {
     /** The box contract it was built for (layout.ts BOX_CONTRACT). */
     contract?: string;
   };
+  /** The stores a gateway started from this environment verifies upstream TLS against. */
+  trust: { ok: boolean; sources: TrustSource[]; error?: string };
 }
 
 export async function boxDoctor(
-  options: { image?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { image?: string; env?: NodeJS.ProcessEnv; upstreamCa?: string[] } = {},
 ): Promise<DoctorReport> {
   const name = options.image ?? BOX_IMAGE;
   const endpoint = await dockerEndpoint(options.env);
   const report: DoctorReport = {
     docker: { ok: false, endpoint: endpoint.describe },
     image: { name, present: false },
+    trust: gatewayTrust(options.env ?? process.env, options.upstreamCa ?? []),
   };
   let docker: Awaited<ReturnType<typeof connectDocker>>;
   try {
@@ -64,6 +73,15 @@ export async function boxDoctor(
   return report;
 }
 
+/** The gateway reads the same stores from the same environment when it starts (upstreams.ts). */
+function gatewayTrust(env: NodeJS.ProcessEnv, upstreamCa: string[]): DoctorReport["trust"] {
+  try {
+    return { ok: true, sources: loadTrustStore(env, readUpstreamCa(upstreamCa)).sources };
+  } catch (error) {
+    return { ok: false, sources: [], error: errorMessage(error) };
+  }
+}
+
 export function formatDoctor(report: DoctorReport): string {
   const mark = (ok: boolean) => (ok ? "ok " : "-- ");
   const lines: string[] = [];
@@ -88,6 +106,15 @@ export function formatDoctor(report: DoctorReport): string {
     }
   } else if (report.docker.ok) {
     lines.push(`${mark(false)} image    ${image.name} is missing: run \`roster box build\``);
+  }
+  // Docker down is the one thing to fix first: said alone, as the image is
+  if (!report.docker.ok) return lines.join("\n");
+  const { trust } = report;
+  if (!trust.ok) lines.push(`${mark(false)} trust    ${trust.error}`);
+  else {
+    const [first, ...rest] = describeTrust(trust.sources);
+    lines.push(`${mark(true)} trust    upstream TLS is verified against ${first}`);
+    for (const line of rest) lines.push(`             + ${line}`);
   }
   return lines.join("\n");
 }

@@ -19,6 +19,17 @@ interface DoctorFlags {
   json?: boolean;
 }
 
+/** `[gateway] upstream_ca` of this root's org.toml (none when there is no root or it can't be read). */
+async function upstreamCaFiles(): Promise<string[]> {
+  const { rosterPaths } = await import("../config/paths.ts");
+  const { loadConfig } = await import("../config/load.ts");
+  try {
+    return loadConfig(rosterPaths().config).org.gateway?.upstream_ca ?? [];
+  } catch {
+    return [];
+  }
+}
+
 export function registerBoxCommands(program: Command): void {
   const box = program.command("box").description("the box image and the container engine");
 
@@ -105,7 +116,7 @@ export function registerBoxCommands(program: Command): void {
     .option("--json", "print the report as JSON on stdout")
     .action(async (flags: DoctorFlags) => {
       const { boxDoctor, formatDoctor } = await import("../box/doctor.ts");
-      const report = await boxDoctor({ image: flags.image });
+      const report = await boxDoctor({ image: flags.image, upstreamCa: await upstreamCaFiles() });
       process.stdout.write(
         flags.json ? `${JSON.stringify(report)}\n` : `${formatDoctor(report)}\n`,
       );

@@ -6,6 +6,7 @@ import type { AuditLog, AuditOutcome, DecisionLine } from "./audit.ts";
 import type { Budgets } from "./budget.ts";
 import type { ClosedPorts } from "./closed-ports.ts";
 import type { ConfigSource } from "./config-source.ts";
+import { type Credentials, RETRY_AFTER_MS } from "./credentials.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "./model-meter.ts";
@@ -20,14 +21,15 @@ import {
 import { findSsrfRefusal, literalRefusal } from "./ssrf.ts";
 import { UpstreamError } from "./upstreams.ts";
 import { isModelCall } from "./usage.ts";
-import { readCredential, renderInjection, templatesFor } from "./vault.ts";
+import { renderInjection, templatesFor } from "./vault.ts";
 
 /**
  * The gateway's one admission sequence. Whatever arrives — a CONNECT, a plain
  * absolute-form request, a WebSocket upgrade, a request inside a tunnel — its
  * facts are built here (requestFacts) and judged here (admit), in one order:
  * the action host (the gateway's own), a broken config, a closed host service,
- * an MCP batch, the grants, the budgets, the credential, the SSRF guard. Every refusal it makes
+ * an MCP batch, the grants, the budgets, the credential (refreshed first when
+ * it is about to expire), the SSRF guard. Every refusal it makes
  * is written by the caller's one DecisionLine (refusalOutcome), and a failed
  * upstream is answered and audited in one place (upstreamFailure).
  */
@@ -35,7 +37,8 @@ export interface AdmissionDeps {
   config: ConfigSource;
   audit: AuditLog;
   budgets: Budgets;
-  vaultDir: string;
+  /** The vault, read when a request is forwarded (OAuth tokens refreshed on the way). */
+  credentials: Credentials;
   /** Host services no box may reach (the console), checked before any grant. */
   closed: ClosedPorts;
 }
@@ -108,7 +111,10 @@ export type RequestAdmission =
       model: boolean;
     };
 
-/** The one judgement: every way in, one order of checks. `body` is what was read of it (maybe nothing). */
+/**
+ * The one judgement: every way in, one order of checks. `body` is what was read
+ * of it (maybe nothing). A request's may wait for its credential's refresh.
+ */
 export function admit(
   deps: AdmissionDeps,
   facts: RequestFacts,
@@ -120,25 +126,37 @@ export function admit(
   facts: RequestFacts,
   entry: "request" | "upgrade",
   body: Buffer,
-): RequestAdmission;
+): Promise<RequestAdmission>;
 export function admit(
   deps: AdmissionDeps,
   facts: RequestFacts,
   entry: Entry,
   body: Buffer,
-): ConnectAdmission | RequestAdmission {
+): ConnectAdmission | Promise<RequestAdmission> {
+  return entry === "connect" ? admitConnect(deps, facts) : admitRequest(deps, facts, body);
+}
+
+function admitConnect(deps: AdmissionDeps, facts: RequestFacts): ConnectAdmission {
   const config = deps.config.get();
   const broken = deps.config.brokenReason(config);
   const closed = deps.closed.reason(facts.host, facts.port);
-  if (entry === "connect") {
-    // a closed host service or a broken config is never piped raw: the tunnel is
-    // opened and each request inside it refused (and audited) on its own
-    if (broken || closed || facts.host === ACTIONS_HOST) return { kind: "intercept" };
-    const decision = judge(config.grants, facts, "connect");
-    return decision.verdict === "tunnel" && decision.rule
-      ? { kind: "tunnel", grant: decision.rule }
-      : { kind: "intercept" };
-  }
+  // a closed host service or a broken config is never piped raw: the tunnel is
+  // opened and each request inside it refused (and audited) on its own
+  if (broken || closed || facts.host === ACTIONS_HOST) return { kind: "intercept" };
+  const decision = judge(config.grants, facts, "connect");
+  return decision.verdict === "tunnel" && decision.rule
+    ? { kind: "tunnel", grant: decision.rule }
+    : { kind: "intercept" };
+}
+
+async function admitRequest(
+  deps: AdmissionDeps,
+  facts: RequestFacts,
+  body: Buffer,
+): Promise<RequestAdmission> {
+  const config = deps.config.get();
+  const broken = deps.config.brokenReason(config);
+  const closed = deps.closed.reason(facts.host, facts.port);
   // the action host is the gateway's own: it answers whatever the grants say
   // (an upgrade to it is refused by the caller, on the same audit line)
   if (facts.host === ACTIONS_HOST) return { kind: "action" };
@@ -181,27 +199,24 @@ export function admit(
     return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, over) };
   let inject = new Map<string, string>();
   if (grant.inject) {
-    const credential = readCredential(deps.vaultDir, grant.inject.credential);
-    inject = credential
-      ? renderInjection(templatesFor(grant.inject), credential, facts.host)
-      : inject;
-    if (!credential || inject.size === 0) {
-      return {
-        kind: "refuse",
+    const name = grant.inject.credential;
+    const ready = await deps.credentials.ready(name);
+    if (ready.kind === "ok")
+      inject = renderInjection(templatesFor(grant.inject), ready.credential, facts.host);
+    if (ready.kind === "refresh-failed")
+      return credentialOutage(
         decision,
-        note: "credential-outage",
-        refusal: {
-          status: 503,
-          verdict: "credential-outage",
-          rule: grant.name,
-          body: {
-            error: `credential "${grant.inject.credential}" is not available`,
-            rule: grant.name,
-            hint: `the operator has to store it (roster login, or data/vault/${grant.inject.credential}.json); nothing was sent`,
-          },
-        },
-      };
-    }
+        grant.name,
+        `credential "${name}" could not be refreshed: ${ready.reason}`,
+        `nothing was sent; the gateway asks again in ${RETRY_AFTER_MS / 1000} s, and at once when data/vault/${name}.json gets a new refresh token (a revoked one needs the operator to sign in again)`,
+      );
+    if (inject.size === 0)
+      return credentialOutage(
+        decision,
+        grant.name,
+        `credential "${name}" is not available`,
+        `the operator has to store it (roster login, or data/vault/${name}.json); nothing was sent`,
+      );
   }
   const named = grantNamesHost(grant, facts.host);
   const literal = literalRefusal(facts.host, named);
@@ -213,6 +228,21 @@ export function admit(
     };
   }
   return { kind: "forward", decision, inject, spend, allowInternal: named, model };
+}
+
+/** A credential the grant injects can't be had: 503, nothing sent, the credential named. */
+function credentialOutage(decision: Decision, rule: string, error: string, hint: string): Refused {
+  return {
+    kind: "refuse",
+    decision,
+    note: "credential-outage",
+    refusal: {
+      status: 503,
+      verdict: "credential-outage",
+      rule,
+      body: { error, rule, hint },
+    },
+  };
 }
 
 /** The audit line for a refusal; budget and credential refusals were allowed by a rule first. */

@@ -31,7 +31,13 @@ export class ConfigSource {
   private fingerprintNow(): string {
     let vault = "";
     try {
-      vault = this.vaultDir ? readdirSync(this.vaultDir).sort().join(",") : "";
+      // hidden names are the vault's own temporaries and locks (a refresh), never a credential
+      vault = this.vaultDir
+        ? readdirSync(this.vaultDir)
+            .filter((name) => !name.startsWith("."))
+            .sort()
+            .join(",")
+        : "";
     } catch {
       // no vault yet
     }

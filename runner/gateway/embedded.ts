@@ -159,8 +159,8 @@ function formatAddr(address: ListenAddress): string {
 /**
  * The child's environment with NODE_EXTRA_CA_CERTS set aside for bin/roster.mjs
  * to put back, as the command's own start does: the gateway then listens ~60 ms
- * sooner. Its upstream trust is its own ([gateway] upstream_ca), and the
- * executors of its action host trust that file explicitly.
+ * sooner. Its upstream trust store reads the file from the variable put back
+ * (trust-store.ts), and the executors of its action host trust it explicitly.
  */
 export function deferCaCerts(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const { NODE_EXTRA_CA_CERTS: file, ...rest } = env;

@@ -86,7 +86,7 @@ export async function handleRequest(
   if (!held) return;
   try {
     const line = deps.audit.line(facts);
-    const admission = admit(deps, facts, "request", held.body);
+    const admission = await admit(deps, facts, "request", held.body);
     if (admission.kind === "action")
       return await answerAction(deps, res, facts, held.body, identity);
     if (admission.kind === "refuse") {

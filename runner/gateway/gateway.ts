@@ -14,6 +14,7 @@ import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
 import { ClosedPorts, consolePort } from "./closed-ports.ts";
 import { ConfigSource } from "./config-source.ts";
+import { Credentials } from "./credentials.ts";
 import { GATEWAY_TIMEOUT_DEFAULTS, type GatewayTimeouts } from "./defaults.ts";
 import { closeDoor, openDoor } from "./door.ts";
 import { DOOR_CAP_RULE, RunDoors } from "./run-doors.ts";
@@ -104,7 +105,7 @@ export class Gateway {
       budgets,
       upstreams,
       actions: options.actions ?? lazyActionHost(paths, config),
-      vaultDir: paths.vault,
+      credentials: new Credentials({ vaultDir: paths.vault, auditDir: paths.audit, upstreams }),
       maxBodyBytes,
       bodies: bodyBudgetFor(maxBodyBytes),
       // the console's port is closed by every gateway (embedded ones too), running or not

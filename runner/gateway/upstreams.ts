@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import {
   Agent as HttpAgent,
   request as httpRequest,
@@ -8,9 +7,10 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
-import { createSecureContext, rootCertificates } from "node:tls";
+import { createSecureContext } from "node:tls";
 import { hostName } from "../config/host-name.ts";
 import { guardedLookup } from "./ssrf.ts";
+import { loadTrustStore, readUpstreamCa, type UpstreamCa } from "./trust-store.ts";
 
 /**
  * Connection pools to the outside (Node's own http/https clients, keep-alive
@@ -28,8 +28,10 @@ import { guardedLookup } from "./ssrf.ts";
 export interface UpstreamOptions {
   /** Static name → address answers, before DNS. */
   resolve: Record<string, string>;
-  /** PEM files trusted for upstream TLS beside the system roots. */
+  /** PEM files trusted for upstream TLS beside Node's roots and the host's store. */
   extraCaFiles: string[];
+  /** Where the host's store is named (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS): the gateway's own environment. */
+  env?: NodeJS.ProcessEnv;
   connectTimeoutMs: number;
   /** From the request being sent to the response's status line and headers. */
   headersTimeoutMs: number;
@@ -74,12 +76,12 @@ interface Pools {
 }
 
 export class Upstreams {
-  private readonly extraCas: string[];
+  private readonly upstreamCa: UpstreamCa[];
   private pools: { guarded: Pools; named: Pools } | undefined;
 
   constructor(readonly options: UpstreamOptions) {
     // read now, so a missing file fails the gateway's start rather than its first request
-    this.extraCas = options.extraCaFiles.map((file) => readFileSync(file, "utf8"));
+    this.upstreamCa = readUpstreamCa(options.extraCaFiles);
   }
 
   /**
@@ -89,9 +91,11 @@ export class Upstreams {
    */
   private connections(): { guarded: Pools; named: Pools } {
     if (this.pools) return this.pools;
-    // one trust store, parsed once: a `ca` list on the agent would be parsed again for
-    // every upstream TLS connection (the system roots are ~140 certificates)
-    const secureContext = createSecureContext({ ca: [...rootCertificates, ...this.extraCas] });
+    // one trust store (what the host trusts, trust-store.ts), read and parsed once: a `ca`
+    // list on the agent would be parsed again for every upstream TLS connection (Node's
+    // roots are ~140 certificates, the host's store as many)
+    const trust = loadTrustStore(this.options.env ?? process.env, this.upstreamCa);
+    const secureContext = createSecureContext({ ca: trust.pems });
     const resolve = lowerKeys(this.options.resolve);
     const make = (allowInternal: boolean): Pools => {
       const lookup = guardedLookup(resolve, allowInternal);

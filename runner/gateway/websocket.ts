@@ -25,7 +25,7 @@ export async function handleUpgrade(
   socket.on("error", () => socket.destroy());
   const facts = requestFactsOf(req, { target, identity, rawPath }, 0);
   const line = deps.audit.line(facts);
-  const ruling = admit(deps, facts, "upgrade", Buffer.alloc(0));
+  const ruling = await admit(deps, facts, "upgrade", Buffer.alloc(0));
   // the action host is answered by plain requests only: an upgrade to it is refused
   if (ruling.kind !== "forward") {
     const refused =
