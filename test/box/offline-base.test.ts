@@ -11,11 +11,12 @@ import { runRoster } from "../support/cli.ts";
 import { testDocker } from "../support/docker.ts";
 
 /**
- * The README's way to a box on a host that reaches Debian's mirror and the
- * npm registry but no container registry: `roster box build --rebuild-base`
- * debootstraps bookworm, puts Node in it from the npm package, imports that as
- * the base, and builds the box on it. The image it makes must run pi. Minutes
- * long (a whole Debian and a whole box image), so it is one test.
+ * The way to a box (docs/box.md, "Building the box") on a host that reaches
+ * Debian's mirror and the npm registry but no container registry: `roster box
+ * build --rebuild-base` debootstraps bookworm, puts Node in it from the npm
+ * package, imports that as the base, and builds the box on it. The image it
+ * makes must run pi. Minutes long (a whole Debian and a whole box image), so
+ * it is one test.
  */
 const docker = await testDocker();
 const canDebootstrap = process.getuid?.() === 0 && (await onPath("debootstrap"));
