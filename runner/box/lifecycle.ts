@@ -1,4 +1,5 @@
 import { PassThrough } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import { type BoxSpec, containerCreateOptions } from "./container-spec.ts";
 
@@ -65,7 +66,7 @@ export async function startBox(
   options: RunBoxOptions = {},
 ): Promise<BoxHandle> {
   const container = await docker.createContainer(containerCreateOptions(spec));
-  const remove = () => container.remove({ force: true }).catch(() => undefined);
+  const remove = () => removeContainer(container);
   let endedBy: EndedBy = "exit";
   const kill = async (reason: EndedBy) => {
     if (endedBy !== "exit") return;
@@ -156,4 +157,27 @@ export async function startBox(
     kill,
     done,
   };
+}
+
+/** How long a run waits for the engine to finish removing its box before giving up on it. */
+const REMOVAL_WAIT_MS = 15_000;
+
+/**
+ * Removes a box and returns once the engine no longer lists it. A removal can
+ * fail on a loaded host (a mount still busy) or still be in progress when
+ * DELETE answers; a run that ended must not leave its box behind, so it asks
+ * again until the container is gone, for a bounded time. What is still there
+ * after that is the orphan sweep's.
+ */
+async function removeContainer(container: Docker.Container): Promise<void> {
+  const deadline = Date.now() + REMOVAL_WAIT_MS;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+    await container.remove({ force: true }).catch(() => undefined);
+    const gone = await container.inspect().then(
+      () => false,
+      (error: { statusCode?: number }) => error.statusCode === 404,
+    );
+    if (gone || Date.now() + delay > deadline) return;
+    await sleep(delay);
+  }
 }

@@ -175,7 +175,10 @@ describe.skipIf(!docker)("roster run", () => {
     let containerId: string | undefined;
     for (let i = 0; i < 120 && !containerId; i++) {
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const boxes = await client.listContainers({ filters: { label: ["roster.worker=elf"] } });
+      // the box this runner started (other deployments may run elf boxes now)
+      const boxes = await client.listContainers({
+        filters: { label: [`roster.runner.pid=${child.pid}`] },
+      });
       if (boxes.length && model.requests.length > asked) containerId = boxes[0]?.Id;
     }
     expect(containerId).toBeDefined();
@@ -190,7 +193,7 @@ describe.skipIf(!docker)("roster run", () => {
     expect(ls.stderr).toContain("reaped an orphaned box of elf");
     const remaining = await client.listContainers({
       all: true,
-      filters: { label: ["roster.worker=elf"] },
+      filters: { id: [containerId ?? "none"] },
     });
     expect(remaining).toHaveLength(0);
     expect(orphanRun ? readRecord(orphanRun.dir) : undefined).toMatchObject({
@@ -219,7 +222,8 @@ describe.skipIf(!docker)("roster run", () => {
     });
     const client = docker as NonNullable<typeof docker>;
     expect(
-      await client.listContainers({ all: true, filters: { label: ["roster.worker=elf"] } }),
+      // this run's box, not every elf box on the engine (other deployments may run one now)
+      await client.listContainers({ all: true, filters: { label: [`roster.run=${run?.id}`] } }),
     ).toHaveLength(0);
   });
 
