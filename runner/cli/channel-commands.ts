@@ -3,6 +3,7 @@ import type { Designation, Designations } from "../channels/designations.ts";
 import type { MessageRecord } from "../channels/store.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { rosterPaths } from "../config/paths.ts";
+import { columns } from "../text/table.ts";
 
 /**
  * `roster channel ls | show | trust | untrust | set`: the channels workers
@@ -41,20 +42,6 @@ function warnUnreadable(designations: Designations, file: string): void {
     process.stderr.write(
       `roster: ${file} can't be read (${designations.unreadable}); no channel is trusted\n`,
     );
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, column) =>
-    Math.max(...rows.map((row) => (row[column] ?? "").length)),
-  );
-  return rows
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths?.[column] ?? 0))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
 }
 
 export function registerChannelCommands(program: Command): void {
@@ -110,7 +97,7 @@ export function registerChannelCommands(program: Command): void {
         String(row.messages),
         when(row.last),
       ]);
-      process.stdout.write(`${table([header, ...body])}\n`);
+      process.stdout.write(`${columns([header, ...body])}\n`);
     });
 
   channel

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { DecisionRecord } from "../gateway/audit.ts";
 import { readDecisions } from "../gateway/audit-view.ts";
+import { columns } from "../text/table.ts";
 import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
 import { listRuns, type RunLocation, type RunRecord, readRecord } from "./run-record.ts";
 
@@ -51,17 +52,7 @@ export function formatRows(rows: RunRow[]): string {
     row.ended_by ?? "-",
     row.started_at.slice(0, 19).replace("T", " "),
   ]);
-  const widths = header.map((title, i) =>
-    Math.max(title.length, ...lines.map((line) => (line[i] ?? "").length)),
-  );
-  return [header, ...lines]
-    .map((line) =>
-      line
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
+  return columns([header, ...lines]);
 }
 
 function eventsOf(dir: string): PiEvent[] {

@@ -1,3 +1,4 @@
+import { columns } from "../text/table.ts";
 import type { SnapshotMeta } from "./snapshots.ts";
 
 /** `roster worker restore --list`: a store's snapshots, oldest first, with what made each. */
@@ -16,15 +17,5 @@ export function formatSnapshots(snapshots: SnapshotMeta[], what: string): string
     `${WHY[snapshot.reason] ?? snapshot.reason}${snapshot.run ? ` ${snapshot.run}` : ""}`,
     `+${snapshot.added} ~${snapshot.changed} -${snapshot.removed}${snapshot.skipped.length ? ` (${snapshot.skipped.length} skipped)` : ""}`,
   ]);
-  const widths = header.map((title, i) =>
-    Math.max(title.length, ...rows.map((row) => (row[i] ?? "").length)),
-  );
-  return [header, ...rows]
-    .map((row) =>
-      row
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
+  return columns([header, ...rows]);
 }

@@ -6,6 +6,7 @@ import { spentSince, windowStart } from "../gateway/budget.ts";
 import { liveRecords } from "../runs/live-runs.ts";
 import { listRuns, readRecord } from "../runs/run-record.ts";
 import { readLive } from "../tasks/store.ts";
+import { columns } from "../text/table.ts";
 
 /**
  * `roster worker ls`: every worker on one screen — running or idle, its last
@@ -104,15 +105,5 @@ export function formatWorkerRows(rows: WorkerRow[]): string {
     String(row.sessions),
     spentText(row.spent_today),
   ]);
-  const widths = header.map((title, i) =>
-    Math.max(title.length, ...lines.map((line) => (line[i] ?? "").length)),
-  );
-  return [header, ...lines]
-    .map((line) =>
-      line
-        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
+  return columns([header, ...lines]);
 }
