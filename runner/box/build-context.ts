@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import { RosterError } from "../errors.ts";
 import { PROJECT_ROOT } from "../version.ts";
 
 /**
@@ -22,6 +23,35 @@ export interface ContextSources {
   /** Replaces the project's extensions/ folder (tests drop extra tools in here). */
   extensionsDir?: string;
   env?: NodeJS.ProcessEnv;
+}
+
+/** The files of the box folder the Dockerfile copies, besides the Dockerfile itself. */
+export const BOX_TOOLS = ["roster-lock", "roster-busy", "roster-door"] as const;
+/** The files of engine/ the Dockerfile copies. */
+export const ENGINE_FILES = ["package.json", "package-lock.json", "run-pi"] as const;
+
+/**
+ * The extensions folder a build bakes: the caller's, else ROSTER_EXTENSIONS_DIR
+ * (a deployment, or a test, that keeps its tools elsewhere), else the project's.
+ * A variable naming no folder is refused rather than quietly falling back.
+ */
+export function extensionsSource(sources: ContextSources = {}): string {
+  if (sources.extensionsDir) return sources.extensionsDir;
+  const named = (sources.env ?? process.env).ROSTER_EXTENSIONS_DIR;
+  if (named) {
+    if (!existsSync(named) || !statSync(named).isDirectory())
+      throw new RosterError(
+        `ROSTER_EXTENSIONS_DIR names ${named}, which is not a folder: point it at an extensions folder or unset it`,
+        { exitCode: 2 },
+      );
+    return named;
+  }
+  return join(sources.projectRoot ?? PROJECT_ROOT, "extensions");
+}
+
+/** What the build copies from extensions/: everything but node_modules. */
+export function extensionFilter(extensionsDir: string): (source: string) => boolean {
+  return (source) => !relative(extensionsDir, source).split("/").includes("node_modules");
 }
 
 /** Top-level `*.ts` files of an extensions folder: exactly what run-pi passes with `-e`. */
@@ -55,19 +85,18 @@ export function hostExtraCa(env: NodeJS.ProcessEnv, systemBundle = SYSTEM_CA_BUN
 
 export async function assembleContext(sources: ContextSources = {}): Promise<BuildContext> {
   const root = sources.projectRoot ?? PROJECT_ROOT;
-  const extensionsDir = sources.extensionsDir ?? join(root, "extensions");
+  const extensionsDir = extensionsSource(sources);
   const dir = await mkdtemp(join(tmpdir(), "roster-build-"));
 
   await cp(join(root, "box/Dockerfile"), join(dir, "Dockerfile"));
-  for (const tool of ["roster-lock", "roster-busy", "roster-door"])
-    await cp(join(root, "box", tool), join(dir, tool));
+  for (const tool of BOX_TOOLS) await cp(join(root, "box", tool), join(dir, tool));
   await mkdir(join(dir, "engine"));
-  for (const name of ["package.json", "package-lock.json", "run-pi"]) {
+  for (const name of ENGINE_FILES) {
     await cp(join(root, "engine", name), join(dir, "engine", name));
   }
   await cp(extensionsDir, join(dir, "extensions"), {
     recursive: true,
-    filter: (source) => !relative(extensionsDir, source).split("/").includes("node_modules"),
+    filter: extensionFilter(extensionsDir),
   });
   await mkdir(join(dir, "build-ca"));
   await writeFile(join(dir, "build-ca/extra.crt"), hostExtraCa(sources.env ?? process.env));

@@ -8,6 +8,7 @@ import { followStream, imageExists } from "./docker.ts";
 import { BOX_CONTRACT, BOX_IMAGE, DEFAULT_BASE, LABELS, OFFLINE_BASE } from "./layout.ts";
 import { buildOfflineBase } from "./offline-base.ts";
 import type { Progress } from "./progress.ts";
+import { sourceHash } from "./source-hash.ts";
 
 export interface BuildOptions extends ContextSources {
   docker: Docker;
@@ -27,6 +28,8 @@ export interface BuiltImage {
   sizeBytes: number;
   engineVersion: string;
   extensions: string[];
+  /** The hash of the sources it was built from (its org.roster.source label). */
+  source: string;
   base: string;
   seconds: number;
 }
@@ -69,6 +72,7 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
   const tag = options.tag ?? BOX_IMAGE;
   const base = await resolveBase(options);
   const context = await assembleContext(options);
+  const source = await sourceHash(options);
   try {
     progress.step(`image: building ${tag} on ${base} (pi ${ENGINE_PIN})`);
     const stream = await docker.buildImage(
@@ -82,6 +86,8 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
           ENGINE_VERSION: ENGINE_PIN,
           EXTENSIONS: context.extensions.join(","),
           BOX_CONTRACT,
+          SOURCE_HASH: source,
+          TAG: tag,
         },
       },
     );
@@ -102,6 +108,7 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
     sizeBytes: info.Size,
     engineVersion: labels[LABELS.engineVersion] ?? "unknown",
     extensions: splitList(labels[LABELS.extensions]),
+    source: labels[LABELS.source] ?? "unknown",
     base,
     seconds: (Date.now() - startedAt) / 1000,
   };

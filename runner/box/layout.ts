@@ -41,6 +41,10 @@ export const LABELS = {
   engineVersion: "org.roster.engine.version",
   extensions: "org.roster.extensions",
   baseImage: "org.roster.base",
+  /** The hash of what the image was built from (box/source-hash.ts). */
+  source: "org.roster.source",
+  /** The name roster built it as: an image under another name (one built FROM it) is not roster's to rebuild. */
+  tag: "org.roster.tag",
 } as const;
 
 /** Container labels that let orphaned boxes be found. */

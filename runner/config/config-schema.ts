@@ -54,6 +54,12 @@ export const EngineSection = Type.Object(
   {
     /** The box image (a local tag by default). */
     image: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * For development: a roster checkout whose extensions/ and engine/run-pi
+     * are mounted read-only over the baked ones in every box (a warning says so
+     * on every run). Checked to exist by config/engine-dir.ts.
+     */
+    dir: Type.Optional(Type.String({ pattern: "^/", description: "an absolute path" })),
   },
   { additionalProperties: false },
 );

@@ -23,6 +23,7 @@ import {
   mountProblem,
   serviceGrants,
 } from "./connections.ts";
+import { checkEngineDir } from "./engine-dir.ts";
 import {
   checkCeilings,
   checkExposes,
@@ -216,6 +217,7 @@ function readOrg(
   checkExposes(org.value.expose, where, org.text, errors);
   checkCeilings(org.value, where, org.text, errors);
   checkZone(org.value, where, org.text, errors);
+  checkEngineDir(org.value, where, org.text, errors);
   loaded.org = org.value;
   const orgGrants = scopeOrgGrants(org.value.grant, names, where, org.text, errors);
   loaded.actions = scopeToWorkers(org.value.action, "action", names, where, org.text, errors);

@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BoxSpec } from "../box/container-spec.ts";
-import { type ContainerEngine, connectDocker, imageFacts, imageId } from "../box/docker.ts";
-import { buildBoxImage } from "../box/image-build.ts";
-import { BOX_CONTRACT, BOX_IMAGE, boxUser, LABELS } from "../box/layout.ts";
+import { ensureCurrentImage } from "../box/current-image.ts";
+import { type ContainerEngine, connectDocker, imageId } from "../box/docker.ts";
+import { engineDirMounts, engineDirWarning } from "../box/engine-dir.ts";
+import { BOX_IMAGE, boxUser } from "../box/layout.ts";
 import { reapOrphans } from "../box/orphans.ts";
-import { consoleProgress } from "../box/progress.ts";
 import { ensureToolchainImage } from "../box/toolchain-image.ts";
 import { deploymentKey, ensureToolsVolume, toolsVolumePath } from "../box/tools-volume.ts";
 import { type WorkerBoxInput, workerBoxSpec } from "../box/worker-box.ts";
@@ -33,7 +33,8 @@ import { finished, type RunRecord, readRecord, runDir, writeRecord } from "./run
 /**
  * The fail-closed preconditions every box needs, once, for every kind of run:
  * config, a gateway (running, or embedded and watched) and its door,
- * the CA, the image (built if missing), the model credential. What comes back
+ * the CA, the image (rebuilt when it is roster's and missing or built from
+ * other sources than today's), the model credential. What comes back
  * is a handle a one-shot run, a task or a chat session starts its box from;
  * `release()` it when the box is gone.
  */
@@ -140,6 +141,9 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
 
   const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
   const image = config.org.engine?.image ?? BOX_IMAGE;
+  // for development: a checkout's engine over the baked one (the loader checked it exists)
+  const engineDir = config.org.engine?.dir;
+  if (engineDir) note(engineDirWarning(engineDir));
   if (worker.box.egress_lockdown === false) {
     note(
       "warning: [box] egress_lockdown = false no longer does anything: a box has no network, and the gateway's door is its only way out",
@@ -158,10 +162,10 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     await giveBack(leased);
     throw error;
   }
-  // the box image (built once if it is roster's and missing), the worker's
+  // the box image (rebuilt when it is roster's and missing or stale), the worker's
   // toolchain on it, and the toolchain volume for exactly that image
   const workerImage = (async () => {
-    const baseId = await ensureImage(docker, image, env, note);
+    const baseId = await ensureCurrentImage({ docker, image, env, note });
     const { tag } = await ensureToolchainImage({
       docker,
       baseImage: image,
@@ -200,14 +204,12 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       gateway,
       keyEnv,
       toolsDir,
-      boxSpec: (run) =>
-        workerBoxSpec({
-          ...run,
-          worker,
-          image: tag,
-          keyEnv,
-          toolsVolume,
-        }),
+      boxSpec: (run) => {
+        const spec = workerBoxSpec({ ...run, worker, image: tag, keyEnv, toolsVolume });
+        return engineDir
+          ? { ...spec, mounts: [...(spec.mounts ?? []), ...engineDirMounts(engineDir)] }
+          : spec;
+      },
       settleRepos: (run) =>
         settleRunRepos({
           docker,
@@ -260,31 +262,6 @@ async function checkModel(
 async function giveBack(leased: Promise<GatewayLease>): Promise<void> {
   const [gateway] = await Promise.allSettled([leased]);
   if (gateway.status === "fulfilled") await gateway.value.release();
-}
-
-/** The box image's id, the image built first when it is roster's own and missing. */
-async function ensureImage(
-  docker: ContainerEngine,
-  image: string,
-  env: NodeJS.ProcessEnv,
-  note: (text: string) => void,
-): Promise<string> {
-  const facts = await imageFacts(docker, image);
-  const contract = facts?.labels[LABELS.box];
-  if (facts && contract === BOX_CONTRACT) return facts.id;
-  if (image !== BOX_IMAGE) {
-    if (!facts) throw refuse(`the box image ${image} is missing: build or pull it first`);
-    throw refuse(
-      `the box image ${image} was built for box contract ${contract ?? "(none)"} and roster needs ${BOX_CONTRACT}: rebuild it FROM a current ${BOX_IMAGE} (roster box build)`,
-    );
-  }
-  note(
-    facts
-      ? `the box image ${image} was built for an older roster (box contract ${contract ?? "(none)"}, now ${BOX_CONTRACT}); rebuilding it (once)`
-      : `the box image ${image} is missing; building it (once)`,
-  );
-  await buildBoxImage({ docker, progress: consoleProgress(), tag: image, env });
-  return builtImageId(docker, image);
 }
 
 /** The id of an image that was just built or found: its absence now is a fault, not a refusal. */

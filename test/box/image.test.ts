@@ -10,7 +10,9 @@ import { BOX_IMAGE, LABELS, OFFLINE_BASE } from "../../runner/box/layout.ts";
 import { silentProgress } from "../../runner/box/progress.ts";
 import { RosterError } from "../../runner/errors.ts";
 import { ENGINE_PIN, PROJECT_ROOT } from "../../runner/version.ts";
+import { makeHome } from "../support/box-home.ts";
 import { testDocker } from "../support/docker.ts";
+import { runInBox } from "../support/pi-box.ts";
 
 const docker = await testDocker();
 
@@ -63,6 +65,37 @@ describe.skipIf(!docker)("the box image", () => {
       "for t in git curl jq python3 rg fd make gcc pdftotext sqlite3 rsync node npm roster-lock roster-busy flock; do command -v $t >/dev/null && echo have:$t || echo missing:$t; done",
     );
     expect(out).not.toContain("missing:");
+  });
+
+  it("runs the seed's toolbelt in a real box, offline, each tool answering", async () => {
+    const home = await makeHome();
+    // each tool's --version (or what stands for it), run as the box runs: the
+    // box user, a read-only root, no network; pnpm and yarn come from corepack's
+    // cache baked at build time, so they answer with nothing to download
+    const probes: Array<[string, string, RegExp]> = [
+      ["gh", "gh --version", /^gh version \d+\.\d+/m],
+      ["yq", "yq --version", /^yq \d+\.\d+/m],
+      ["pandoc", "pandoc --version", /^pandoc \d+\.\d+/m],
+      ["imagemagick", "convert -version", /^Version: ImageMagick \d/m],
+      ["ffmpeg", "ffmpeg -version", /^ffmpeg version \S+/m],
+      ["zstd", "zstd --version", /Zstandard CLI.*v\d+\.\d+/],
+      ["moreutils", "echo soaked | sponge /tmp/sponged && cat /tmp/sponged", /^soaked$/m],
+      ["tzdata", "TZ=Asia/Tokyo date +%z", /^\+0900$/m],
+      ["pnpm", "pnpm --version", /^10\.\d+\.\d+$/m],
+      ["yarn", "yarn --version", /^1\.22\.\d+$/m],
+    ];
+    try {
+      for (const [tool, command, answer] of probes) {
+        const run = await runInBox(client, ["bash", "-c", `${command} 2>&1`], { home: home.dir });
+        expect({ tool, exitCode: run.exitCode, out: run.stdout }).toEqual({
+          tool,
+          exitCode: 0,
+          out: expect.stringMatching(answer),
+        });
+      }
+    } finally {
+      await home.cleanup();
+    }
   });
 
   it("bakes a dropped-in extension on rebuild", async () => {
