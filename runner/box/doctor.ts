@@ -8,6 +8,7 @@ import {
 import { connectDocker, dockerEndpoint } from "./docker.ts";
 import { splitList } from "./image-build.ts";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "./layout.ts";
+import { sourceHash } from "./source-hash.ts";
 
 /** What `roster box doctor` found: enough to tell a user what to fix first. */
 export interface DoctorReport {
@@ -23,6 +24,12 @@ export interface DoctorReport {
     extensions?: string[];
     /** The box contract it was built for (layout.ts BOX_CONTRACT). */
     contract?: string;
+    /**
+     * Whether it was built from the extensions/, box/ and engine/ on disk now
+     * (its source label against a fresh hash); undefined for an image that is
+     * not roster's own, which is never rebuilt for you.
+     */
+    current?: boolean;
   };
   /** The stores a gateway started from this environment verifies upstream TLS against. */
   trust: { ok: boolean; sources: TrustSource[]; error?: string };
@@ -66,6 +73,9 @@ export async function boxDoctor(
       extensions: splitList(labels[LABELS.extensions]),
       contract: labels[LABELS.box] ?? "(none)",
     };
+    if (name === BOX_IMAGE || labels[LABELS.tag] === name)
+      report.image.current =
+        labels[LABELS.source] === (await sourceHash({ env: options.env ?? process.env }));
   } catch (error) {
     if ((error as { statusCode?: unknown }).statusCode !== 404) throw error;
   }
@@ -102,6 +112,11 @@ export function formatDoctor(report: DoctorReport): string {
     if (image.contract !== BOX_CONTRACT) {
       lines.push(
         `${mark(false)} contract built for box contract ${image.contract}, roster needs ${BOX_CONTRACT}: run \`roster box build\``,
+      );
+    }
+    if (image.current === false) {
+      lines.push(
+        `${mark(false)} sources  extensions/, box/ or engine/ changed since it was built: the next run rebuilds it (or \`roster box build\` now)`,
       );
     }
   } else if (report.docker.ok) {

@@ -84,6 +84,11 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
 
   it("rebuilds at the next run when a tool is dropped in, and the model calls it", async () => {
     await cp(FIXTURE, join(extensions, "echo_upper.ts"));
+    // the doctor sees it too, before any run
+    const stale = await roster(["box", "doctor", "--image", tag]);
+    expect(stale.stdout).toMatch(
+      /--\s+sources\s+extensions\/, box\/ or engine\/ changed since it was built/,
+    );
     model.play(callEchoUpper, answerWithToolOutput);
     const started = Date.now();
     const run = await roster(["run", "--local", "elf", "shout 'drop in'"]);
@@ -98,6 +103,8 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
     const labels = (await imageFacts(client, tag))?.labels ?? {};
     expect(labels[LABELS.extensions]?.split(",")).toContain("echo_upper.ts");
     expect(labels[LABELS.source]).toBe(await sourceHash({ extensionsDir: extensions }));
+    const doctor = await roster(["box", "doctor", "--image", tag, "--json"]);
+    expect(JSON.parse(doctor.stdout)).toMatchObject({ image: { name: tag, current: true } });
     console.log(`drop-in run with its rebuild: ${((Date.now() - started) / 1000).toFixed(1)}s`);
   });
 
