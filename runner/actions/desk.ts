@@ -1,5 +1,4 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
-import type { ExecutorName } from "../config/action-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
@@ -34,7 +33,7 @@ export interface Decision {
 }
 
 export function executorFor(gate: Pick<Gate, "executor">) {
-  return EXECUTOR_TABLE[gate.executor as ExecutorName];
+  return EXECUTOR_TABLE[gate.executor as keyof typeof EXECUTOR_TABLE];
 }
 
 export async function approveGate(

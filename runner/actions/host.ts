@@ -7,7 +7,12 @@ import type { ActionGrant, Scoped } from "../config/action-schema.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage } from "../errors.ts";
-import type { ActionHandler, ActionRequest, ActionResponse } from "../gateway/action-host.ts";
+import type {
+  ActionHandler,
+  ActionRequest,
+  ActionResponse,
+  HeldMcpCall,
+} from "../gateway/action-host.ts";
 import type { ConfigSource } from "../gateway/config-source.ts";
 import type { Identity } from "../gateway/identity.ts";
 import { scopeApplies } from "../gateway/judge.ts";
@@ -15,6 +20,7 @@ import { appendJournal, readJournal } from "../journal/journal.ts";
 import { runDir } from "../runs/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { executorFor } from "./desk.ts";
+import { mcpCall } from "./executors/mcp.ts";
 import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
 import { decideTrust } from "./trust.ts";
 import { trustedChannels } from "./trusted-channels.ts";
@@ -271,6 +277,43 @@ export class ActionHost implements ActionHandler {
       gate_id: gate.id,
       message: `held for human approval (${trust.because}); a later run sees the outcome in ~/self/journal`,
     });
+  }
+
+  /**
+   * A tools/call the gateway held (a `verdict = "gate"` grant decided it): filed
+   * as a gate for the desk with the arguments as sent, journaled and audited
+   * like any proposal. The grant was the admission; the human is the trust.
+   */
+  async holdMcpCall(call: HeldMcpCall): Promise<{ gateId: string }> {
+    const worker = workerOfSubject(call.caller.subject);
+    const runId = call.caller.runId || null;
+    const payload = { url: call.url, tool: call.tool, arguments: call.arguments, rule: call.rule };
+    const gate: Gate = {
+      id: newGateId(),
+      worker: call.caller.subject,
+      intent: "mcp-call",
+      executor: "mcp",
+      payload,
+      rationale: "",
+      run_id: runId,
+      task_id: null,
+      state: "pending",
+      filed_at: new Date().toISOString(),
+    };
+    const summary = mcpCall.summary(payload);
+    const because = `grant "${call.rule}" holds this MCP tool for approval`;
+    writeGate(this.paths, gate);
+    appendJournal(this.paths, {
+      worker,
+      run_id: runId,
+      kind: "gate-filed",
+      intent: gate.intent,
+      gate_id: gate.id,
+      summary,
+      detail: because,
+    });
+    appendActionAudit(this.paths, { gate, disposition: "gated", reason: because });
+    return { gateId: gate.id };
   }
 
   /** A task run's own verdict on its task (task_complete / task_fail), kept beside its record. */

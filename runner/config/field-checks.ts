@@ -28,6 +28,34 @@ export function checkGrantHosts(
   });
 }
 
+/**
+ * A `verdict = "gate"` grant holds MCP tool calls for the desk, so it must say
+ * which: a `match.mcp.tool` (and a host, so its credential has one server).
+ */
+export function checkGateGrants(
+  grants: { verdict: string; match?: { host?: unknown; mcp?: { tool?: unknown } } }[] | undefined,
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  (grants ?? []).forEach((grant, index) => {
+    if (grant.verdict !== "gate") return;
+    const missing =
+      grant.match?.mcp?.tool === undefined
+        ? "mcp.tool"
+        : grant.match.host === undefined
+          ? "host"
+          : undefined;
+    if (!missing) return;
+    errors.push({
+      file: display,
+      line: locateLine(text, `/grant/${index}/verdict`),
+      field: `grant.${index}.match.${missing}`,
+      message: `a "gate" grant holds MCP tool calls for approval: it needs match.${missing} (e.g. match = { host = "mcp.example.com", mcp = { tool = "create_*" } })`,
+    });
+  });
+}
+
 /** Env names the box contract owns: an exposure may not shadow them. */
 const RESERVED_ENV =
   /^(HOME|TMPDIR|PATH|PI_CODING_AGENT_DIR|ANTHROPIC_API_KEY|OPENAI_API_KEY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|GIT_SSL_CAINFO|PIP_CERT|NODE_USE_ENV_PROXY|NO_PROXY|HTTPS?_PROXY|GIT_CONFIG_.*|ROSTER_.*)$/;

@@ -10,12 +10,27 @@ const OneOrMany = <T extends ReturnType<typeof Type.String> | ReturnType<typeof 
   item: T,
 ) => Type.Union([item, Type.Array(item, { minItems: 1 })]);
 
+/**
+ * `gate` holds an MCP `tools/call` for a human: the call becomes a proposal on
+ * the approval desk and runs once on approval (only with a `match.mcp`).
+ */
 export const Verdict = Type.Union([
   Type.Literal("allow"),
   Type.Literal("deny"),
   Type.Literal("tunnel"),
+  Type.Literal("gate"),
 ]);
 export type Verdict = Static<typeof Verdict>;
+
+/** JSON-RPC facts of an MCP request: each field one anchored `*` glob or a list of them. */
+export const McpMatch = Type.Object(
+  {
+    method: Type.Optional(OneOrMany(Type.String({ minLength: 1 }))),
+    tool: Type.Optional(OneOrMany(Type.String({ minLength: 1 }))),
+  },
+  { additionalProperties: false },
+);
+export type McpMatch = Static<typeof McpMatch>;
 
 export const GrantMatch = Type.Object(
   {
@@ -26,15 +41,7 @@ export const GrantMatch = Type.Object(
     pathPrefix: Type.Optional(Type.String({ pattern: "^/" })),
     headerContains: Type.Optional(Type.Record(Type.String(), Type.String())),
     maxBodySize: Type.Optional(Type.Integer({ minimum: 0 })),
-    mcp: Type.Optional(
-      Type.Object(
-        {
-          method: Type.Optional(Type.String({ minLength: 1 })),
-          tool: Type.Optional(Type.String({ minLength: 1 })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    mcp: Type.Optional(McpMatch),
   },
   { additionalProperties: false },
 );
@@ -97,6 +104,8 @@ export const BudgetMeter = Type.Object(
           rule: Type.Optional(OneOrMany(Type.String())),
           host: Type.Optional(OneOrMany(Type.String())),
           method: Type.Optional(OneOrMany(Type.String())),
+          /** Meters MCP calls: by JSON-RPC method and tool name (globs), e.g. `tool = "create_*"`. */
+          mcp: Type.Optional(McpMatch),
         },
         { additionalProperties: false },
       ),

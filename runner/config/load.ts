@@ -27,6 +27,7 @@ import { checkEngineDir } from "./engine-dir.ts";
 import {
   checkCeilings,
   checkExposes,
+  checkGateGrants,
   checkGrantHosts,
   checkModel,
   checkUniqueNames,
@@ -211,6 +212,7 @@ function readOrg(
   if (!org) return none;
   const where = show(orgFile);
   checkGrantHosts(org.value.grant, where, org.text, errors);
+  checkGateGrants(org.value.grant, where, org.text, errors);
   checkUniqueNames("grant", org.value.grant, where, org.text, errors);
   checkUniqueNames("action", org.value.action, where, org.text, errors);
   checkModel(org.value.model, where, org.text, errors);

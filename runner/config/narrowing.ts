@@ -314,7 +314,7 @@ export function checkNarrowing(
     if (grant.verdict !== "deny")
       at(
         `/grant/${index}/verdict`,
-        `"${grant.name}" is ${grant.verdict === "allow" ? "an allow" : "a tunnel"} grant; a worker's config may only add deny grants (a per-worker allowance belongs in org.toml: ${elsewhere})`,
+        `"${grant.name}" is ${grant.verdict === "allow" ? "an allow" : `a ${grant.verdict}`} grant; a worker's config may only add deny grants (a per-worker allowance belongs in org.toml: ${elsewhere})`,
       );
     if (grant.inject)
       at(

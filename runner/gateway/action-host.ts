@@ -21,6 +21,22 @@ export interface ActionResponse {
   body: unknown;
 }
 
+/**
+ * An MCP `tools/call` a `verdict = "gate"` grant held for a human: what the
+ * gateway judged (server, tool, arguments as the box sent them) and the grant
+ * that held it, whose credential the desk injects on approval.
+ */
+export interface HeldMcpCall {
+  caller: Identity;
+  rule: string;
+  /** The server's origin and path, e.g. https://mcp.example.com:443/mcp. */
+  url: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
 export interface ActionHandler {
   handle(request: ActionRequest): Promise<ActionResponse>;
+  /** Files a held MCP call on the approval desk; resolves to its gate id. */
+  holdMcpCall?(call: HeldMcpCall): Promise<{ gateId: string }>;
 }

@@ -28,7 +28,8 @@ import { renderInjection, templatesFor } from "./vault.ts";
  * absolute-form request, a WebSocket upgrade, a request inside a tunnel — its
  * facts are built here (requestFacts) and judged here (admit), in one order:
  * the action host (the gateway's own), a broken config, a closed host service,
- * an MCP batch, the grants, the budgets, the credential (refreshed first when
+ * an MCP batch, the grants (a gate grant holds an MCP tool call for the
+ * desk), the budgets, the credential (refreshed first when
  * it is about to expire), the SSRF guard. Every refusal it makes
  * is written by the caller's one DecisionLine (refusalOutcome), and a failed
  * upstream is answered and audited in one place (upstreamFailure).
@@ -101,6 +102,8 @@ export type RequestAdmission =
   | Refused
   /** A request to the action host, answered by the gateway itself. */
   | { kind: "action" }
+  /** An MCP tools/call a `verdict = "gate"` grant holds for the approval desk. */
+  | { kind: "gate"; decision: Decision; tool: string }
   | {
       kind: "forward";
       decision: Decision;
@@ -184,11 +187,29 @@ async function admitRequest(
   }
   facts.mcp = mcp;
   const decision = judge(config.grants, facts, "request");
+  if (decision.verdict === "gate" && decision.rule) {
+    // a gate holds a tool call for a human; anything else it matches is refused, never forwarded
+    if (mcp?.method === "tools/call" && mcp.tool !== undefined)
+      return { kind: "gate", decision, tool: mcp.tool };
+    return {
+      kind: "refuse",
+      refusal: denied(
+        decision.rule.name,
+        `"${decision.rule.name}" is a gate grant: it holds MCP tools/call requests for approval and passes nothing else`,
+      ),
+      decision,
+    };
+  }
   if (decision.verdict !== "allow" || !decision.rule) {
     return { kind: "refuse", refusal: denied(decision.rule?.name, decision.hint), decision };
   }
   const grant = decision.rule;
-  const spend = deps.budgets.spendFor({ rule: grant.name, host: facts.host, method: facts.method });
+  const spend = deps.budgets.spendFor({
+    rule: grant.name,
+    host: facts.host,
+    method: facts.method,
+    mcp: facts.mcp,
+  });
   // a model call starts only while the tokens and usd windows have room (checked before
   // any fixed spend is charged); the one that crosses a cap finishes, the next is refused
   const model = isModelCall(facts.method, facts.path);

@@ -10,7 +10,8 @@ import type { ModelUsage } from "./usage.ts";
  * whole under any concurrency (other processes appending included), and on
  * disk before the response goes back, so a crash loses no decision.
  */
-export type AuditVerdict = "allow" | "deny" | "tunnel";
+/** `gate`: an MCP tool call held for the approval desk (nothing was forwarded). */
+export type AuditVerdict = "allow" | "deny" | "tunnel" | "gate";
 
 /** How a forwarded body ended: whole, cut short upstream (FIN/RST, stall), or abandoned by the box. */
 export type TransferOutcome = "complete" | "truncated" | "aborted";

@@ -3,12 +3,14 @@ import { join } from "node:path";
 import type { BudgetMeter, ModelPrice, ScopedLimit, Window } from "../config/grant-schema.ts";
 import { hostMatches } from "../config/host-pattern.ts";
 import { appendJsonLines } from "../files/append-line.ts";
-import { scopeApplies } from "./judge.ts";
+import { mcpMatches, scopeApplies } from "./judge.ts";
 import { costOf, tokensOf } from "./prices.ts";
+import type { McpFacts } from "./request-facts.ts";
 import type { ModelUsage } from "./usage.ts";
 
 /**
- * Budgets: meters put a fixed spend on matching calls, and a model call spends
+ * Budgets: meters put a fixed spend on matching calls (by rule, host, method,
+ * or an MCP tool call's method and tool name), and a model call spends
  * the `tokens` (and `usd`) its provider reports (usage.ts, prices.ts); limits
  * cap the spend per window (epoch-aligned; a month is 30 days) at org or
  * worker scope. The call
@@ -77,6 +79,8 @@ export class Budgets {
     rule: string | undefined;
     host: string;
     method: string;
+    /** The request's MCP facts, for meters that count tool calls. */
+    mcp?: McpFacts | null;
   }): Record<string, number> {
     const spend: Record<string, number> = {};
     for (const meter of this.meters) {
@@ -92,6 +96,7 @@ export class Budgets {
       ) {
         continue;
       }
+      if (match.mcp && !mcpMatches(match.mcp, call.mcp ?? null)) continue;
       for (const [currency, amount] of Object.entries(meter.spend)) {
         spend[currency] = (spend[currency] ?? 0) + amount;
       }

@@ -1,3 +1,5 @@
+import type { GatewaySection } from "../config/config-schema.ts";
+
 /** The gateway's well-known port on loopback (boxes come in by its door, not this port) unless [gateway] port says otherwise. */
 export const DEFAULT_GATEWAY_PORT = 7300;
 
@@ -31,3 +33,28 @@ export type GatewayTimeouts = typeof GATEWAY_TIMEOUT_DEFAULTS;
  * memory comes back then rather than whenever V8 next looks.
  */
 export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2", "--expose-gc"];
+
+/** Defaults, then org.toml's `[gateway.timeouts]` (seconds), then the caller's overrides (ms). */
+export function resolveTimeouts(
+  section: GatewaySection["timeouts"],
+  overrides: Partial<GatewayTimeouts> = {},
+): GatewayTimeouts {
+  const secs = (value: number | undefined) => (value === undefined ? undefined : value * 1000);
+  const fromConfig: Partial<GatewayTimeouts> = {
+    connectMs: secs(section?.connect_secs),
+    upstreamHeadersMs: secs(section?.upstream_headers_secs),
+    upstreamBodyIdleMs: secs(section?.upstream_body_idle_secs),
+    headersMs: secs(section?.client_headers_secs),
+    idleMs: secs(section?.client_idle_secs),
+  };
+  const merged = { ...GATEWAY_TIMEOUT_DEFAULTS };
+  for (const layer of [fromConfig, overrides]) {
+    for (const [key, value] of Object.entries(layer) as [
+      keyof GatewayTimeouts,
+      number | undefined,
+    ][]) {
+      if (value !== undefined) merged[key] = value;
+    }
+  }
+  return merged;
+}

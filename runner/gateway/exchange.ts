@@ -4,7 +4,6 @@ import {
   type AdmissionDeps,
   admit,
   type RequestAdmission,
-  refusalOutcome,
   requestFactsOf,
   upstreamFailure,
 } from "./admission.ts";
@@ -13,6 +12,7 @@ import type { BodyBound, BodyBudget } from "./body-budget.ts";
 import { overBudgetRefusal, refuseAndLinger, tooLargeRefusal } from "./body-refusal.ts";
 import type { Identity } from "./identity.ts";
 import { bodyNeeded } from "./judge.ts";
+import { answerRefusal, holdCall } from "./mcp-exchange.ts";
 import { meterFor, settleUsage } from "./model-meter.ts";
 import { type Refusal, sendRefusal } from "./refusals.ts";
 import { relayBody } from "./relay.ts";
@@ -89,10 +89,11 @@ export async function handleRequest(
     const admission = await admit(deps, facts, "request", held.body);
     if (admission.kind === "action")
       return await answerAction(deps, res, facts, held.body, identity);
-    if (admission.kind === "refuse") {
-      line.write(refusalOutcome(admission));
-      sendRefusal(res, admission.refusal);
-      return;
+    if (admission.kind === "refuse") return answerRefusal(res, line, admission, facts, held.body);
+    if (admission.kind === "gate") {
+      const rule = admission.decision.rule?.name ?? "";
+      const call = { rule, tool: admission.tool, target, rawPath, body: held.body };
+      return await holdCall(deps.actions, res, line, call, facts, identity);
     }
     await forward(
       deps,

@@ -2,8 +2,7 @@ import { mkdir, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import type { GatewaySection } from "../config/config-schema.ts";
-import { hostName } from "../config/host-name.ts";
+
 import type { RosterPaths } from "../config/paths.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
 import type { ActionHandler } from "./action-host.ts";
@@ -15,11 +14,11 @@ import { CertificateAuthority } from "./ca.ts";
 import { ClosedPorts, consolePort } from "./closed-ports.ts";
 import { ConfigSource } from "./config-source.ts";
 import { Credentials } from "./credentials.ts";
-import { GATEWAY_TIMEOUT_DEFAULTS, type GatewayTimeouts } from "./defaults.ts";
+import { type GatewayTimeouts, resolveTimeouts } from "./defaults.ts";
 import { closeDoor, openDoor } from "./door.ts";
 import { DOOR_CAP_RULE, RunDoors } from "./run-doors.ts";
 import { createProxyServers, type ServerDeps } from "./server.ts";
-import { Upstreams } from "./upstreams.ts";
+import { type Upstreams, upstreamsFor } from "./upstreams.ts";
 
 /**
  * The gateway as one object: start it (the CLI's `roster gateway start`, the
@@ -87,17 +86,9 @@ export class Gateway {
     config.onChange((next) =>
       budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
     );
-    const resolve = Object.fromEntries(
-      Object.entries(section.resolve ?? {}).map(([name, address]) => [hostName(name), address]),
-    );
     const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
-    const upstreams = new Upstreams({
-      resolve,
-      extraCaFiles: section.upstream_ca ?? [],
-      connectTimeoutMs: timeouts.connectMs,
-      headersTimeoutMs: timeouts.upstreamHeadersMs,
-      bodyIdleTimeoutMs: timeouts.upstreamBodyIdleMs,
-    });
+    const upstreams = upstreamsFor(section, timeouts);
+    const resolve = upstreams.options.resolve;
     const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
     const deps: ServerDeps = {
       config,
@@ -252,31 +243,6 @@ function openRunDoors(
   });
 }
 
-/** Defaults, then org.toml's `[gateway.timeouts]` (seconds), then the caller's overrides (ms). */
-function resolveTimeouts(
-  section: GatewaySection["timeouts"],
-  overrides: Partial<GatewayTimeouts> = {},
-): GatewayTimeouts {
-  const secs = (value: number | undefined) => (value === undefined ? undefined : value * 1000);
-  const fromConfig: Partial<GatewayTimeouts> = {
-    connectMs: secs(section?.connect_secs),
-    upstreamHeadersMs: secs(section?.upstream_headers_secs),
-    upstreamBodyIdleMs: secs(section?.upstream_body_idle_secs),
-    headersMs: secs(section?.client_headers_secs),
-    idleMs: secs(section?.client_idle_secs),
-  };
-  const merged = { ...GATEWAY_TIMEOUT_DEFAULTS };
-  for (const layer of [fromConfig, overrides]) {
-    for (const [key, value] of Object.entries(layer) as [
-      keyof GatewayTimeouts,
-      number | undefined,
-    ][]) {
-      if (value !== undefined) merged[key] = value;
-    }
-  }
-  return merged;
-}
-
 /**
  * The action host, loaded at its first request: its executors bring chat and
  * mail clients and a secret scanner that a gateway serving only model calls
@@ -288,6 +254,13 @@ function lazyActionHost(paths: RosterPaths, config: ConfigSource): ActionHandler
     handle: async (request) => {
       host ??= import("../actions/host.ts").then(({ ActionHost }) => new ActionHost(paths, config));
       return (await host).handle(request);
+    },
+    holdMcpCall: async (call) => {
+      host ??= import("../actions/host.ts").then(({ ActionHost }) => new ActionHost(paths, config));
+      const loaded = await host;
+      if (!loaded.holdMcpCall)
+        throw new Error("this action host has no approval desk for MCP calls");
+      return loaded.holdMcpCall(call);
     },
   };
 }

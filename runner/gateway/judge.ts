@@ -1,7 +1,7 @@
-import type { ScopedGrant, Verdict } from "../config/grant-schema.ts";
+import type { McpMatch, ScopedGrant, Verdict } from "../config/grant-schema.ts";
 import { hostName } from "../config/host-name.ts";
 import { hostMatches } from "../config/host-pattern.ts";
-import { normalisePath, type RequestFacts } from "./request-facts.ts";
+import { type McpFacts, normalisePath, type RequestFacts } from "./request-facts.ts";
 
 /**
  * The judge: grants in order, first match wins, no match denies. Pure — no
@@ -26,7 +26,7 @@ export function scopeApplies(scope: string, subject: string | undefined): boolea
   return subject === scope || subject.startsWith(`${scope}/`);
 }
 
-/** Anchored `*` glob, as used for MCP tool names. */
+/** Anchored `*` glob, as used for MCP methods and tool names (`*` matches any run, `/` included). */
 export function globMatches(pattern: string, value: string): boolean {
   const regex = new RegExp(
     `^${pattern
@@ -77,13 +77,22 @@ function matches(
     if (value === undefined || !value.includes(needle)) return false;
   }
   if (match.maxBodySize !== undefined && facts.bodySize > match.maxBodySize) return false;
-  if (match.mcp) {
-    if (!facts.mcp) return false;
-    if (match.mcp.method !== undefined && facts.mcp.method !== match.mcp.method) return false;
-    if (match.mcp.tool !== undefined) {
-      if (facts.mcp.tool === undefined || !globMatches(match.mcp.tool, facts.mcp.tool))
-        return false;
-    }
+  if (match.mcp && !mcpMatches(match.mcp, facts.mcp)) return false;
+  return true;
+}
+
+/**
+ * Whether a request's MCP facts fit a `match.mcp` (grants and meters alike):
+ * each field a glob or a list of globs; a tool pattern needs a `tools/call`.
+ */
+export function mcpMatches(match: McpMatch, mcp: McpFacts | null): boolean {
+  if (!mcp) return false;
+  const methods = list(match.method);
+  if (methods && !methods.some((pattern) => globMatches(pattern, mcp.method))) return false;
+  const tools = list(match.tool);
+  if (tools) {
+    const tool = mcp.tool;
+    if (tool === undefined || !tools.some((pattern) => globMatches(pattern, tool))) return false;
   }
   return true;
 }

@@ -8,7 +8,9 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { createSecureContext } from "node:tls";
+import type { GatewaySection } from "../config/config-schema.ts";
 import { hostName } from "../config/host-name.ts";
+import type { GatewayTimeouts } from "./defaults.ts";
 import { guardedLookup } from "./ssrf.ts";
 import { loadTrustStore, readUpstreamCa, type UpstreamCa } from "./trust-store.ts";
 
@@ -221,3 +223,23 @@ export const HOP_BY_HOP = new Set([
   "host",
   "expect",
 ]);
+
+/**
+ * The gateway's pools as org.toml's `[gateway]` configures them: the one place
+ * that turns the section into Upstreams (the gateway and the desk's MCP
+ * executor alike, so both resolve, guard and verify TLS the same way).
+ */
+export function upstreamsFor(
+  section: GatewaySection,
+  timeouts: Pick<GatewayTimeouts, "connectMs" | "upstreamHeadersMs" | "upstreamBodyIdleMs">,
+): Upstreams {
+  return new Upstreams({
+    resolve: Object.fromEntries(
+      Object.entries(section.resolve ?? {}).map(([name, address]) => [hostName(name), address]),
+    ),
+    extraCaFiles: section.upstream_ca ?? [],
+    connectTimeoutMs: timeouts.connectMs,
+    headersTimeoutMs: timeouts.upstreamHeadersMs,
+    bodyIdleTimeoutMs: timeouts.upstreamBodyIdleMs,
+  });
+}

@@ -1,0 +1,91 @@
+import type { Refusal } from "./refusals.ts";
+import type { McpFacts } from "./request-facts.ts";
+
+/**
+ * What the gateway answers an MCP client in the client's own protocol. A
+ * refused JSON-RPC request gets HTTP 200 with a JSON-RPC error (the MCP
+ * streamable HTTP transport turns any other status into a transport failure
+ * the model can't read); a gated `tools/call` gets a JSON-RPC result saying
+ * it is held for approval. Pure data, no sockets.
+ */
+
+/** The JSON-RPC error code of a gateway refusal (server-defined range). */
+export const MCP_REFUSED_CODE = -32001;
+
+export type JsonRpcId = string | number;
+
+/** The parts of a JSON-RPC request a held or refused call needs: its id and its tool arguments. */
+export interface JsonRpcRequest {
+  id: JsonRpcId;
+  arguments: Record<string, unknown>;
+}
+
+/** The request's id and arguments; undefined for a notification (no id) or a body that isn't one. */
+export function jsonRpcRequest(body: Buffer): JsonRpcRequest | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return undefined;
+  const message = parsed as { id?: unknown; params?: { arguments?: unknown } };
+  const id = message.id;
+  if (typeof id !== "string" && typeof id !== "number") return undefined;
+  const args = message.params?.arguments;
+  return {
+    id,
+    arguments:
+      typeof args === "object" && args !== null && !Array.isArray(args)
+        ? (args as Record<string, unknown>)
+        : {},
+  };
+}
+
+/**
+ * A refusal re-said as a JSON-RPC error for the request `id`: the message
+ * names what was refused, the rule and the hint; `data` keeps the refusal's
+ * own fields for a client that reads them.
+ */
+export function mcpRefusal(refusal: Refusal, mcp: McpFacts, id: JsonRpcId): Refusal {
+  const body = refusal.body;
+  const what = mcp.tool ? `${mcp.method} ${mcp.tool}` : mcp.method;
+  const rule = typeof body.rule === "string" ? `rule "${body.rule}"` : "no rule allows it";
+  const parts = [
+    `${what} refused by the roster gateway (${rule})`,
+    typeof body.error === "string" ? body.error : undefined,
+    typeof body.detail === "string" ? body.detail : undefined,
+    typeof body.hint === "string" ? `hint: ${body.hint}` : undefined,
+  ].filter((part): part is string => Boolean(part));
+  return {
+    status: 200,
+    ...(refusal.verdict ? { verdict: refusal.verdict } : {}),
+    ...(refusal.rule ? { rule: refusal.rule } : {}),
+    ...(refusal.retryAfterSeconds !== undefined
+      ? { retryAfterSeconds: refusal.retryAfterSeconds }
+      : {}),
+    body: {
+      jsonrpc: "2.0",
+      id,
+      error: {
+        code: MCP_REFUSED_CODE,
+        message: parts.join(" — "),
+        data: { ...body, http_status: refusal.status },
+      },
+    },
+  };
+}
+
+/** The `tools/call` result a held call gets at once: not an error, the proposal id in words and in data. */
+export function heldResult(id: JsonRpcId, tool: string, gateId: string): Record<string, unknown> {
+  const text = `held for human approval: proposal ${gateId} (MCP tool ${tool}). Nothing was sent yet; it runs once if approved, and a later run sees the outcome in ~/self/journal.`;
+  return {
+    jsonrpc: "2.0",
+    id,
+    result: {
+      // no structuredContent: a tool with an output schema would have it checked against that
+      content: [{ type: "text", text }],
+      isError: false,
+    },
+  };
+}
