@@ -50,7 +50,8 @@ export function jsonRpcRequest(body: Buffer): JsonRpcRequest | undefined {
 export function mcpRefusal(refusal: Refusal, mcp: McpFacts, id: JsonRpcId): Refusal {
   const body = refusal.body;
   const what = mcp.tool ? `${mcp.method} ${mcp.tool}` : mcp.method;
-  const rule = typeof body.rule === "string" ? `rule "${body.rule}"` : "no rule allows it";
+  const named = typeof body.rule === "string" ? body.rule : refusal.rule;
+  const rule = named ? `rule "${named}"` : "no rule allows it";
   const parts = [
     `${what} refused by the roster gateway (${rule})`,
     typeof body.error === "string" ? body.error : undefined,
