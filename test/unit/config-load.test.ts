@@ -38,6 +38,25 @@ describe("config loading", () => {
     ]);
   });
 
+  it("refuses a gate grant that names no MCP tool or no host, saying what it needs", async () => {
+    const root = await configRoot({
+      "org.toml": [
+        '[[grant]]\nname = "loose"\nverdict = "gate"\nmatch = { host = "mcp.test" }\n',
+        '[[grant]]\nname = "anywhere"\nverdict = "gate"\nmatch = { mcp = { tool = ["create_*"] } }\n',
+        '[[grant]]\nname = "fine"\nverdict = "gate"\nmatch = { host = "mcp.test", mcp = { tool = ["create_*", "merge_*"] } }\n',
+      ].join("\n"),
+    });
+    const errors = loadConfig(root).errors.map(formatConfigError).map(rel(root));
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /^org\.toml:3: grant\.0\.match\.mcp\.tool: a "gate" grant holds MCP tool calls/,
+      ),
+      expect.stringMatching(
+        /^org\.toml:8: grant\.1\.match\.host: a "gate" grant holds MCP tool calls/,
+      ),
+    ]);
+  });
+
   it("reports every error as file:line: field: message", async () => {
     const root = await configRoot({
       "org.toml": '[grant]\nname = "single table"\nverdict = "allow"\n',

@@ -137,6 +137,33 @@ describe("the judge", () => {
     expect(judge(grants, call("delete_all"), "request").verdict).toBe("deny");
   });
 
+  it("matches MCP methods and tools as a glob or a list of globs, and a gate verdict on a tool", () => {
+    const mcpGrants = [
+      grant({
+        name: "hold",
+        verdict: "gate",
+        match: { host: "mcp.test", mcp: { tool: ["*_create", "merge_pr"] } },
+      }),
+      grant({
+        name: "protocol",
+        match: { host: "mcp.test", mcp: { method: ["initialize", "notifications/*"] } },
+      }),
+      grant({ name: "read", match: { host: "mcp.test", mcp: { tool: "issues_*" } } }),
+    ];
+    const at = (mcp: { method: string; tool?: string }) =>
+      judge(mcpGrants, facts({ host: "mcp.test", mcp }), "request");
+    const call = (tool: string) => at({ method: "tools/call", tool });
+    expect(call("issues_create")).toMatchObject({ verdict: "gate", rule: { name: "hold" } });
+    expect(call("merge_pr").verdict).toBe("gate");
+    expect(call("merge_pr_now").verdict).toBe("deny");
+    expect(call("issues_list")).toMatchObject({ verdict: "allow", rule: { name: "read" } });
+    expect(at({ method: "notifications/initialized" }).verdict).toBe("allow");
+    expect(at({ method: "initialize" }).verdict).toBe("allow");
+    expect(at({ method: "tools/list" }).verdict).toBe("deny");
+    // a tool pattern never matches a message without a tool
+    expect(at({ method: "tools/call" }).verdict).toBe("deny");
+  });
+
   it("lifts MCP facts from JSON-RPC bodies and flags batches", () => {
     const body = (value: unknown) => Buffer.from(JSON.stringify(value));
     expect(
