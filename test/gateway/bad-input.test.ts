@@ -123,7 +123,7 @@ describe("bad input gets a legible answer, never a hang or a bare reset", () => 
     );
     expect(errors).toEqual(
       expect.arrayContaining([
-        'org.toml:3: grant.0.verdict: must be one of allow, deny, tunnel (found "maybe")',
+        'org.toml:3: grant.0.verdict: must be one of allow, deny, tunnel, gate (found "maybe")',
         "org.toml:4: grant.0.surprise: unknown key",
         'workers/elf/worker.toml:13: grant.1.match.host: "http://evil.test/": a host pattern has no port, scheme or path',
       ]),
