@@ -81,6 +81,12 @@ const BENCHES: Bench[] = [
     needs: [],
   },
   {
+    file: "mcp",
+    title: "MCP tool calls through the gateway",
+    compares: "per-call latency through the gateway beside the same calls straight at the server",
+    needs: [],
+  },
+  {
     file: "actions",
     title: "Proposals through the gateway",
     compares: "proposals beside a plain request through the same gateway",
