@@ -1,5 +1,6 @@
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import type { McpOutcome } from "./mcp-outcome.ts";
 import type { RequestFacts } from "./request-facts.ts";
 import type { ModelUsage } from "./usage.ts";
 
@@ -30,6 +31,8 @@ export interface AuditOutcome {
   usage?: ModelUsage & { cost_usd?: number };
   /** A budget refusal: which cap, and when its window resets (a run stopped by it says so). */
   budget?: { detail: string; retry_after_secs: number };
+  /** A forwarded tools/call whose answer reported a JSON-RPC error or a failed tool. */
+  mcp_answer?: McpOutcome;
 }
 
 export interface DecisionRecord extends Omit<AuditOutcome, "rule"> {
@@ -98,6 +101,7 @@ export class DecisionLine {
     bytes: number;
     note?: string;
     usage?: AuditOutcome["usage"];
+    mcp_answer?: McpOutcome;
   }): void {
     const held = this.held;
     if (!held) return;
@@ -107,6 +111,7 @@ export class DecisionLine {
       outcome: transfer.outcome,
       ...(transfer.note ? { note: transfer.note } : {}),
       ...(transfer.usage ? { usage: transfer.usage } : {}),
+      ...(transfer.mcp_answer ? { mcp_answer: transfer.mcp_answer } : {}),
     });
   }
 
@@ -164,6 +169,7 @@ export class AuditLog {
       ...(outcome.outcome ? { outcome: outcome.outcome, bytes: outcome.bytes ?? 0 } : {}),
       ...(outcome.usage ? { usage: outcome.usage } : {}),
       ...(outcome.budget ? { budget: outcome.budget } : {}),
+      ...(outcome.mcp_answer ? { mcp_answer: outcome.mcp_answer } : {}),
     };
     if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify(record)}\n`);
     return record;

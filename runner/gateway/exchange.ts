@@ -13,6 +13,7 @@ import { overBudgetRefusal, refuseAndLinger, tooLargeRefusal } from "./body-refu
 import type { Identity } from "./identity.ts";
 import { bodyNeeded } from "./judge.ts";
 import { answerRefusal, holdCall } from "./mcp-exchange.ts";
+import { McpOutcomeTap } from "./mcp-outcome.ts";
 import { meterFor, settleUsage } from "./model-meter.ts";
 import { type Refusal, sendRefusal } from "./refusals.ts";
 import { relayBody } from "./relay.ts";
@@ -274,19 +275,27 @@ async function forward(
   }
   // a model's answer is read on the side for the usage it reports; the line waits for it
   const meter = ruling.model && status < 300 ? meterFor(response.headers) : undefined;
+  // a tool call's answer, for the JSON-RPC error or tool failure it reports
+  const tap =
+    !meter && facts.mcp?.method === "tools/call"
+      ? McpOutcomeTap.for(response.headers["content-type"])
+      : undefined;
   await relayBody(
     response,
     res,
     deps.upstreams.options.bodyIdleTimeoutMs,
     (transfer) => {
-      if (!meter) line.finish(transfer);
+      if (tap) {
+        const answer = tap.finish();
+        line.finish({ ...transfer, ...(answer ? { mcp_answer: answer } : {}) });
+      } else if (!meter) line.finish(transfer);
       // a spend that can't be recorded (disk full) still leaves the call's line
       else
         void settleUsage(meter, deps.budgets, facts.subject)
           .catch(() => undefined)
           .then((usage) => line.finish({ ...transfer, ...(usage ? { usage } : {}) }));
     },
-    meter && ((chunk) => meter.push(chunk)),
+    meter ? (chunk) => meter.push(chunk) : tap && ((chunk) => tap.push(chunk)),
   );
 }
 

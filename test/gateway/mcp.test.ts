@@ -103,6 +103,8 @@ interface Line {
   status: number;
   note?: string;
   injected?: string[];
+  outcome?: string;
+  mcp_answer?: unknown;
   request?: { host: string; mcp: { method: string; tool?: string } | null };
 }
 const decisions = (): Line[] =>
@@ -119,6 +121,7 @@ describe("MCP through the gateway", () => {
       "echo",
       "issues_list",
       "issues_create",
+      "issues_close",
       "delete_repo",
     ]);
     const result = await conn.client.callTool({ name: "echo", arguments: { text: "hi" } });
@@ -139,6 +142,21 @@ describe("MCP through the gateway", () => {
       request: { host: "mcp.test", mcp: { method: "tools/call", tool: "echo" } },
     });
     expect(readFileSync(join(env.paths.audit, "decisions.jsonl"), "utf8")).not.toContain(SECRET);
+  });
+
+  it("audits a forwarded call's JSON-RPC error from the server on its line", async () => {
+    await expect(conn.client.callTool({ name: "issues_close", arguments: {} })).rejects.toThrow(
+      /no such issue/,
+    );
+    expect(mcp.count("issues_close")).toBe(1);
+    expect(lineFor("issues_close").at(-1)).toMatchObject({
+      verdict: "allow",
+      rule: "mcp-tools",
+      status: 200,
+      outcome: "complete",
+      mcp_answer: { error: { message: "no such issue" } },
+    });
+    expect(lineFor("echo").at(-1)).not.toHaveProperty("mcp_answer");
   });
 
   it("refuses a denied tool with a JSON-RPC error the SDK raises, naming the rule and the hint", async () => {

@@ -3,8 +3,9 @@
  * official SDK: streamable HTTP (a session per client), bearer auth, behind
  * TLS signed by its own test CA. It counts every tool call and records the
  * Authorization each request carried, so a test can see what the gateway
- * injected and how many times a held call really ran. Tools answer in text;
- * `issues_create` etc. are plain names to match globs against.
+ * injected and how many times a held call really ran. Tools answer in text
+ * (`issues_close` always fails, as a JSON-RPC error); their names are plain
+ * names to match globs against.
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -19,7 +20,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { makeServerCertificate, type TestCertificate } from "./test-ca.ts";
 
-export const MCP_TOOLS = ["echo", "issues_list", "issues_create", "delete_repo"] as const;
+export const MCP_TOOLS = [
+  "echo",
+  "issues_list",
+  "issues_create",
+  "issues_close",
+  "delete_repo",
+] as const;
 
 export class McpUpstream {
   /** Tool calls the server actually ran, by tool name. */
@@ -123,6 +130,7 @@ export class McpUpstream {
     server.setRequestHandler(CallToolRequestSchema, (request) => {
       const name = request.params.name;
       this.calls.set(name, this.count(name) + 1);
+      if (name === "issues_close") throw new Error("no such issue");
       return {
         content: [
           {
