@@ -31,6 +31,16 @@ const Payload = Type.Object(
 );
 type Payload = Static<typeof Payload>;
 
+/** Past this, a result is kept in the journal as a preview of its JSON (the gate and journal stay small). */
+const MAX_KEPT_CHARS = 64 * 1024;
+
+function kept(value: unknown): unknown {
+  const text = JSON.stringify(value) ?? "null";
+  return text.length <= MAX_KEPT_CHARS
+    ? value
+    : { truncated: true, chars: text.length, preview: text.slice(0, MAX_KEPT_CHARS) };
+}
+
 /** The JSON-RPC request the desk sends once approved: what the human sees is what goes. */
 function request(payload: Payload): Record<string, unknown> {
   return {
@@ -103,8 +113,8 @@ export const mcpCall: Executor<Payload> = {
         server: url.host,
         tool: payload.tool,
         status: outcome.status,
-        ...(outcome.error !== undefined ? { error: outcome.error } : {}),
-        ...(outcome.result !== undefined ? { result: outcome.result } : {}),
+        ...(outcome.error !== undefined ? { error: kept(outcome.error) } : {}),
+        ...(outcome.result !== undefined ? { result: kept(outcome.result) } : {}),
         ...(outcome.error === undefined && outcome.result === undefined
           ? { error: "the server's answer held no JSON-RPC response to the call" }
           : {}),

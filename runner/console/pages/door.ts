@@ -45,7 +45,7 @@ export function doorFilters(filter: DoorFilter, workers: string[]): Html {
   return html`<form class="filters" method="get" action="/door">
 <label>worker <select name="worker">${["", ...workers].map((w) => html`<option value="${w}"${w === (filter.worker ?? "") ? html` selected` : ""}>${w || "any"}</option>`)}</select></label>
 <label>run <input name="run" value="${filter.run ?? ""}" size="24"></label>
-<label>verdict <select name="verdict">${["", "allow", "tunnel", "deny", "refused"].map((v) => html`<option value="${v}"${v === (filter.verdict ?? "") ? html` selected` : ""}>${v || "any"}</option>`)}</select></label>
+<label>verdict <select name="verdict">${["", "allow", "tunnel", "gate", "deny", "refused"].map((v) => html`<option value="${v}"${v === (filter.verdict ?? "") ? html` selected` : ""}>${v || "any"}</option>`)}</select></label>
 <label>host <input name="host" value="${filter.host ?? ""}" size="24"></label>
 <button type="submit">Filter</button></form>`;
 }
