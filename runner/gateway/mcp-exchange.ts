@@ -31,7 +31,7 @@ export function answerRefusal(
     return;
   }
   // the line keeps the refusal's own status (what was decided); the note says how it went out
-  const note = `answered as a JSON-RPC error (HTTP 200)${outcome.note ? `; ${outcome.note}` : ""}`;
+  const note = `${outcome.note ? `${outcome.note}; ` : ""}answered as a JSON-RPC error (HTTP 200)`;
   line.write({ ...outcome, note });
   sendRefusal(res, mcpRefusal(ruling.refusal, facts.mcp, request.id));
 }

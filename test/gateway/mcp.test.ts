@@ -105,6 +105,7 @@ interface Line {
   injected?: string[];
   outcome?: string;
   mcp_answer?: unknown;
+  budget?: unknown;
   request?: { host: string; mcp: { method: string; tool?: string } | null };
 }
 const decisions = (): Line[] =>
@@ -192,7 +193,12 @@ describe("MCP through the gateway", () => {
     expect(mcp.count("issues_list")).toBe(2);
     // other tools are not metered
     await conn.client.callTool({ name: "echo", arguments: {} });
-    expect(lineFor("issues_list").at(-1)).toMatchObject({ verdict: "allow", status: 402 });
+    expect(lineFor("issues_list").at(-1)).toMatchObject({
+      verdict: "allow",
+      status: 402,
+      note: "budget; answered as a JSON-RPC error (HTTP 200)",
+      budget: { detail: "calls over day cap (2.0000/2.0000)" },
+    });
   });
 
   it("holds a gated tool on the desk, runs it once on approval, and journals the result", async () => {
