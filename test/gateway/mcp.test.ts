@@ -181,6 +181,26 @@ describe("MCP through the gateway", () => {
     );
     const again = await conn.client.callTool({ name: "echo", arguments: { text: "still here" } });
     expect(resultText(again)).toContain("still here");
+    // a batch is still refused whole: judging one message and forwarding many would let the rest by
+    const batch = await viaProxy(
+      proxyUrlFor(env, await env.token("elf", "run-mcp-1")),
+      `https://mcp.test:${mcp.port}/mcp`,
+      {
+        ca: readFileSync(join(env.paths.ca, "ca.crt"), "utf8"),
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "echo" } },
+          { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "delete_repo" } },
+        ]),
+      },
+    );
+    expect(batch.status).toBe(400);
+    expect(JSON.parse(batch.body)).toMatchObject({ error: "JSON-RPC batch refused" });
+    expect(mcp.count("delete_repo")).toBe(0);
   });
 
   it("meters tool calls by name: the limit refuses the next call legibly", async () => {
