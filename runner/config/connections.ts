@@ -63,9 +63,7 @@ export function grantedTo(connection: ConnectionConfig, worker: string): boolean
 }
 
 /** The hosts, port and methods a service or MCP connection opens; undefined for a mount. */
-export function serviceReach(
-  connection: ConnectionConfig,
-): ServiceReach | undefined {
+export function serviceReach(connection: ConnectionConfig): ServiceReach | undefined {
   if (connection.kind === "host-dir" || connection.kind === "host-repo") return undefined;
   const inject = {
     header: connection.inject_header ?? SERVICE_TOKEN_AUTH.header,

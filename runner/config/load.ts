@@ -36,8 +36,8 @@ import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
 import { KNOWLEDGE_DETAIL, KNOWLEDGE_REPO, knowledgeMount } from "./knowledge.ts";
 import { locateLine } from "./locate.ts";
-import { checkMcpNames, mcpConnectionNameProblem, mcpServersFor } from "./mcp-servers.ts";
 import type { McpServerEntry } from "./mcp-schema.ts";
+import { checkMcpNames, mcpConnectionNameProblem, mcpServersFor } from "./mcp-servers.ts";
 import { modelGrant } from "./model.ts";
 import {
   checkNarrowing,
