@@ -16,19 +16,6 @@ import { renderFailure, renderResult } from "./lib/mcp/result.ts";
 import { readServers, type ServerEntry } from "./lib/mcp/servers.ts";
 import { shapeTools } from "./lib/mcp/tool-shape.ts";
 
-/** ROSTER_MCP_CALL_TIMEOUT_SECS / ROSTER_MCP_LIST_TIMEOUT_SECS: the deadlines, in whole seconds. */
-function limitsFrom(env: NodeJS.ProcessEnv): Limits {
-  const seconds = (value: string | undefined, fallback: number) => {
-    const parsed = Number(value);
-    return Number.isInteger(parsed) && parsed > 0 && parsed <= 3600 ? parsed * 1000 : fallback;
-  };
-  return {
-    ...DEFAULT_LIMITS,
-    callMs: seconds(env.ROSTER_MCP_CALL_TIMEOUT_SECS, DEFAULT_LIMITS.callMs),
-    listMs: seconds(env.ROSTER_MCP_LIST_TIMEOUT_SECS, DEFAULT_LIMITS.listMs),
-  };
-}
-
 async function register(
   pi: ExtensionAPI,
   server: ServerEntry,
@@ -38,7 +25,10 @@ async function register(
 ): Promise<void> {
   let connected: Connected;
   try {
-    connected = await connectServer(server, limits);
+    connected = await connectServer(server, {
+      ...limits,
+      ...(server.callTimeoutSecs ? { callMs: server.callTimeoutSecs * 1000 } : {}),
+    });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     notes.push(`${server.name}: unavailable, no tools from it this run (${message.slice(0, 500)})`);
@@ -77,7 +67,7 @@ async function register(
 export default async function (pi: ExtensionAPI) {
   const { servers, notes } = readServers(process.env.ROSTER_MCP_JSON);
   if (servers.length === 0 && notes.length === 0) return;
-  const limits = limitsFrom(process.env);
+  const limits = DEFAULT_LIMITS;
   const open: Connected[] = [];
   // all at once: a dead server delays the start by one listing deadline, not one each
   await Promise.all(servers.map((server) => register(pi, server, limits, notes, open)));

@@ -24,6 +24,8 @@ export const McpConnection = Type.Object(
     }),
     /** "http" (streamable HTTP, the default) or "sse" (the older HTTP+SSE transport). */
     transport: Type.Optional(Type.Union([Type.Literal("http"), Type.Literal("sse")])),
+    /** How long one tool call may take, in seconds (default 60). */
+    call_timeout_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
     inject_header: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9-]+$" })),
     inject_value: Type.Optional(Type.String()),
     grant: Type.Optional(Edges),
@@ -40,6 +42,8 @@ export const McpServerDeclaration = Type.Object(
       minItems: 1,
       description: 'a command and its arguments, e.g. ["npx", "some-mcp-server"]',
     }),
+    /** How long one tool call may take, in seconds (default 60). */
+    call_timeout_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
     env: Type.Optional(
       Type.Record(
         Type.String({
@@ -55,6 +59,7 @@ export const McpServerDeclaration = Type.Object(
 export type McpServerDeclaration = Static<typeof McpServerDeclaration>;
 
 /** One entry of ROSTER_MCP_JSON, the box's list (extensions/lib/mcp/servers.ts reads it). */
-export type McpServerEntry =
+export type McpServerEntry = (
   | { name: string; transport: "http" | "sse"; url: string }
-  | { name: string; transport: "stdio"; command: string[]; env: Record<string, string> };
+  | { name: string; transport: "stdio"; command: string[]; env: Record<string, string> }
+) & { callTimeoutSecs?: number };

@@ -17,7 +17,12 @@ export function mcpServersFor(
   const servers: McpServerEntry[] = [];
   for (const [name, connection] of connections) {
     if (connection.kind !== "mcp" || !grantedTo(connection, workerName)) continue;
-    servers.push({ name, transport: connection.transport ?? "http", url: connection.url });
+    servers.push({
+      name,
+      transport: connection.transport ?? "http",
+      url: connection.url,
+      ...(connection.call_timeout_secs ? { callTimeoutSecs: connection.call_timeout_secs } : {}),
+    });
   }
   for (const declared of worker.mcp ?? []) {
     servers.push({
@@ -25,6 +30,7 @@ export function mcpServersFor(
       transport: "stdio",
       command: declared.command,
       env: declared.env ?? {},
+      ...(declared.call_timeout_secs ? { callTimeoutSecs: declared.call_timeout_secs } : {}),
     });
   }
   return servers;

@@ -18,7 +18,8 @@ export interface StdioServer {
   env: Record<string, string>;
 }
 
-export type ServerEntry = RemoteServer | StdioServer;
+/** callTimeoutSecs: the operator's deadline for one call to this server, if set. */
+export type ServerEntry = (RemoteServer | StdioServer) & { callTimeoutSecs?: number };
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
@@ -29,6 +30,15 @@ const isStrings = (value: unknown): value is string[] =>
   Array.isArray(value) && value.every((item) => typeof item === "string");
 
 function entry(raw: unknown): ServerEntry | string {
+  const read = server(raw);
+  if (typeof read === "string" || !isRecord(raw)) return read;
+  const secs = raw.callTimeoutSecs;
+  return typeof secs === "number" && Number.isInteger(secs) && secs > 0 && secs <= 3600
+    ? { ...read, callTimeoutSecs: secs }
+    : read;
+}
+
+function server(raw: unknown): RemoteServer | StdioServer | string {
   if (!isRecord(raw) || typeof raw.name !== "string" || !NAME.test(raw.name))
     return "an entry without a valid name";
   const { name, transport } = raw;
