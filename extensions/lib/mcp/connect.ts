@@ -12,7 +12,12 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { PaginatedResultSchema, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  McpError,
+  PaginatedResultSchema,
+  ResultSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { proxyFetch, type ResponseTooLarge } from "./proxy-fetch.ts";
 import type { ServerEntry } from "./servers.ts";
 
@@ -46,6 +51,21 @@ function deadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
     timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A failed call said plainly: the SDK's own timeout is not the server's error,
+ * and a JSON parse failure means the server's answer was broken. A JSON-RPC
+ * error from the server (or the gateway) passes as it is.
+ */
+function explained(error: unknown, callMs: number, stderr: string): unknown {
+  if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+    return new Error(`no answer within ${callMs / 1000} s; the call was cancelled`);
+  if (error instanceof SyntaxError)
+    return new Error(`its answer was not valid JSON-RPC (${error.message})`);
+  if (error instanceof McpError || !stderr.trim()) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(`${message} (its stderr: ${stderr.trim().split("\n").slice(-5).join(" | ")})`);
 }
 
 export async function connectServer(entry: ServerEntry, limits: Limits): Promise<Connected> {
@@ -125,7 +145,7 @@ export async function connectServer(entry: ServerEntry, limits: Limits): Promise
         );
         return Promise.race([request, cut])
           .catch((error: unknown) => {
-            throw entry.transport === "stdio" && !client.transport ? withStderr(error) : error;
+            throw explained(error, limits.callMs, entry.transport === "stdio" ? stderr : "");
           })
           .finally(() => {
             if (fail) waiting.delete(fail);
