@@ -3,12 +3,14 @@
  * to a gateway rule for its host with the credential injected, and together
  * with worker.toml's `[[mcp]]` becomes the list a worker's box is given.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { boxEnvironment } from "../../runner/box/box-env.ts";
 import { formatConfigError, loadConfig, workerView } from "../../runner/config/load.ts";
+import { rosterPaths } from "../../runner/config/paths.ts";
+import { addConnection } from "../../runner/connections/manage.ts";
 
 const roots: string[] = [];
 async function configRoot(files: Record<string, string>): Promise<string> {
@@ -103,5 +105,53 @@ describe("MCP servers in config", () => {
         ),
       ]),
     );
+  });
+});
+
+describe("the mcp recipe", () => {
+  it('writes a kind = "mcp" connection from --url that loads and grants, the secret in the vault only', async () => {
+    const root = await configRoot({
+      "config/org.toml": "",
+      "config/workers/elf/worker.toml": 'name = "elf"\n',
+    });
+    const paths = rosterPaths({ ROSTER_ROOT: root });
+    await mkdir(paths.vault, { recursive: true });
+    await mkdir(join(paths.config, "connections"), { recursive: true });
+    const added = await addConnection(paths, {
+      name: "tracker",
+      from: "mcp",
+      hosts: [],
+      url: "https://mcp.tracker.example/mcp",
+      edges: ["elf"],
+      fields: {},
+      secret: async () => "s3cret-value",
+    });
+    const text = await readFile(added.file ?? "", "utf8");
+    expect(text).toContain('kind = "mcp"\nurl = "https://mcp.tracker.example/mcp"');
+    expect(text).not.toContain("s3cret-value");
+    const config = loadConfig(paths.config, { vaultDir: paths.vault });
+    expect(config.errors).toEqual([]);
+    expect(workerView(config, "elf")?.mcp.map((server) => server.name)).toEqual(["tracker"]);
+    await expect(
+      addConnection(paths, {
+        name: "other",
+        from: "mcp",
+        hosts: ["x.example"],
+        edges: [],
+        fields: {},
+        secret: async () => "s",
+      }),
+    ).rejects.toThrow(/--from mcp takes --url, not --host or --path/);
+    await expect(
+      addConnection(paths, {
+        name: "other",
+        from: "mcp",
+        hosts: [],
+        url: "http://x.example/mcp",
+        edges: [],
+        fields: {},
+        secret: async () => "s",
+      }),
+    ).rejects.toThrow(/needs --url https:/);
   });
 });
