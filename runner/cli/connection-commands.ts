@@ -67,7 +67,7 @@ export function registerConnectionCommands(program: Command): void {
     )
     .option("--secret-env <VAR>", "read the secret from this environment variable")
     .option("--verify", "then make one real call through the gateway and say whether it works")
-    .option("--verify-path <path>", "the path --verify asks for (bearer, mcp: default /)")
+    .option("--verify-path <path>", "the path --verify asks for (bearer: default /)")
     .option("--as <worker>", "verify as this grantee (default: the first)")
     .addOption(new Option("--secret <value>").hideHelp())
     .action(async (name: string, flags: AddFlags) => {
