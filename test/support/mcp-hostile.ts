@@ -86,7 +86,11 @@ export interface HostileMcp {
   stop(): Promise<void>;
 }
 
-export async function startHostileMcp(options: { name: string; dir: string }): Promise<HostileMcp> {
+export async function startHostileMcp(options: {
+  name: string;
+  dir: string;
+  tls?: boolean;
+}): Promise<HostileMcp> {
   const asked: string[] = [];
   const handler = async (req: IncomingMessage, res: ServerResponse, body: Buffer) => {
     if (req.method === "GET") {
@@ -145,13 +149,15 @@ export async function startHostileMcp(options: { name: string; dir: string }): P
         });
     }
   };
-  const upstream = await Upstream.start({ tls: true, names: [options.name], handler });
+  // plain HTTP only for host tests that talk to it directly (a box reaches it through the gateway)
+  const tls = options.tls ?? true;
+  const upstream = await Upstream.start({ tls, names: [options.name], handler });
   const caFile = join(options.dir, `${options.name}-ca.pem`);
-  await writeFile(caFile, upstream.certificate?.caPem ?? "");
+  if (upstream.certificate) await writeFile(caFile, upstream.certificate.caPem);
   return {
     upstream,
     caFile,
-    url: `https://${options.name}:${upstream.port}/mcp`,
+    url: `${tls ? "https" : "http"}://${options.name}:${upstream.port}/mcp`,
     asked,
     stop: () => upstream.stop(),
   };

@@ -55,6 +55,7 @@ export async function startMcpServer(options: {
   token: string;
   dir: string;
   tools: McpTestTool[];
+  tls?: boolean;
 }): Promise<McpTestServer> {
   const authorizations: McpTestServer["authorizations"] = [];
   const calls: McpTestServer["calls"] = [];
@@ -80,13 +81,15 @@ export async function startMcpServer(options: {
     const parsed: unknown = body.length ? JSON.parse(body.toString("utf8")) : undefined;
     await transport.handleRequest(req, res, parsed);
   };
-  const upstream = await Upstream.start({ tls: true, names: [options.name], handler });
+  // plain HTTP only for host tests that talk to it directly (a box reaches it through the gateway)
+  const tls = options.tls ?? true;
+  const upstream = await Upstream.start({ tls, names: [options.name], handler });
   const caFile = join(options.dir, `${options.name}-ca.pem`);
-  await writeFile(caFile, upstream.certificate?.caPem ?? "");
+  if (upstream.certificate) await writeFile(caFile, upstream.certificate.caPem);
   return {
     upstream,
     caFile,
-    url: `https://${options.name}:${upstream.port}/mcp`,
+    url: `${tls ? "https" : "http"}://${options.name}:${upstream.port}/mcp`,
     authorizations,
     calls,
     stop: () => upstream.stop(),
