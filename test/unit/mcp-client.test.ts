@@ -63,12 +63,12 @@ describe("the box's MCP client", () => {
           return { text: renderFailure("hostile", tool, error), ms: Date.now() - started };
         }
       };
-      const endless = await outcome("endless");
+      // at once, as pi runs a turn's calls: the cut answer fails its own call, not the other
+      const [endless, huge] = await Promise.all([outcome("endless"), outcome("huge")]);
       expect(endless.text).toBe(
         "MCP server hostile failed on endless: no answer within 2 s; the call was cancelled",
       );
       expect(endless.ms).toBeLessThan(3_000);
-      const huge = await outcome("huge");
       expect(huge.text).toBe(
         "MCP server hostile failed on huge: the server's response passed 4 MiB and was cut off",
       );

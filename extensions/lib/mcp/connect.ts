@@ -69,10 +69,10 @@ function explained(error: unknown, callMs: number, stderr: string): unknown {
 }
 
 export async function connectServer(entry: ServerEntry, limits: Limits): Promise<Connected> {
-  // a cut response fails the calls waiting on this server now, not at their deadline
-  const waiting = new Set<(error: Error) => void>();
-  const onOverflow = (error: ResponseTooLarge) => {
-    for (const fail of waiting) fail(error);
+  // a cut response fails the call it answered now, not at its deadline (a cut GET stream: every call)
+  const waiting = new Set<{ tool: string; fail: (error: Error) => void }>();
+  const onOverflow = (error: ResponseTooLarge, tool: string | undefined) => {
+    for (const call of waiting) if (tool === undefined || call.tool === tool) call.fail(error);
   };
   let stderr = "";
   let transport: Transport;
@@ -133,10 +133,10 @@ export async function connectServer(entry: ServerEntry, limits: Limits): Promise
       tools,
       close,
       call(tool, args, signal) {
-        let fail: ((error: Error) => void) | undefined;
+        let pending: { tool: string; fail: (error: Error) => void } | undefined;
         const cut = new Promise<never>((_, reject) => {
-          fail = reject;
-          waiting.add(reject);
+          pending = { tool, fail: reject };
+          waiting.add(pending);
         });
         const request = client.request(
           { method: "tools/call", params: { name: tool, arguments: args } },
@@ -148,7 +148,7 @@ export async function connectServer(entry: ServerEntry, limits: Limits): Promise
             throw explained(error, limits.callMs, entry.transport === "stdio" ? stderr : "");
           })
           .finally(() => {
-            if (fail) waiting.delete(fail);
+            if (pending) waiting.delete(pending);
           });
       },
     };

@@ -13,8 +13,26 @@ import { proxyFor } from "../http.ts";
 
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
-/** A response cut at the cap: the stream errors with this, and `onOverflow` hears it. */
+/**
+ * A response cut at the cap: the stream errors with this, and `onOverflow`
+ * hears it with the tool the request called (undefined for a GET stream,
+ * which carries every answer).
+ */
 export class ResponseTooLarge extends Error {}
+
+/** The tool a tools/call body names, so a cut response fails that call and no other. */
+function calledTool(body: string | Uint8Array | undefined): string | undefined {
+  if (body === undefined) return undefined;
+  try {
+    const message: unknown = JSON.parse(
+      typeof body === "string" ? body : Buffer.from(body).toString("utf8"),
+    );
+    const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } };
+    return method === "tools/call" && typeof params?.name === "string" ? params.name : "";
+  } catch {
+    return "";
+  }
+}
 
 const tunnels = new Map<string, HttpsProxyAgent<string>>();
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
@@ -46,7 +64,7 @@ const MiB = (bytes: number) => `${Math.round(bytes / (1024 * 1024))} MiB`;
 function cappedBody(
   response: IncomingMessage,
   maxBytes: number,
-  onOverflow: (error: ResponseTooLarge) => void,
+  onOverflow: () => void,
 ): ReadableStream<Uint8Array> {
   let size = 0;
   return new ReadableStream<Uint8Array>({
@@ -59,7 +77,7 @@ function cappedBody(
           );
           controller.error(error);
           response.destroy();
-          onOverflow(error);
+          onOverflow();
           return;
         }
         controller.enqueue(new Uint8Array(chunk));
@@ -92,7 +110,7 @@ function cappedBody(
 
 export function proxyFetch(options: {
   maxBytes: number;
-  onOverflow: (error: ResponseTooLarge) => void;
+  onOverflow: (error: ResponseTooLarge, tool: string | undefined) => void;
 }): FetchLike {
   return (url, init) =>
     new Promise<Response>((resolve, reject) => {
@@ -142,7 +160,14 @@ export function proxyFetch(options: {
         try {
           const stream = NULL_BODY.has(status)
             ? null
-            : cappedBody(response, options.maxBytes, options.onOverflow);
+            : cappedBody(response, options.maxBytes, () =>
+                options.onOverflow(
+                  new ResponseTooLarge(
+                    `the server's response passed ${MiB(options.maxBytes)} and was cut off`,
+                  ),
+                  calledTool(body),
+                ),
+              );
           if (!stream) response.resume();
           resolve(new Response(stream, { status, headers: responseHeaders }));
         } catch (error) {
