@@ -11,10 +11,13 @@
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "@sinclair/typebox";
-import { type Connected, connectServer, DEFAULT_LIMITS, type Limits } from "./lib/mcp/connect.ts";
+import type { Connected, Limits } from "./lib/mcp/connect.ts";
 import { renderFailure, renderResult } from "./lib/mcp/result.ts";
 import { readServers, type ServerEntry } from "./lib/mcp/servers.ts";
 import { shapeTools } from "./lib/mcp/tool-shape.ts";
+
+// The SDK loads only when this run has MCP servers: every run pays pi's start.
+const client = () => import("./lib/mcp/connect.ts");
 
 async function register(
   pi: ExtensionAPI,
@@ -25,6 +28,7 @@ async function register(
 ): Promise<void> {
   let connected: Connected;
   try {
+    const { connectServer } = await client();
     connected = await connectServer(server, {
       ...limits,
       ...(server.callTimeoutSecs ? { callMs: server.callTimeoutSecs * 1000 } : {}),
@@ -67,7 +71,7 @@ async function register(
 export default async function (pi: ExtensionAPI) {
   const { servers, notes } = readServers(process.env.ROSTER_MCP_JSON);
   if (servers.length === 0 && notes.length === 0) return;
-  const limits = DEFAULT_LIMITS;
+  const limits = (await client()).DEFAULT_LIMITS;
   const open: Connected[] = [];
   // all at once: a dead server delays the start by one listing deadline, not one each
   await Promise.all(servers.map((server) => register(pi, server, limits, notes, open)));
