@@ -55,7 +55,7 @@ describe("MCP servers in config", () => {
     const root = await configRoot({
       "org.toml": "",
       "workers/elf/worker.toml":
-        'name = "elf"\n\n[[mcp]]\nname = "notes"\ncommand = ["node", "/opt/tools/notes.mjs"]\nenv = { NOTES_DIR = "/tmp/notes" }\n',
+        'name = "elf"\n\n[[mcp]]\nname = "notes"\ncommand = ["node", "/opt/tools/notes.mjs"]\nenv = { NOTES_DIR = "/home/worker/store/notes" }\n',
       "connections/tracker.toml": TRACKER.replace("\n\n", '\ntransport = "sse"\n\n'),
     });
     const config = loadConfig(root);
@@ -76,7 +76,7 @@ describe("MCP servers in config", () => {
       name: "notes",
       transport: "stdio",
       command: ["node", "/opt/tools/notes.mjs"],
-      env: { NOTES_DIR: "/tmp/notes" },
+      env: { NOTES_DIR: "/home/worker/store/notes" },
     });
   });
 
