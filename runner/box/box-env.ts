@@ -19,6 +19,8 @@ export interface BoxEnvInput {
   /** Env names that carry a sentinel in place of a real credential. */
   sentinels?: string[];
   reposJson?: string;
+  /** The worker's MCP servers (config/mcp-servers.ts), for extensions/mcp.ts. */
+  mcpJson?: string;
 }
 
 export function boxEnvironment(input: BoxEnvInput): Record<string, string> {
@@ -49,6 +51,7 @@ export function boxEnvironment(input: BoxEnvInput): Record<string, string> {
   };
   if (input.taskId) env.ROSTER_TASK_ID = input.taskId;
   if (input.reposJson) env.ROSTER_REPOS_JSON = input.reposJson;
+  if (input.mcpJson) env.ROSTER_MCP_JSON = input.mcpJson;
   for (const name of input.sentinels ?? []) env[name] = SENTINEL;
   return env;
 }

@@ -52,6 +52,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
       ...(input.home.repos.repos.length
         ? { reposJson: JSON.stringify(input.home.repos.repos) }
         : {}),
+      ...(worker.mcp.length ? { mcpJson: JSON.stringify(worker.mcp) } : {}),
     }),
     ...(input.toolsVolume ? toolsEnvironment() : {}),
     // roster-busy refreshes its mark well inside this window

@@ -7,6 +7,7 @@ import { RosterError } from "../errors.ts";
 interface AddFlags {
   from: string;
   host?: string[];
+  url?: string;
   path?: string;
   rw?: boolean;
   worker?: string[];
@@ -54,6 +55,7 @@ export function registerConnectionCommands(program: Command): void {
     )
     .requiredOption("--from <recipe>", "the recipe (roster connection catalog)")
     .option("--host <host>", "the API's host, instead of the recipe's (repeatable)", repeat)
+    .option("--url <url>", "mcp: the server's https:// endpoint")
     .option("--path <folder>", "host-dir / host-repo: the folder on the host")
     .option("--rw", "host-dir: mounted read-write")
     .option("--worker <worker>", "grant it to this worker (repeatable)", repeat)
@@ -65,7 +67,7 @@ export function registerConnectionCommands(program: Command): void {
     )
     .option("--secret-env <VAR>", "read the secret from this environment variable")
     .option("--verify", "then make one real call through the gateway and say whether it works")
-    .option("--verify-path <path>", "the path --verify asks for (bearer, mcp: default /)")
+    .option("--verify-path <path>", "the path --verify asks for (bearer: default /)")
     .option("--as <worker>", "verify as this grantee (default: the first)")
     .addOption(new Option("--secret <value>").hideHelp())
     .action(async (name: string, flags: AddFlags) => {
@@ -77,6 +79,7 @@ export function registerConnectionCommands(program: Command): void {
         name,
         from: flags.from,
         hosts: flags.host ?? [],
+        ...(flags.url !== undefined ? { url: flags.url } : {}),
         ...(flags.path !== undefined ? { path: flags.path } : {}),
         ...(flags.rw ? { readWrite: true } : {}),
         edges: [...(flags.worker ?? []), ...(flags.org ? ["org"] : [])],

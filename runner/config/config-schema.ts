@@ -1,6 +1,7 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
-import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
+import { BudgetLimit, BudgetMeter, Edges, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
+import { McpConnection, McpServerDeclaration } from "./mcp-schema.ts";
 import { ToolchainSection } from "./toolchain-schema.ts";
 import { WORKER_NAME_PATTERN } from "./worker-name.ts";
 
@@ -343,6 +344,8 @@ export const WorkerConfig = Type.Object(
       }),
     ),
     toolchain: Type.Optional(ToolchainSection),
+    /** MCP servers the box starts itself and speaks to over stdio (mcp-schema.ts). */
+    mcp: Type.Optional(Type.Array(McpServerDeclaration)),
     budget: Type.Optional(
       Type.Object(
         { limit: Type.Optional(Type.Array(BudgetLimit)) },
@@ -353,12 +356,6 @@ export const WorkerConfig = Type.Object(
   { additionalProperties: false },
 );
 export type WorkerConfig = Static<typeof WorkerConfig>;
-
-/** An edge granting a connection to a worker (`[grant.<worker>]`) or to all (`[grant.org]`). */
-const Edges = Type.Record(
-  Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", description: NAME }),
-  Type.Object({}, { additionalProperties: false }),
-);
 
 /** connections/<name>.toml: the name is the file stem, the vault credential and the mount name. */
 export const ServiceConnection = Type.Object(
@@ -425,11 +422,13 @@ export const ConnectionConfig = Type.Union([
   ServiceConnection,
   HostDirConnection,
   HostRepoConnection,
+  McpConnection,
 ]);
 /** Validated by kind first, so errors speak of the right fields. */
 export const CONNECTION_KINDS: Record<string, TSchema> = {
   service: ServiceConnection,
   "host-dir": HostDirConnection,
   "host-repo": HostRepoConnection,
+  mcp: McpConnection,
 };
 export type ConnectionConfig = Static<typeof ConnectionConfig>;

@@ -62,15 +62,44 @@ export function grantedTo(connection: ConnectionConfig, worker: string): boolean
   return edges.includes("org") || edges.includes(worker);
 }
 
-/** Rules for a service connection, one per edge; none when its secret is missing from the vault. */
+/** The hosts, port and methods a service or MCP connection opens; undefined for a mount. */
+export function serviceReach(connection: ConnectionConfig): ServiceReach | undefined {
+  if (connection.kind === "host-dir" || connection.kind === "host-repo") return undefined;
+  const inject = {
+    header: connection.inject_header ?? SERVICE_TOKEN_AUTH.header,
+    value: connection.inject_value ?? SERVICE_TOKEN_AUTH.value,
+  };
+  if (connection.kind === "mcp") {
+    const url = new URL(connection.url);
+    // streamable HTTP posts messages, opens a GET stream and ends a session with DELETE
+    return {
+      hosts: [url.hostname],
+      port: url.port ? Number(url.port) : 443,
+      methods: MCP_METHODS,
+      inject,
+    };
+  }
+  return { hosts: connection.hosts, port: 443, methods: connection.methods ?? ["*"], inject };
+}
+
+interface ServiceReach {
+  hosts: string[];
+  port: number;
+  methods: string[];
+  inject: { header: string; value: string };
+}
+
+export const MCP_METHODS = ["GET", "POST", "DELETE"];
+
+/** Rules for a service or MCP connection, one per edge; none when its secret is missing from the vault. */
 export function serviceGrants(
   name: string,
   connection: ConnectionConfig,
   source: string,
   vaultDir: string | undefined,
 ): { grants: ScopedGrant[]; warning?: string } {
-  if (connection.kind !== undefined && connection.kind !== "service") return { grants: [] };
-  if (!("hosts" in connection)) return { grants: [] };
+  const reach = serviceReach(connection);
+  if (!reach) return { grants: [] };
   const hasSecret = vaultDir ? existsSync(join(vaultDir, `${name}.json`)) : true;
   if (!hasSecret) {
     return {
@@ -82,15 +111,10 @@ export function serviceGrants(
     (scope): ScopedGrant => ({
       name: `connection:${name}`,
       verdict: "allow",
-      match: { host: connection.hosts, port: 443, method: connection.methods ?? ["*"] },
+      match: { host: reach.hosts, port: reach.port, method: reach.methods },
       inject: {
         credential: name,
-        headers: [
-          {
-            header: connection.inject_header ?? SERVICE_TOKEN_AUTH.header,
-            value: connection.inject_value ?? SERVICE_TOKEN_AUTH.value,
-          },
-        ],
+        headers: [reach.inject],
       },
       scope,
       source,

@@ -160,3 +160,12 @@ export interface ScopedGrant extends Grant {
 export interface ScopedLimit extends BudgetLimit {
   scope: string;
 }
+
+/** An edge granting a connection to a worker (`[grant.<worker>]`) or to all (`[grant.org]`). */
+export const Edges = Type.Record(
+  Type.String({
+    pattern: "^[a-z0-9][a-z0-9_-]*$",
+    description: "lower-case letters, digits, '_' or '-'",
+  }),
+  Type.Object({}, { additionalProperties: false }),
+);

@@ -37,6 +37,8 @@ import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
 import { KNOWLEDGE_DETAIL, KNOWLEDGE_REPO, knowledgeMount } from "./knowledge.ts";
 import { locateLine } from "./locate.ts";
+import type { McpServerEntry } from "./mcp-schema.ts";
+import { checkMcpNames, mcpConnectionNameProblem, mcpServersFor } from "./mcp-servers.ts";
 import { modelGrant } from "./model.ts";
 import {
   checkNarrowing,
@@ -85,7 +87,7 @@ const KIND_WANTED: Partial<Record<ValueErrorType, string>> = {
   [ValueErrorType.Array]: "a list ([...])",
 };
 
-const ARRAY_TABLES = new Set(["grant", "meter", "limit", "action", "trust"]);
+const ARRAY_TABLES = new Set(["grant", "meter", "limit", "action", "trust", "mcp"]);
 const CONNECTION_NAME = /^[a-z0-9_-]+$/;
 
 interface Parsed<T> {
@@ -186,7 +188,22 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
   const org = readOrg(reading, join(root, "org.toml"));
   const workerGrants = readWorkers(reading, workersDir);
   const connectionGrants = readConnections(reading, join(root, "connections"), options.vaultDir);
-  loaded.grants = [...workerGrants, ...connectionGrants, ...org.modelGrants, ...org.orgGrants];
+  // an MCP connection allows every tool of its server: it comes after org.toml's grants, so
+  // those can deny or gate some of its tools and the connection answers for the rest
+  const isMcp = (grant: ScopedGrant) =>
+    loaded.connections.get(grant.name.replace(/^connection:/, ""))?.kind === "mcp";
+  loaded.grants = [
+    ...workerGrants,
+    ...connectionGrants.filter((grant) => !isMcp(grant)),
+    ...org.modelGrants,
+    ...org.orgGrants,
+    ...connectionGrants.filter(isMcp),
+  ];
+  for (const [name, worker] of loaded.workers) {
+    const file = join(workersDir, name, "worker.toml");
+    const text = worker.mcp ? readFileSync(file, "utf8") : "";
+    errors.push(...checkMcpNames(loaded.connections, name, worker, reading.show(file), text));
+  }
   if (options.vaultDir) warnUnstoredExposures(loaded, options.vaultDir);
   return loaded;
 }
@@ -256,6 +273,7 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
     }
     checkGrantHosts(worker.value.grant, show(file), worker.text, errors);
     checkExposes(worker.value.expose, show(file), worker.text, errors);
+    checkUniqueNames("mcp", worker.value.mcp, show(file), worker.text, errors);
     checkCeilings({ box: worker.value.box ?? {} }, show(file), worker.text, errors);
     errors.push(...checkNarrowing(loaded.org, worker.value, show(file), worker.text));
     errors.push(...bindings.claim(name, worker.value.channels, show(file), worker.text));
@@ -317,18 +335,20 @@ function readConnections(
         file: show(file),
         line: locateLine(raw.text, "/kind"),
         field: "kind",
-        message: `must be one of service, host-dir, host-repo (found ${JSON.stringify(kind)})`,
+        message: `must be one of ${Object.keys(CONNECTION_KINDS).join(", ")} (found ${JSON.stringify(kind)})`,
       });
       continue;
     }
     const connection = validate<ConnectionConfig>(raw, show(file), variant, errors);
     if (!connection) continue;
-    const problem = mountProblem(connection.value);
+    const problem =
+      mountProblem(connection.value) ??
+      (connection.value.kind === "mcp" ? mcpConnectionNameProblem(name) : undefined);
     if (problem) {
       errors.push({
         file: show(file),
-        line: locateLine(raw.text, "/path"),
-        field: "path",
+        line: connection.value.kind === "mcp" ? 1 : locateLine(raw.text, "/path"),
+        field: connection.value.kind === "mcp" ? "(file name)" : "path",
         message: problem,
       });
       continue;
@@ -388,6 +408,8 @@ export interface WorkerView {
   heartbeat: Heartbeat | undefined;
   /** Packages baked into its derived box image (org.toml's per ecosystem unless it has its own). */
   toolchain: Toolchain;
+  /** The MCP servers its box connects to (ROSTER_MCP_JSON): granted connections, declared stdio ones. */
+  mcp: McpServerEntry[];
 }
 
 /**
@@ -416,6 +438,7 @@ export function workerView(
     heartbeat: heartbeatFor(config.org.heartbeat, name, worker.heartbeat),
     store: narrowestStore(config.org.store, worker.store),
     toolchain: workerToolchain(config.org.toolchain, worker.toolchain),
+    mcp: mcpServersFor(config.connections, name, worker),
   };
   for (const expose of [...(config.org.expose ?? []), ...(worker.expose ?? [])]) {
     if (!view.sentinels.includes(expose.env)) view.sentinels.push(expose.env);
@@ -431,6 +454,12 @@ export function workerView(
         detail: mount.gated
           ? `a git clone of your own at ~/mnt/${connectionName} on branch run/<run-id> (read-write); origin is the real repo, read-only: commit there and land it on ${mount.gated.branch} with repo_push${mount.gated.writeFrom === "clean" ? "; a run that carried a conversation (a chat session, a task filed from one) may not push here (the clean-room rule)" : "; a push that names someone from this run's conversations is refused (the clean-room rule)"}`
           : `mounted at ~/mnt/${connectionName} (${mount.readOnly ? "read-only" : "read-write"})`,
+      });
+    } else if (connection.kind === "mcp") {
+      view.connections.push({
+        name: connectionName,
+        kind: "mcp",
+        detail: `the MCP server at ${connection.url}: its tools are yours as ${connectionName}__<tool>; the gateway adds the credential`,
       });
     } else if ("hosts" in connection) {
       if (connection.env) view.sentinels.push(connection.env);

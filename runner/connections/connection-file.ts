@@ -14,6 +14,8 @@ export interface NewConnection {
   name: string;
   recipe: Recipe;
   hosts: string[];
+  /** mcp: the server's endpoint. */
+  url?: string;
   path?: string;
   readWrite?: boolean;
   edges: string[];
@@ -35,6 +37,21 @@ export function renderConnection(spec: NewConnection): string {
       "# to requests of the workers granted below; a box never holds the secret.",
       `hosts = ${list(spec.hosts)}`,
       `methods = ${list(recipe.methods ?? ["*"])}`,
+    );
+    if (recipe.inject) {
+      lines.push(
+        `inject_header = ${quote(recipe.inject.header)}`,
+        `inject_value = ${quote(recipe.inject.value)}`,
+      );
+    }
+  } else if (recipe.kind === "mcp") {
+    lines.push(
+      `# The gateway adds ${recipe.inject?.header ?? "the header"} from the vault (data/vault/${name}.json)`,
+      "# to requests of the workers granted below; a box never holds the secret.",
+      `kind = "mcp"`,
+      `url = ${quote(spec.url ?? "")}`,
+      `# transport = "sse"   for a server that speaks the older HTTP+SSE transport`,
+      `# call_timeout_secs = 60`,
     );
     if (recipe.inject) {
       lines.push(

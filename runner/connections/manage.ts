@@ -36,6 +36,8 @@ export interface AddOptions {
   name: string;
   from: string;
   hosts: string[];
+  /** mcp: the server's https:// endpoint. */
+  url?: string;
   path?: string;
   readWrite?: boolean;
   edges: string[];
@@ -82,7 +84,17 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
   if (recipe.kind === "action-credential") return addActionCredential(paths, recipe, options);
 
   const hosts = options.hosts.length ? options.hosts : (recipe.hosts ?? []);
-  if (recipe.kind === "service") {
+  if (recipe.kind === "mcp") {
+    if (options.hosts.length || options.path !== undefined)
+      throw new RosterError(`--from ${recipe.name} takes --url, not --host or --path`, {
+        exitCode: 2,
+      });
+    if (!options.url || !/^https:\/\/[^\s/?#]+(\/\S*)?$/.test(options.url))
+      throw new RosterError(
+        `--from ${recipe.name} needs --url https://<host>[:port]/<path> (the server's MCP endpoint)`,
+        { exitCode: 2 },
+      );
+  } else if (recipe.kind === "service") {
     if (!hosts.length)
       throw new RosterError(`--from ${recipe.name} needs --host <name> (the API's host)`, {
         exitCode: 2,
@@ -104,6 +116,7 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
     name,
     recipe,
     hosts,
+    ...(options.url !== undefined ? { url: options.url } : {}),
     ...(path !== undefined ? { path } : {}),
     ...(options.readWrite ? { readWrite: true } : {}),
     edges: options.edges,
@@ -259,7 +272,7 @@ export function listConnections(paths: RosterPaths): ConnectionRow[] {
           detail: error instanceof Error ? error.message : String(error),
         };
       }
-      if (kind !== "service")
+      if (kind !== "service" && kind !== "mcp")
         return { name, kind, grantees, state: "ok" as const, detail: "a mount (no secret)" };
       if (!existsSync(join(paths.vault, `${name}.json`)))
         return {

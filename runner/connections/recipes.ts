@@ -5,7 +5,7 @@
  * secret), which vault field holds the secret, and the one harmless request
  * `--verify` makes. Pure data: the file writer and the verifier read it.
  */
-export type RecipeKind = "service" | "host-dir" | "host-repo" | "action-credential";
+export type RecipeKind = "service" | "mcp" | "host-dir" | "host-repo" | "action-credential";
 
 export interface VerifyCall {
   method: "GET" | "POST";
@@ -90,14 +90,11 @@ export const RECIPES: readonly Recipe[] = [
   {
     name: "mcp",
     summary:
-      "an MCP server over HTTPS (streamable HTTP) that takes a bearer token (--host required)",
-    kind: "service",
-    hosts: [],
-    methods: ["GET", "POST", "DELETE"],
+      "an MCP server over HTTPS (streamable HTTP, or SSE) that takes a bearer token (--url required)",
+    kind: "mcp",
     inject: { header: "authorization", value: "Bearer {token}" },
     secretField: TOKEN,
-    verify: { method: "GET", path: "/" },
-    note: "narrow it per tool with an org.toml grant: match = { host, mcp = { tool } }",
+    note: "its tools reach granted workers as <name>__<tool>; org.toml grants for its host (match = { host, mcp = { tool } }) come first: they deny or gate some tools, the connection allows the rest",
   },
   {
     name: "slack",
@@ -150,6 +147,8 @@ export function grantsOf(recipe: Recipe): string {
   if (recipe.kind === "host-dir") return "a host folder at ~/mnt/<name> (read-only unless --rw)";
   if (recipe.kind === "host-repo") return "a host git repo at ~/mnt/<name> (read-only)";
   if (recipe.kind === "action-credential") return "nothing in the box: the host's email action";
+  if (recipe.kind === "mcp")
+    return "HTTPS to the --url's host and port (GET, POST, DELETE); its tools as <name>__<tool>";
   const hosts = recipe.hosts?.length ? recipe.hosts.join(", ") : "--host";
   return `HTTPS to ${hosts}, methods ${(recipe.methods ?? ["*"]).join(", ")}`;
 }

@@ -38,6 +38,11 @@ export async function verifyConnection(
     throw new RosterError(`no connection named "${name}" (connections/${name}.toml)`, {
       exitCode: 2,
     });
+  if (connection.kind === "mcp")
+    throw new RosterError(
+      `"${name}" is an MCP connection: a run checks it, listing its tools at start (a server that fails is named in the run's prompt)`,
+      { exitCode: 2, hint: `roster run <worker> "list your ${name}__ tools"` },
+    );
   if (!("hosts" in connection))
     throw new RosterError(
       `"${name}" is a ${connection.kind} connection: there is no request to verify it with`,

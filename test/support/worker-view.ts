@@ -21,6 +21,7 @@ export function defaultWorkerView(overrides: Partial<WorkerView> = {}): WorkerVi
     heartbeat: undefined,
     store: narrowestStore(undefined, undefined),
     toolchain: { apt: [], npm: [], pip: [] },
+    mcp: [],
     ...overrides,
   };
 }
