@@ -90,3 +90,28 @@ export function heldResult(id: JsonRpcId, tool: string, gateId: string): Record<
     },
   };
 }
+
+/**
+ * The JSON-RPC messages in an MCP server's answer: the body itself when it is
+ * JSON, each `data:` line when it is an event stream. What doesn't parse as an
+ * object is left out.
+ */
+export function jsonRpcMessages(text: string, eventStream: boolean): Record<string, unknown>[] {
+  const raws = eventStream
+    ? text
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).trim())
+    : [text];
+  const messages: Record<string, unknown>[] = [];
+  for (const raw of raws) {
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (typeof parsed === "object" && parsed !== null)
+        messages.push(parsed as Record<string, unknown>);
+    } catch {
+      // not a message: skipped
+    }
+  }
+  return messages;
+}

@@ -1,3 +1,5 @@
+import { jsonRpcMessages } from "./mcp-answers.ts";
+
 /**
  * What an MCP server answered a forwarded `tools/call`, for the call's audit
  * line: a JSON-RPC error (its code and message) or a tool result flagged
@@ -39,20 +41,7 @@ export class McpOutcomeTap {
     if (!this.chunks) return undefined;
     const text = Buffer.concat(this.chunks).toString("utf8");
     this.chunks = undefined;
-    const messages = this.stream
-      ? text
-          .split(/\r?\n/)
-          .filter((line) => line.startsWith("data:"))
-          .map((line) => line.slice(5).trim())
-      : [text];
-    for (const raw of messages) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(raw);
-      } catch {
-        continue;
-      }
-      if (typeof parsed !== "object" || parsed === null) continue;
+    for (const parsed of jsonRpcMessages(text, this.stream)) {
       const message = parsed as { error?: unknown; result?: unknown };
       if (message.error !== undefined) return { error: errorOf(message.error) };
       if (message.result !== undefined) {

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { jsonRpcMessages } from "../../gateway/mcp-answers.ts";
 import type { Upstreams, UpstreamTarget } from "../../gateway/upstreams.ts";
 import { ROSTER_VERSION } from "../../version.ts";
 
@@ -119,20 +120,7 @@ async function answerTo(response: IncomingMessage, id: number): Promise<Answer |
   }
   const text = Buffer.concat(chunks).toString("utf8");
   const type = String(response.headers["content-type"] ?? "");
-  const messages = type.includes("text/event-stream")
-    ? text
-        .split(/\r?\n/)
-        .filter((line) => line.startsWith("data:"))
-        .map((line) => line.slice(5).trim())
-    : [text];
-  for (const raw of messages) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw);
-    } catch {
-      continue;
-    }
-    if (typeof parsed !== "object" || parsed === null) continue;
+  for (const parsed of jsonRpcMessages(text, type.includes("text/event-stream"))) {
     const message = parsed as { id?: unknown; result?: unknown; error?: unknown };
     if (message.id !== id) continue;
     if (message.error !== undefined) return { error: message.error };
