@@ -9,8 +9,13 @@ import type { McpFacts } from "./request-facts.ts";
  * it is held for approval. Pure data, no sockets.
  */
 
-/** The JSON-RPC error code of a gateway refusal (server-defined range). */
-export const MCP_REFUSED_CODE = -32001;
+/**
+ * The JSON-RPC error code of a gateway refusal, in the server-defined range
+ * and clear of the codes the MCP SDK gives meanings of its own (-32000
+ * connection closed, -32001 request timeout, -32042): a client must read it
+ * as a refusal, not as a call that timed out.
+ */
+export const MCP_REFUSED_CODE = -32050;
 
 export type JsonRpcId = string | number;
 

@@ -51,6 +51,18 @@ describe.skipIf(!docker)("MCP end to end: a real box, the real gateway, real MCP
           inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
           run: (args) => `issue ${String(args.id)}: open, assigned to nobody`,
         },
+        {
+          name: "delete_issue",
+          description: "Delete an issue",
+          inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+          run: (args) => `deleted ${String(args.id)}`,
+        },
+        {
+          name: "close_issue",
+          description: "Close an issue",
+          inputSchema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+          run: (args) => `closed ${String(args.id)}`,
+        },
       ],
     });
     hostile = await startHostileMcp({ name: "hostile.test", dir });
@@ -88,7 +100,10 @@ describe.skipIf(!docker)("MCP end to end: a real box, the real gateway, real MCP
       // no web-read: the only hosts a box reaches are the ones granted here
       .replace(
         /\[\[grant\]\]\nname = "web-read"\nverdict = "allow"\nmatch = [^\n]*\n/,
-        '[[grant]]\nname = "docs"\nverdict = "allow"\nmatch = { host = "docs.test", method = "GET" }\n',
+        '[[grant]]\nname = "docs"\nverdict = "allow"\nmatch = { host = "docs.test", method = "GET" }\n' +
+          // org.toml narrows the tracker connection: one tool refused, one held for a human
+          '\n[[grant]]\nname = "tracker-deletes"\nverdict = "deny"\nmatch = { host = "mcp.test", mcp = { tool = "delete_*" } }\n' +
+          '\n[[grant]]\nname = "tracker-closes"\nverdict = "gate"\nmatch = { host = "mcp.test", mcp = { tool = ["close_*"] } }\ninject = { credential = "tracker" }\n',
       );
     await writeFile(orgFile, org);
     await mkdir(join(config, "connections"), { recursive: true });
@@ -153,6 +168,36 @@ describe.skipIf(!docker)("MCP end to end: a real box, the real gateway, real MCP
     expect(env).toContain("ROSTER_MCP_JSON=");
     // neither the box's environment nor anything the model was sent holds the token
     expect(JSON.stringify(requests)).not.toContain(SECRET);
+  });
+
+  it("org.toml narrows the connection: a refused tool names its rule, a gated one waits for a human and runs once", async () => {
+    model.reset();
+    const before = model.requests.length;
+    const calls = tracker.calls.length;
+    model.play(
+      { toolCalls: [{ name: "tracker__delete_issue", arguments: { id: "7" } }] },
+      { toolCalls: [{ name: "tracker__close_issue", arguments: { id: "8" } }] },
+      { text: "asked" },
+    );
+    const run = await deployment.roster(["run", "elf", "tidy the tracker"], { timeoutMs: 240_000 });
+    expect(run.code, run.stderr).toBe(0);
+    const requests = model.requests.slice(before);
+    // the refusal reaches the model as the JSON-RPC error the gateway wrote, naming the rule
+    expect(toolResults(requests[1] as RecordedRequest).at(-1)).toMatch(/tracker-deletes/);
+    const held = toolResults(requests[2] as RecordedRequest).at(-1) ?? "";
+    expect(held).toMatch(/held for human approval: proposal g-[0-9a-f]+/);
+    // neither reached the server
+    expect(tracker.calls.length).toBe(calls);
+
+    const gateId = /g-[0-9a-f]+/.exec(held)?.[0] ?? "";
+    const listed = await deployment.roster(["approvals", "ls"]);
+    expect(listed.stdout).toContain(gateId);
+    expect(listed.stdout).toMatch(/close_issue \{"id":"8"\}/);
+    const approved = await deployment.roster(["approvals", "approve", gateId]);
+    expect(approved.stdout, approved.stderr).toContain(`${gateId} executed`);
+    await deployment.roster(["approvals", "approve", gateId]);
+    expect(tracker.calls.slice(calls)).toEqual([{ tool: "close_issue", args: { id: "8" } }]);
+    expect(tracker.authorizations.at(-1)).toBe(`Bearer ${SECRET}`);
   });
 
   it("a hostile server costs errors the model can read: no hung turn, no crashed pi", async () => {

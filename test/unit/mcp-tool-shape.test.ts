@@ -171,11 +171,11 @@ describe("MCP results and failures", () => {
 
   it("shows a JSON-RPC error's code and message as sent", () => {
     const error = Object.assign(
-      new Error("MCP error -32001: denied by rule mcp-no-delete: ask for delete rights"),
-      { code: -32001 },
+      new Error("MCP error -32050: denied by rule mcp-no-delete: ask for delete rights"),
+      { code: -32050 },
     );
     expect(renderFailure("tracker", "delete_issue", error)).toBe(
-      "MCP server tracker answered delete_issue with JSON-RPC error -32001: denied by rule mcp-no-delete: ask for delete rights",
+      "MCP server tracker answered delete_issue with JSON-RPC error -32050: denied by rule mcp-no-delete: ask for delete rights",
     );
     expect(renderFailure("tracker", "x", new Error("fetch failed"))).toBe(
       "MCP server tracker failed on x: fetch failed",
