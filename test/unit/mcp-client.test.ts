@@ -9,6 +9,7 @@ import { connectServer } from "../../extensions/lib/mcp/connect.ts";
 import { renderFailure, renderResult } from "../../extensions/lib/mcp/result.ts";
 import { type HostileMcp, startHostileMcp } from "../support/mcp-hostile.ts";
 import { type McpTestServer, startMcpServer } from "../support/mcp-server.ts";
+import { startSseMcpServer } from "../support/mcp-sse-server.ts";
 
 const LIMITS = { listMs: 3_000, callMs: 2_000, maxBytes: 4 * 1024 * 1024 };
 
@@ -34,6 +35,29 @@ describe("the box's MCP client", () => {
   });
   afterAll(async () => {
     await Promise.all([good?.stop(), hostile?.stop()]);
+  });
+
+  it("speaks the older HTTP+SSE transport to a server that only has that", async () => {
+    const sse = await startSseMcpServer([
+      {
+        name: "shout",
+        description: "shout",
+        inputSchema: { type: "object", properties: { say: { type: "string" } } },
+        run: (args) => String(args.say).toUpperCase(),
+      },
+    ]);
+    try {
+      const server = await connectServer({ name: "old", transport: "sse", url: sse.url }, LIMITS);
+      try {
+        expect(server.tools).toEqual([expect.objectContaining({ name: "shout" })]);
+        expect(renderResult(await server.call("shout", { say: "over sse" })).text).toBe("OVER SSE");
+        expect(sse.calls).toEqual([{ tool: "shout", args: { say: "over sse" } }]);
+      } finally {
+        await server.close();
+      }
+    } finally {
+      await sse.stop();
+    }
   });
 
   it("a server that refuses the credential is named with what it answered, within the listing deadline", async () => {
