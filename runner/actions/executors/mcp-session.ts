@@ -13,6 +13,8 @@ import { ROSTER_VERSION } from "../../version.ts";
  * messages are all a desk ever sends.
  */
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+/** How long one answer may take to arrive whole, headers aside (the gateway bounds those). */
+const ANSWER_DEADLINE_MS = 60_000;
 const PROTOCOL_VERSION = "2025-06-18";
 
 export interface McpEndpoint {
@@ -107,24 +109,45 @@ type Answer = { result: unknown } | { error: unknown };
 
 /** The JSON-RPC answer to `id` in a JSON body or an event stream, read up to the cap. */
 async function answerTo(response: IncomingMessage, id: number): Promise<Answer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of response) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > MAX_ANSWER_BYTES) {
-      response.destroy();
-      throw new Error(`the MCP server's answer is over ${MAX_ANSWER_BYTES} bytes`);
+  const stream = String(response.headers["content-type"] ?? "").includes("text/event-stream");
+  const find = (text: string): Answer | undefined => {
+    for (const parsed of jsonRpcMessages(text, stream)) {
+      const message = parsed as { id?: unknown; result?: unknown; error?: unknown };
+      if (message.id !== id) continue;
+      if (message.error !== undefined) return { error: message.error };
+      return { result: message.result };
     }
-    chunks.push(buffer);
+    return undefined;
+  };
+  // a server may keep its event stream open after the answer, or stall mid-body:
+  // the read ends at the answer, and in any case within the deadline
+  const deadline = setTimeout(
+    () =>
+      response.destroy(
+        new Error(`the MCP server did not finish its answer in ${ANSWER_DEADLINE_MS / 1000} s`),
+      ),
+    ANSWER_DEADLINE_MS,
+  );
+  try {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response) {
+      const buffer = chunk as Buffer;
+      size += buffer.length;
+      if (size > MAX_ANSWER_BYTES) {
+        response.destroy();
+        throw new Error(`the MCP server's answer is over ${MAX_ANSWER_BYTES} bytes`);
+      }
+      chunks.push(buffer);
+      if (!stream) continue;
+      const answer = find(Buffer.concat(chunks).toString("utf8"));
+      if (answer) {
+        response.destroy();
+        return answer;
+      }
+    }
+    return find(Buffer.concat(chunks).toString("utf8"));
+  } finally {
+    clearTimeout(deadline);
   }
-  const text = Buffer.concat(chunks).toString("utf8");
-  const type = String(response.headers["content-type"] ?? "");
-  for (const parsed of jsonRpcMessages(text, type.includes("text/event-stream"))) {
-    const message = parsed as { id?: unknown; result?: unknown; error?: unknown };
-    if (message.id !== id) continue;
-    if (message.error !== undefined) return { error: message.error };
-    return { result: message.result };
-  }
-  return undefined;
 }
