@@ -7,13 +7,15 @@
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectDocker } from "../runner/box/docker.ts";
+import { connectEngine } from "../runner/box/connect.ts";
+import type { DockerEngine } from "../runner/box/docker-engine.ts";
 import { buildBoxImage, formatBytes } from "../runner/box/image-build.ts";
 import { silentProgress } from "../runner/box/progress.ts";
 import { PROJECT_ROOT } from "../runner/version.ts";
 
 const tag = "roster-box:bench";
-const { client } = await connectDocker();
+const engine = await connectEngine();
+const client = (engine as DockerEngine).client;
 const extensions = await mkdtemp(join(tmpdir(), "roster-bench-ext-"));
 await cp(join(PROJECT_ROOT, "extensions"), extensions, { recursive: true });
 const probe = join(extensions, "bench_probe.ts");
@@ -23,7 +25,7 @@ const extension = (n: number) =>
 try {
   await writeFile(probe, extension(0));
   const cold = await buildBoxImage({
-    docker: client,
+    engine,
     progress: silentProgress,
     tag,
     extensionsDir: extensions,
@@ -33,7 +35,7 @@ try {
   for (let n = 1; n <= 3; n++) {
     await writeFile(probe, extension(n));
     const warm = await buildBoxImage({
-      docker: client,
+      engine,
       progress: silentProgress,
       tag,
       extensionsDir: extensions,

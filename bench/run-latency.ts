@@ -18,7 +18,8 @@ import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { connectDocker } from "../runner/box/docker.ts";
+import { connectEngine } from "../runner/box/connect.ts";
+import type { DockerEngine } from "../runner/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/box/layout.ts";
 import { listRuns, readRecord } from "../runner/runs/run-record.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
@@ -29,7 +30,8 @@ import { piFloor } from "./pi-floor.ts";
 const ROUNDS = 5;
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-const { client } = await connectDocker();
+const engine = await connectEngine();
+const client = (engine as DockerEngine).client;
 const model = await new ModelServer().start("0.0.0.0");
 
 interface Sample {

@@ -16,7 +16,8 @@ import { performance } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import type Docker from "dockerode";
-import { connectDocker } from "../runner/box/docker.ts";
+import { connectEngine } from "../runner/box/connect.ts";
+import type { DockerEngine } from "../runner/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/box/layout.ts";
 import { termChannelId } from "../runner/channels/ids.ts";
 import { ensureChannel } from "../runner/channels/store.ts";
@@ -74,7 +75,8 @@ async function boxMemory(docker: Docker, containerId: string): Promise<number> {
 
 // a shared machine inflates the cold run far more than the warm turn: the load goes in the output
 const loadAtStart = loadavg()[0] ?? 0;
-const { client: docker } = await connectDocker();
+const engine = await connectEngine();
+const docker = (engine as DockerEngine).client;
 const model = await new ModelServer().start("127.0.0.1");
 const deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), { modelKey: "BENCH-KEY" });
 const { paths } = deployment;

@@ -1,6 +1,7 @@
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
-import { connectDocker } from "../runner/box/docker.ts";
+import { connectEngine } from "../runner/box/connect.ts";
+import type { DockerEngine } from "../runner/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/box/layout.ts";
 import { TOOLCHAIN_LABEL } from "../runner/box/toolchain-image.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
@@ -10,7 +11,8 @@ import { median, timed } from "./timing.ts";
 const ROUNDS = 3;
 const WORKER_PACKAGES = 'apt = ["figlet", "sl"]';
 
-const { client } = await connectDocker();
+const engine = await connectEngine();
+const client = (engine as DockerEngine).client;
 const removeDerived = async () => {
   for (const image of await client.listImages({ filters: { label: [`${TOOLCHAIN_LABEL}=elf`] } }))
     await client.getImage(image.Id).remove({ force: true });

@@ -1,5 +1,4 @@
-import type Docker from "dockerode";
-import { followStream } from "./docker.ts";
+import type { OnMessage } from "./engine.ts";
 import type { Progress } from "./progress.ts";
 
 /**
@@ -15,12 +14,14 @@ import type { Progress } from "./progress.ts";
 // a literal ESC in a regex reads as a mistake)
 const COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
 
-export async function followBuild(
-  docker: Docker,
-  stream: NodeJS.ReadableStream,
-  progress: Progress,
-  prefix: string,
-): Promise<{ failure: string | undefined; output: string[] }> {
+export interface BuildReader {
+  /** Hand this to the engine's build: it reads each message as it comes. */
+  onMessage: OnMessage;
+  /** Once the build's stream ended: its error, if it reported one, and every line. */
+  finish(): { failure: string | undefined; output: string[] };
+}
+
+export function buildReader(progress: Progress, prefix: string): BuildReader {
   let failure: string | undefined;
   const output: string[] = [];
   let pending = "";
@@ -31,17 +32,22 @@ export async function followBuild(
     if (/^Step \d+\/\d+ :/.test(text)) progress.step(`${prefix}: ${truncate(text, 110)}`);
     else progress.detail(text);
   };
-  await followStream(docker, stream, (message) => {
-    if (message.error) {
-      failure = message.errorDetail?.message ?? message.error;
-      return;
-    }
-    const lines = (pending + (message.stream ?? "").replace(COLOUR, "")).split("\n");
-    pending = lines.pop() ?? "";
-    for (const text of lines) line(text);
-  });
-  line(pending);
-  return { failure, output };
+  return {
+    onMessage: (message) => {
+      if (message.error) {
+        failure = message.errorDetail?.message ?? message.error;
+        return;
+      }
+      const lines = (pending + (message.stream ?? "").replace(COLOUR, "")).split("\n");
+      pending = lines.pop() ?? "";
+      for (const text of lines) line(text);
+    },
+    finish: () => {
+      line(pending);
+      pending = "";
+      return { failure, output };
+    },
+  };
 }
 
 function truncate(text: string, max: number): string {

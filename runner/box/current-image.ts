@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { RosterError } from "../errors.ts";
 import { LockBusy, withFileLock } from "../files/file-lock.ts";
 import type { ContextSources } from "./build-context.ts";
-import { type ContainerEngine, imageFacts } from "./docker.ts";
+import type { BoxEngine } from "./engine.ts";
 import { buildBoxImage } from "./image-build.ts";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "./layout.ts";
 import { consoleProgress, type Progress } from "./progress.ts";
@@ -24,7 +24,7 @@ import { sourceHash } from "./source-hash.ts";
  * starting at once build once, and the second finds the image current.
  */
 export interface CurrentImageOptions extends ContextSources {
-  docker: ContainerEngine;
+  engine: BoxEngine;
   image: string;
   note: (text: string) => void;
   /** Where the build shows its steps; stderr by default. */
@@ -35,8 +35,8 @@ export interface CurrentImageOptions extends ContextSources {
 
 /** The image's id, after rebuilding it when it is roster's and not current. */
 export async function ensureCurrentImage(options: CurrentImageOptions): Promise<string> {
-  const { docker, image, note } = options;
-  const facts = await imageFacts(docker, image);
+  const { engine, image, note } = options;
+  const facts = await engine.image(image);
   const owned = image === BOX_IMAGE || facts?.labels[LABELS.tag] === image;
   if (!owned) {
     const contract = facts?.labels[LABELS.box];
@@ -50,12 +50,12 @@ export async function ensureCurrentImage(options: CurrentImageOptions): Promise<
   if (facts && staleness(facts.labels, wanted) === undefined) return facts.id;
   return withBuildLock(image, options, async () => {
     // another process may have built it while this one waited
-    const now = await imageFacts(docker, image);
+    const now = await engine.image(image);
     const why = now ? staleness(now.labels, wanted) : `the box image ${image} is missing`;
     if (now && why === undefined) return now.id;
     note(`${why}; rebuilding it`);
     const built = await buildBoxImage({
-      docker,
+      engine,
       progress: options.progress ?? consoleProgress(),
       tag: image,
       // the base it was built on before, when it names one

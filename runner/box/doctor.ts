@@ -5,14 +5,16 @@ import {
   readUpstreamCa,
   type TrustSource,
 } from "../gateway/trust-store.ts";
-import { connectDocker, dockerEndpoint } from "./docker.ts";
+import { connectEngine, engineEndpoint } from "./connect.ts";
+import type { BoxEngine, EngineKind } from "./engine.ts";
 import { splitList } from "./image-build.ts";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "./layout.ts";
 import { sourceHash } from "./source-hash.ts";
 
 /** What `roster box doctor` found: enough to tell a user what to fix first. */
 export interface DoctorReport {
-  docker: { ok: boolean; endpoint: string; version?: string; error?: string };
+  /** The container engine: which kind, where, its version, or why it can't be reached. */
+  engine: { ok: boolean; kind: EngineKind; endpoint: string; version?: string; error?: string };
   image: {
     name: string;
     present: boolean;
@@ -36,38 +38,43 @@ export interface DoctorReport {
 }
 
 export async function boxDoctor(
-  options: { image?: string; env?: NodeJS.ProcessEnv; upstreamCa?: string[] } = {},
+  options: {
+    image?: string;
+    env?: NodeJS.ProcessEnv;
+    upstreamCa?: string[];
+    kind?: EngineKind;
+  } = {},
 ): Promise<DoctorReport> {
   const name = options.image ?? BOX_IMAGE;
-  const endpoint = await dockerEndpoint(options.env);
+  const where = {
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.kind ? { kind: options.kind } : {}),
+  };
+  const endpoint = engineEndpoint(where);
   const report: DoctorReport = {
-    docker: { ok: false, endpoint: endpoint.describe },
+    engine: { ok: false, kind: endpoint.kind, endpoint: endpoint.describe },
     image: { name, present: false },
     trust: gatewayTrust(options.env ?? process.env, options.upstreamCa ?? []),
   };
-  let docker: Awaited<ReturnType<typeof connectDocker>>;
+  let engine: BoxEngine;
   try {
-    docker = await connectDocker(options.env);
+    engine = await connectEngine(where);
   } catch (error) {
-    report.docker.error = errorMessage(error);
+    report.engine.error = errorMessage(error);
     return report;
   }
-  const version = await docker.client.version().catch(() => undefined);
-  report.docker = {
-    ok: true,
-    endpoint: docker.describe,
-    ...(version ? { version: version.Version } : {}),
-  };
+  const version = await engine.version();
+  report.engine = { ...report.engine, ok: true, ...(version ? { version } : {}) };
 
-  try {
-    const info = await docker.client.getImage(name).inspect();
-    const labels = info.Config?.Labels ?? {};
+  const info = await engine.image(name);
+  if (info) {
+    const labels = info.labels;
     report.image = {
       name,
       present: true,
-      id: info.Id,
-      sizeBytes: info.Size,
-      created: info.Created,
+      id: info.id,
+      sizeBytes: info.sizeBytes,
+      created: info.created,
       engineVersion: labels[LABELS.engineVersion] ?? "unknown",
       base: labels[LABELS.baseImage] ?? "unknown",
       extensions: splitList(labels[LABELS.extensions]),
@@ -76,8 +83,6 @@ export async function boxDoctor(
     if (name === BOX_IMAGE || labels[LABELS.tag] === name)
       report.image.current =
         labels[LABELS.source] === (await sourceHash({ env: options.env ?? process.env }));
-  } catch (error) {
-    if ((error as { statusCode?: unknown }).statusCode !== 404) throw error;
   }
 
   return report;
@@ -96,9 +101,9 @@ export function formatDoctor(report: DoctorReport): string {
   const mark = (ok: boolean) => (ok ? "ok " : "-- ");
   const lines: string[] = [];
   lines.push(
-    report.docker.ok
-      ? `${mark(true)} docker   ${report.docker.version ?? "(version unknown)"} at ${report.docker.endpoint}`
-      : `${mark(false)} docker   ${report.docker.error}`,
+    report.engine.ok
+      ? `${mark(true)} engine   ${report.engine.version ?? `${report.engine.kind} (version unknown)`} at ${report.engine.endpoint}`
+      : `${mark(false)} engine   ${report.engine.error}`,
   );
   const image = report.image;
   if (image.present) {
@@ -119,11 +124,11 @@ export function formatDoctor(report: DoctorReport): string {
         `${mark(false)} sources  extensions/, box/ or engine/ changed since it was built: the next run rebuilds it (or \`roster box build\` now)`,
       );
     }
-  } else if (report.docker.ok) {
+  } else if (report.engine.ok) {
     lines.push(`${mark(false)} image    ${image.name} is missing: run \`roster box build\``);
   }
-  // Docker down is the one thing to fix first: said alone, as the image is
-  if (!report.docker.ok) return lines.join("\n");
+  // the engine down is the one thing to fix first: said alone, as the image is
+  if (!report.engine.ok) return lines.join("\n");
   const { trust } = report;
   if (!trust.ok) lines.push(`${mark(false)} trust    ${trust.error}`);
   else {

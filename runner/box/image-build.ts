@@ -1,17 +1,16 @@
 import { rm } from "node:fs/promises";
-import type Docker from "dockerode";
 import { errorMessage, RosterError } from "../errors.ts";
 import { ENGINE_PIN } from "../version.ts";
 import { assembleContext, type ContextSources } from "./build-context.ts";
-import { followBuild } from "./build-output.ts";
-import { followStream, imageExists } from "./docker.ts";
+import { buildReader } from "./build-output.ts";
+import type { BoxEngine } from "./engine.ts";
 import { BOX_CONTRACT, BOX_IMAGE, DEFAULT_BASE, LABELS, OFFLINE_BASE } from "./layout.ts";
 import { buildOfflineBase } from "./offline-base.ts";
 import type { Progress } from "./progress.ts";
 import { sourceHash } from "./source-hash.ts";
 
 export interface BuildOptions extends ContextSources {
-  docker: Docker;
+  engine: BoxEngine;
   progress: Progress;
   /** The base the Dockerfile builds FROM; a registry image by default. */
   base?: string;
@@ -40,15 +39,14 @@ export interface BuiltImage {
  * failing step named.
  */
 export async function resolveBase(options: BuildOptions): Promise<string> {
-  const { docker, progress } = options;
+  const { engine, progress } = options;
   const configured = options.base ?? DEFAULT_BASE;
   if (!options.rebuildBase) {
-    if (await imageExists(docker, configured)) return configured;
+    if (await engine.image(configured)) return configured;
     progress.step(`base: pulling ${configured}`);
     try {
-      const stream = await docker.pull(configured);
       let failure: string | undefined;
-      await followStream(docker, stream, (message) => {
+      await engine.pullImage(configured, (message) => {
         if (message.error) failure = message.error;
       });
       if (failure) throw new Error(failure);
@@ -58,16 +56,16 @@ export async function resolveBase(options: BuildOptions): Promise<string> {
         `base: ${configured} can't be pulled (${errorMessage(error).split("\n")[0]}); using a base built from Debian packages`,
       );
     }
-    if (await imageExists(docker, OFFLINE_BASE)) {
+    if (await engine.image(OFFLINE_BASE)) {
       progress.note(`base: using the cached ${OFFLINE_BASE} (--rebuild-base makes a new one)`);
       return OFFLINE_BASE;
     }
   }
-  return buildOfflineBase(docker, progress, options.env);
+  return buildOfflineBase(engine, progress, options.env);
 }
 
 export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> {
-  const { docker, progress } = options;
+  const { engine, progress } = options;
   const startedAt = Date.now();
   const tag = options.tag ?? BOX_IMAGE;
   const base = await resolveBase(options);
@@ -75,13 +73,14 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
   const source = await sourceHash(options);
   try {
     progress.step(`image: building ${tag} on ${base} (pi ${ENGINE_PIN})`);
-    const stream = await docker.buildImage(
-      { context: context.dir, src: context.files },
+    const reader = buildReader(progress, "image");
+    await engine.buildImage(
       {
-        t: tag,
-        forcerm: true,
-        nocache: options.noCache ?? false,
-        buildargs: {
+        context: context.dir,
+        files: context.files,
+        tag,
+        noCache: options.noCache ?? false,
+        buildArgs: {
           BASE: base,
           ENGINE_VERSION: ENGINE_PIN,
           EXTENSIONS: context.extensions.join(","),
@@ -90,8 +89,9 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
           TAG: tag,
         },
       },
+      reader.onMessage,
     );
-    const { failure, output } = await followBuild(docker, stream, progress, "image");
+    const { failure, output } = reader.finish();
     if (failure) {
       throw new RosterError(
         `building ${tag} failed: ${failure}; the previous image is kept\n  ${output.slice(-15).join("\n  ")}`,
@@ -100,12 +100,14 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
   } finally {
     await rm(context.dir, { recursive: true, force: true });
   }
-  const info = await docker.getImage(tag).inspect();
-  const labels = info.Config?.Labels ?? {};
+  const info = await engine.image(tag);
+  if (!info)
+    throw new RosterError(`building ${tag} reported no error, but the engine has no such image`);
+  const labels = info.labels;
   return {
     tag,
-    id: info.Id,
-    sizeBytes: info.Size,
+    id: info.id,
+    sizeBytes: info.sizeBytes,
     engineVersion: labels[LABELS.engineVersion] ?? "unknown",
     extensions: splitList(labels[LABELS.extensions]),
     source: labels[LABELS.source] ?? "unknown",

@@ -1,7 +1,6 @@
-import { PassThrough } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import type Docker from "dockerode";
-import { type BoxSpec, containerCreateOptions } from "./container-spec.ts";
+import type { BoxSpec } from "./container-spec.ts";
+import type { BoxEngine, EngineBox } from "./engine.ts";
 
 /**
  * One box from start to removal: create, attach, start, wait for exit (or a
@@ -51,27 +50,27 @@ export interface BoxHandle {
 }
 
 export async function runBox(
-  docker: Docker,
+  engine: BoxEngine,
   spec: BoxSpec,
   options: RunBoxOptions = {},
 ): Promise<BoxOutcome> {
-  const box = await startBox(docker, spec, options);
+  const box = await startBox(engine, spec, options);
   return box.done;
 }
 
 /** Starts the box and returns once it runs; rejects (and removes it) if it can't start. */
 export async function startBox(
-  docker: Docker,
+  engine: BoxEngine,
   spec: BoxSpec,
   options: RunBoxOptions = {},
 ): Promise<BoxHandle> {
-  const container = await docker.createContainer(containerCreateOptions(spec));
+  const container = await engine.createBox(spec);
   const remove = () => removeContainer(container);
   let endedBy: EndedBy = "exit";
   const kill = async (reason: EndedBy) => {
     if (endedBy !== "exit") return;
     endedBy = reason;
-    await container.kill().catch(() => undefined);
+    await container.kill();
   };
   const onAbort = () => void kill("signal");
   const onFault = () => void kill("error");
@@ -84,21 +83,11 @@ export async function startBox(
 
   let stream: NodeJS.ReadWriteStream;
   try {
-    const interactive = spec.interactive ?? false;
-    // hijacked, the attach stream is a socket both ways: stdin goes out on it
-    stream = (await container.attach({
-      stream: true,
-      stdout: true,
-      stderr: true,
-      ...(interactive ? { stdin: true, hijack: true } : {}),
-    })) as NodeJS.ReadWriteStream;
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    stdout.on("data", (chunk: Buffer) => options.onStdout?.(chunk));
-    stderr.on("data", (chunk: Buffer) => options.onStderr?.(chunk));
-    docker.modem.demuxStream(stream, stdout, stderr);
-    // a write after the box is gone must not become an unhandled 'error'
-    stream.on("error", () => undefined);
+    stream = await container.attach({
+      interactive: spec.interactive ?? false,
+      onStdout: (chunk) => options.onStdout?.(chunk),
+      onStderr: (chunk) => options.onStderr?.(chunk),
+    });
 
     if (options.deadlineMs !== undefined)
       timer = setTimeout(() => void kill("ceiling"), options.deadlineMs);
@@ -120,7 +109,7 @@ export async function startBox(
   });
   const done = (async (): Promise<BoxOutcome> => {
     try {
-      const result = (await container.wait()) as { StatusCode?: number };
+      const exitCode = await container.wait();
       // the last output may trail the exit a little; wait for it, briefly — and
       // clear that wait, or it alone holds the process for its full length
       let grace: NodeJS.Timeout | undefined;
@@ -132,15 +121,13 @@ export async function startBox(
       ]);
       clearTimeout(grace);
       const outcome: BoxOutcome = {
-        exitCode: result.StatusCode ?? 1,
+        exitCode,
         endedBy,
         containerId: container.id,
       };
       // the OOM killer's SIGKILL shows as 137: only then is the engine asked
-      if (options.reportOom && outcome.exitCode === 137) {
-        const info = await container.inspect().catch(() => undefined);
-        outcome.oomKilled = info?.State?.OOMKilled === true;
-      }
+      if (options.reportOom && outcome.exitCode === 137)
+        outcome.oomKilled = (await container.oomKilled()) === true;
       return outcome;
     } catch {
       // the engine lost the container (or its connection): count it as an error end
@@ -169,14 +156,11 @@ const REMOVAL_WAIT_MS = 15_000;
  * again until the container is gone, for a bounded time. What is still there
  * after that is the orphan sweep's.
  */
-async function removeContainer(container: Docker.Container): Promise<void> {
+async function removeContainer(container: EngineBox): Promise<void> {
   const deadline = Date.now() + REMOVAL_WAIT_MS;
   for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
-    await container.remove({ force: true }).catch(() => undefined);
-    const gone = await container.inspect().then(
-      () => false,
-      (error: { statusCode?: number }) => error.statusCode === 404,
-    );
+    await container.remove();
+    const gone = !(await container.exists());
     if (gone || Date.now() + delay > deadline) return;
     await sleep(delay);
   }

@@ -2,10 +2,9 @@ import { spawn } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type Docker from "dockerode";
 import { RosterError } from "../errors.ts";
 import { baseSourcesFile, debianSources } from "./debian-sources.ts";
-import { followStream } from "./docker.ts";
+import type { BoxEngine } from "./engine.ts";
 import { OFFLINE_BASE } from "./layout.ts";
 import type { Progress } from "./progress.ts";
 import { onPath, runCommand } from "./run-command.ts";
@@ -13,7 +12,7 @@ import { onPath, runCommand } from "./run-command.ts";
 /**
  * A base image for hosts that reach Debian's mirror and the npm registry but no
  * container registry: debootstrap bookworm, put Node 24 in it from the npm
- * package that ships the binary, and `docker import` the tree. The box
+ * package that ships the binary, and import the tree into the engine. The box
  * Dockerfile then builds on it exactly as it would on node:24-bookworm-slim.
  */
 
@@ -36,7 +35,7 @@ class BaseStepError extends RosterError {
 }
 
 export async function buildOfflineBase(
-  docker: Docker,
+  engine: BoxEngine,
   progress: Progress,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {
@@ -99,8 +98,8 @@ export async function buildOfflineBase(
     await rm(join(rootfs, "var/cache/apt/pkgcache.bin"), { force: true });
     await rm(join(rootfs, "var/cache/apt/srcpkgcache.bin"), { force: true });
 
-    progress.step(`base: docker import as ${OFFLINE_BASE}`);
-    await importTree(docker, rootfs, progress);
+    progress.step(`base: importing the tree as ${OFFLINE_BASE}`);
+    await importTree(engine, rootfs, progress);
     return OFFLINE_BASE;
   } finally {
     await rm(work, { recursive: true, force: true });
@@ -134,7 +133,7 @@ async function unpackNpmPackage(work: string, spec: string, step: string): Promi
   return join(into, "package");
 }
 
-async function importTree(docker: Docker, rootfs: string, progress: Progress): Promise<void> {
+async function importTree(engine: BoxEngine, rootfs: string, progress: Progress): Promise<void> {
   const [repo, tag] = OFFLINE_BASE.split(":");
   const tar = spawn("tar", ["--numeric-owner", "-C", rootfs, "-c", "."], {
     stdio: ["ignore", "pipe", "pipe"],
@@ -143,20 +142,23 @@ async function importTree(docker: Docker, rootfs: string, progress: Progress): P
   tar.stderr.on("data", (chunk: Buffer) => {
     tarError += chunk.toString();
   });
-  const stream = await docker.importImage(tar.stdout, {
-    repo,
-    tag,
-    changes: [
-      "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-      "ENV LANG=C.UTF-8",
-      'CMD ["node"]',
-    ],
-  });
   let failure: string | undefined;
-  await followStream(docker, stream, (message) => {
-    if (message.error) failure = message.error;
-    else if (message.status) progress.detail(message.status);
-  });
+  await engine.importImage(
+    {
+      tar: tar.stdout,
+      repo: repo ?? OFFLINE_BASE,
+      tag: tag ?? "latest",
+      changes: [
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "ENV LANG=C.UTF-8",
+        'CMD ["node"]',
+      ],
+    },
+    (message) => {
+      if (message.error) failure = message.error;
+      else if (message.status) progress.detail(message.status);
+    },
+  );
   const code = await new Promise<number>((resolve) => {
     if (tar.exitCode !== null) resolve(tar.exitCode);
     else tar.on("close", (status) => resolve(status ?? 1));

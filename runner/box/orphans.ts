@@ -1,5 +1,5 @@
-import type Docker from "dockerode";
 import { processAlive } from "../files/process-alive.ts";
+import type { BoxEngine } from "./engine.ts";
 import { CONTAINER_LABELS } from "./layout.ts";
 
 /**
@@ -12,20 +12,15 @@ export interface Orphan {
   runId: string;
 }
 
-export async function reapOrphans(docker: Docker): Promise<Orphan[]> {
-  const containers = await docker.listContainers({
-    all: true,
-    filters: { label: [CONTAINER_LABELS.run] },
-  });
+export async function reapOrphans(engine: BoxEngine): Promise<Orphan[]> {
+  const boxes = await engine.listBoxes(CONTAINER_LABELS.run);
   const reaped: Orphan[] = [];
-  for (const info of containers) {
-    const labels = info.Labels ?? {};
+  for (const { id, labels } of boxes) {
     const pid = Number(labels[CONTAINER_LABELS.runnerPid]);
     if (processAlive(pid)) continue;
-    const container = docker.getContainer(info.Id);
-    await container.remove({ force: true }).catch(() => undefined);
+    await engine.removeBox(id);
     reaped.push({
-      containerId: info.Id,
+      containerId: id,
       worker: labels[CONTAINER_LABELS.worker] ?? "",
       runId: labels[CONTAINER_LABELS.run] ?? "",
     });

@@ -2,12 +2,11 @@ import { createHash } from "node:crypto";
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type Docker from "dockerode";
 import { type Toolchain, toolchainIsEmpty } from "../config/toolchain-schema.ts";
 import { RosterError } from "../errors.ts";
 import { hostExtraCa } from "./build-context.ts";
-import { followBuild } from "./build-output.ts";
-import { imageExists } from "./docker.ts";
+import { buildReader } from "./build-output.ts";
+import type { BoxEngine } from "./engine.ts";
 import type { Progress } from "./progress.ts";
 
 /**
@@ -162,7 +161,7 @@ export function blamedPackage(toolchain: Toolchain, output: string): string | un
 
 /** The worker's image: the box image itself when it declares nothing, else its derived one, built if missing. */
 export async function ensureToolchainImage(options: {
-  docker: Docker;
+  engine: BoxEngine;
   baseImage: string;
   worker: string;
   toolchain: Toolchain;
@@ -171,40 +170,43 @@ export async function ensureToolchainImage(options: {
   /** The deployment that builds it (prune removes only its own). */
   deployment?: string;
 }): Promise<ToolchainImage> {
-  const { docker, toolchain, worker, progress } = options;
+  const { engine, toolchain, worker, progress } = options;
   const started = Date.now();
   if (toolchainIsEmpty(toolchain)) return { tag: options.baseImage, built: false, seconds: 0 };
-  const base = await docker.getImage(options.baseImage).inspect();
+  const base = await engine.image(options.baseImage);
+  if (!base)
+    throw new RosterError(
+      `the box image ${options.baseImage} is missing; run \`roster box build\``,
+    );
   const wheels = await readWheels(toolchain.pipWheels);
-  const tag = toolchainTag(worker, base.Id, toolchain, wheels);
-  if (await imageExists(docker, tag)) return { tag, built: false, seconds: 0 };
+  const tag = toolchainTag(worker, base.id, toolchain, wheels);
+  if (await engine.image(tag)) return { tag, built: false, seconds: 0 };
 
   const context = await mkdtemp(join(tmpdir(), "roster-toolchain-"));
-  let build: Awaited<ReturnType<typeof followBuild>>;
+  let build: ReturnType<ReturnType<typeof buildReader>["finish"]>;
   try {
     await writeFile(
       join(context, "Dockerfile"),
-      toolchainDockerfile(base.Id, worker, sorted(toolchain), wheels),
+      toolchainDockerfile(base.id, worker, sorted(toolchain), wheels),
     );
     await mkdir(join(context, "wheels"));
     for (const wheel of wheels) await copyFile(wheel.path, join(context, "wheels", wheel.name));
     await writeFile(join(context, "build-ca.crt"), hostExtraCa(options.env ?? process.env));
     progress.step(`toolchain: building ${tag} for ${worker}`);
-    const stream = await docker.buildImage(
+    const reader = buildReader(progress, "toolchain");
+    await engine.buildImage(
       {
         context,
-        src: ["Dockerfile", "build-ca.crt", ...wheels.map((wheel) => `wheels/${wheel.name}`)],
-      },
-      {
-        t: tag,
-        forcerm: true,
+        files: ["Dockerfile", "build-ca.crt", ...wheels.map((wheel) => `wheels/${wheel.name}`)],
+        tag,
         labels: {
           [TOOLCHAIN_LABEL]: worker,
           ...(options.deployment ? { [TOOLCHAIN_DEPLOYMENT_LABEL]: options.deployment } : {}),
         },
       },
+      reader.onMessage,
     );
-    build = await followBuild(docker, stream, progress, "toolchain");
+    build = reader.finish();
   } finally {
     await rm(context, { recursive: true, force: true });
   }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import type Docker from "dockerode";
 import type { BoxMount } from "./container-spec.ts";
+import type { BoxEngine } from "./engine.ts";
 
 /**
  * A worker's persistent toolchain volume: what its runs install for
@@ -31,37 +31,33 @@ export function toolsVolumeName(deployment: string, worker: string, imageId: str
   return `roster-tools-${deployment}-${worker}-${imageId.replace(/^sha256:/, "").slice(0, 16)}`;
 }
 
-/** Creates the volume if it is not there (Docker answers an existing name with that volume). */
+/** Creates the volume if it is not there. */
 export async function ensureToolsVolume(
-  docker: Docker,
+  engine: BoxEngine,
   deployment: string,
   worker: string,
   imageId: string,
 ): Promise<string> {
   const name = toolsVolumeName(deployment, worker, imageId);
-  await docker.createVolume({
-    Name: name,
-    Labels: {
-      [TOOLS_LABELS.deployment]: deployment,
-      [TOOLS_LABELS.worker]: worker,
-      [TOOLS_LABELS.image]: imageId,
-    },
+  await engine.ensureVolume(name, {
+    [TOOLS_LABELS.deployment]: deployment,
+    [TOOLS_LABELS.worker]: worker,
+    [TOOLS_LABELS.image]: imageId,
   });
   return name;
 }
 
 /**
  * Where the volume's bytes are on this host, when this process can see them
- * (Docker's local driver, and the runner root or in Docker's group): what the
+ * (the engine's local driver, and the runner root or in Docker's group): what the
  * disk watch measures. Undefined elsewhere; the volume is then not measured.
  */
-export async function toolsVolumePath(docker: Docker, name: string): Promise<string | undefined> {
-  try {
-    const { Mountpoint } = (await docker.getVolume(name).inspect()) as { Mountpoint?: string };
-    return Mountpoint && existsSync(Mountpoint) ? Mountpoint : undefined;
-  } catch {
-    return undefined;
-  }
+export async function toolsVolumePath(
+  engine: BoxEngine,
+  name: string,
+): Promise<string | undefined> {
+  const path = await engine.volumePath(name);
+  return path && existsSync(path) ? path : undefined;
 }
 
 export function toolsMount(volume: string): BoxMount {

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { BOX_IMAGE, DEFAULT_BASE } from "../box/layout.ts";
 import { errorMessage, RosterError, userFailure } from "../errors.ts";
+import { configuredEngine } from "./configured-engine.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 
@@ -46,24 +47,23 @@ export function registerBoxCommands(program: Command): void {
     .option("-v, --verbose", "show every line of build output")
     .option("--json", "print the result as JSON on stdout")
     .action(async (flags: BuildFlags) => {
-      const { connectDocker } = await import("../box/docker.ts");
+      const { connectEngine } = await import("../box/connect.ts");
       const { buildBoxImage, formatBytes } = await import("../box/image-build.ts");
       const { consoleProgress } = await import("../box/progress.ts");
-      const { client } = await connectDocker();
+      const engine = await connectEngine(await configuredEngine());
       if (flags.worker) {
         const { rosterPaths } = await import("../config/paths.ts");
         const { loadWorker } = await import("../runs/provision.ts");
-        const { imageExists } = await import("../box/docker.ts");
         const { ensureToolchainImage } = await import("../box/toolchain-image.ts");
         const { deploymentKey } = await import("../box/tools-volume.ts");
         const { projectToolchains, withProjects } = await import("../config/project-toolchain.ts");
         const { worker, config } = await loadWorker(rosterPaths(), flags.worker);
         const image = config.org.engine?.image ?? BOX_IMAGE;
         const progress = consoleProgress({ verbose: flags.verbose ?? false });
-        if (!(await imageExists(client, image)))
-          await buildBoxImage({ docker: client, progress, base: flags.base, tag: image });
+        if (!(await engine.image(image)))
+          await buildBoxImage({ engine, progress, base: flags.base, tag: image });
         const toolchain = await ensureToolchainImage({
-          docker: client,
+          engine,
           baseImage: image,
           worker: worker.name,
           toolchain: withProjects(
@@ -85,7 +85,7 @@ export function registerBoxCommands(program: Command): void {
         return;
       }
       const built = await buildBoxImage({
-        docker: client,
+        engine,
         progress: consoleProgress({ verbose: flags.verbose ?? false }),
         base: flags.base,
         tag: flags.tag,
@@ -111,16 +111,20 @@ export function registerBoxCommands(program: Command): void {
 
   box
     .command("doctor")
-    .description("check Docker, the box image and the locked network")
+    .description("check the container engine, the box image and the locked network")
     .option("--image <image>", "box image to inspect", BOX_IMAGE)
     .option("--json", "print the report as JSON on stdout")
     .action(async (flags: DoctorFlags) => {
       const { boxDoctor, formatDoctor } = await import("../box/doctor.ts");
-      const report = await boxDoctor({ image: flags.image, upstreamCa: await upstreamCaFiles() });
+      const report = await boxDoctor({
+        image: flags.image,
+        upstreamCa: await upstreamCaFiles(),
+        ...(await configuredEngine()),
+      });
       process.stdout.write(
         flags.json ? `${JSON.stringify(report)}\n` : `${formatDoctor(report)}\n`,
       );
-      if (!report.docker.ok || !report.image.present) process.exitCode = 1;
+      if (!report.engine.ok || !report.image.present) process.exitCode = 1;
     });
 
   box
@@ -235,7 +239,7 @@ export function registerBoxCommands(program: Command): void {
     .action(async (flags: { json?: boolean }) => {
       const { rosterPaths } = await import("../config/paths.ts");
       const { formatConfigError, loadConfig } = await import("../config/load.ts");
-      const { connectDocker } = await import("../box/docker.ts");
+      const { connectEngine } = await import("../box/connect.ts");
       const { pruneToolchains } = await import("../box/prune.ts");
       const { formatBytes } = await import("../box/image-build.ts");
       const paths = rosterPaths();
@@ -246,8 +250,10 @@ export function registerBoxCommands(program: Command): void {
           `config is invalid, nothing was pruned:\n${config.errors.map(formatConfigError).join("\n")}`,
           { exitCode: 2 },
         );
-      const { client } = await connectDocker();
-      const report = await pruneToolchains(client, config, config.org.engine?.image ?? BOX_IMAGE);
+      const engine = await connectEngine(
+        config.org.engine?.kind ? { kind: config.org.engine.kind } : {},
+      );
+      const report = await pruneToolchains(engine, config, config.org.engine?.image ?? BOX_IMAGE);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(report)}\n`);
         return;

@@ -193,10 +193,11 @@ export function registerRunCommands(program: Command): void {
     .action(async (flags: { worker?: string; limit: string; json?: boolean }) => {
       const paths = rosterPaths();
       try {
-        const { connectDocker } = await import("../box/docker.ts");
+        const { connectEngine } = await import("../box/connect.ts");
+        const { configuredEngine } = await import("./configured-engine.ts");
         const { reapAndRecord } = await import("../runs/provision.ts");
-        const { client } = await connectDocker();
-        await reapAndRecord(client, paths, (text) => process.stderr.write(`${text}\n`));
+        const engine = await connectEngine(await configuredEngine());
+        await reapAndRecord(engine, paths, (text) => process.stderr.write(`${text}\n`));
       } catch {
         // without Docker the records are still worth showing
       }

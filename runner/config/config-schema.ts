@@ -53,6 +53,11 @@ export const BudgetSection = Type.Object(
 
 export const EngineSection = Type.Object(
   {
+    /**
+     * Which container engine runs the boxes; when unset, what the socket is
+     * (DOCKER_HOST, else Docker's socket, else Podman's).
+     */
+    kind: Type.Optional(Type.Union([Type.Literal("docker"), Type.Literal("podman")])),
     /** The box image (a local tag by default). */
     image: Type.Optional(Type.String({ minLength: 1 })),
     /**

@@ -1,6 +1,6 @@
 import { chown, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { ContainerEngine } from "../box/docker.ts";
+import type { BoxEngine } from "../box/engine.ts";
 import { BOX_IMAGE, type BoxUser, backstopContainerName, boxUser } from "../box/layout.ts";
 import { runBox } from "../box/lifecycle.ts";
 import { loadConfig, workerView } from "../config/load.ts";
@@ -46,7 +46,7 @@ echo "bundled $count"
 `;
 
 export interface SettleInput {
-  docker: ContainerEngine;
+  engine: BoxEngine;
   image: string;
   paths: RosterPaths;
   worker: string;
@@ -69,7 +69,7 @@ export interface CrashedRun {
  * same way, with the worker's repos as config says now.
  */
 export async function settleAfterCrash<Run extends CrashedRun>(
-  docker: ContainerEngine,
+  engine: BoxEngine,
   paths: RosterPaths,
   record: Run,
   dir: string,
@@ -78,7 +78,7 @@ export async function settleAfterCrash<Run extends CrashedRun>(
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   const view = workerView(config, record.worker, { dataRoot: paths.data });
   const repos = await settleRunRepos({
-    docker,
+    engine,
     image: config.org.engine?.image ?? BOX_IMAGE,
     paths,
     worker: record.worker,
@@ -127,7 +127,7 @@ async function settleOne(
   if (process.getuid?.() === 0) await chown(outDir, input.user.uid, input.user.gid);
   let said = "";
   const outcome = await runBox(
-    input.docker,
+    input.engine,
     {
       image: input.image,
       name: backstopContainerName(input.runId, connection),

@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { connectEngine } from "../box/connect.ts";
 import type { BoxSpec } from "../box/container-spec.ts";
 import { ensureCurrentImage } from "../box/current-image.ts";
-import { type ContainerEngine, connectDocker, imageId } from "../box/docker.ts";
+import type { BoxEngine } from "../box/engine.ts";
 import { engineDirMounts, engineDirWarning } from "../box/engine-dir.ts";
 import { BOX_IMAGE, boxUser } from "../box/layout.ts";
 import { reapOrphans } from "../box/orphans.ts";
@@ -39,7 +40,7 @@ import { finished, type RunRecord, readRecord, runDir, writeRecord } from "./run
  * `release()` it when the box is gone.
  */
 export interface Provisioned {
-  docker: ContainerEngine;
+  engine: BoxEngine;
   config: LoadedConfig;
   worker: WorkerView;
   identity: string;
@@ -102,18 +103,18 @@ export async function loadWorker(
 }
 
 export async function reapAndRecord(
-  docker: ContainerEngine,
+  engine: BoxEngine,
   paths: RosterPaths,
   note: (text: string) => void,
 ): Promise<void> {
-  for (const orphan of await reapOrphans(docker)) {
+  for (const orphan of await reapOrphans(engine)) {
     const dir = runDir(paths.state, orphan.worker, orphan.runId);
     const record = readRecord(dir);
     if (record && record.state === "running") {
       await writeRecord(
         dir,
         finished(
-          await settleAfterCrash(docker, paths, record, dir),
+          await settleAfterCrash(engine, paths, record, dir),
           "crash",
           undefined,
           "orphaned: its runner was gone; the box was killed at the next start",
@@ -150,14 +151,17 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     );
   }
   // What does not depend on each other runs at once: the gateway (a process of
-  // its own when embedded) starts while the Docker client loads; then the
+  // its own when embedded) starts while the engine's client loads; then the
   // image and the orphan sweep. Every step is awaited before any failure is
   // reported, and a gateway already leased is given back.
   // a running daemon's gateway, or one embedded for this run; watched until released
   const leased = leaseGateway({ paths, port, env });
-  let docker: ContainerEngine;
+  let engine: BoxEngine;
   try {
-    ({ client: docker } = await connectDocker(env));
+    engine = await connectEngine({
+      env,
+      ...(config.org.engine?.kind ? { kind: config.org.engine.kind } : {}),
+    });
   } catch (error) {
     await giveBack(leased);
     throw error;
@@ -165,9 +169,9 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
   // the box image (rebuilt when it is roster's and missing or stale), the worker's
   // toolchain on it, and the toolchain volume for exactly that image
   const workerImage = (async () => {
-    const baseId = await ensureCurrentImage({ docker, image, env, note });
+    const baseId = await ensureCurrentImage({ engine, image, env, note });
     const { tag } = await ensureToolchainImage({
-      docker,
+      engine,
       baseImage: image,
       worker: worker.name,
       toolchain,
@@ -175,14 +179,14 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       progress: { step: note, detail: () => undefined, note },
       env,
     });
-    const id = tag === image ? baseId : await builtImageId(docker, tag);
-    const volume = await ensureToolsVolume(docker, deploymentKey(paths.config), worker.name, id);
-    return { tag, toolsVolume: volume, toolsDir: await toolsVolumePath(docker, volume) };
+    const id = tag === image ? baseId : await builtImageId(engine, tag);
+    const volume = await ensureToolsVolume(engine, deploymentKey(paths.config), worker.name, id);
+    return { tag, toolsVolume: volume, toolsDir: await toolsVolumePath(engine, volume) };
   })();
   const settled = await Promise.allSettled([
     leased,
     workerImage,
-    reapAndRecord(docker, paths, note),
+    reapAndRecord(engine, paths, note),
   ]);
   const gateway = settled[0].status === "fulfilled" ? settled[0].value : undefined;
   try {
@@ -196,7 +200,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       );
     }
     return {
-      docker,
+      engine,
       config,
       worker,
       identity,
@@ -212,7 +216,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
       },
       settleRepos: (run) =>
         settleRunRepos({
-          docker,
+          engine,
           image: tag,
           paths,
           worker: worker.name,
@@ -265,8 +269,8 @@ async function giveBack(leased: Promise<GatewayLease>): Promise<void> {
 }
 
 /** The id of an image that was just built or found: its absence now is a fault, not a refusal. */
-async function builtImageId(docker: ContainerEngine, tag: string): Promise<string> {
-  const id = await imageId(docker, tag);
+async function builtImageId(engine: BoxEngine, tag: string): Promise<string> {
+  const id = (await engine.image(tag))?.id;
   if (!id) throw new Error(`the image ${tag} is missing right after it was built`);
   return id;
 }

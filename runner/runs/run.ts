@@ -223,7 +223,7 @@ export class Run {
       },
       ...(request.interactive ? { interactive: true } : {}),
     });
-    const handle = await startBox(box.docker, spec, {
+    const handle = await startBox(box.engine, spec, {
       // the one place the ceiling becomes milliseconds
       deadlineMs: ceiling_min * 60_000,
       ...(request.signal ? { signal: request.signal } : {}),

@@ -1,5 +1,5 @@
 import { mkdir, rm } from "node:fs/promises";
-import { connectDocker } from "../box/docker.ts";
+import { connectEngine } from "../box/connect.ts";
 import { botBindings } from "../config/bot-bindings.ts";
 import { formatConfigError } from "../config/config-error.ts";
 import { type LoadedConfig, loadConfig } from "../config/load.ts";
@@ -80,7 +80,7 @@ export async function startServer(options: ServerOptions): Promise<number> {
 async function serve(options: ServerOptions, config: LoadedConfig): Promise<number> {
   const { paths, note } = options;
   const env = options.env ?? process.env;
-  await recoverFirst(paths, env, note);
+  await recoverFirst(paths, config, env, note);
 
   const listen = options.listen ?? (await defaultListen(paths.config));
   const gateway = await Gateway.start({
@@ -180,6 +180,7 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
  */
 async function recoverFirst(
   paths: RosterPaths,
+  config: LoadedConfig,
   env: NodeJS.ProcessEnv,
   note: (text: string) => void,
 ): Promise<void> {
@@ -197,8 +198,11 @@ async function recoverFirst(
     );
   }
 
-  const { client: docker } = await connectDocker(env);
-  const recovered = await recover(docker, paths);
+  const engine = await connectEngine({
+    env,
+    ...(config.org.engine?.kind ? { kind: config.org.engine.kind } : {}),
+  });
+  const recovered = await recover(engine, paths);
   if (recovered.reaped) note(`reaped ${recovered.reaped} orphaned box(es)`);
   for (const id of recovered.crashed) note(`run ${id} crashed with the last server; recorded`);
   for (const id of recovered.settled) note(`task ${id} had reported its outcome; settled`);

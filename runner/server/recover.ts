@@ -1,4 +1,4 @@
-import type { ContainerEngine } from "../box/docker.ts";
+import type { BoxEngine } from "../box/engine.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { processAlive } from "../files/process-alive.ts";
@@ -22,8 +22,8 @@ export interface Recovery {
   requeued: string[];
 }
 
-export async function recover(docker: ContainerEngine, paths: RosterPaths): Promise<Recovery> {
-  const reaped = await reapOrphans(docker);
+export async function recover(engine: BoxEngine, paths: RosterPaths): Promise<Recovery> {
+  const reaped = await reapOrphans(engine);
   const crashed: string[] = [];
   for (const run of listRuns(paths.state)) {
     const record = readRecord(run.dir);
@@ -33,7 +33,7 @@ export async function recover(docker: ContainerEngine, paths: RosterPaths): Prom
     await writeRecord(
       run.dir,
       finished(
-        await settleAfterCrash(docker, paths, record, run.dir),
+        await settleAfterCrash(engine, paths, record, run.dir),
         "crash",
         undefined,
         "its runner died mid-run; the box was killed when the server started again",

@@ -4,12 +4,13 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../../runner/version.ts";
 import { configureModel, makeHome, type TestHome } from "../support/box-home.ts";
-import { testDocker } from "../support/docker.ts";
+import { testDocker, testEngine } from "../support/docker.ts";
 import { relayDoor } from "../support/door-relay.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { piEvents, runInBox, runPiArgs } from "../support/pi-box.ts";
 
 const docker = await testDocker();
+const engine = (await testEngine()) as NonNullable<Awaited<ReturnType<typeof testEngine>>>;
 const fixtures = join(PROJECT_ROOT, "test/fixtures/extensions");
 
 /** A copy of the project's extensions/ plus the named fixture files: a drop-in, as a user does it. */
@@ -22,7 +23,6 @@ async function extensionsWith(...fixtureNames: string[]): Promise<string> {
 }
 
 describe.skipIf(!docker)("the engine in a hardened box", () => {
-  const client = docker as NonNullable<typeof docker>;
   let home: TestHome;
   /** This test's door: a relay to its scripted model (engine tests need no gateway). */
   let door: string | undefined;
@@ -50,7 +50,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
 
   it("runs run-pi --version as a non-root user on a read-only root with no capabilities", async () => {
     await freshHome();
-    const run = await runInBox(client, ["/opt/roster/engine/run-pi", "--version"], {
+    const run = await runInBox(engine, ["/opt/roster/engine/run-pi", "--version"], {
       home: home.dir,
     });
     expect(run.stderr).toBe("");
@@ -58,7 +58,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
     expect(run.stdout.trim()).toBe("1.6.0");
 
     const probe = await runInBox(
-      client,
+      engine,
       [
         "bash",
         "-c",
@@ -87,7 +87,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
       },
     );
 
-    const run = await runInBox(client, runPiArgs("shout 'drop in'"), {
+    const run = await runInBox(engine, runPiArgs("shout 'drop in'"), {
       home: home.dir,
       extensionsDir: extensions,
       ...(door ? { door } : {}),
@@ -128,7 +128,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
       { text: "recovered" },
     );
 
-    const run = await runInBox(client, runPiArgs("try both"), {
+    const run = await runInBox(engine, runPiArgs("try both"), {
       home: home.dir,
       extensionsDir: extensions,
       ...(door ? { door } : {}),
@@ -152,7 +152,7 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
     cleanups.push(() => rm(extensions, { recursive: true, force: true }));
     const model = await scriptedModel({ text: "should never be asked" });
 
-    const run = await runInBox(client, runPiArgs("hello"), {
+    const run = await runInBox(engine, runPiArgs("hello"), {
       home: home.dir,
       extensionsDir: extensions,
       ...(door ? { door } : {}),

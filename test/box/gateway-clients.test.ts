@@ -6,13 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_CA, BOX_CA_BUNDLE, boxEnvironment } from "../../runner/box/box-env.ts";
 import { DOOR_PORT } from "../../runner/box/layout.ts";
 import { makeHome, type TestHome } from "../support/box-home.ts";
-import { testDocker } from "../support/docker.ts";
+import { testDocker, testEngine } from "../support/docker.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { startGitServer } from "../support/git-server.ts";
 import { runInBox } from "../support/pi-box.ts";
 import { Upstream } from "../support/upstream.ts";
 
 const docker = await testDocker();
+const engine = (await testEngine()) as NonNullable<Awaited<ReturnType<typeof testEngine>>>;
 
 /** A minimal but valid wheel, so pip's resolver can read its metadata. */
 function buildWheel(dir: string): string {
@@ -34,7 +35,6 @@ z.close()`,
 describe.skipIf(!docker)(
   "clients inside a real box reach the world only through the gateway",
   () => {
-    const client = docker as NonNullable<typeof docker>;
     let env: GatewayEnv;
     let api: Upstream;
     let git: Upstream;
@@ -141,7 +141,7 @@ match = { host = "pypi.test", method = "GET" }
 
     async function inBox(script: string) {
       const token = await env.token("elf", "run-clients");
-      return runInBox(client, ["bash", "-c", script], {
+      return runInBox(engine, ["bash", "-c", script], {
         home: home.dir,
         ...(env.gateway.door ? { door: env.gateway.door } : {}),
         env: boxEnvironment({

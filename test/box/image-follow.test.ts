@@ -4,13 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ensureCurrentImage } from "../../runner/box/current-image.ts";
-import { imageFacts } from "../../runner/box/docker.ts";
 import { LABELS } from "../../runner/box/layout.ts";
 import { silentProgress } from "../../runner/box/progress.ts";
 import { sourceHash } from "../../runner/box/source-hash.ts";
 import { PROJECT_ROOT } from "../../runner/version.ts";
 import { runRoster } from "../support/cli.ts";
-import { testDocker } from "../support/docker.ts";
+import { testDocker, testEngine } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
@@ -21,6 +20,7 @@ import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
  * roster-box:latest every other suite uses is never rebuilt here).
  */
 const docker = await testDocker();
+const engine = (await testEngine()) as NonNullable<Awaited<ReturnType<typeof testEngine>>>;
 const FIXTURE = join(PROJECT_ROOT, "test/fixtures/extensions/echo_upper.ts");
 
 const callEchoUpper: ScriptStep = {
@@ -73,13 +73,13 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
   });
 
   it("starts a current image as it is, without building", async () => {
-    const before = await imageFacts(client, tag);
+    const before = await engine.image(tag);
     model.play({ text: "nothing new" });
     const run = await roster(["run", "--local", "elf", "anything new?"]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe("nothing new");
     expect(run.stderr).not.toContain("rebuilding");
-    expect((await imageFacts(client, tag))?.id).toBe(before?.id);
+    expect((await engine.image(tag))?.id).toBe(before?.id);
   });
 
   it("rebuilds at the next run when a tool is dropped in, and the model calls it", async () => {
@@ -100,7 +100,7 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
     expect(run.stderr).toMatch(/image: Step \d+\/\d+ : COPY extensions\//);
     expect(run.stderr).toMatch(new RegExp(`rebuilt ${tag} in \\d+\\.\\ds`));
     expect(run.stdout).toContain("ECHO:DROP IN");
-    const labels = (await imageFacts(client, tag))?.labels ?? {};
+    const labels = (await engine.image(tag))?.labels ?? {};
     expect(labels[LABELS.extensions]?.split(",")).toContain("echo_upper.ts");
     expect(labels[LABELS.source]).toBe(await sourceHash({ extensionsDir: extensions }));
     const doctor = await roster(["box", "doctor", "--image", tag, "--json"]);
@@ -114,7 +114,7 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
     const ids = await Promise.all(
       notes.map((said) =>
         ensureCurrentImage({
-          docker: client,
+          engine,
           image: tag,
           extensionsDir: extensions,
           note: (text) => said.push(text),
@@ -142,7 +142,7 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
     const text = await readFile(org, "utf8");
     await writeFile(org, text.replace(/^\[engine\]$/m, `[engine]\ndir = "${checkout}"`));
     try {
-      const before = await imageFacts(client, tag);
+      const before = await engine.image(tag);
       for (let i = 0; i < 2; i++) {
         model.reset();
         model.play(
@@ -157,7 +157,7 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
         );
         expect(run.stderr).not.toContain("rebuilding");
       }
-      expect((await imageFacts(client, tag))?.id).toBe(before?.id);
+      expect((await engine.image(tag))?.id).toBe(before?.id);
     } finally {
       await writeFile(org, text);
     }

@@ -4,17 +4,17 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import { describe, expect, it } from "vitest";
 import { listExtensions } from "../../runner/box/build-context.ts";
-import { imageExists } from "../../runner/box/docker.ts";
 import { buildBoxImage } from "../../runner/box/image-build.ts";
 import { BOX_IMAGE, LABELS, OFFLINE_BASE } from "../../runner/box/layout.ts";
 import { silentProgress } from "../../runner/box/progress.ts";
 import { RosterError } from "../../runner/errors.ts";
 import { ENGINE_PIN, PROJECT_ROOT } from "../../runner/version.ts";
 import { makeHome } from "../support/box-home.ts";
-import { testDocker } from "../support/docker.ts";
+import { testDocker, testEngine } from "../support/docker.ts";
 import { runInBox } from "../support/pi-box.ts";
 
 const docker = await testDocker();
+const engine = (await testEngine()) as NonNullable<Awaited<ReturnType<typeof testEngine>>>;
 
 /** Runs a command as root in a plain (unhardened) container, only to inspect the image. */
 async function inspectAsRoot(client: Docker, image: string, script: string): Promise<string> {
@@ -86,7 +86,7 @@ describe.skipIf(!docker)("the box image", () => {
     ];
     try {
       for (const [tool, command, answer] of probes) {
-        const run = await runInBox(client, ["bash", "-c", `${command} 2>&1`], { home: home.dir });
+        const run = await runInBox(engine, ["bash", "-c", `${command} 2>&1`], { home: home.dir });
         expect({ tool, exitCode: run.exitCode, out: run.stdout }).toEqual({
           tool,
           exitCode: 0,
@@ -110,7 +110,7 @@ describe.skipIf(!docker)("the box image", () => {
       await mkdir(join(extensions, "lib"), { recursive: true });
       await writeFile(join(extensions, "lib", "shared-note.ts"), "export const note = 1;\n");
       const built = await buildBoxImage({
-        docker: client,
+        engine,
         progress: silentProgress,
         tag,
         extensionsDir: extensions,
@@ -131,11 +131,11 @@ describe.skipIf(!docker)("the box image", () => {
 
   it("names the failing step and keeps the previous images when the base can't be built", async () => {
     const before = await client.getImage(BOX_IMAGE).inspect();
-    const baseBefore = (await imageExists(client, OFFLINE_BASE))
+    const baseBefore = (await engine.image(OFFLINE_BASE))
       ? (await client.getImage(OFFLINE_BASE).inspect()).Id
       : undefined;
     const attempt = buildBoxImage({
-      docker: client,
+      engine,
       progress: silentProgress,
       rebuildBase: true,
       // a mirror nobody answers on

@@ -2,7 +2,6 @@ import { execFileSync } from "node:child_process";
 import type Docker from "dockerode";
 import type { ImageInfo } from "dockerode";
 import { describe, expect, it } from "vitest";
-import { imageExists } from "../../runner/box/docker.ts";
 import { LABELS, OFFLINE_BASE } from "../../runner/box/layout.ts";
 import { NODE_PACKAGE_VERSION } from "../../runner/box/offline-base.ts";
 import { onPath } from "../../runner/box/run-command.ts";
@@ -66,7 +65,10 @@ describe.skipIf(!docker || !canDebootstrap)("a box built without a registry", ()
 
   it("debootstraps the base, puts Node from npm in it, and builds a box that runs pi", async () => {
     // other tests build on the cached base: it is put back as it was afterwards
-    const previous = (await imageExists(client, OFFLINE_BASE))
+    const previous = (await client
+      .getImage(OFFLINE_BASE)
+      .inspect()
+      .catch(() => undefined))
       ? (await client.getImage(OFFLINE_BASE).inspect()).Id
       : undefined;
     let built: string | undefined;

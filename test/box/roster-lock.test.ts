@@ -2,13 +2,13 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeHome, type TestHome } from "../support/box-home.ts";
-import { testDocker } from "../support/docker.ts";
+import { testDocker, testEngine } from "../support/docker.ts";
 import { runInBox } from "../support/pi-box.ts";
 
 const docker = await testDocker();
+const engine = (await testEngine()) as NonNullable<Awaited<ReturnType<typeof testEngine>>>;
 
 describe.skipIf(!docker)("roster-lock", () => {
-  const client = docker as NonNullable<typeof docker>;
   let home: TestHome;
 
   beforeAll(async () => {
@@ -19,7 +19,7 @@ describe.skipIf(!docker)("roster-lock", () => {
   it("runs two holders of the same lock one after the other, in two boxes", async () => {
     const holder = (tag: string) =>
       runInBox(
-        client,
+        engine,
         [
           "roster-lock",
           "build",
@@ -51,7 +51,7 @@ describe.skipIf(!docker)("roster-lock", () => {
   it.each([["../escape"], [".hidden"], ["a/b"], [""]])(
     "refuses the lock name %j with a usage error",
     async (name) => {
-      const run = await runInBox(client, ["roster-lock", name, "--", "true"], {
+      const run = await runInBox(engine, ["roster-lock", name, "--", "true"], {
         home: home.dir,
       });
       expect(run.exitCode).toBe(64);
@@ -60,7 +60,7 @@ describe.skipIf(!docker)("roster-lock", () => {
   );
 
   it("refuses a call without the -- separator", async () => {
-    const run = await runInBox(client, ["roster-lock", "build", "true", "x"], {
+    const run = await runInBox(engine, ["roster-lock", "build", "true", "x"], {
       home: home.dir,
     });
     expect(run.exitCode).toBe(64);

@@ -1,22 +1,37 @@
 import { execFileSync } from "node:child_process";
 import { isIPv4 } from "node:net";
 import type Docker from "dockerode";
-import { connectDocker } from "../../runner/box/docker.ts";
+import { connectEngine } from "../../runner/box/connect.ts";
+import type { DockerEngine } from "../../runner/box/docker-engine.ts";
+import type { BoxEngine } from "../../runner/box/engine.ts";
 
 /**
- * Docker for tests. Locally, a missing engine skips the Docker suites with a
- * message; with CI=true it is a failure, never a silent skip.
+ * The container engine for tests: the one roster itself would connect to
+ * (DOCKER_HOST, else the engine's socket), so a suite run with DOCKER_HOST at
+ * Podman's socket tests Podman. Locally, a missing engine skips the engine
+ * suites with a message; with CI=true it is a failure, never a silent skip.
  */
 export const isCI = process.env.CI === "true";
 
-export async function testDocker(): Promise<Docker | undefined> {
-  try {
-    return (await connectDocker()).client;
-  } catch (error) {
+let connected: Promise<BoxEngine | undefined> | undefined;
+
+/** roster's own engine client (runner/box/engine.ts), for helpers that start boxes as roster does. */
+export function testEngine(): Promise<BoxEngine | undefined> {
+  connected ??= connectEngine().catch((error: unknown) => {
     if (isCI) throw error;
-    console.warn(`skipping Docker tests: ${(error as Error).message}`);
+    console.warn(`skipping container-engine tests: ${(error as Error).message}`);
     return undefined;
-  }
+  });
+  return connected;
+}
+
+/**
+ * The engine's API client itself (dockerode), for tests that look at what
+ * roster made: containers, images, volumes. Podman serves the same API.
+ */
+export async function testDocker(): Promise<Docker | undefined> {
+  const engine = await testEngine();
+  return engine ? (engine as DockerEngine).client : undefined;
 }
 
 /**

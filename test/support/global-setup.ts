@@ -1,4 +1,5 @@
-import { connectDocker } from "../../runner/box/docker.ts";
+import { connectEngine } from "../../runner/box/connect.ts";
+import type { BoxEngine } from "../../runner/box/engine.ts";
 import { buildBoxImage } from "../../runner/box/image-build.ts";
 import { consoleProgress } from "../../runner/box/progress.ts";
 import { isCI } from "./docker.ts";
@@ -9,15 +10,15 @@ import { isCI } from "./docker.ts";
  * Docker test exercises the code under test, not a stale image.
  */
 export default async function setup(): Promise<void> {
-  let docker: Awaited<ReturnType<typeof connectDocker>>;
+  let engine: BoxEngine;
   try {
-    docker = await connectDocker();
+    engine = await connectEngine();
   } catch (error) {
     if (isCI) throw error;
     console.warn(`no Docker: the box image is not built and Docker tests will skip`);
     return;
   }
-  const built = await buildBoxImage({ docker: docker.client, progress: consoleProgress() });
+  const built = await buildBoxImage({ engine, progress: consoleProgress() });
   console.log(
     `box image ${built.tag} ready (${built.id.slice(7, 19)}, pi ${built.engineVersion}, ${built.seconds.toFixed(1)}s)`,
   );

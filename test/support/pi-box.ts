@@ -1,5 +1,5 @@
-import type Docker from "dockerode";
 import type { BoxMount } from "../../runner/box/container-spec.ts";
+import type { BoxEngine } from "../../runner/box/engine.ts";
 import { BOX_HOME, BOX_IMAGE, ENGINE_DIR, RUN_PI } from "../../runner/box/layout.ts";
 import { runBox } from "../../runner/box/lifecycle.ts";
 
@@ -21,7 +21,7 @@ export interface BoxRunOptions {
 }
 
 export async function runInBox(
-  docker: Docker,
+  engine: BoxEngine,
   cmd: string[],
   options: BoxRunOptions,
 ): Promise<BoxRun> {
@@ -37,7 +37,7 @@ export async function runInBox(
   }
   mounts.push(...(options.mounts ?? []));
   const outcome = await runBox(
-    docker,
+    engine,
     {
       image: BOX_IMAGE,
       cmd,

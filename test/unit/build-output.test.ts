@@ -1,19 +1,17 @@
-import { Readable } from "node:stream";
-import Docker from "dockerode";
 import { describe, expect, it } from "vitest";
-import { followBuild } from "../../runner/box/build-output.ts";
+import { buildReader } from "../../runner/box/build-output.ts";
 import { blamedPackage } from "../../runner/box/toolchain-image.ts";
 
 /**
  * A classic build's output as the engine sends it: stderr coloured and one
  * line split over several messages. The lines the caller reads are whole
- * and plain, so a failing package is named. (The modem only parses the
- * stream here; no engine is asked anything.)
+ * and plain, so a failing package is named. (Messages are handed to the
+ * reader as the engine's stream parser would; no engine is asked anything.)
  */
 const ESC = String.fromCharCode(27);
 
 describe("following a build", () => {
-  it("joins lines split over messages and drops the builder's colours", async () => {
+  it("joins lines split over messages and drops the builder's colours", () => {
     const messages = [
       { stream: "Step 5/9 : RUN apt-get install x\n" },
       { stream: " ---> Running in 7b2c\n" },
@@ -27,14 +25,13 @@ describe("following a build", () => {
         errorDetail: { message: "returned a non-zero code: 100" },
       },
     ];
-    const stream = Readable.from(messages.map((message) => `${JSON.stringify(message)}\r\n`));
     const steps: string[] = [];
-    const build = await followBuild(
-      new Docker({ socketPath: "/nonexistent" }),
-      stream,
+    const reader = buildReader(
       { step: (text) => steps.push(text), detail: () => undefined, note: () => undefined },
       "toolchain",
     );
+    for (const message of messages) reader.onMessage(message);
+    const build = reader.finish();
     expect(build.failure).toBe("returned a non-zero code: 100");
     expect(build.output).toContain("E: Unable to locate package roster-no-such-package");
     expect(build.output.join("\n")).not.toContain(ESC);
