@@ -77,7 +77,8 @@ export interface EngineBox {
   /**
    * Connects to the box's output (and its stdin, when interactive) before it
    * starts. Returns the raw stream: writable for stdin, and it ends or closes
-   * when the box's output ends.
+   * when the box's output ends. An engine that can attach only to a running
+   * box (a Kubernetes Pod) starts it held, and start() releases it.
    */
   attach(options: {
     interactive: boolean;
@@ -103,7 +104,10 @@ export interface BoxEngine {
   ping(): Promise<void>;
   /** The engine's name and version for `box doctor`, e.g. "Docker 20.10.24". */
   version(): Promise<string | undefined>;
-  /** The OCI runtimes the engine can start a box under (runc, runsc, ...). */
+  /**
+   * The OCI runtimes the engine can start a box under (runc, runsc, ...); on a
+   * cluster, the handlers of its RuntimeClasses.
+   */
   runtimes(): Promise<string[]>;
 
   image(name: string): Promise<ImageFacts | undefined>;
@@ -116,13 +120,20 @@ export interface BoxEngine {
   removeImage(id: string): Promise<void>;
 
   createBox(spec: BoxSpec): Promise<EngineBox>;
-  /** Boxes carrying this label (key or `key=value`), running or not. */
+  /**
+   * Boxes carrying this label (key or `key=value`), running or not. Whether
+   * one is an orphan is orphans.ts's test of the runner pid label, which
+   * holds on one host only (a cluster needs a lease: docs/kubernetes.md).
+   */
   listBoxes(label: string): Promise<ListedBox[]>;
   removeBox(id: string): Promise<void>;
 
   /** Creates the volume unless it exists. */
   ensureVolume(name: string, labels: Record<string, string>): Promise<void>;
-  /** Where the volume's bytes are on this host, when this process can see them. */
+  /**
+   * Where the volume's bytes are on this host, when this process can see them;
+   * undefined when they are on another machine (a cluster's node).
+   */
   volumePath(name: string): Promise<string | undefined>;
   listVolumes(label: string): Promise<ListedVolume[]>;
   /** Throws with `inUse` set when a box still mounts it. */
