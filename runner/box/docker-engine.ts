@@ -172,10 +172,11 @@ export class DockerEngine implements BoxEngine {
   }
 }
 
-class DockerBox implements EngineBox {
+/** A box of the Docker API; Podman's boxes are these with a few steps of their own. */
+export class DockerBox implements EngineBox {
   constructor(
-    private readonly client: Docker,
-    private readonly container: Docker.Container,
+    protected readonly client: Docker,
+    protected readonly container: Docker.Container,
   ) {}
 
   get id(): string {

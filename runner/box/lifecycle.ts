@@ -21,6 +21,11 @@ export interface BoxOutcome {
   containerId: string;
   /** The kernel's OOM killer ended it (asked only with `reportOom`). */
   oomKilled?: boolean;
+  /**
+   * The engine can't say whether the OOM killer ended it (Podman): a SIGKILL
+   * roster did not send is taken for one, and this says it is not confirmed.
+   */
+  oomUnconfirmed?: boolean;
 }
 
 export interface RunBoxOptions {
@@ -126,8 +131,11 @@ export async function startBox(
         containerId: container.id,
       };
       // the OOM killer's SIGKILL shows as 137: only then is the engine asked
-      if (options.reportOom && outcome.exitCode === 137)
-        outcome.oomKilled = (await container.oomKilled()) === true;
+      if (options.reportOom && outcome.exitCode === 137) {
+        const oom = await container.oomKilled();
+        outcome.oomKilled = oom ?? endedBy === "exit";
+        if (oom === undefined && outcome.oomKilled) outcome.oomUnconfirmed = true;
+      }
       return outcome;
     } catch {
       // the engine lost the container (or its connection): count it as an error end

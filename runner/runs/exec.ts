@@ -51,6 +51,9 @@ class CappedOutput {
 const SIGPIPE_NOTE =
   "exit 141 is 128 + SIGPIPE: a command in the pipeline wrote to a reader that had stopped reading (head, grep -q, …); with pipefail that becomes the pipeline's status, usually harmlessly";
 
+const OOM_UNCONFIRMED_NOTE =
+  "the box got a SIGKILL roster did not send, under a memory limit; this engine can't confirm it was the out-of-memory killer";
+
 export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
   const started = Date.now();
   const stdout = new CappedOutput();
@@ -112,7 +115,13 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
   if (outcome.endedBy === "signal")
     return envelope({ status: "error", run_id, error: "interrupted; the box was stopped" });
   if (outcome.oomKilled)
-    return envelope({ status: "failed", signal: "SIGKILL", reason: "memory", run_id });
+    return envelope({
+      status: "failed",
+      signal: "SIGKILL",
+      reason: "memory",
+      run_id,
+      ...(outcome.oomUnconfirmed ? { note: OOM_UNCONFIRMED_NOTE } : {}),
+    });
   return envelope({
     status: outcome.exitCode === 0 ? "ok" : "failed",
     exit_code: outcome.exitCode,
