@@ -1,5 +1,6 @@
 import type Docker from "dockerode";
 import { type BoxLimits, DEFAULT_LIMITS } from "../config/box-limits.ts";
+import { DEFAULT_RUNTIME } from "./runtime.ts";
 import { BOX_GID, BOX_HOME, BOX_UID, CONTAINER_LABELS, DOOR_MOUNT, ROSTER_DOOR } from "./layout.ts";
 
 /**
@@ -43,6 +44,8 @@ export interface BoxSpec {
   user?: { uid: number; gid: number };
   /** Keep stdin open (warm sessions speak pi's RPC over it). */
   interactive?: boolean;
+  /** The OCI runtime ("runsc" for gVisor); the engine's default (runc) when unset. */
+  runtime?: string;
 }
 
 export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOptions {
@@ -91,6 +94,8 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
         ...(spec.door ? [`${spec.door}:${DOOR_MOUNT}:ro`] : []),
       ],
       AutoRemove: false,
+      // unset for runc, so a runc box's options stay exactly what they were
+      ...(spec.runtime && spec.runtime !== DEFAULT_RUNTIME ? { Runtime: spec.runtime } : {}),
     },
   };
 }

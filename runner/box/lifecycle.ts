@@ -2,6 +2,7 @@ import { PassThrough } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import { type BoxSpec, containerCreateOptions } from "./container-spec.ts";
+import { requireRuntime } from "./runtime.ts";
 
 /**
  * One box from start to removal: create, attach, start, wait for exit (or a
@@ -65,6 +66,8 @@ export async function startBox(
   spec: BoxSpec,
   options: RunBoxOptions = {},
 ): Promise<BoxHandle> {
+  // fail closed: a runtime the engine lacks is refused here, before any container exists
+  await requireRuntime(docker, spec.runtime);
   const container = await docker.createContainer(containerCreateOptions(spec));
   const remove = () => removeContainer(container);
   let endedBy: EndedBy = "exit";
