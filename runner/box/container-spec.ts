@@ -1,7 +1,7 @@
 import type Docker from "dockerode";
 import { type BoxLimits, DEFAULT_LIMITS } from "../config/box-limits.ts";
-import { DEFAULT_RUNTIME } from "./runtime.ts";
 import { BOX_GID, BOX_HOME, BOX_UID, CONTAINER_LABELS, DOOR_MOUNT, ROSTER_DOOR } from "./layout.ts";
+import { DEFAULT_RUNTIME } from "./runtime.ts";
 
 /**
  * The box contract as Docker options: every container roster starts — a one-shot

@@ -8,6 +8,13 @@ import {
 import { connectDocker, dockerEndpoint } from "./docker.ts";
 import { splitList } from "./image-build.ts";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "./layout.ts";
+import { DEFAULT_RUNTIME } from "./runtime.ts";
+import {
+  formatRuntime,
+  type RuntimeReport,
+  runtimeReport,
+  type WantedRuntimes,
+} from "./runtime-report.ts";
 import { sourceHash } from "./source-hash.ts";
 
 /** What `roster box doctor` found: enough to tell a user what to fix first. */
@@ -33,10 +40,17 @@ export interface DoctorReport {
   };
   /** The stores a gateway started from this environment verifies upstream TLS against. */
   trust: { ok: boolean; sources: TrustSource[]; error?: string };
+  /** Which runtime boxes get and whether the engine has it (asked once Docker answers). */
+  runtime?: RuntimeReport;
 }
 
 export async function boxDoctor(
-  options: { image?: string; env?: NodeJS.ProcessEnv; upstreamCa?: string[] } = {},
+  options: {
+    image?: string;
+    env?: NodeJS.ProcessEnv;
+    upstreamCa?: string[];
+    runtimes?: WantedRuntimes;
+  } = {},
 ): Promise<DoctorReport> {
   const name = options.image ?? BOX_IMAGE;
   const endpoint = await dockerEndpoint(options.env);
@@ -58,6 +72,18 @@ export async function boxDoctor(
     endpoint: docker.describe,
     ...(version ? { version: version.Version } : {}),
   };
+
+  report.runtime = await runtimeReport(
+    docker.client,
+    options.runtimes ?? { org: DEFAULT_RUNTIME, workers: {} },
+    options.env,
+  ).catch((error: unknown) => ({
+    org: DEFAULT_RUNTIME,
+    workers: {},
+    ok: false,
+    runsc: { name: "runsc", registered: false, missingArgs: [] },
+    error: errorMessage(error),
+  }));
 
   try {
     const info = await docker.client.getImage(name).inspect();
@@ -131,5 +157,6 @@ export function formatDoctor(report: DoctorReport): string {
     lines.push(`${mark(true)} trust    upstream TLS is verified against ${first}`);
     for (const line of rest) lines.push(`             + ${line}`);
   }
+  if (report.runtime) lines.push(...formatRuntime(report.runtime));
   return lines.join("\n");
 }

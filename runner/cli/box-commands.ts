@@ -17,17 +17,42 @@ interface BuildFlags {
 interface DoctorFlags {
   image: string;
   json?: boolean;
+  fix?: boolean;
 }
 
-/** `[gateway] upstream_ca` of this root's org.toml (none when there is no root or it can't be read). */
-async function upstreamCaFiles(): Promise<string[]> {
+/**
+ * What doctor reads of this root's config: `[gateway] upstream_ca`, and the
+ * runtime each worker's box gets (nothing, and runc, when there is no root or
+ * it can't be read).
+ */
+async function doctorConfig(): Promise<{
+  upstreamCa: string[];
+  runtimes: { org: string; workers: Record<string, string> };
+}> {
   const { rosterPaths } = await import("../config/paths.ts");
   const { loadConfig } = await import("../config/load.ts");
+  const { narrowestBox } = await import("../config/narrowing.ts");
   try {
-    return loadConfig(rosterPaths().config).org.gateway?.upstream_ca ?? [];
+    const config = loadConfig(rosterPaths().config);
+    const workers: Record<string, string> = {};
+    for (const [name, worker] of config.workers)
+      workers[name] = narrowestBox(config.org.box, worker.box).runtime;
+    return {
+      upstreamCa: config.org.gateway?.upstream_ca ?? [],
+      runtimes: { org: narrowestBox(config.org.box, undefined).runtime, workers },
+    };
   } catch {
-    return [];
+    return { upstreamCa: [], runtimes: { org: "runc", workers: {} } };
   }
+}
+
+/** `--fix`: the set-up gVisor needs, done before the report so the report shows its result. */
+async function fixRunsc(): Promise<{ text: string; json: { fix: object } }> {
+  const { connectDocker } = await import("../box/docker.ts");
+  const { formatSetup, setUpRunsc } = await import("../box/runtime-setup.ts");
+  const { client } = await connectDocker();
+  const setup = await setUpRunsc(client);
+  return { text: formatSetup(setup), json: { fix: setup } };
 }
 
 export function registerBoxCommands(program: Command): void {
@@ -111,16 +136,19 @@ export function registerBoxCommands(program: Command): void {
 
   box
     .command("doctor")
-    .description("check Docker, the box image and the locked network")
+    .description("check Docker, the box image, the box runtime and the locked network")
     .option("--image <image>", "box image to inspect", BOX_IMAGE)
     .option("--json", "print the report as JSON on stdout")
+    .option("--fix", "register gVisor (runsc) with dockerd and reload it: the one-time set-up")
     .action(async (flags: DoctorFlags) => {
       const { boxDoctor, formatDoctor } = await import("../box/doctor.ts");
-      const report = await boxDoctor({ image: flags.image, upstreamCa: await upstreamCaFiles() });
-      process.stdout.write(
-        flags.json ? `${JSON.stringify(report)}\n` : `${formatDoctor(report)}\n`,
-      );
-      if (!report.docker.ok || !report.image.present) process.exitCode = 1;
+      const config = await doctorConfig();
+      const fix = flags.fix ? await fixRunsc() : undefined;
+      const report = await boxDoctor({ image: flags.image, ...config });
+      if (flags.json) process.stdout.write(`${JSON.stringify({ ...report, ...fix?.json })}\n`);
+      else process.stdout.write(`${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n`);
+      if (!report.docker.ok || !report.image.present || report.runtime?.ok === false)
+        process.exitCode = 1;
     });
 
   box
