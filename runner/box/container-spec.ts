@@ -1,7 +1,7 @@
 import type Docker from "dockerode";
 import { type BoxLimits, DEFAULT_LIMITS } from "../config/box-limits.ts";
 import { BOX_GID, BOX_HOME, BOX_UID, CONTAINER_LABELS, DOOR_MOUNT, ROSTER_DOOR } from "./layout.ts";
-import { DEFAULT_RUNTIME } from "./runtime.ts";
+import { DEFAULT_RUNTIME, hostPidsLimit } from "./runtime.ts";
 
 /**
  * The box contract as Docker options: every container roster starts — a one-shot
@@ -81,7 +81,7 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
       ReadonlyRootfs: true,
       Init: true,
       Tmpfs: { "/tmp": `rw,exec,nosuid,nodev,size=${TMP_SIZE_BYTES},mode=1777` },
-      PidsLimit: limits.pids,
+      PidsLimit: hostPidsLimit(spec.runtime, limits.pids),
       // soft and hard alike: the box can't raise its own
       Ulimits: [{ Name: "nofile", Soft: BOX_OPEN_FILES, Hard: BOX_OPEN_FILES }],
       Memory: limits.memoryBytes,

@@ -21,6 +21,23 @@ export const DEFAULT_RUNTIME = "runc";
  */
 export const RUNSC_ARGS = ["--host-uds=open", "--network=none"] as const;
 
+/**
+ * Under runsc the container's pids cgroup holds gVisor's own host threads, not
+ * the box's processes: ~40 for an idle sandbox, and 6 to 8 more for each
+ * process in the box (Debian's runsc uses the ptrace platform: a host stub per
+ * address space, threads for each task). A box given runc's number gets a
+ * tenth of the processes, and at the limit the sandbox itself dies (it cannot
+ * make a thread) before a fork in the box fails. So the cgroup's limit is
+ * scaled to give the box about the processes `pids_limit` says, still bounded.
+ */
+const RUNSC_HOST_PIDS_PER_PROCESS = 8;
+const RUNSC_SANDBOX_PIDS = 64;
+
+/** The engine's pids limit for a box that may run `pids` processes under `runtime`. */
+export function hostPidsLimit(runtime: string | undefined, pids: number): number {
+  return runtime === "runsc" ? pids * RUNSC_HOST_PIDS_PER_PROCESS + RUNSC_SANDBOX_PIDS : pids;
+}
+
 /** What the engine says about one runtime. */
 export interface EngineRuntime {
   name: string;
