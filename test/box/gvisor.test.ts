@@ -89,6 +89,34 @@ describe.skipIf(!docker || (!runsc && !isCI))("gVisor (runsc) boxes", () => {
     expect(envelope.stdout).toContain("door=403\n");
   });
 
+  it("a box of 200 processes under runsc does real work: its limit leaves room for gVisor's own threads", async () => {
+    await writeFile(
+      join(deployment.paths.config, "workers/elf/worker.toml"),
+      'name = "elf"\n\n[box]\npids_limit = 200\n',
+    );
+    try {
+      const result = await deployment.roster(
+        [
+          "box",
+          "exec",
+          "elf",
+          "--local",
+          "--",
+          "for i in $(seq 1 12); do (curl -s -o /dev/null --max-time 5 http://example.test/ | cat) & done; wait; echo done",
+        ],
+        { timeoutMs: 120_000 },
+      );
+      const envelope = JSON.parse(result.stdout.trim()) as ExecEnvelope;
+      expect(envelope, result.stderr).toMatchObject({
+        status: "ok",
+        exit_code: 0,
+        stdout: "done\n",
+      });
+    } finally {
+      await writeFile(join(deployment.paths.config, "workers/elf/worker.toml"), 'name = "elf"\n');
+    }
+  });
+
   it("refuses a runtime the engine does not list before any container exists", async () => {
     const mark = Math.random().toString(36).slice(2, 10);
     const name = `roster-gvisor-absent-${mark}`;
