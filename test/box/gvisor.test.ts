@@ -147,6 +147,14 @@ describe.skipIf(!docker || (!runsc && !isCI))("gVisor (runsc) boxes", () => {
       },
     });
 
+    // refused, legibly, with nothing written: no runsc on PATH, or a file it can't write
+    await expect(
+      setUpRunsc(engine(), { daemonJson: file, env: { PATH: join(scratch, "empty") } }),
+    ).rejects.toThrow(/runsc \(gVisor\) is not installed: `apt-get install runsc`/);
+    await expect(setUpRunsc(engine(), { daemonJson: "/proc/roster-daemon.json" })).rejects.toThrow(
+      /cannot write \/proc\/roster-daemon\.json .*nothing was changed/,
+    );
+
     await writeFile(file, '{ "log-level": "warn", ');
     await expect(setUpRunsc(engine(), { daemonJson: file })).rejects.toThrow(
       /daemon\.json is not valid JSON .*nothing was changed/,
