@@ -15,7 +15,7 @@ import { PROJECT_ROOT } from "../runner/version.ts";
 
 const tag = "roster-box:bench";
 const engine = await connectEngine();
-const client = (engine as DockerEngine).client;
+const client = (engine as unknown as DockerEngine).client;
 const extensions = await mkdtemp(join(tmpdir(), "roster-bench-ext-"));
 await cp(join(PROJECT_ROOT, "extensions"), extensions, { recursive: true });
 const probe = join(extensions, "bench_probe.ts");

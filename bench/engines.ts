@@ -168,7 +168,7 @@ async function idleSession(paths: Parameters<typeof ensureChannel>[0], name: str
   });
   try {
     await new Promise((resolve) => setTimeout(resolve, 3000));
-    const client = ((await connectEngine()) as DockerEngine).client;
+    const client = ((await connectEngine()) as unknown as DockerEngine).client;
     const stats = (await client.getContainer(session.containerId).stats({ stream: false })) as {
       memory_stats?: { usage?: number; stats?: Record<string, number> };
     };

@@ -31,7 +31,7 @@ const ROUNDS = 5;
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const engine = await connectEngine();
-const client = (engine as DockerEngine).client;
+const client = (engine as unknown as DockerEngine).client;
 const model = await new ModelServer().start("0.0.0.0");
 
 interface Sample {

@@ -76,7 +76,7 @@ async function boxMemory(docker: Docker, containerId: string): Promise<number> {
 // a shared machine inflates the cold run far more than the warm turn: the load goes in the output
 const loadAtStart = loadavg()[0] ?? 0;
 const engine = await connectEngine();
-const docker = (engine as DockerEngine).client;
+const docker = (engine as unknown as DockerEngine).client;
 const model = await new ModelServer().start("127.0.0.1");
 const deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), { modelKey: "BENCH-KEY" });
 const { paths } = deployment;

@@ -12,7 +12,7 @@ const ROUNDS = 3;
 const WORKER_PACKAGES = 'apt = ["figlet", "sl"]';
 
 const engine = await connectEngine();
-const client = (engine as DockerEngine).client;
+const client = (engine as unknown as DockerEngine).client;
 const removeDerived = async () => {
   for (const image of await client.listImages({ filters: { label: [`${TOOLCHAIN_LABEL}=elf`] } }))
     await client.getImage(image.Id).remove({ force: true });

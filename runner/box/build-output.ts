@@ -30,7 +30,8 @@ export function buildReader(progress: Progress, prefix: string): BuildReader {
     if (!text) return;
     output.push(text);
     // Docker's classic builder says "Step 2/9 : …", Podman's "[2/2] STEP 7/8: …"
-    if (/^(Step \d+\/\d+ :|(\[\d+\/\d+\] )?STEP \d+\/\d+:)/.test(text)) progress.step(`${prefix}: ${truncate(text, 110)}`);
+    if (/^(Step \d+\/\d+ :|(\[\d+\/\d+\] )?STEP \d+\/\d+:)/.test(text))
+      progress.step(`${prefix}: ${truncate(text, 110)}`);
     else progress.detail(text);
   };
   return {

@@ -1,6 +1,7 @@
 import type Docker from "dockerode";
 import { type BoxLimits, DEFAULT_LIMITS } from "../config/box-limits.ts";
 import { BOX_GID, BOX_HOME, BOX_UID, CONTAINER_LABELS, DOOR_MOUNT, ROSTER_DOOR } from "./layout.ts";
+import { DEFAULT_RUNTIME, hostPidsLimit } from "./runtime.ts";
 
 /**
  * The box contract as Docker options: every container roster starts — a one-shot
@@ -43,6 +44,8 @@ export interface BoxSpec {
   user?: { uid: number; gid: number };
   /** Keep stdin open (warm sessions speak pi's RPC over it). */
   interactive?: boolean;
+  /** The OCI runtime ("runsc" for gVisor); the engine's default (runc) when unset. */
+  runtime?: string;
 }
 
 export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOptions {
@@ -78,7 +81,7 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
       ReadonlyRootfs: true,
       Init: true,
       Tmpfs: { "/tmp": `rw,exec,nosuid,nodev,size=${TMP_SIZE_BYTES},mode=1777` },
-      PidsLimit: limits.pids,
+      PidsLimit: hostPidsLimit(spec.runtime, limits.pids),
       // soft and hard alike: the box can't raise its own
       Ulimits: [{ Name: "nofile", Soft: BOX_OPEN_FILES, Hard: BOX_OPEN_FILES }],
       Memory: limits.memoryBytes,
@@ -91,6 +94,8 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
         ...(spec.door ? [`${spec.door}:${DOOR_MOUNT}:ro`] : []),
       ],
       AutoRemove: false,
+      // unset for runc, so a runc box's options stay exactly what they were
+      ...(spec.runtime && spec.runtime !== DEFAULT_RUNTIME ? { Runtime: spec.runtime } : {}),
     },
   };
 }

@@ -5,6 +5,7 @@ import {
   type BoxEngine,
   type EngineBox,
   type EngineKind,
+  type EngineRuntimeEntry,
   type ImageBuild,
   type ImageFacts,
   type ImageImport,
@@ -42,9 +43,15 @@ export class DockerEngine implements BoxEngine {
     return version ? `Docker ${version.Version}` : undefined;
   }
 
-  async runtimes(): Promise<string[]> {
-    const info = (await this.client.info()) as { Runtimes?: Record<string, unknown> };
-    return Object.keys(info.Runtimes ?? {});
+  async runtimes(): Promise<EngineRuntimeEntry[]> {
+    const info = (await this.client.info()) as {
+      Runtimes?: Record<string, { path?: string; runtimeArgs?: string[] }>;
+    };
+    return Object.entries(info.Runtimes ?? {}).map(([name, entry]) => ({
+      name,
+      ...(entry.path ? { path: entry.path } : {}),
+      ...(entry.runtimeArgs ? { runtimeArgs: entry.runtimeArgs } : {}),
+    }));
   }
 
   async image(name: string): Promise<ImageFacts | undefined> {

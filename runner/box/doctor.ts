@@ -9,6 +9,13 @@ import { connectEngine, engineEndpoint } from "./connect.ts";
 import type { BoxEngine, EngineKind } from "./engine.ts";
 import { splitList } from "./image-build.ts";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "./layout.ts";
+import { DEFAULT_RUNTIME } from "./runtime.ts";
+import {
+  formatRuntime,
+  type RuntimeReport,
+  runtimeReport,
+  type WantedRuntimes,
+} from "./runtime-report.ts";
 import { sourceHash } from "./source-hash.ts";
 
 /** What `roster box doctor` found: enough to tell a user what to fix first. */
@@ -35,6 +42,8 @@ export interface DoctorReport {
   };
   /** The stores a gateway started from this environment verifies upstream TLS against. */
   trust: { ok: boolean; sources: TrustSource[]; error?: string };
+  /** Which runtime boxes get and whether the engine has it (asked once Docker answers). */
+  runtime?: RuntimeReport;
 }
 
 export async function boxDoctor(
@@ -43,6 +52,7 @@ export async function boxDoctor(
     env?: NodeJS.ProcessEnv;
     upstreamCa?: string[];
     kind?: EngineKind;
+    runtimes?: WantedRuntimes;
   } = {},
 ): Promise<DoctorReport> {
   const name = options.image ?? BOX_IMAGE;
@@ -65,6 +75,18 @@ export async function boxDoctor(
   }
   const version = await engine.version();
   report.engine = { ...report.engine, ok: true, ...(version ? { version } : {}) };
+
+  report.runtime = await runtimeReport(
+    engine,
+    options.runtimes ?? { org: DEFAULT_RUNTIME, workers: {} },
+    options.env,
+  ).catch((error: unknown) => ({
+    org: DEFAULT_RUNTIME,
+    workers: {},
+    ok: false,
+    runsc: { name: "runsc", registered: false, missingArgs: [] },
+    error: errorMessage(error),
+  }));
 
   const info = await engine.image(name);
   if (info) {
@@ -136,5 +158,6 @@ export function formatDoctor(report: DoctorReport): string {
     lines.push(`${mark(true)} trust    upstream TLS is verified against ${first}`);
     for (const line of rest) lines.push(`             + ${line}`);
   }
+  if (report.runtime) lines.push(...formatRuntime(report.runtime));
   return lines.join("\n");
 }

@@ -16,6 +16,12 @@ export type EngineKind = "docker" | "podman";
 
 export const ENGINE_KINDS: readonly EngineKind[] = ["docker", "podman"];
 
+export interface EngineRuntimeEntry {
+  name: string;
+  path?: string;
+  runtimeArgs?: string[];
+}
+
 export interface ImageFacts {
   id: string;
   labels: Record<string, string>;
@@ -105,10 +111,10 @@ export interface BoxEngine {
   /** The engine's name and version for `box doctor`, e.g. "Docker 20.10.24". */
   version(): Promise<string | undefined>;
   /**
-   * The OCI runtimes the engine can start a box under (runc, runsc, ...); on a
-   * cluster, the handlers of its RuntimeClasses.
+   * The OCI runtimes the engine can start a box under (runc, runsc, ...), with
+   * their flags; on a cluster, the handlers of its RuntimeClasses.
    */
-  runtimes(): Promise<string[]>;
+  runtimes(): Promise<EngineRuntimeEntry[]>;
 
   image(name: string): Promise<ImageFacts | undefined>;
   buildImage(build: ImageBuild, onMessage: OnMessage): Promise<void>;

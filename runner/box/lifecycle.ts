@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { BoxSpec } from "./container-spec.ts";
 import type { BoxEngine, EngineBox } from "./engine.ts";
+import { requireRuntime } from "./runtime.ts";
 
 /**
  * One box from start to removal: create, attach, start, wait for exit (or a
@@ -69,6 +70,8 @@ export async function startBox(
   spec: BoxSpec,
   options: RunBoxOptions = {},
 ): Promise<BoxHandle> {
+  // fail closed: a runtime the engine lacks is refused here, before any container exists
+  await requireRuntime(engine, spec.runtime);
   const container = await engine.createBox(spec);
   const remove = () => removeContainer(container);
   let endedBy: EndedBy = "exit";

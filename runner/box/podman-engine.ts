@@ -6,7 +6,14 @@ import type Docker from "dockerode";
 import { RosterError } from "../errors.ts";
 import type { BoxSpec } from "./container-spec.ts";
 import { DockerBox, DockerEngine } from "./docker-engine.ts";
-import type { EngineBox, EngineKind, ImageImport, ListedImage, OnMessage } from "./engine.ts";
+import type {
+  EngineBox,
+  EngineKind,
+  EngineRuntimeEntry,
+  ImageImport,
+  ListedImage,
+  OnMessage,
+} from "./engine.ts";
 
 /**
  * Podman behind the seam, through the Docker-compatible API that `podman
@@ -63,11 +70,12 @@ export class PodmanEngine extends DockerEngine {
     return `Podman ${version.Version}${rootless ? " (rootless)" : ""}${runtime ? `, ${runtime.replace(/^OCI Runtime \((.*)\)$/, "$1")}` : ""}`;
   }
 
-  override async runtimes(): Promise<string[]> {
-    // /info lists every runtime Podman knows a path for, installed or not: only
-    // the one the service runs is sure to work (it picks it at start)
+  override async runtimes(): Promise<EngineRuntimeEntry[]> {
+    // /info lists every runtime Podman knows a path for, installed or not, and
+    // its compat API ignores a box's HostConfig.Runtime: only the runtime the
+    // service was started with is one a box really gets
     const info = (await this.client.info()) as { DefaultRuntime?: string };
-    return info.DefaultRuntime ? [info.DefaultRuntime] : [];
+    return info.DefaultRuntime ? [{ name: info.DefaultRuntime }] : [];
   }
 
   override async importImage(source: ImageImport, onMessage: OnMessage): Promise<void> {

@@ -78,5 +78,6 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
     },
     labels: { [CONTAINER_LABELS.worker]: worker.name, [CONTAINER_LABELS.run]: input.runId },
     ...(input.interactive ? { interactive: true } : {}),
+    runtime: worker.box.runtime,
   };
 }

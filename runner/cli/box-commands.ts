@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import type { EngineKind } from "../box/engine.ts";
 import { BOX_IMAGE, DEFAULT_BASE } from "../box/layout.ts";
 import { errorMessage, RosterError, userFailure } from "../errors.ts";
 import { configuredEngine } from "./configured-engine.ts";
@@ -18,17 +19,46 @@ interface BuildFlags {
 interface DoctorFlags {
   image: string;
   json?: boolean;
+  fix?: boolean;
 }
 
-/** `[gateway] upstream_ca` of this root's org.toml (none when there is no root or it can't be read). */
-async function upstreamCaFiles(): Promise<string[]> {
+/**
+ * What doctor reads of this root's config: `[gateway] upstream_ca`, and the
+ * runtime each worker's box gets (nothing, and runc, when there is no root or
+ * it can't be read).
+ */
+async function doctorConfig(): Promise<{
+  upstreamCa: string[];
+  runtimes: { org: string; workers: Record<string, string> };
+  kind?: EngineKind;
+}> {
   const { rosterPaths } = await import("../config/paths.ts");
   const { loadConfig } = await import("../config/load.ts");
+  const { narrowestBox } = await import("../config/narrowing.ts");
   try {
-    return loadConfig(rosterPaths().config).org.gateway?.upstream_ca ?? [];
+    const config = loadConfig(rosterPaths().config);
+    const workers: Record<string, string> = {};
+    for (const [name, worker] of config.workers)
+      workers[name] = narrowestBox(config.org.box, worker.box).runtime;
+    const kind = config.org.engine?.kind;
+    return {
+      upstreamCa: config.org.gateway?.upstream_ca ?? [],
+      runtimes: { org: narrowestBox(config.org.box, undefined).runtime, workers },
+      ...(kind ? { kind } : {}),
+    };
   } catch {
-    return [];
+    return { upstreamCa: [], runtimes: { org: "runc", workers: {} } };
   }
+}
+
+/** `--fix`: the set-up gVisor needs, done before the report so the report shows its result. */
+async function fixRunsc(
+  kind: EngineKind | undefined,
+): Promise<{ text: string; json: { fix: object } }> {
+  const { connectEngine } = await import("../box/connect.ts");
+  const { formatSetup, setUpRunsc } = await import("../box/runtime-setup.ts");
+  const setup = await setUpRunsc(await connectEngine(kind ? { kind } : {}));
+  return { text: formatSetup(setup), json: { fix: setup } };
 }
 
 export function registerBoxCommands(program: Command): void {
@@ -111,20 +141,21 @@ export function registerBoxCommands(program: Command): void {
 
   box
     .command("doctor")
-    .description("check the container engine, the box image and the locked network")
+    .description(
+      "check the container engine, the box image, the box runtime and the locked network",
+    )
     .option("--image <image>", "box image to inspect", BOX_IMAGE)
     .option("--json", "print the report as JSON on stdout")
+    .option("--fix", "register gVisor (runsc) with dockerd and reload it: the one-time set-up")
     .action(async (flags: DoctorFlags) => {
       const { boxDoctor, formatDoctor } = await import("../box/doctor.ts");
-      const report = await boxDoctor({
-        image: flags.image,
-        upstreamCa: await upstreamCaFiles(),
-        ...(await configuredEngine()),
-      });
-      process.stdout.write(
-        flags.json ? `${JSON.stringify(report)}\n` : `${formatDoctor(report)}\n`,
-      );
-      if (!report.engine.ok || !report.image.present) process.exitCode = 1;
+      const config = await doctorConfig();
+      const fix = flags.fix ? await fixRunsc(config.kind) : undefined;
+      const report = await boxDoctor({ image: flags.image, ...config });
+      if (flags.json) process.stdout.write(`${JSON.stringify({ ...report, ...fix?.json })}\n`);
+      else process.stdout.write(`${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n`);
+      if (!report.engine.ok || !report.image.present || report.runtime?.ok === false)
+        process.exitCode = 1;
     });
 
   box

@@ -76,6 +76,12 @@ const NAME = "lower-case letters, digits, '_' or '-'";
 /** A duration in whole seconds, minutes or hours, or "off". */
 export const STALL_AFTER_PATTERN = "^(off|[1-9][0-9]{0,5}[smh])$";
 
+/** The runtimes a box may run under (box/runtime.ts checks the engine has it). */
+export const BoxRuntime = Type.Union([Type.Literal("runc"), Type.Literal("runsc")], {
+  description: '"runc" or "runsc"',
+});
+export type BoxRuntime = Static<typeof BoxRuntime>;
+
 export const BoxSection = Type.Object(
   {
     pids_limit: Type.Optional(Type.Integer({ minimum: 16 })),
@@ -111,6 +117,12 @@ export const BoxSection = Type.Object(
         description: 'a duration like "90s", "5m" or "1h", or "off"',
       }),
     ),
+    /**
+     * The OCI runtime a box runs under: "runc" (the engine's default) or
+     * "runsc" (gVisor, a user-space kernel between the box and the host's;
+     * `roster box doctor --fix` registers it). A worker may require runsc, never drop it.
+     */
+    runtime: Type.Optional(BoxRuntime),
   },
   { additionalProperties: false },
 );

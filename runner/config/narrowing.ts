@@ -37,6 +37,7 @@ export const BOX_DEFAULTS: Required<BoxSection> = {
   chat_idle_secs: 90,
   talk_idle_secs: 300,
   stall_after: "5m",
+  runtime: "runc",
 };
 
 /** [box] keys that are plain numbers: a worker's smaller one wins. */
@@ -99,6 +100,8 @@ export function narrowestBox(
     egress_lockdown: base.egress_lockdown !== false || worker?.egress_lockdown === true,
     ...timeLimits(base, worker),
     stall_after: narrowerStall(base.stall_after, worker?.stall_after),
+    // gVisor is the stronger box: either side asking for it gets it
+    runtime: base.runtime === "runsc" || worker?.runtime === "runsc" ? "runsc" : "runc",
   };
 }
 
@@ -268,6 +271,12 @@ export function checkNarrowing(
     at(
       "/box/egress_lockdown",
       `false switches off a protection org.toml keeps on (${allowed(true, orgBox.egress_lockdown === undefined)}); ${NARROW_ONLY}`,
+    );
+
+  if (box.runtime !== undefined && box.runtime !== "runsc" && effectiveBox.runtime === "runsc")
+    at(
+      "/box/runtime",
+      `${JSON.stringify(box.runtime)} drops the gVisor kernel org.toml requires (runtime = "runsc"); ${NARROW_ONLY}`,
     );
 
   for (const key of BOX_TIME_KEYS) {

@@ -55,6 +55,8 @@ export interface SettleInput {
   user: BoxUser;
   repos: GatedRepo[];
   records: Record<string, RepoRecord> | undefined;
+  /** The worker's box runtime: the container reading what its box wrote gets the same kernel between it and the host. */
+  runtime?: string;
 }
 
 /** What the backstop reads of a run's record (runs/run-record.ts holds the whole). */
@@ -87,6 +89,7 @@ export async function settleAfterCrash<Run extends CrashedRun>(
     user: boxUser(),
     repos: view ? gatedRepos(view.mounts) : [],
     records: record.repos,
+    ...(view ? { runtime: view.box.runtime } : {}),
   });
   return repos ? { ...record, repos } : record;
 }
@@ -149,6 +152,7 @@ async function settleOne(
         { source: outDir, target: OUT, readOnly: false },
       ],
       limits: { pids: 64, memoryBytes: 512 * 1024 ** 2, cpus: 1 },
+      ...(input.runtime ? { runtime: input.runtime } : {}),
     },
     {
       deadlineMs: BACKSTOP_DEADLINE_MS,

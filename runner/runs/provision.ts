@@ -225,6 +225,7 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
           user: boxUser(),
           repos: gatedRepos(worker.mounts),
           records: run.records,
+          runtime: worker.box.runtime,
         }),
       // after the box is gone: an embedded gateway is stopped only once nothing needs it
       release: () => gateway.release(),

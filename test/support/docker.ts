@@ -31,7 +31,7 @@ export function testEngine(): Promise<BoxEngine | undefined> {
  */
 export async function testDocker(): Promise<Docker | undefined> {
   const engine = await testEngine();
-  return engine ? (engine as DockerEngine).client : undefined;
+  return engine ? (engine as unknown as DockerEngine).client : undefined;
 }
 
 /**

@@ -46,9 +46,21 @@ export function listeningPort(server: { address(): string | AddressInfo | null }
   return address.port;
 }
 
+/**
+ * The box runtime a test root's org.toml asks for: ROSTER_TEST_RUNTIME
+ * ("runsc" runs the suites that use these roots under gVisor), else the
+ * engine's default. Anything else is a mistake, said at once.
+ */
+export function testRuntime(env: NodeJS.ProcessEnv = process.env): "runc" | "runsc" | undefined {
+  const runtime = env.ROSTER_TEST_RUNTIME;
+  if (runtime === undefined || runtime === "") return undefined;
+  if (runtime === "runc" || runtime === "runsc") return runtime;
+  throw new Error(`ROSTER_TEST_RUNTIME must be runc or runsc (got ${JSON.stringify(runtime)})`);
+}
+
 export async function makeRosterRoot(
   modelBaseUrl: string,
-  options: { modelKey?: string; extraOrg?: string } = {},
+  options: { modelKey?: string; extraOrg?: string; runtime?: "runc" | "runsc" } = {},
 ): Promise<RosterRoot> {
   const root = await mkdtemp(join(tmpdir(), "roster-root-"));
   const paths = rosterPaths({ ROSTER_ROOT: root });
@@ -76,8 +88,14 @@ export async function makeRosterRoot(
 export async function pointAtScriptedModel(
   paths: RosterPaths,
   modelBaseUrl: string,
-  options: { modelKey?: string; extraOrg?: string; gatewayExtra?: string } = {},
+  options: {
+    modelKey?: string;
+    extraOrg?: string;
+    gatewayExtra?: string;
+    runtime?: "runc" | "runsc";
+  } = {},
 ): Promise<number> {
+  const runtime = options.runtime ?? testRuntime();
   const gatewayPort = await freePort();
   const example = await readFile(join(paths.config, "org.toml"), "utf8");
   const org = example
@@ -85,6 +103,7 @@ export async function pointAtScriptedModel(
       /^\[model\][\s\S]*?\n\[engine\]/m,
       `[model]\nprovider = "openai-compatible"\nmodel = "scripted-1"\nbase_url = "${modelBaseUrl}"\n${options.modelKey ? 'credential = "local-model"\n' : ""}\n[engine]`,
     )
+    .replace(/^\[box\]\n/m, runtime ? `[box]\nruntime = "${runtime}"\n` : "[box]\n")
     .replace(
       "port = 7300",
       `port = ${gatewayPort}${options.gatewayExtra ? `\n${options.gatewayExtra}` : ""}`,
