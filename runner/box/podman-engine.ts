@@ -14,6 +14,7 @@ import type {
   ListedImage,
   OnMessage,
 } from "./engine.ts";
+import { podmanSeccompProfile } from "./podman-seccomp.ts";
 
 /**
  * Podman behind the seam, through the Docker-compatible API that `podman
@@ -28,6 +29,9 @@ import type {
  *   believed (undefined), and the run's owner reads an unexplained 137 itself.
  * - An import ignores its `tag`; a name:tag repo is honoured.
  * - Image tags come back qualified (`localhost/x:1`, `docker.io/library/x:1`).
+ * - Its default seccomp profile lets a box unshare a user namespace with root
+ *   in it (Docker's does not): boxes get a profile that closes namespaces
+ *   (podman-seccomp.ts).
  * - Rootless Podman on cgroup v1 silently drops every resource limit: roster
  *   refuses to start a box there (fail closed). Rootless elsewhere keeps the
  *   runner's uid in the box (`keep-id`), so the box can use the run's folders.
@@ -44,6 +48,8 @@ export class PodmanEngine extends DockerEngine {
       ...(host.Ulimits ?? []).filter((limit) => limit.Name !== "nproc"),
       { Name: "nproc", Soft: nproc, Hard: nproc },
     ];
+    // Podman's default profile lets a box make namespaces; roster's does not
+    host.SecurityOpt = [...(host.SecurityOpt ?? []), `seccomp=${podmanSeccompProfile()}`];
     return { ...options, HostConfig: host };
   }
 
