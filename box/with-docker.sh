@@ -3,9 +3,11 @@
 # Runs a command with a Docker engine available: installs Debian's docker.io
 # (and debootstrap, for building a base without a registry; chromium, for the
 # console's browser tests; rsync, for store snapshots; zsh and fish, for completion
-# scripts; runsc, for boxes under gVisor) when absent, starts
-# dockerd when none answers, registers runsc with it, and stops the engine it started when the command
-# ends. Needs root only for what it has to install or start.
+# scripts; runsc, for boxes under gVisor; podman and catatonit, for boxes under
+# Podman) when absent, starts dockerd when none answers, registers runsc with it,
+# starts Podman's API service (rootful, and a rootless one for a user of its own),
+# and stops what it started when the command ends. Needs root only for what it
+# has to install or start.
 set -euo pipefail
 
 if [[ $# -eq 0 ]]; then
@@ -23,6 +25,9 @@ command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # boxes under gVisor ([box] runtime = "runsc") are tested with Debian's runsc
 command -v runsc >/dev/null 2>&1 || missing+=(runsc)
+# the engine suites run again under Podman (its init for boxes is catatonit)
+command -v podman >/dev/null 2>&1 || missing+=(podman)
+[[ -x /usr/libexec/podman/catatonit ]] || missing+=(catatonit)
 # `roster completion` scripts are checked by the shells they are for
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
 command -v fish >/dev/null 2>&1 || missing+=(fish)
@@ -56,7 +61,9 @@ if ! docker info >/dev/null 2>&1; then
   fi
 fi
 
+podman_started=()
 stop_started() {
+  for pid in "${podman_started[@]}"; do kill "$pid" 2>/dev/null || true; done
   if [[ -n $started ]]; then
     kill "$started" 2>/dev/null || true
     wait "$started" 2>/dev/null || true
@@ -75,6 +82,39 @@ if [[ -f $roster ]]; then
   refused="$(node "$roster" box doctor --fix --json 2>&1 >/dev/null)" || true
   [[ -z $refused ]] || echo "with-docker: runsc is not registered: $refused" >&2
 fi
+
+# Podman's Docker-compatible API, rootful, with runc: Debian's crun 1.8 refuses
+# hybrid cgroups, and the compat API ignores a box's own runtime choice, so the
+# service is started with the one it must use. scripts/test-engines.mjs loads
+# the box image into it once the suite has built the image.
+if command -v podman >/dev/null 2>&1 && ! [[ -S /run/podman/podman.sock ]]; then
+  mkdir -p /run/podman
+  echo "with-docker: starting podman system service (rootful)" >&2
+  podman --runtime runc system service --time=0 unix:///run/podman/podman.sock \
+    >"$(mktemp -t roster-podman.XXXXXX)" 2>&1 &
+  podman_started+=($!)
+fi
+# a rootless service for a user of its own: roster must refuse it where it can't
+# enforce a box's limits (cgroup v1), which test/box/podman.test.ts checks
+rootless_user=rosteruser
+if command -v podman >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
+  id -u "$rootless_user" >/dev/null 2>&1 || useradd -m "$rootless_user"
+  uid="$(id -u "$rootless_user")"
+  run_dir="/run/user/$uid"
+  if ! [[ -S $run_dir/podman/podman.sock ]]; then
+    install -d -o "$rootless_user" -m 700 "$run_dir"
+    home="$(getent passwd "$rootless_user" | cut -d: -f6)"
+    install -d -o "$rootless_user" "$home/.config" "$home/.config/containers"
+    printf '[storage]\ndriver = "overlay"\n' >"$home/.config/containers/storage.conf"
+    chown "$rootless_user" "$home/.config/containers/storage.conf"
+    echo "with-docker: starting podman system service (rootless, $rootless_user)" >&2
+    su "$rootless_user" -s /bin/sh -c "XDG_RUNTIME_DIR=$run_dir podman --runtime runc system service --time=0 unix://$run_dir/podman/podman.sock >/dev/null 2>&1 &"
+  fi
+fi
+for _ in $(seq 1 30); do
+  [[ -S /run/podman/podman.sock ]] && break
+  sleep 1
+done
 
 status=0
 "$@" || status=$?

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_IMAGE } from "../../runner/box/layout.ts";
 import { TOOLCHAIN_LABEL } from "../../runner/box/toolchain-image.ts";
 import { listRuns } from "../../runner/runs/run-record.ts";
-import { testDocker } from "../support/docker.ts";
+import { RUN_LIMITS, testDocker } from "../support/docker.ts";
 import { makeCanonical, sh, writeRepoConnection } from "../support/repos.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
@@ -135,6 +135,7 @@ describe.skipIf(!docker)("declared toolchains", () => {
       // the wheel is made in a box (it has python3), so the host needs nothing but Docker
       execFileSync("docker", [
         "run",
+        ...RUN_LIMITS,
         "--rm",
         "--user",
         "0",

@@ -10,7 +10,13 @@ import { BOX_IMAGE, DOOR_PORT } from "../../runner/box/layout.ts";
 import { appendMessage, ensureChannel } from "../../runner/channels/store.ts";
 import { mintToken, revokeToken } from "../../runner/gateway/identity.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
-import { aimAt, containerAddress, hostBridgeAddress, testDocker } from "../support/docker.ts";
+import {
+  aimAt,
+  containerAddress,
+  hostBridgeAddress,
+  RUN_LIMITS,
+  testDocker,
+} from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";
 import {
   OUTSIDE_ADDRESS,
@@ -170,6 +176,7 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
       "docker",
       [
         "run",
+        ...RUN_LIMITS,
         "-d",
         "--rm",
         "--label",
@@ -282,6 +289,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
         "docker",
         [
           "run",
+          ...RUN_LIMITS,
           "--rm",
           BOX_IMAGE,
           "bash",

@@ -35,6 +35,13 @@ export async function testDocker(): Promise<Docker | undefined> {
 }
 
 /**
+ * Limits for a plain `docker run` a test makes itself (a neighbour, a wheel
+ * builder): roster's own for its boxes. Podman's defaults are above what the
+ * host lets it set, and its container then fails at init; Docker takes them too.
+ */
+export const RUN_LIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=32768:32768"];
+
+/**
  * `address` when it names another machine an attempt can aim at, else a
  * loud error: an empty name, 0.0.0.0 or a loopback address is the box itself,
  * which answers, so an attempt aimed there "escapes" without leaving.
