@@ -25,8 +25,10 @@ command -v rsync >/dev/null 2>&1 || missing+=(rsync)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # boxes under gVisor ([box] runtime = "runsc") are tested with Debian's runsc
 command -v runsc >/dev/null 2>&1 || missing+=(runsc)
-# the engine suites run again under Podman (its init for boxes is catatonit)
-command -v podman >/dev/null 2>&1 || missing+=(podman)
+# the engine suites run again under Podman: its init for boxes (catatonit), its
+# network stack (a test's neighbour container has a network), and what a
+# rootless service needs (uidmap, slirp4netns), which apt only recommends
+command -v podman >/dev/null 2>&1 || missing+=(podman netavark aardvark-dns uidmap slirp4netns)
 [[ -x /usr/libexec/podman/catatonit ]] || missing+=(catatonit)
 # `roster completion` scripts are checked by the shells they are for
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
