@@ -192,7 +192,7 @@ export function registerBoxCommands(program: Command): void {
         try {
           const envelope = await (async () => {
             if (!flags.local) {
-              // a running server takes it: its gateway, Docker connection and modules are warm
+              // a running server takes it: its gateway, engine connection and modules are warm
               const { execThroughServer } = await import("../server/run-client.ts");
               const handed = await execThroughServer(
                 paths,
@@ -204,7 +204,7 @@ export function registerBoxCommands(program: Command): void {
             const { runExec } = await import("../runs/exec.ts");
             return runExec({ paths, worker, command, timeoutSecs, signal: abort.signal, note });
           })().catch((error: unknown) => {
-            // the box never started (config, Docker, the gateway): still one envelope, and exit 2
+            // the box never started (config, the engine, the gateway): still one envelope, and exit 2
             process.exitCode = userFailure(error)?.exitCode ?? 1;
             return {
               status: "error" as const,

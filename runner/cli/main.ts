@@ -22,7 +22,7 @@ import { registerWorkerCommands } from "./worker-commands.ts";
  */
 export function buildProgram(): Command {
   const program = new Command("roster")
-    .description("Run AI workers in locked Docker boxes with one governed door out.")
+    .description("Run AI workers in locked container boxes with one governed door out.")
     .version(ROSTER_VERSION, "-V, --version", "print roster's version")
     .showHelpAfterError()
     .exitOverride();

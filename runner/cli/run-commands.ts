@@ -137,7 +137,7 @@ export function registerRunCommands(program: Command): void {
         process.once("SIGTERM", onSignal);
         try {
           if (!flags.local) {
-            // a running server takes the run: its gateway, Docker connection and modules are warm
+            // a running server takes the run: its gateway, engine connection and modules are warm
             const { runThroughServer } = await import("../server/run-client.ts");
             const handed = await runThroughServer(
               paths,
@@ -199,7 +199,7 @@ export function registerRunCommands(program: Command): void {
         const engine = await connectEngine(await configuredEngine());
         await reapAndRecord(engine, paths, (text) => process.stderr.write(`${text}\n`));
       } catch {
-        // without Docker the records are still worth showing
+        // without an engine the records are still worth showing
       }
       const { formatRows, runRows } = await import("../runs/runs-view.ts");
       const rows = runRows(paths.state, flags.worker, Number(flags.limit) || 20);

@@ -1,6 +1,6 @@
 /**
  * Memory sizes as `[box] memory` writes them ("4g", "512m", "1.5g"): one parser
- * for the runner (Docker wants bytes) and for the loader (a worker's memory is
+ * for the runner (the engine wants bytes) and for the loader (a worker's memory is
  * compared with the org's in bytes, not as text).
  */
 const UNITS: Record<string, number> = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 };

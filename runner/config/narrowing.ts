@@ -85,12 +85,12 @@ export function narrowestBox(
   worker: BoxSection | undefined,
 ): Required<BoxSection> {
   const base = { ...BOX_DEFAULTS, ...org };
-  // a size that does not parse would reach Docker as 0 bytes, which it reads as "no limit"
+  // a size that does not parse would reach the engine as 0 bytes, which it reads as "no limit"
   const orgBytes = parseMemory(base.memory);
   const orgMemory = orgBytes > 0 ? base.memory : BOX_DEFAULTS.memory;
   const workerBytes = worker?.memory ? parseMemory(worker.memory) : 0;
   return {
-    // Docker reads a pids limit of 0 or less as unlimited, so only positive values narrow
+    // the engine reads a pids limit of 0 or less as unlimited, so only positive values narrow
     pids_limit: lower(base.pids_limit, worker?.pids_limit, 1),
     memory:
       worker?.memory && workerBytes > 0 && workerBytes < parseMemory(orgMemory)

@@ -8,7 +8,7 @@ import { runSocketPath } from "./state.ts";
 
 /**
  * `roster run` and `roster box exec` handed to a running server: the server
- * already holds the gateway, a Docker connection and warm modules, so a run
+ * already holds the gateway, an engine connection and warm modules, so a run
  * costs it a box and little else. It listens on a Unix socket in the state
  * folder (0600: the server's own user only; never mounted into a box). One
  * request per box: `POST /runs` with the run's worker, prompt, ceiling and

@@ -12,7 +12,7 @@ import { columns } from "../text/table.ts";
  * `roster worker ls`: every worker on one screen — running or idle, its last
  * finished run and how it ended, the tasks waiting for it, its open chat
  * sessions and what it has spent today (the budget's day window, UTC). Read
- * from the records alone: no server, no gateway, no Docker needed.
+ * from the records alone: no server, no gateway, no engine needed.
  */
 export interface WorkerRow {
   name: string;
