@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +7,7 @@ import { rootCertificates } from "node:tls";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hostCa } from "../../runner/actions/executors/host-trust.ts";
+import { OS_BUNDLES, pemBlocks } from "../../runner/gateway/trust-store.ts";
 import { startEmailDesk, submitAction } from "../support/action-host.ts";
 import { ROSTER_BIN } from "../support/cli.ts";
 import type { GatewayEnv } from "../support/gateway-env.ts";
@@ -13,9 +15,11 @@ import type { SmtpSink } from "../support/smtp.ts";
 
 /**
  * `roster` starts Node with NODE_EXTRA_CA_CERTS set aside (its first lines) and
- * puts it back for what it starts; the executors trust that file explicitly.
- * So a mail server signed by a CA named only there is still trusted when the
- * command is run as a user runs it, as a command of its own.
+ * puts it back for what it starts; the executors trust the host's store
+ * explicitly — the one the gateway verifies its upstreams against: Node's
+ * roots and the system store (SSL_CERT_FILE or NODE_EXTRA_CA_CERTS, else the
+ * OS bundle). So a mail server signed by a CA named only there is still
+ * trusted when the command is run as a user runs it, as a command of its own.
  */
 const run = promisify(execFile);
 let env: GatewayEnv;
@@ -73,12 +77,26 @@ describe("the executors' trust when roster defers NODE_EXTRA_CA_CERTS", () => {
     expect(smtp.received).toHaveLength(1);
   });
 
-  it("is Node's roots plus the named file, and nothing extra without the variable", async () => {
+  it("sends through a server whose CA is only in the host's system store (SSL_CERT_FILE)", async () => {
+    const caFile = join(dir, "system-bundle.pem");
+    await writeFile(caFile, smtp.caPem);
+    const trusted = await approve(await fileGate(), { SSL_CERT_FILE: caFile });
+    expect(trusted.state, trusted.error).toBe("executed");
+    expect(smtp.received).toHaveLength(2);
+  });
+
+  it("is Node's roots plus the named file, else the OS bundle", async () => {
     const caFile = join(dir, "one.pem");
     await writeFile(caFile, smtp.caPem);
+    const [serverCa] = pemBlocks(smtp.caPem);
     const ca = hostCa({ NODE_EXTRA_CA_CERTS: caFile });
-    expect(ca).toEqual([...rootCertificates, smtp.caPem]);
-    expect(hostCa({})).toBeUndefined();
-    expect(hostCa({ NODE_EXTRA_CA_CERTS: join(dir, "missing.pem") })).toBeUndefined();
+    expect(ca).toHaveLength(rootCertificates.length + 1);
+    expect(ca).toContain(serverCa);
+    // no variable, or one naming nothing: the OS bundle joins Node's roots, as the gateway reads it
+    const bundle = OS_BUNDLES.find((path) => existsSync(path));
+    const osStore = hostCa({ NODE_EXTRA_CA_CERTS: join(dir, "missing.pem") });
+    if (bundle) expect(osStore.length).toBeGreaterThan(rootCertificates.length);
+    expect(osStore).not.toContain(serverCa);
+    expect(hostCa({})).toEqual(osStore);
   });
 });

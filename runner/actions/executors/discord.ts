@@ -68,7 +68,7 @@ export function discordBot(vault: string, name = "discord"): DiscordBot {
     );
   const ca = hostCa();
   const rest = new REST({
-    ...(ca ? { makeRequest: trustingFetch(ca) as unknown as RESTOptions["makeRequest"] } : {}),
+    makeRequest: trustingFetch(ca) as unknown as RESTOptions["makeRequest"],
     ...(typeof credential.api_base === "string" ? { api: credential.api_base } : {}),
     version: "10",
     timeout: REQUEST_TIMEOUT_MS,

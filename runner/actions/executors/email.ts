@@ -55,7 +55,7 @@ export const email: Executor<Payload> = {
       ...(typeof smtp.user === "string" && typeof smtp.pass === "string"
         ? { auth: { user: smtp.user, pass: smtp.pass } }
         : {}),
-      ...(typeof smtp.ca === "string" ? { tls: { ca: smtp.ca } } : ca ? { tls: { ca } } : {}),
+      tls: { ca: typeof smtp.ca === "string" ? smtp.ca : ca },
       connectionTimeout: SEND_TIMEOUT_MS,
       greetingTimeout: SEND_TIMEOUT_MS,
       socketTimeout: SEND_TIMEOUT_MS,

@@ -1,30 +1,21 @@
-import { readFileSync } from "node:fs";
-import { rootCertificates } from "node:tls";
+import { loadTrustStore } from "../../gateway/trust-store.ts";
 
 /**
  * The certificates an executor's own TLS connection (SMTP, Slack, Discord)
- * trusts: Node's bundled roots plus the file NODE_EXTRA_CA_CERTS names (a
- * corporate proxy's CA, say) — what Node's default store holds when it loads
- * that file at start. Given explicitly because the `roster` command starts
- * with the file's loading deferred (bin/roster.mjs: parsing the whole store
- * cost every command ~60 ms), so this process's default store may lack it.
- * Undefined without the variable: Node's default applies unchanged.
+ * trusts: the store the gateway verifies its upstreams against (trust-store.ts)
+ * — Node's bundled roots plus the host's system store (SSL_CERT_FILE or
+ * NODE_EXTRA_CA_CERTS when set, else the OS bundle). A host whose outbound TLS
+ * passes an intercepting proxy then reaches Slack from the desk as it does
+ * through the door. Given explicitly because the `roster` command starts with
+ * NODE_EXTRA_CA_CERTS's loading deferred (bin/roster.mjs: parsing the whole
+ * store cost every command ~60 ms), and Node's default never reads the OS
+ * bundle. Read once per environment.
  */
-let cached: { file: string; ca: string[] | undefined } | undefined;
+let cached: { key: string; ca: string[] } | undefined;
 
-export function hostCa(env: NodeJS.ProcessEnv = process.env): string[] | undefined {
-  const file = env.NODE_EXTRA_CA_CERTS;
-  if (!file) return undefined;
-  if (cached?.file !== file) {
-    let extra: string | undefined;
-    try {
-      extra = readFileSync(file, "utf8");
-    } catch {
-      // Node itself warns and goes on without an unreadable file
-      extra = undefined;
-    }
-    cached = { file, ca: extra ? [...rootCertificates, extra] : undefined };
-  }
+export function hostCa(env: NodeJS.ProcessEnv = process.env): string[] {
+  const key = `${env.SSL_CERT_FILE ?? ""}\0${env.NODE_EXTRA_CA_CERTS ?? ""}`;
+  if (cached?.key !== key) cached = { key, ca: loadTrustStore(env, []).pems };
   return cached.ca;
 }
 

@@ -70,7 +70,7 @@ export function slackBot(vault: string, name = "slack"): SlackBot {
     );
   const ca = hostCa();
   const client = new WebClient(token, {
-    ...(ca ? { fetch: trustingFetch(ca) } : {}),
+    fetch: trustingFetch(ca),
     ...(typeof credential.api_base === "string" ? { slackApiUrl: credential.api_base } : {}),
     allowAbsoluteUrls: false,
     logLevel: LogLevel.ERROR,
