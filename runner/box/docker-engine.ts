@@ -195,13 +195,7 @@ export class DockerBox implements EngineBox {
     onStdout: (chunk: Buffer) => void;
     onStderr: (chunk: Buffer) => void;
   }): Promise<NodeJS.ReadWriteStream> {
-    // hijacked, the attach stream is a socket both ways: stdin goes out on it
-    const stream = (await this.container.attach({
-      stream: true,
-      stdout: true,
-      stderr: true,
-      ...(options.interactive ? { stdin: true, hijack: true } : {}),
-    })) as NodeJS.ReadWriteStream;
+    const stream = await this.openAttach(options.interactive);
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     stdout.on("data", options.onStdout);
@@ -210,6 +204,16 @@ export class DockerBox implements EngineBox {
     // a write after the box is gone must not become an unhandled 'error'
     stream.on("error", () => undefined);
     return stream;
+  }
+
+  /** The raw attach stream: hijacked when interactive, a socket both ways (stdin goes out on it). */
+  protected async openAttach(interactive: boolean): Promise<NodeJS.ReadWriteStream> {
+    return (await this.container.attach({
+      stream: true,
+      stdout: true,
+      stderr: true,
+      ...(interactive ? { stdin: true, hijack: true } : {}),
+    })) as NodeJS.ReadWriteStream;
   }
 
   async start(): Promise<void> {

@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import { type IncomingMessage, request } from "node:http";
 import type { Socket } from "node:net";
-import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { RosterError } from "../errors.ts";
 import type { BoxSpec } from "./container-spec.ts";
@@ -124,20 +123,8 @@ export class PodmanEngine extends DockerEngine {
 }
 
 class PodmanBox extends DockerBox {
-  override async attach(options: {
-    interactive: boolean;
-    onStdout: (chunk: Buffer) => void;
-    onStderr: (chunk: Buffer) => void;
-  }): Promise<NodeJS.ReadWriteStream> {
-    if (!options.interactive) return super.attach(options);
-    const socket = await hijack(this.client, this.id);
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    stdout.on("data", options.onStdout);
-    stderr.on("data", options.onStderr);
-    this.client.modem.demuxStream(socket, stdout, stderr);
-    socket.on("error", () => undefined);
-    return socket;
+  protected override async openAttach(interactive: boolean): Promise<NodeJS.ReadWriteStream> {
+    return interactive ? hijack(this.client, this.id) : super.openAttach(false);
   }
 
   override async oomKilled(): Promise<boolean | undefined> {
