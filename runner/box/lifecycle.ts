@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { BoxSpec } from "./container-spec.ts";
 import type { BoxEngine, EngineBox } from "./engine.ts";
-import { requireRuntime } from "./runtime.ts";
+import { requireRuntime } from "./runtime-check.ts";
 
 /**
  * One box from start to removal: create, attach, start, wait for exit (or a

@@ -1,5 +1,6 @@
 import type { BoxEngine } from "./engine.ts";
-import { DEFAULT_RUNTIME, type EngineRuntime, engineRuntime } from "./runtime.ts";
+import { DEFAULT_RUNTIME } from "./runtime.ts";
+import { type EngineRuntime, engineRuntime } from "./runtime-check.ts";
 import { findRunsc } from "./runtime-setup.ts";
 
 /**

@@ -5,7 +5,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { errorMessage, RosterError } from "../errors.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
 import type { BoxEngine } from "./engine.ts";
-import { engineRuntime, RUNSC_ARGS } from "./runtime.ts";
+import { RUNSC_ARGS } from "./runtime.ts";
+import { engineRuntime } from "./runtime-check.ts";
 
 /**
  * `roster box doctor --fix`: the one-time set-up gVisor needs. dockerd learns

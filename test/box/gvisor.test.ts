@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_IMAGE } from "../../runner/box/layout.ts";
 import { startBox } from "../../runner/box/lifecycle.ts";
-import { engineRuntime } from "../../runner/box/runtime.ts";
+import { engineRuntime } from "../../runner/box/runtime-check.ts";
 import { DAEMON_JSON, findRunsc, setUpRunsc } from "../../runner/box/runtime-setup.ts";
 import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
 import { runRoster } from "../support/cli.ts";
