@@ -55,8 +55,9 @@ task_max_chars = 1000
 
 const elf = (body: string) => `name = "elf"\n\n${body}`;
 
-/** The session clocks every worker gets when neither file sets them. */
+/** The session clocks (and the box runtime) every worker gets when neither file sets them. */
 const SESSION_DEFAULTS = {
+  runtime: "runc",
   session_ceiling_min: 60,
   turn_ceiling_min: 15,
   chat_idle_secs: 90,
