@@ -11,6 +11,7 @@
  * image loaded) and runsc registered (`roster box doctor --fix`).
  *   npx tsx bench/engines.ts            # every engine
  *   ENGINE=podman npx tsx bench/engines.ts   # one engine's row as JSON
+ *   ROUNDS=3 npx tsx bench/engines.ts        # fewer rounds
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -29,7 +30,7 @@ import { ModelServer } from "../test/support/model-server.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
 import { median, timed } from "./timing.ts";
 
-const ROUNDS = 5;
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const ROOTLESS_USER = "rosteruser";
 
 interface EngineCase {
