@@ -65,8 +65,9 @@ const CASES: Record<string, EngineCase> = {
   },
   runsc: {
     label: "Docker/runsc (gVisor)",
-    env: {},
-    org: '[box]\nruntime = "runsc"\n',
+    // the test roots' own switch: [box] runtime = "runsc" in their org.toml
+    env: { ROSTER_TEST_RUNTIME: "runsc" },
+    org: "",
     floor: ["docker", "run", "--rm", "--runtime", "runsc", "--network", "none", BOX_IMAGE, "true"],
     unavailable: () =>
       /"runsc"/.test(execFileSync("docker", ["info", "--format", "{{json .Runtimes}}"]).toString())
@@ -118,9 +119,11 @@ async function measure(name: string, spec: EngineCase): Promise<Row> {
   const model = await new ModelServer().start("127.0.0.1");
   const deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), { extraOrg: spec.org });
   const env = { ...spec.env, ROSTER_ROOT: deployment.root };
+  // the idle session is opened in this process: it reads the roots from here
+  process.env.ROSTER_ROOT = deployment.root;
   try {
     // one governed box first: an engine that refuses roster is a finding, not a crash
-    const probe = await deployment.roster(["box", "exec", "elf", "--json", "--", "true"]);
+    const probe = await deployment.roster(["box", "exec", "elf", "--", "true"]);
     if (probe.code !== 0) {
       const said = `${probe.stderr}${probe.stdout}`.trim().split("\n").at(-1) ?? "";
       return { ...row, refused: `roster refuses: ${said}` };
