@@ -132,6 +132,8 @@ class PodmanBox extends DockerBox {
   }
 }
 
+const ATTACH_TIMEOUT_MS = 30_000;
+
 /** The attach stream both ways, opened with an empty body (Podman writes a body to stdin). */
 function hijack(client: Docker, id: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -142,6 +144,9 @@ function hijack(client: Docker, id: string): Promise<Socket> {
       headers: { Connection: "Upgrade", Upgrade: "tcp", "Content-Length": "0" },
     });
     req.on("upgrade", (_res, socket, head) => {
+      // the attach's wait is over: a session's stdin may then be quiet for hours
+      socket.setTimeout(0);
+      socket.removeAllListeners("timeout");
       if (head.length) socket.unshift(head);
       resolve(socket);
     });
@@ -151,6 +156,13 @@ function hijack(client: Docker, id: string): Promise<Socket> {
         reject,
       );
     });
+    // an engine that never answers must not hold a run's start: the attach is
+    // given up (and the box removed by the caller) after this long
+    req.setTimeout(ATTACH_TIMEOUT_MS, () =>
+      req.destroy(
+        new Error(`Podman did not answer the attach within ${ATTACH_TIMEOUT_MS / 1000} s`),
+      ),
+    );
     req.on("error", reject);
     req.end();
   });
