@@ -87,14 +87,28 @@ fi
 
 # Podman's Docker-compatible API, rootful, with runc: Debian's crun 1.8 refuses
 # hybrid cgroups, and the compat API ignores a box's own runtime choice, so the
-# service is started with the one it must use. scripts/test-engines.mjs loads
-# the box image into it once the suite has built the image.
-if command -v podman >/dev/null 2>&1 && ! [[ -S /run/podman/podman.sock ]]; then
+# service is started with the one it must use. scripts/test-engines.mjs gives
+# it the box image once the suite has built the image. A socket file is no
+# proof of a service (one that was stopped leaves it behind): it must answer.
+podman_answers() { timeout 10 podman --remote --url "unix://$1" version >/dev/null 2>&1; }
+# podman_wait <socket> <log>: up to 30 s for the service to answer, else its log
+podman_wait() {
+  for _ in $(seq 1 30); do
+    podman_answers "$1" && return 0
+    sleep 1
+  done
+  echo "with-docker: podman system service at $1 did not answer within 30 s:" >&2
+  tail -n 20 "$2" >&2
+}
+if command -v podman >/dev/null 2>&1 && ! podman_answers /run/podman/podman.sock; then
   mkdir -p /run/podman
-  echo "with-docker: starting podman system service (rootful)" >&2
+  rm -f /run/podman/podman.sock
+  podman_log="$(mktemp -t roster-podman.XXXXXX)"
+  echo "with-docker: starting podman system service (rootful, log: $podman_log)" >&2
   podman --runtime runc system service --time=0 unix:///run/podman/podman.sock \
-    >"$(mktemp -t roster-podman.XXXXXX)" 2>&1 &
+    >"$podman_log" 2>&1 &
   podman_started+=($!)
+  podman_wait /run/podman/podman.sock "$podman_log"
 fi
 # a rootless service for a user of its own: roster must refuse it where it can't
 # enforce a box's limits (cgroup v1), which test/box/podman.test.ts checks
@@ -103,20 +117,21 @@ if command -v podman >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
   id -u "$rootless_user" >/dev/null 2>&1 || useradd -m "$rootless_user"
   uid="$(id -u "$rootless_user")"
   run_dir="/run/user/$uid"
-  if ! [[ -S $run_dir/podman/podman.sock ]]; then
+  socket="$run_dir/podman/podman.sock"
+  if ! podman_answers "$socket"; then
     install -d -o "$rootless_user" -m 700 "$run_dir"
+    rm -f "$socket"
     home="$(getent passwd "$rootless_user" | cut -d: -f6)"
     install -d -o "$rootless_user" "$home/.config" "$home/.config/containers"
     printf '[storage]\ndriver = "overlay"\n' >"$home/.config/containers/storage.conf"
     chown "$rootless_user" "$home/.config/containers/storage.conf"
-    echo "with-docker: starting podman system service (rootless, $rootless_user)" >&2
-    su "$rootless_user" -s /bin/sh -c "XDG_RUNTIME_DIR=$run_dir podman --runtime runc system service --time=0 unix://$run_dir/podman/podman.sock >/dev/null 2>&1 &"
+    rootless_log="$(mktemp -t roster-podman-rootless.XXXXXX)"
+    chmod 666 "$rootless_log"
+    echo "with-docker: starting podman system service (rootless, $rootless_user, log: $rootless_log)" >&2
+    su "$rootless_user" -s /bin/sh -c "XDG_RUNTIME_DIR=$run_dir podman --runtime runc system service --time=0 unix://$socket >$rootless_log 2>&1 &"
+    podman_wait "$socket" "$rootless_log"
   fi
 fi
-for _ in $(seq 1 30); do
-  [[ -S /run/podman/podman.sock ]] && break
-  sleep 1
-done
 
 status=0
 "$@" || status=$?

@@ -4,8 +4,9 @@
 // service` serves) and Docker with gVisor's runsc. The whole suite has run
 // under Docker/runc before this (package.json "test").
 //
-// Each engine is set up by box/with-docker.sh (Podman's service and the box
-// image loaded into it; runsc registered with dockerd). An engine this machine
+// Each engine is set up by box/with-docker.sh (Podman's service; runsc
+// registered with dockerd); Podman gets the box image the Docker pass built
+// from here. An engine this machine
 // can't run is said by name and why; with CI=true that fails the run: a
 // silent pass is a defect. ROSTER_ENGINES=podman,runsc picks engines.
 //
@@ -15,12 +16,14 @@
 // suite. Image builds and the offline base run under Docker only: they take
 // most of CI's time and the same build API is exercised by toolchains here.
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PODMAN_SOCKET = "/run/podman/podman.sock";
+const BOX_IMAGE = "roster-box:latest";
+/** runner/box/layout.ts LABELS.source: the hash of what an image was built from. */
+const SOURCE_LABEL = "org.roster.source";
 
 export const ENGINE_SUITES = [
   "test/box/run.test.ts",
@@ -52,13 +55,16 @@ const ENGINES = {
     label: "Podman (rootful)",
     env: { DOCKER_HOST: `unix://${PODMAN_SOCKET}` },
     why: () => {
-      if (!existsSync(PODMAN_SOCKET))
-        return `no Podman API socket at ${PODMAN_SOCKET} (box/with-docker.sh starts \`podman system service\`)`;
-      const image = spawnSync("podman", ["image", "exists", "roster-box:latest"]);
-      if (image.error) return `podman is not installed (${image.error.message})`;
-      if (image.status !== 0)
-        return "Podman has no roster-box:latest (box/with-docker.sh loads it)";
-      return undefined;
+      // a socket file alone proves nothing: a service that was stopped leaves it behind
+      const ping = spawnSync(
+        "podman",
+        ["--remote", "--url", `unix://${PODMAN_SOCKET}`, "version"],
+        { encoding: "utf8", timeout: 15_000 },
+      );
+      if (ping.error?.code === "ENOENT") return "podman is not installed";
+      if (ping.status !== 0)
+        return `no Podman API service answers at ${PODMAN_SOCKET} (box/with-docker.sh starts \`podman system service\`): ${(ping.stderr ?? "").trim().split("\n").at(-1)}`;
+      return loadBoxImage();
     },
   },
   runsc: {
@@ -75,6 +81,37 @@ const ENGINES = {
     },
   },
 };
+
+/**
+ * Gives Podman the box image the Docker pass just built and tested (`docker
+ * save | podman load`, labels and all), unless it already has one built from
+ * these sources: the Podman pass then tests the same image, and its setup
+ * (test/support/global-setup.ts) finds it current and builds nothing.
+ * Returns why it could not, or undefined.
+ */
+function loadBoxImage() {
+  const source = (engine) => {
+    const labels = engine === "docker" ? ".Config.Labels" : ".Labels";
+    const format = `{{index ${labels} "${SOURCE_LABEL}"}}`;
+    const inspect = spawnSync(engine, ["image", "inspect", BOX_IMAGE, "--format", format], {
+      encoding: "utf8",
+    });
+    return inspect.status === 0 ? inspect.stdout.trim() : "";
+  };
+  const built = source("docker");
+  if (!built) return `Docker has no ${BOX_IMAGE} to give Podman (the Docker pass builds it)`;
+  if (source("podman") === built) return undefined;
+  console.error(`test-engines: loading ${BOX_IMAGE} from Docker into Podman`);
+  const load = spawnSync(
+    "bash",
+    ["-o", "pipefail", "-c", `docker save ${BOX_IMAGE} | podman load --quiet`],
+    { encoding: "utf8" },
+  );
+  if (load.status !== 0) return `docker save | podman load failed: ${(load.stderr ?? "").trim()}`;
+  if (source("podman") !== built)
+    return `Podman's ${BOX_IMAGE} is not the one Docker built after loading it`;
+  return undefined;
+}
 
 const picked = (process.env.ROSTER_ENGINES ?? "podman,runsc")
   .split(",")

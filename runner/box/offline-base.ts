@@ -133,8 +133,17 @@ async function unpackNpmPackage(work: string, spec: string, step: string): Promi
   return join(into, "package");
 }
 
-async function importTree(engine: BoxEngine, rootfs: string, progress: Progress): Promise<void> {
-  const [repo, tag] = OFFLINE_BASE.split(":");
+/**
+ * Imports a root file system as an image (`name`, the offline base unless a
+ * test names another), with the environment and command a base needs.
+ */
+export async function importTree(
+  engine: BoxEngine,
+  rootfs: string,
+  progress: Progress,
+  name = OFFLINE_BASE,
+): Promise<void> {
+  const [repo, tag] = name.split(":");
   const tar = spawn("tar", ["--numeric-owner", "-C", rootfs, "-c", "."], {
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -146,7 +155,7 @@ async function importTree(engine: BoxEngine, rootfs: string, progress: Progress)
   await engine.importImage(
     {
       tar: tar.stdout,
-      repo: repo ?? OFFLINE_BASE,
+      repo: repo ?? name,
       tag: tag ?? "latest",
       changes: [
         "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

@@ -1,9 +1,14 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { chmod, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { connectEngine } from "../../runner/box/connect.ts";
 import { BOX_IMAGE } from "../../runner/box/layout.ts";
 import { runBox } from "../../runner/box/lifecycle.ts";
+import { importTree } from "../../runner/box/offline-base.ts";
+import { silentProgress } from "../../runner/box/progress.ts";
 import { isCI } from "../support/docker.ts";
 
 /**
@@ -68,6 +73,39 @@ describe.skipIf(!podmanPass || (!podman && !isCI))("Podman", () => {
     expect(said).not.toContain("USERNS");
     expect(said).not.toContain("MOUNTNS");
     expect(said).toMatch(/unshare failed/);
+  });
+
+  it("imports a root file system as a base the way the offline build does, its ENV applied", async () => {
+    const engine = await connectEngine({ env });
+    // the smallest tree that runs something: dash and the libraries it loads
+    const rootfs = await mkdtemp(join(tmpdir(), "roster-podman-rootfs-"));
+    const name = `roster-test-import-${Math.random().toString(36).slice(2, 8)}:base`;
+    try {
+      const libraries = execFileSync("ldd", ["/bin/dash"], { encoding: "utf8" })
+        .split("\n")
+        .map((line) => line.match(/(\/\S+)\s+\(0x/)?.[1])
+        .filter((path): path is string => path !== undefined);
+      expect(libraries.length).toBeGreaterThan(0);
+      for (const file of ["/bin/dash", ...libraries]) {
+        await mkdir(join(rootfs, dirname(file)), { recursive: true });
+        await copyFile(file, join(rootfs, file));
+      }
+      await chmod(join(rootfs, "bin/dash"), 0o755);
+      await importTree(engine, rootfs, silentProgress, name);
+      // found under the short name roster gave it, not Podman's localhost/ one
+      expect(await engine.image(name)).toBeDefined();
+      let said = "";
+      const outcome = await runBox(
+        engine,
+        { image: name, cmd: ["/bin/dash", "-c", 'echo "lang=$LANG"'] },
+        { onStdout: (chunk) => (said += chunk), onStderr: (chunk) => (said += chunk) },
+      );
+      expect(outcome.exitCode, said).toBe(0);
+      expect(said).toContain("lang=C.UTF-8");
+    } finally {
+      await rm(rootfs, { recursive: true, force: true });
+      await engine.removeImage(name).catch(() => undefined);
+    }
   });
 
   it("refuses a rootless service that can't enforce a box's limits, before any box exists", async () => {

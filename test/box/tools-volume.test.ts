@@ -120,7 +120,11 @@ describe.skipIf(!docker)("the toolchain volume", () => {
     const again = JSON.parse((await deployment.roster(["box", "prune", "--json"])).stdout) as {
       removed: { kind: string; name: string }[];
     };
-    expect(again.removed.map((item) => item.kind).sort()).toEqual(["image", "volume"]);
+    // both reports in the message: which prune took (or kept) what
+    expect(
+      again.removed.map((item) => item.kind).sort(),
+      JSON.stringify({ first: report, again }),
+    ).toEqual(["image", "volume"]);
     expect(await volumes()).toEqual([old]);
   });
 });

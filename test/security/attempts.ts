@@ -24,11 +24,14 @@ export type { ExecEnvelope as Envelope } from "../../runner/runs/exec-envelope.t
 
 const encode = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
-export function probeScript(attempts: Attempt[], controls: Attempt[]): string {
+export function probeScript(attempts: Attempt[], controls: Attempt[], prelude?: string): string {
   const lines = [
     // stdin closed, output dropped: only the verdict line is the attempt's
     'probe() { local cmd; cmd=$(printf %s "$2" | base64 -d); if ( eval "$cmd" ) </dev/null >/dev/null 2>&1; then echo "@@ $1 yes"; else echo "@@ $1 no"; fi; }',
   ];
+  // work the attempts share (a controls entry proves it did its part)
+  if (prelude)
+    lines.push(`( eval "$(printf %s ${encode(prelude)} | base64 -d)" ) </dev/null 2>/dev/null`);
   for (const [index, attempt] of attempts.entries())
     lines.push(`probe a${index} ${encode(attempt.run)}`);
   for (const [index, control] of controls.entries())

@@ -60,6 +60,13 @@ const VAULT_VALUE = `VAULT-VALUE-${MARK}`;
 const BOB_STORE = `BOB-STORE-${MARK}`;
 const BOB_RUN = `BOB-RUN-${MARK}`;
 const BOB_CHANNEL = `BOB-CHANNEL-${MARK}`;
+/**
+ * A PEM private key's first line, alone on its line: a key file, not code or
+ * docs that name the header (the engine's and npm's do).
+ */
+const PEM_KEY_LINE = "^-----BEGIN (EC |RSA |ENCRYPTED )?PRIVATE KEY-----$";
+/** In elf's own store: the whole-box sweep must find it, or it searched nothing. */
+const ELF_STORE = `ELF-STORE-${MARK}`;
 /** An unprivileged ICMP echo (a datagram socket, as ping uses); exit 0 only on a reply. */
 const icmpEcho = (host: string) => {
   aimAt("ICMP echo", host);
@@ -117,6 +124,8 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
     await writeFile(join(paths.config, "workers/bob/worker.toml"), 'name = "bob"\n');
     await mkdir(join(paths.data, "workers/bob/store"), { recursive: true });
     await writeFile(join(paths.data, "workers/bob/store/notes.txt"), `${BOB_STORE}\n`);
+    await mkdir(join(paths.data, "workers/elf/store"), { recursive: true });
+    await writeFile(join(paths.data, "workers/elf/store/own.txt"), `${ELF_STORE}\n`);
     const bobRun = join(paths.state, "runs/bob/2026-01-01-00-00-00-bobrun01");
     await mkdir(bobRun, { recursive: true });
     await writeFile(join(bobRun, "events.jsonl"), `{"type":"note","text":"${BOB_RUN}"}\n`);
@@ -161,8 +170,13 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
     }
   };
 
-  const run = async (attempts: Attempt[], controls: Attempt[] = [], timeoutSecs?: number) => {
-    const envelope = await exec(probeScript(attempts, controls), timeoutSecs);
+  const run = async (
+    attempts: Attempt[],
+    controls: Attempt[] = [],
+    timeoutSecs?: number,
+    prelude?: string,
+  ) => {
+    const envelope = await exec(probeScript(attempts, controls, prelude), timeoutSecs);
     const found = readOutcomes(envelope.stdout, attempts, controls);
     outcomes.push(...found);
     return found;
@@ -333,12 +347,24 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
         ["another worker's run history", BOB_RUN],
         ["another worker's channel history", BOB_CHANNEL],
       ];
+      // one read of the whole box for every secret at once (each whole-box read
+      // takes a minute under gVisor, whose file proxy serves every read); each
+      // attempt then asks the sweep's findings, and the control proves the sweep
+      // read what the box may read
+      const sweep = `/tmp/.sweep-${MARK}`;
+      // the key pattern finds a real PEM key (the CA's), not code that names the header
+      expect(readFileSync(join(deployment.paths.ca, "ca.key"), "utf8")).toMatch(
+        new RegExp(PEM_KEY_LINE, "m"),
+      );
+      const patterns = [...secrets.map(([, value]) => value), ELF_STORE]
+        .map((value) => `-e '${value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}'`)
+        .join(" ");
       const found = await run(
         [
           ...secrets.map(([what, value]) => ({
             name: `read ${what} anywhere in the box`,
             group: "read",
-            run: `grep -rqsF -- '${value}' ${SEARCH}`,
+            run: `grep -qF -- '${value}' ${sweep}`,
           })),
           {
             name: "a vault value in the box's environment",
@@ -348,7 +374,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
           {
             name: "a private key file anywhere",
             group: "read",
-            run: `grep -rlsE -- '-----BEGIN (EC |RSA )?PRIVATE KEY-----' ${SEARCH} | grep -q .`,
+            run: `grep -qE -- '${PEM_KEY_LINE}' ${sweep}`,
           },
           {
             name: "another worker's files by path",
@@ -356,8 +382,15 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
             run: "ls /home/*/store/notes.txt ~/store/../../bob ~/self/runs/../../bob 2>/dev/null | grep -q .",
           },
         ],
-        [],
+        [
+          {
+            name: "the sweep finds the box's own store",
+            group: "read",
+            run: `grep -qF -- '${ELF_STORE}' ${sweep}`,
+          },
+        ],
         GVISOR ? 540 : undefined,
+        `grep -rhosE ${patterns} -e '${PEM_KEY_LINE}' ${SEARCH} > ${sweep}`,
       );
       expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);
       // under gVisor every file read goes through its file proxy: the whole-box searches take minutes
