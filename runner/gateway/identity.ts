@@ -1,12 +1,18 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
  * Run tokens: the only thing that tells the gateway who is asking. Minted per
  * run, kept host-side in state/identity/<token>.json (0600, never mounted),
  * revoked when the run ends. The box holds the token only as proxy userinfo.
+ *
+ * A ready box (one started before the run it will serve) holds a token minted
+ * unbound: state/identity/<token>.ready, which nothing resolves, so the
+ * gateway refuses it and opens no door for its run. Binding it at hand-off
+ * renames it to <token>.json in one step: from then on it is a run's token
+ * like any other.
  */
 export interface Identity {
   /** `org/<worker>` */
@@ -14,12 +20,35 @@ export interface Identity {
   runId: string;
 }
 
+/** A live token's file; a ready (unbound) one's. */
+const LIVE = ".json";
+const READY = ".ready";
+
 const TOKEN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export async function mintToken(dir: string, identity: Identity): Promise<string> {
+  return writeToken(dir, identity, LIVE);
+}
+
+/** A token for a ready box: refused everywhere until bindToken makes it live. */
+export async function mintReadyToken(dir: string, identity: Identity): Promise<string> {
+  return writeToken(dir, identity, READY);
+}
+
+/**
+ * Makes a ready token live (the run it was minted for has been handed its
+ * box). Fails if it was never minted ready or was revoked meanwhile: a box
+ * whose token can't be bound must not serve the run.
+ */
+export async function bindToken(dir: string, token: string): Promise<void> {
+  if (!TOKEN.test(token)) throw new Error("not a run token");
+  await rename(join(dir, `${token}${READY}`), join(dir, `${token}${LIVE}`));
+}
+
+async function writeToken(dir: string, identity: Identity, suffix: string): Promise<string> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const token = randomUUID();
-  const file = join(dir, `${token}.json`);
+  const file = join(dir, `${token}${suffix}`);
   await writeFile(
     file,
     `${JSON.stringify({ subject: identity.subject, run_id: identity.runId })}\n`,
@@ -33,7 +62,8 @@ export async function mintToken(dir: string, identity: Identity): Promise<string
 
 export async function revokeToken(dir: string, token: string): Promise<void> {
   if (!TOKEN.test(token)) return;
-  await rm(join(dir, `${token}.json`), { force: true });
+  await rm(join(dir, `${token}${LIVE}`), { force: true });
+  await rm(join(dir, `${token}${READY}`), { force: true });
 }
 
 /**
@@ -48,17 +78,22 @@ export async function revokeRunTokens(dir: string, runId: string): Promise<void>
     return;
   }
   for (const name of names) {
-    if (!name.endsWith(".json")) continue;
-    const token = name.slice(0, -".json".length);
-    if (resolveToken(dir, token)?.runId === runId) await revokeToken(dir, token);
+    const suffix = [LIVE, READY].find((ending) => name.endsWith(ending));
+    if (!suffix) continue;
+    const token = name.slice(0, -suffix.length);
+    if (readIdentity(join(dir, name))?.runId === runId) await revokeToken(dir, token);
   }
 }
 
-/** The identity behind a token, or undefined for a malformed, unknown or revoked one. */
+/** The identity behind a token, or undefined for a malformed, unknown, unbound or revoked one. */
 export function resolveToken(dir: string, token: string | undefined): Identity | undefined {
   if (!token || !TOKEN.test(token)) return undefined;
+  return readIdentity(join(dir, `${token}${LIVE}`));
+}
+
+function readIdentity(file: string): Identity | undefined {
   try {
-    const raw = JSON.parse(readFileSync(join(dir, `${token}.json`), "utf8")) as {
+    const raw = JSON.parse(readFileSync(file, "utf8")) as {
       subject?: unknown;
       run_id?: unknown;
     };
@@ -83,8 +118,8 @@ export function liveRuns(dir: string): Map<string, string> {
     return runs;
   }
   for (const name of names) {
-    if (!name.endsWith(".json")) continue;
-    const identity = resolveToken(dir, name.slice(0, -".json".length));
+    if (!name.endsWith(LIVE)) continue;
+    const identity = resolveToken(dir, name.slice(0, -LIVE.length));
     if (identity) runs.set(identity.runId, identity.subject);
   }
   return runs;
@@ -110,7 +145,7 @@ export class TokenResolver {
     if (!token || !TOKEN.test(token)) return undefined;
     const cached = this.known.get(token);
     if (cached) {
-      if (existsSync(join(this.dir, `${token}.json`))) return cached;
+      if (existsSync(join(this.dir, `${token}${LIVE}`))) return cached;
       this.known.delete(token);
       return undefined;
     }

@@ -9,7 +9,12 @@ import { DOOR_SOCKET } from "../../runner/box/layout.ts";
 import { rosterPaths } from "../../runner/config/paths.ts";
 import { readDecisions } from "../../runner/gateway/audit-view.ts";
 import { doorDir, runDoorDir } from "../../runner/gateway/door.ts";
-import { mintToken, revokeToken } from "../../runner/gateway/identity.ts";
+import {
+  bindToken,
+  mintReadyToken,
+  mintToken,
+  revokeToken,
+} from "../../runner/gateway/identity.ts";
 import { DOOR_CAP_RULE, DOOR_CONNECTION_CAP } from "../../runner/gateway/run-doors.ts";
 import { type GatewayLease, leaseGateway } from "../../runner/runs/gateway-lease.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
@@ -135,6 +140,29 @@ describe("a run's own door", () => {
     await expect(lease.openDoor("../escape")).rejects.toThrow(
       /is not one a door can be named after/,
     );
+  });
+
+  it("is refused for a ready box's unbound token, and opened once the token is bound at hand-off", async () => {
+    const token = await mintReadyToken(env.paths.identity, {
+      subject: "org/elf",
+      runId: "run-ready",
+    });
+    await expect(lease.openDoor("run-ready")).rejects.toThrow(/run run-ready has no live token/);
+    // a door of another run can't carry it either: the gateway knows no such token
+    const other = await env.token("elf", "run-beside-ready");
+    const beside = await lease.openDoor("run-beside-ready");
+    expect((await throughDoor(beside, token)).status).toBe(403);
+    expect((await throughDoor(beside, other)).status).toBe(200);
+
+    await bindToken(env.paths.identity, token);
+    const dir = await lease.openDoor("run-ready");
+    expect((await throughDoor(dir, token)).status).toBe(200);
+    // revoked: refused at once, and it can't be bound again
+    await revokeToken(env.paths.identity, token);
+    expect((await throughDoor(dir, token)).status).toBe(403);
+    await expect(bindToken(env.paths.identity, token)).rejects.toThrow(/ENOENT/);
+    await lease.closeDoor("run-ready");
+    await lease.closeDoor("run-beside-ready");
   });
 
   it("is reopened in the same folder by a gateway restarted in place, and not for a run that ended", async () => {
