@@ -39,6 +39,7 @@ describe("the CA a box build trusts while fetching", () => {
           "engine/package.json",
           "engine/package-lock.json",
           "engine/run-pi",
+          "engine/handoff.ts",
           "build-ca/extra.crt",
           "extensions/web.ts",
         ]),
