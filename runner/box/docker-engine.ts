@@ -129,6 +129,14 @@ export class DockerEngine implements BoxEngine {
       .catch(() => undefined);
   }
 
+  async boxMemory(id: string): Promise<number | undefined> {
+    const stats = (await this.client
+      .getContainer(id)
+      .stats({ stream: false })
+      .catch(() => undefined)) as { memory_stats?: { usage?: number } } | undefined;
+    return stats?.memory_stats?.usage;
+  }
+
   async ensureVolume(name: string, labels: Record<string, string>): Promise<void> {
     // Docker answers an existing name with that volume
     await this.client.createVolume({ Name: name, Labels: labels });

@@ -133,6 +133,8 @@ export interface BoxEngine {
    */
   listBoxes(label: string): Promise<ListedBox[]>;
   removeBox(id: string): Promise<void>;
+  /** The memory a running box uses now, in bytes (undefined if the engine can't say). */
+  boxMemory(id: string): Promise<number | undefined>;
 
   /** Creates the volume unless it exists. */
   ensureVolume(name: string, labels: Record<string, string>): Promise<void>;

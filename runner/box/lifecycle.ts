@@ -45,8 +45,16 @@ export interface RunBoxOptions {
   reportOom?: boolean;
 }
 
+/** What ends a box besides its own exit: a deadline, an abort, a fault. */
+export type BoxWatch = Pick<RunBoxOptions, "deadlineMs" | "signal" | "fault">;
+
 export interface BoxHandle {
   containerId: string;
+  /**
+   * Arms what ends the box (the ceiling, Ctrl-C, a lost gateway) from now on:
+   * a ready box, started before its run, is armed when it is handed one.
+   */
+  arm(watch: BoxWatch): void;
   /** The box's stdin (interactive specs only): closing it ends pi's RPC loop. */
   stdin: NodeJS.WritableStream | undefined;
   /** Kills the box for this reason (the first reason given is the one reported). */
@@ -82,11 +90,24 @@ export async function startBox(
   };
   const onAbort = () => void kill("signal");
   const onFault = () => void kill("error");
-  let timer: NodeJS.Timeout | undefined;
+  const timers: NodeJS.Timeout[] = [];
+  const watched: BoxWatch[] = [];
+  const arm = (watch: BoxWatch) => {
+    watched.push(watch);
+    if (watch.deadlineMs !== undefined)
+      timers.push(setTimeout(() => void kill("ceiling"), watch.deadlineMs));
+    watch.signal?.addEventListener("abort", onAbort, { once: true });
+    watch.fault?.addEventListener("abort", onFault, { once: true });
+    // an abort that came before it was armed ends it now
+    if (watch.signal?.aborted) void kill("signal");
+    if (watch.fault?.aborted) void kill("error");
+  };
   const unwatch = () => {
-    if (timer) clearTimeout(timer);
-    options.signal?.removeEventListener("abort", onAbort);
-    options.fault?.removeEventListener("abort", onFault);
+    for (const timer of timers) clearTimeout(timer);
+    for (const watch of watched) {
+      watch.signal?.removeEventListener("abort", onAbort);
+      watch.fault?.removeEventListener("abort", onFault);
+    }
   };
 
   let stream: NodeJS.ReadWriteStream;
@@ -96,15 +117,9 @@ export async function startBox(
       onStdout: (chunk) => options.onStdout?.(chunk),
       onStderr: (chunk) => options.onStderr?.(chunk),
     });
-
-    if (options.deadlineMs !== undefined)
-      timer = setTimeout(() => void kill("ceiling"), options.deadlineMs);
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    options.fault?.addEventListener("abort", onFault, { once: true });
     await container.start();
-    // an abort that came while the container was being created finds it here
-    if (options.signal?.aborted) await kill("signal");
-    if (options.fault?.aborted) await kill("error");
+    // armed once it runs: an abort that came while the container was being created finds it here
+    arm(options);
   } catch (error) {
     unwatch();
     await remove();
@@ -151,6 +166,7 @@ export async function startBox(
   })();
   return {
     containerId: container.id,
+    arm,
     stdin: spec.interactive ? stream : undefined,
     kill,
     done,

@@ -304,6 +304,30 @@ export const ConsoleSection = Type.Object(
 );
 export type ConsoleSection = Static<typeof ConsoleSection>;
 
+/**
+ * `roster server`'s ready boxes (docs/ready-boxes.md): boxes started before
+ * their run, per worker that ran lately. Org-only. 0 (the default) keeps none.
+ */
+export const ServerSection = Type.Object(
+  {
+    ready_boxes: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 8, description: "ready boxes per worker, 0 to 8" }),
+    ),
+    ready_idle_secs: Type.Optional(
+      Type.Integer({
+        minimum: 10,
+        maximum: 86_400,
+        description: "seconds a ready box waits untaken, 10 to 86400",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ServerSection = Static<typeof ServerSection>;
+
+/** Ready boxes kept per worker, and how long one waits, when org.toml says nothing. */
+export const READY_DEFAULTS = { ready_boxes: 0, ready_idle_secs: 300 } as const;
+
 export const OrgConfig = Type.Object(
   {
     engine: Type.Optional(EngineSection),
@@ -323,6 +347,7 @@ export const OrgConfig = Type.Object(
     chat: Type.Optional(ChatSection),
     toolchain: Type.Optional(ToolchainSection),
     console: Type.Optional(ConsoleSection),
+    server: Type.Optional(ServerSection),
   },
   { additionalProperties: false },
 );

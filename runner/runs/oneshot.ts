@@ -2,6 +2,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import type { TaskOrigin } from "../prompt/compile.ts";
 import { describeBudgetStop } from "./budget-stop.ts";
+import type { ReadyStart } from "./hand-off.ts";
 import {
   assistantText,
   describeEvent,
@@ -38,6 +39,8 @@ export interface OneShotOptions {
   /** Told the run's id as soon as its record exists (the dispatcher claims the task with it). */
   /** Awaited before the $HOME is built: a task's claim is in the schedule.json its run sees. */
   onRecord?: (record: RunRecord) => void | Promise<void>;
+  /** Takes a server's ready box for the worker, if it has one (docs/ready-boxes.md). */
+  takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
 }
 
 export interface OneShotResult {
@@ -54,8 +57,10 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
   let answer: string | undefined;
   let modelError: string | undefined;
   const onLine = (line: string) => {
-    if (options.json) options.write(`${line}\n`);
     const event = parseEvent(line);
+    // a ready box's pi answers the runner's RPC prompt: not one of json mode's events
+    if (event?.type === "response") return;
+    if (options.json) options.write(`${line}\n`);
     if (!event) return;
     const text = assistantText(event);
     if (text) answer = text;
@@ -65,7 +70,9 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
     const shown = options.json ? undefined : describeEvent(event);
     if (shown) options.note(shown);
   };
+  const ready = await options.takeReady?.(options.worker);
   const run = await Run.start({
+    ...(ready ? { ready } : {}),
     paths: options.paths,
     worker: options.worker,
     kind: options.taskId ? "task" : "box",

@@ -13,13 +13,15 @@ import type { WorkerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { workerSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
-import { mintToken, revokeToken } from "../gateway/identity.ts";
+import { runDoorDir } from "../gateway/door.ts";
+import { bindToken, mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { snapshotAfterRun } from "../store/passes.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { DiskWatch } from "./disk-watch.ts";
 import { type EngineDrive, piCommand, writePrompt } from "./engine-prompt.ts";
+import { oneTurnOverRpc, type ReadyStart, writeHandoff } from "./hand-off.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
 import {
@@ -63,6 +65,11 @@ export interface RunRequest {
   drive: { engine: EngineDrive } | { command: string[] };
   /** Mode-specific variables for the box. */
   boxEnv?: Record<string, string>;
+  /**
+   * A box started before this run (a server's ready box): the run takes it
+   * over instead of starting one (hand-off.ts). Only for a run that drives pi.
+   */
+  ready?: ReadyStart;
   /** The box keeps stdin open (a session's RPC). */
   interactive?: boolean;
   /** The stall watch: over the whole box, per turn (beginTurn/endTurn), or none. */
@@ -128,14 +135,17 @@ export class Run {
    */
   static async start(request: RunRequest): Promise<Run> {
     if (request.ceiling_min !== undefined) assertCeiling(request.ceiling_min);
-    const box = await provision({
-      paths: request.paths,
-      worker: request.worker,
-      note: request.note,
-      model: engineOf(request) !== undefined,
-      ...(request.env ? { env: request.env } : {}),
-    });
-    const starting = firstRecord(request, box.worker);
+    const { ready } = request;
+    const box =
+      ready?.box ??
+      (await provision({
+        paths: request.paths,
+        worker: request.worker,
+        note: request.note,
+        model: engineOf(request) !== undefined,
+        ...(request.env ? { env: request.env } : {}),
+      }));
+    const starting = firstRecord(request, box.worker, ready?.id);
     try {
       assertCeiling(starting.record.ceiling_min ?? 0);
       await writeRecord(starting.dir, starting.record);
@@ -149,6 +159,11 @@ export class Run {
           starting.dir,
           finished(starting.record, "error", undefined, errorMessage(error)),
         ).catch(() => undefined);
+      // a ready box that could not take the run serves no other
+      if (ready) {
+        await ready.handle.kill("error");
+        await ready.handle.done;
+      }
       if (starting.token) await revokeToken(request.paths.identity, starting.token);
       if (starting.door) await box.gateway.closeDoor(starting.id).catch(() => undefined);
       await box.release();
@@ -171,26 +186,34 @@ export class Run {
     const prompt = engine
       ? await writePrompt(dir, engine, { worker, identity: box.identity, id, paths, ceiling_min })
       : undefined;
-    const home = await buildRunHome({
-      paths,
-      worker,
-      runDir: dir,
-      runId: id,
-      ...(engine?.session ? { channel: engine.session.channel } : {}),
-    });
+    const { ready } = request;
+    const home =
+      ready?.home ??
+      (await buildRunHome({
+        paths,
+        worker,
+        runDir: dir,
+        runId: id,
+        ...(engine?.session ? { channel: engine.session.channel } : {}),
+      }));
     if (Object.keys(home.repos.record).length) {
       starting.record = { ...starting.record, repos: home.repos.record };
       await writeRecord(dir, starting.record);
     }
-    const token = await mintToken(paths.identity, {
-      subject: workerSubject(worker.name),
-      runId: id,
-    });
+    // a ready box's token was minted unbound when the box was made: bound now, it is this run's
+    const token =
+      ready?.token ??
+      (await mintToken(paths.identity, { subject: workerSubject(worker.name), runId: id }));
     starting.token = token;
+    if (ready) await bindToken(paths.identity, token);
     // a door of its own: the gateway knows which box a connection comes from before it
     // reads a byte, and bounds what one box can hold there (asked once the token is live)
     const door = await box.gateway.openDoor(id);
     starting.door = true;
+    if (ready && door !== runDoorDir(box.gateway.door, id))
+      throw new Error(
+        `the gateway opened run ${id}'s door at ${door}, not where its ready box has it`,
+      );
     if (engine)
       starting.logs.push(
         createWriteStream(join(dir, "events.jsonl"), { flags: "a" }),
@@ -207,39 +230,62 @@ export class Run {
             home.home,
             () => void run?.stopFor("stall", "stalled", stallMessage(stallMs)),
           );
-    const spec = box.boxSpec({
-      runId: id,
-      home,
-      token,
-      door,
-      cmd: prompt && engine ? piCommand(engine.mode, prompt) : commandOf(request.drive),
-      env: {
-        // one-shot and task runs only, as the box contract has it; never sessions
-        ...(request.kind === "box" || request.kind === "task"
-          ? { ROSTER_CEILING_MIN: String(ceiling_min) }
-          : {}),
-        ...(engine?.taskId ? { ROSTER_TASK_ID: engine.taskId } : {}),
-        ...request.boxEnv,
-      },
-      ...(request.interactive ? { interactive: true } : {}),
-    });
-    const handle = await startBox(box.engine, spec, {
+    const env = {
+      // one-shot and task runs only, as the box contract has it; never sessions
+      ...(request.kind === "box" || request.kind === "task"
+        ? { ROSTER_CEILING_MIN: String(ceiling_min) }
+        : {}),
+      ...(engine?.taskId ? { ROSTER_TASK_ID: engine.taskId } : {}),
+      ...request.boxEnv,
+    };
+    const watch = {
       // the one place the ceiling becomes milliseconds
       deadlineMs: ceiling_min * 60_000,
       ...(request.signal ? { signal: request.signal } : {}),
       fault: box.gateway.lost,
-      ...(request.reportOom ? { reportOom: true } : {}),
-      onStdout: (chunk) => {
-        watchdog?.activity();
-        events?.write(chunk);
-        request.onStdout?.(chunk);
-      },
-      onStderr: (chunk) => {
-        watchdog?.activity();
-        stderr?.write(chunk);
-        request.onStderr?.(chunk);
-      },
-    });
+    };
+    const onStdout = (chunk: Buffer) => {
+      watchdog?.activity();
+      events?.write(chunk);
+      request.onStdout?.(chunk);
+    };
+    const onStderr = (chunk: Buffer) => {
+      watchdog?.activity();
+      stderr?.write(chunk);
+      request.onStderr?.(chunk);
+    };
+    let handle: BoxHandle;
+    if (ready) {
+      if (!prompt || !engine)
+        throw new Error("a ready box runs pi: it can't serve a plain command");
+      await writeHandoff(paths, ready, worker.name, prompt, env);
+      let tap: ((chunk: Buffer) => void) | undefined;
+      ready.output.stdout = (chunk) => {
+        tap?.(chunk);
+        onStdout(chunk);
+      };
+      ready.output.stderr = onStderr;
+      ready.handle.arm(watch);
+      // json mode's one task, over the RPC pi was started in; a session sends its own turns
+      if (engine.mode === "json") tap = oneTurnOverRpc(ready.handle, prompt.input);
+      handle = ready.handle;
+    } else {
+      const spec = box.boxSpec({
+        runId: id,
+        home,
+        token,
+        door,
+        cmd: prompt && engine ? piCommand(engine.mode, prompt) : commandOf(request.drive),
+        env,
+        ...(request.interactive ? { interactive: true } : {}),
+      });
+      handle = await startBox(box.engine, spec, {
+        ...watch,
+        ...(request.reportOom ? { reportOom: true } : {}),
+        onStdout,
+        onStderr,
+      });
+    }
     run = new Run(
       request,
       box,
@@ -430,10 +476,11 @@ function engineOf(request: RunRequest): EngineDrive | undefined {
 }
 
 /** The record a run starts with; a session's ceiling is its worker's. */
-function firstRecord(request: RunRequest, worker: WorkerView): Starting {
+function firstRecord(request: RunRequest, worker: WorkerView, readyId?: string): Starting {
   const engine = engineOf(request);
   const { paths } = request;
-  const id = newRunId();
+  // a ready box was made for a run id of its own: its folder and door are named after it
+  const id = readyId ?? newRunId();
   return {
     id,
     dir: runDir(paths.state, worker.name, id),

@@ -14,6 +14,7 @@ import { runningGateway } from "../gateway/health.ts";
 import { defaultListen, parseAddr } from "../gateway/listen.ts";
 import { OfferDesk } from "../listeners/offers.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
+import { serverReadyPool } from "../ready/server-pool.ts";
 import { SessionRouter } from "../sessions/router.ts";
 import { StoreSweep } from "../store/passes.ts";
 import { Dispatcher } from "./dispatch.ts";
@@ -128,19 +129,36 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   let sessions = 0;
   // handed-over runs are declared below, once the gateway is up; they count toward the cap
   let runs: RunSocket | undefined;
+  let tasks = 0;
+  // boxes started before their run (not in --once: nothing would take them)
+  const ready = options.once
+    ? undefined
+    : serverReadyPool({
+        paths,
+        env,
+        note,
+        cap: options.cap,
+        busy: () => sessions + (runs?.active() ?? 0) + tasks,
+      });
   const dispatcher = new Dispatcher({
     paths,
     cap: options.cap,
     note,
     env,
     otherBoxes: () => sessions + (runs?.active() ?? 0),
+    ...(ready ? { takeReady: ready.takeReady } : {}),
   });
 
   // `roster run` hands its runs to this server (not in --once: it is about to leave);
   // they always run (someone is waiting at a terminal), and due tasks wait for them
   if (!options.once) {
     try {
-      runs = await serveRuns({ paths, env, note });
+      runs = await serveRuns({
+        paths,
+        env,
+        note,
+        ...(ready ? { takeReady: ready.takeReady } : {}),
+      });
     } catch (error) {
       note(
         `runs are not taken over (each \`roster run\` starts its own box): ${errorMessage(error)}`,
@@ -154,8 +172,10 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   try {
     await runUntilStopped(options, dispatcher, async () => {
       sessions = (await router.sessions()).length;
+      tasks = dispatcher.active;
       listeners.offerDue();
       sweep?.tick();
+      await ready?.tick();
     });
   } catch (error) {
     note(`server: ${errorMessage(error)}`);
@@ -166,6 +186,7 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     await listeners.stop();
     await dispatcher.stop();
     await router.closeAll();
+    await ready?.close();
     await sweep?.idle();
     await gateway.stop();
     await rm(stateFile, { force: true });

@@ -2,6 +2,7 @@ import { replyFromTask } from "../actions/task-reply.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
+import type { ReadyStart } from "../runs/hand-off.ts";
 import { runOneShot } from "../runs/oneshot.ts";
 import { settleFromRun } from "../tasks/settle-run.ts";
 import { type Task, updateTasks } from "../tasks/store.ts";
@@ -25,6 +26,8 @@ export interface DispatchOptions {
   env?: NodeJS.ProcessEnv;
   /** Boxes running besides tasks (sessions, runs handed over by `roster run`): they count toward the cap. */
   otherBoxes?: () => number;
+  /** The server's ready boxes: a task takes one when there is one. */
+  takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
   /** The dispatcher's clock: what a tick without a time takes as now (tests move it). */
   clock?: () => Date;
 }
@@ -109,6 +112,7 @@ export class Dispatcher {
         write: () => undefined,
         note: () => undefined,
         signal: this.abort.signal,
+        ...(this.options.takeReady ? { takeReady: this.options.takeReady } : {}),
         ...(this.options.env ? { env: this.options.env } : {}),
         onRecord: async (record) => {
           runId = record.id;

@@ -1,10 +1,13 @@
+import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import type { BoxEngine } from "../box/engine.ts";
 import { reapOrphans } from "../box/orphans.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { processAlive } from "../files/process-alive.ts";
 import { revokeRunTokens } from "../gateway/identity.ts";
 import { settleAfterCrash } from "../repos/backstop.ts";
-import { finished, listRuns, readRecord, writeRecord } from "../runs/run-record.ts";
+import { finished, listRuns, readRecord, runDir, writeRecord } from "../runs/run-record.ts";
 import { settleFromRun } from "../tasks/settle-run.ts";
 import { allTasks } from "../tasks/store.ts";
 
@@ -15,6 +18,9 @@ import { allTasks } from "../tasks/store.ts";
  * such a run are settled as the host attests it (tasks/attest.ts): one that
  * reported is failed, never run again; one that had not goes back to the queue.
  */
+/** A worker name or run id as a box's labels carry it: one folder name, nothing else. */
+const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
 export interface Recovery {
   reaped: number;
   crashed: string[];
@@ -24,6 +30,14 @@ export interface Recovery {
 
 export async function recover(engine: BoxEngine, paths: RosterPaths): Promise<Recovery> {
   const reaped = await reapOrphans(engine);
+  // a ready box (docs/ready-boxes.md) never had a run: its token and folder go with it
+  for (const orphan of reaped) {
+    if (!SAFE_NAME.test(orphan.worker) || !SAFE_NAME.test(orphan.runId)) continue;
+    const dir = runDir(paths.state, orphan.worker, orphan.runId);
+    if (existsSync(join(dir, "run.json"))) continue;
+    await revokeRunTokens(paths.identity, orphan.runId);
+    await rm(dir, { recursive: true, force: true });
+  }
   const crashed: string[] = [];
   for (const run of listRuns(paths.state)) {
     const record = readRecord(run.dir);

@@ -4,6 +4,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, userFailure } from "../errors.ts";
+import type { ReadyStart } from "../runs/hand-off.ts";
 import { runSocketPath } from "./state.ts";
 
 /**
@@ -59,6 +60,7 @@ interface Job {
   paths: RosterPaths;
   send: Send;
   signal: AbortSignal;
+  takeReady: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
 }
 
 /** A route: the request it accepts, checked against its schema, and the box it starts. */
@@ -104,6 +106,7 @@ const routes = new Map<string, Route>([
         ceiling_min: run.ceiling_min,
         json: run.json,
         write: (text) => job.send({ out: text }),
+        ...(job.takeReady ? { takeReady: job.takeReady } : {}),
       });
       const record = result.record;
       job.send({
@@ -140,6 +143,8 @@ export async function serveRuns(options: {
   note: (text: string) => void;
   /** How long a client may take to send its whole request (default 10 s). */
   requestTimeoutMs?: number;
+  /** The server's ready boxes: a run takes one when there is one. */
+  takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
 }): Promise<RunSocket> {
   const path = runSocketPath(options.paths);
   // a socket file left by a server that died: no live server holds it (the caller checked)
@@ -200,7 +205,13 @@ export async function serveRuns(options: {
     res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
-    const job: Job = { paths: options.paths, env: options.env, send, signal: abort.signal };
+    const job: Job = {
+      paths: options.paths,
+      env: options.env,
+      send,
+      signal: abort.signal,
+      takeReady: options.takeReady,
+    };
     const done = (async () => {
       try {
         await start(job);

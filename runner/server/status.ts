@@ -1,6 +1,8 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { askHealth } from "../gateway/health.ts";
 import { type ListenerStatus, readListenerStatuses } from "../listeners/supervisor.ts";
+import type { ReadyEntry } from "../ready/pool.ts";
+import { readReadyStatus } from "../ready/server-pool.ts";
 import { listRuns, readRecord } from "../runs/run-record.ts";
 import { allTasks } from "../tasks/store.ts";
 import { readServerState } from "./state.ts";
@@ -18,6 +20,8 @@ export interface ServerStatus {
   runs: Array<{ id: string; worker: string; kind: string; started_at: string; detail: string }>;
   queued: number;
   listeners: ListenerStatus[];
+  /** Boxes started before their run (docs/ready-boxes.md). */
+  ready: ReadyEntry[];
 }
 
 export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
@@ -25,7 +29,7 @@ export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
   const queued = allTasks(paths, undefined, { live: true }).filter(
     (task) => task.state === "pending",
   ).length;
-  if (!state) return { running: false, runs: [], queued, listeners: [] };
+  if (!state) return { running: false, runs: [], queued, listeners: [], ready: [] };
   const healthy = (await askHealth(state.gateway.port, 2_000)) !== undefined;
   const runs = listRuns(paths.state)
     .map((run) => readRecord(run.dir))
@@ -56,6 +60,7 @@ export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
     runs,
     queued,
     listeners: readListenerStatuses(paths),
+    ready: readReadyStatus(paths),
   };
 }
 
@@ -67,6 +72,11 @@ export function formatStatus(status: ServerStatus): string {
     `gateway port ${status.gateway?.port} on ${status.gateway?.addrs.join(", ")}: ${status.gateway?.healthy ? "answering" : "NOT ANSWERING"}`,
     `boxes: ${status.runs.length} running, ${status.queued} task(s) queued`,
     ...status.runs.map((run) => `  ${run.id}  ${run.worker}  ${run.kind}  ${run.detail}`),
+    `ready boxes: ${status.ready.length}${status.ready.length ? " (each holds no run until one is handed to it)" : ""}`,
+    ...status.ready.map(
+      (box) =>
+        `  ${box.run}  ${box.worker}  made ${box.made_at}${box.memory_bytes !== undefined ? `  ${(box.memory_bytes / 1024 / 1024).toFixed(0)} MiB` : ""}`,
+    ),
     `listeners: ${status.listeners.length || "none bound"}`,
     ...status.listeners.map(
       (l) =>

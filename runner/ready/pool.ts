@@ -1,0 +1,187 @@
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage } from "../errors.ts";
+import { discardReadyBox, makeReadyBox, type ReadyBox } from "./ready-box.ts";
+import { readyKey } from "./ready-key.ts";
+
+/**
+ * The server's ready boxes (docs/ready-boxes.md): up to `size` per worker
+ * that ran lately, each for one run. `take` hands out one whose key still
+ * matches and whose box still runs, and starts another behind it; anything
+ * stale, dead or idle past `idleMs` is discarded. The pool is a faster path
+ * to the usual start, never a second one: whatever goes wrong in it, the run
+ * starts the usual way.
+ */
+export interface ReadyPoolOptions {
+  paths: RosterPaths;
+  env?: NodeJS.ProcessEnv;
+  note: (text: string) => void;
+  /** Ready boxes kept per worker ([server] ready_boxes), read when used. */
+  size: () => number;
+  /** How long one waits untaken before it is discarded ([server] ready_idle_secs). */
+  idleMs: () => number;
+  /** Whether one more box fits under the server's cap now (counting the pool's own). */
+  room: () => boolean;
+}
+
+export interface ReadyEntry {
+  worker: string;
+  run: string;
+  container: string;
+  made_at: string;
+  /** What its box holds now, idle (the engine's count). */
+  memory_bytes?: number;
+}
+
+export class ReadyPool {
+  private readonly ready = new Map<string, ReadyBox[]>();
+  /** Boxes being made, per worker: they count toward the cap already. */
+  private readonly making = new Map<string, number>();
+  /** When each worker last asked for a box: the pool keeps boxes for workers that ran lately. */
+  private readonly lastAsked = new Map<string, number>();
+  private readonly discarding = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly options: ReadyPoolOptions) {}
+
+  /**
+   * A ready box for this worker's next run, or undefined (none, or none that
+   * still matches and runs: those are discarded); another is started behind it.
+   */
+  async take(worker: string): Promise<ReadyBox | undefined> {
+    this.lastAsked.set(worker, Date.now());
+    const list = this.ready.get(worker) ?? [];
+    let found: ReadyBox | undefined;
+    while (!found && list.length) {
+      const candidate = list.shift();
+      if (!candidate) break;
+      const why = await this.unfit(candidate);
+      if (why) this.discard(candidate, why);
+      else found = candidate;
+    }
+    this.fill(worker);
+    return found;
+  }
+
+  /** Boxes the pool holds or is making: they count toward the server's cap. */
+  count(): number {
+    let total = 0;
+    for (const list of this.ready.values()) total += list.length;
+    for (const making of this.making.values()) total += making;
+    return total;
+  }
+
+  /** Gives up the oldest ready box to make room for a run; false if there is none. */
+  evictOne(): boolean {
+    let oldest: ReadyBox | undefined;
+    for (const list of this.ready.values())
+      for (const box of list) if (!oldest || box.madeAt < oldest.madeAt) oldest = box;
+    if (!oldest) return false;
+    this.remove(oldest);
+    this.discard(oldest, "room for a run");
+    return true;
+  }
+
+  /** Discards boxes idle past their time, and refills for workers that asked within it. */
+  tick(): void {
+    const now = Date.now();
+    const idleMs = this.options.idleMs();
+    for (const list of this.ready.values())
+      for (const box of [...list])
+        if (now - box.madeAt > idleMs) {
+          this.remove(box);
+          this.discard(box, `untaken for ${Math.round(idleMs / 1000)} s`);
+        }
+    for (const [worker, asked] of this.lastAsked) {
+      if (now - asked > idleMs) this.lastAsked.delete(worker);
+      else this.fill(worker);
+    }
+  }
+
+  /** The ready boxes now, with the memory each holds. */
+  async list(): Promise<ReadyEntry[]> {
+    const out: ReadyEntry[] = [];
+    for (const list of this.ready.values())
+      for (const box of list) {
+        const memory = await box.box.engine.boxMemory(box.handle.containerId);
+        out.push({
+          worker: box.worker,
+          run: box.id,
+          container: box.handle.containerId,
+          made_at: new Date(box.madeAt).toISOString(),
+          ...(memory !== undefined ? { memory_bytes: memory } : {}),
+        });
+      }
+    return out;
+  }
+
+  /** Discards every ready box and waits until they are gone. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const list of this.ready.values())
+      for (const box of list.splice(0)) this.discard(box, "the server stops");
+    while (this.discarding.size || [...this.making.values()].some((n) => n > 0)) {
+      await Promise.all([...this.discarding]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  private fill(worker: string): void {
+    if (this.closed) return;
+    const have = (this.ready.get(worker)?.length ?? 0) + (this.making.get(worker) ?? 0);
+    for (let i = have; i < this.options.size() && this.options.room(); i++) this.make(worker);
+  }
+
+  private make(worker: string): void {
+    this.making.set(worker, (this.making.get(worker) ?? 0) + 1);
+    void makeReadyBox({
+      paths: this.options.paths,
+      worker,
+      note: () => undefined,
+      ...(this.options.env ? { env: this.options.env } : {}),
+    })
+      .then(
+        (box) => {
+          if (this.closed) this.discard(box, "the server stops");
+          else {
+            const list = this.ready.get(worker) ?? [];
+            list.push(box);
+            this.ready.set(worker, list);
+            // it ended by itself while nobody had it: never handed out
+            void box.handle.done.then(() => {
+              if (this.remove(box)) this.discard(box, "its box ended");
+            });
+          }
+        },
+        (error: unknown) =>
+          this.options.note(`ready box for ${worker} not made: ${errorMessage(error)}`),
+      )
+      .finally(() => this.making.set(worker, (this.making.get(worker) ?? 1) - 1));
+  }
+
+  /** Why a box may not serve a run now, or undefined. */
+  private async unfit(box: ReadyBox): Promise<string | undefined> {
+    if (box.ended()) return "its box ended";
+    const key = await readyKey(this.options.paths.config, box.box.engine, box.box.image).catch(
+      () => undefined,
+    );
+    return key === box.key ? undefined : "its config or image changed";
+  }
+
+  private remove(box: ReadyBox): boolean {
+    const list = this.ready.get(box.worker);
+    const at = list?.indexOf(box) ?? -1;
+    if (!list || at < 0) return false;
+    list.splice(at, 1);
+    return true;
+  }
+
+  private discard(box: ReadyBox, why: string): void {
+    const done = discardReadyBox(this.options.paths, box)
+      .catch((error: unknown) =>
+        this.options.note(`ready box ${box.id} not discarded: ${errorMessage(error)}`),
+      )
+      .finally(() => this.discarding.delete(done));
+    this.discarding.add(done);
+    this.options.note(`ready box ${box.id} for ${box.worker} discarded: ${why}`);
+  }
+}

@@ -1,0 +1,123 @@
+import { chmod, mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { BOX_HOME, RUN_PI } from "../box/layout.ts";
+import { type BoxHandle, startBox } from "../box/lifecycle.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { workerSubject } from "../config/subject.ts";
+import { closeDoor, runDoorDir } from "../gateway/door.ts";
+import { mintReadyToken, revokeToken } from "../gateway/identity.ts";
+import { buildRunHome, type RunHome } from "../home/build-home.ts";
+import { type Provisioned, provision } from "../runs/provision.ts";
+import { newRunId, runDir } from "../runs/run-record.ts";
+import { readyKey } from "./ready-key.ts";
+
+/**
+ * A box started before its run (docs/ready-boxes.md): made for one run id,
+ * its $HOME built, its door folder mounted and still empty, its token minted
+ * unbound, pi loaded in RPC mode with no prompt. The run owner (runs/run.ts)
+ * hands it a run; until then the gateway refuses its token and opens no door
+ * for it, so it can reach nothing. It serves that one run, or none.
+ */
+export interface ReadyBox {
+  readonly worker: string;
+  /** What it was made from (ready-key.ts): a different key at hand-off discards it. */
+  readonly key: string;
+  /** The run it was made for. */
+  readonly id: string;
+  readonly dir: string;
+  readonly home: RunHome;
+  readonly token: string;
+  readonly box: Provisioned;
+  readonly handle: BoxHandle;
+  readonly madeAt: number;
+  /** Where its output goes: nowhere until a run has it. */
+  readonly output: { stdout?: (chunk: Buffer) => void; stderr?: (chunk: Buffer) => void };
+  /** The host file the run's part of the prompt is written to at hand-off (~/self/handoff.json). */
+  readonly handoffFile: string;
+  /** Its box has exited (a ready box's pi waits forever; one that ended is unfit). */
+  ended(): boolean;
+}
+
+/** Where a ready box's pi looks for its hand-off, inside the box (self/ is the host's, read-only). */
+export const BOX_HANDOFF = `${BOX_HOME}/self/handoff.json`;
+
+export async function makeReadyBox(options: {
+  paths: RosterPaths;
+  worker: string;
+  note: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+}): Promise<ReadyBox> {
+  const { paths } = options;
+  const box = await provision({
+    paths,
+    worker: options.worker,
+    note: options.note,
+    ...(options.env ? { env: options.env } : {}),
+  });
+  const id = newRunId();
+  const dir = runDir(paths.state, box.worker.name, id);
+  const door = runDoorDir(box.gateway.door, id);
+  let token: string | undefined;
+  try {
+    const key = await readyKey(paths.config, box.engine, box.image);
+    const home = await buildRunHome({ paths, worker: box.worker, runDir: dir, runId: id });
+    token = await mintReadyToken(paths.identity, {
+      subject: workerSubject(box.worker.name),
+      runId: id,
+    });
+    // the run's door folder, mounted now; the gateway listens in it once the token is bound
+    await mkdir(door, { recursive: true, mode: 0o755 });
+    await chmod(door, 0o755);
+    const output: ReadyBox["output"] = {};
+    const spec = box.boxSpec({
+      runId: id,
+      home,
+      token,
+      door,
+      cmd: [RUN_PI, "--mode", "rpc", "--session-dir", `${BOX_HOME}/session`],
+      env: { ROSTER_HANDOFF: BOX_HANDOFF },
+      interactive: true,
+    });
+    const handle = await startBox(box.engine, spec, {
+      onStdout: (chunk) => output.stdout?.(chunk),
+      onStderr: (chunk) => output.stderr?.(chunk),
+    });
+    let ended = false;
+    void handle.done.then(() => {
+      ended = true;
+    });
+    return {
+      ended: () => ended,
+      worker: box.worker.name,
+      key,
+      id,
+      dir,
+      home,
+      token,
+      box,
+      handle,
+      madeAt: Date.now(),
+      output,
+      handoffFile: join(dir, "self", "handoff.json"),
+    };
+  } catch (error) {
+    if (token) await revokeToken(paths.identity, token);
+    await closeDoor(door, true).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    await box.release();
+    throw error;
+  }
+}
+
+/**
+ * Ends a ready box that will serve no run: the box killed and removed, its
+ * token and door folder gone, the folder of the run it never had removed.
+ */
+export async function discardReadyBox(paths: RosterPaths, ready: ReadyBox): Promise<void> {
+  await ready.handle.kill("signal");
+  await ready.handle.done;
+  await revokeToken(paths.identity, ready.token);
+  await closeDoor(runDoorDir(ready.box.gateway.door, ready.id), true).catch(() => undefined);
+  await rm(ready.dir, { recursive: true, force: true }).catch(() => undefined);
+  await ready.box.release();
+}

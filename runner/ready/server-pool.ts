@@ -1,0 +1,96 @@
+import { readFileSync, statSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { READY_DEFAULTS } from "../config/config-schema.ts";
+import { loadConfig } from "../config/load.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import { replaceFile } from "../files/atomic-replace.ts";
+import type { ReadyStart } from "../runs/hand-off.ts";
+import { type ReadyEntry, ReadyPool } from "./pool.ts";
+
+/**
+ * The server's pool (pool.ts) set in its place: sized by org.toml's
+ * `[server]` (read again when the file changes), kept under the server's cap
+ * together with every other box, and given up a box at a time when a run or a
+ * task needs the room.
+ */
+export function serverReadyPool(options: {
+  paths: RosterPaths;
+  env: NodeJS.ProcessEnv;
+  note: (text: string) => void;
+  cap: number;
+  /** Boxes running besides the pool's: sessions, runs handed over, tasks. */
+  busy: () => number;
+}): {
+  pool: ReadyPool;
+  takeReady: (worker: string) => Promise<ReadyStart | undefined>;
+  /** Discards what is stale or idle, refills, and writes state/ready.json for `server status`. */
+  tick: () => Promise<void>;
+  close: () => Promise<void>;
+} {
+  const settings = serverSettings(options.paths);
+  const pool: ReadyPool = new ReadyPool({
+    paths: options.paths,
+    env: options.env,
+    note: options.note,
+    size: () => settings().ready_boxes,
+    idleMs: () => settings().ready_idle_secs * 1000,
+    room: () => options.busy() + pool.count() < options.cap,
+  });
+  const takeReady = async (worker: string) => {
+    const box = await pool.take(worker);
+    // a run always runs: ready boxes make way for it
+    while (options.busy() + pool.count() > options.cap && pool.evictOne()) {}
+    return box;
+  };
+  const statusFile = readyStatusFile(options.paths);
+  return {
+    pool,
+    takeReady,
+    tick: async () => {
+      pool.tick();
+      await replaceFile(statusFile, `${JSON.stringify(await pool.list(), null, 2)}\n`, {
+        mode: 0o644,
+      });
+    },
+    close: async () => {
+      await pool.close();
+      await rm(statusFile, { force: true });
+    },
+  };
+}
+
+/** Where the server says which ready boxes it holds (`roster server status` reads it). */
+export function readyStatusFile(paths: RosterPaths): string {
+  return join(paths.state, "ready.json");
+}
+
+/** The ready boxes a running server said it holds (none when it said nothing). */
+export function readReadyStatus(paths: RosterPaths): ReadyEntry[] {
+  try {
+    const entries = JSON.parse(readFileSync(readyStatusFile(paths), "utf8")) as unknown;
+    return Array.isArray(entries) ? (entries as ReadyEntry[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** `[server]` of org.toml with its defaults, read again only when the file changed. */
+function serverSettings(
+  paths: RosterPaths,
+): () => { ready_boxes: number; ready_idle_secs: number } {
+  const file = join(paths.config, "org.toml");
+  let seen = -1;
+  let current: { ready_boxes: number; ready_idle_secs: number } = { ...READY_DEFAULTS };
+  return () => {
+    const mtime = statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+    if (mtime !== seen) {
+      seen = mtime;
+      const config = loadConfig(paths.config);
+      // a config that does not load keeps no ready boxes: runs will refuse it in its own words
+      const server = config.errors.length ? { ready_boxes: 0 } : (config.org.server ?? {});
+      current = { ...READY_DEFAULTS, ...server };
+    }
+    return current;
+  };
+}

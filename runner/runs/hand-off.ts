@@ -1,0 +1,73 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { StringDecoder } from "node:string_decoder";
+import type { BoxHandle } from "../box/lifecycle.ts";
+import type { RosterPaths } from "../config/paths.ts";
+import type { RunHome } from "../home/build-home.ts";
+import type { CompiledPrompt } from "../prompt/compile.ts";
+import { readLive, scheduleView } from "../tasks/store.ts";
+import { LineSplitter, parseEvent } from "./pi-events.ts";
+import type { Provisioned } from "./provision.ts";
+
+/**
+ * A box started before its run, as the run owner (run.ts) takes it over:
+ * runner/ready/ makes them (docs/ready-boxes.md). Everything here was fixed
+ * when the box was made; what the run adds is written at hand-off.
+ */
+export interface ReadyStart {
+  id: string;
+  dir: string;
+  home: RunHome;
+  /** Minted unbound: the owner binds it at hand-off. */
+  token: string;
+  box: Provisioned;
+  handle: BoxHandle;
+  /** Where the box's output goes once the run has it. */
+  output: { stdout?: (chunk: Buffer) => void; stderr?: (chunk: Buffer) => void };
+  /** The host side of ~/self/handoff.json. */
+  handoffFile: string;
+}
+
+/**
+ * What the box's pi reads on its first agent start (engine/handoff.ts): the
+ * run's part of the system prompt, as `--append-system-prompt` would carry it,
+ * and its last variables. The task list is rewritten too: it was read when the
+ * box was made, and a task's claim came after.
+ */
+export async function writeHandoff(
+  paths: RosterPaths,
+  ready: ReadyStart,
+  worker: string,
+  prompt: CompiledPrompt,
+  env: Record<string, string>,
+): Promise<void> {
+  await writeFile(join(ready.dir, "self", "schedule.json"), scheduleView(readLive(paths, worker)));
+  await writeFile(ready.handoffFile, `${JSON.stringify({ system: prompt.system, env })}\n`, {
+    mode: 0o644,
+  });
+}
+
+/**
+ * One task over pi's RPC, the way `--mode json` runs one: the prompt is sent,
+ * and stdin is closed once pi has settled (or refused the prompt), so pi exits
+ * as it would have. Returns the tap the owner puts in front of the box's
+ * stdout: the events themselves are the ones json mode prints.
+ */
+export function oneTurnOverRpc(handle: BoxHandle, input: string): (chunk: Buffer) => void {
+  const decoder = new StringDecoder("utf8");
+  const lines = new LineSplitter();
+  let ended = false;
+  handle.stdin?.write(`${JSON.stringify({ type: "prompt", message: input })}\n`);
+  return (chunk) => {
+    if (ended) return;
+    for (const line of lines.push(decoder.write(chunk))) {
+      const event = parseEvent(line);
+      const refused = event?.type === "response" && event.success === false;
+      if (event?.type === "agent_settled" || refused) {
+        ended = true;
+        handle.stdin?.end();
+        return;
+      }
+    }
+  };
+}

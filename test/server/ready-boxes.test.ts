@@ -1,0 +1,183 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { appendFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { proxyUrl } from "../../runner/gateway/identity.ts";
+import { readReadyStatus } from "../../runner/ready/server-pool.ts";
+import { runDir } from "../../runner/runs/run-record.ts";
+import { until } from "../support/chat-turns.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer, textOf } from "../support/model-server.ts";
+import { viaProxy } from "../support/proxy-clients.ts";
+import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+/**
+ * Ready boxes (docs/ready-boxes.md) through a real server, real boxes and the
+ * real gateway: a run handed to the server takes the box made for it and
+ * another is made behind it; before hand-off the box's token is refused and
+ * it has no record; two runs never share one; a config edit or a dead box
+ * means the run starts the usual way, and still succeeds.
+ */
+const docker = await testDocker();
+
+describe.skipIf(!docker)("ready boxes in the server", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+  let server: ReturnType<RosterRoot["spawnRoster"]> | undefined;
+  let log = "";
+
+  const ready = () => readReadyStatus(deployment.paths);
+  const running = (container: string) => {
+    try {
+      return (
+        execFileSync("docker", ["inspect", "-f", "{{.State.Running}}", container], {
+          encoding: "utf8",
+          stdio: ["ignore", "pipe", "ignore"],
+        }).trim() === "true"
+      );
+    } catch {
+      return false;
+    }
+  };
+  /** The one ready box there is, once the server has made it (and not the one named). */
+  const nextReady = (not?: string) =>
+    until(
+      () => {
+        const now = ready();
+        return now.length === 1 && now[0]?.run !== not ? now[0] : undefined;
+      },
+      "the server to make a ready box",
+      90_000,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\nserver log:\n${log}`);
+    });
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      extraOrg: "[server]\nready_boxes = 1\nready_idle_secs = 600\n",
+    });
+    server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
+    server.stderr.on("data", (chunk: Buffer) => {
+      log += chunk.toString();
+    });
+    await until(
+      () => existsSync(join(deployment.paths.state, "server.sock")),
+      "the server",
+      30_000,
+    );
+  }, 120_000);
+  beforeEach(() => {
+    model.reset();
+    model.requests.length = 0;
+  });
+  afterAll(async () => {
+    if (server && server.exitCode === null) {
+      const exited = new Promise((resolve) => server?.once("exit", resolve));
+      server.kill("SIGTERM");
+      await exited;
+    }
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("a run takes the ready box made for it, and another is made behind it; before that its token is refused", async () => {
+    // the first run finds none: the worker ran, so the pool makes one behind it
+    model.play({ text: "first, the usual way" });
+    const first = await deployment.roster(["run", "elf", "first"]);
+    expect(first.code, first.stderr).toBe(0);
+    const box = await nextReady();
+    expect(running(box.container)).toBe(true);
+    expect(box.memory_bytes).toBeGreaterThan(0);
+
+    // before hand-off: no record, and a token the gateway refuses (no identity, no door)
+    const dir = runDir(deployment.paths.state, "elf", box.run);
+    expect(existsSync(join(dir, "run.json"))).toBe(false);
+    const unbound = readdirSync(deployment.paths.identity).filter((name) =>
+      name.endsWith(".ready"),
+    );
+    expect(unbound).toHaveLength(1);
+    const token = unbound[0]?.slice(0, -".ready".length) ?? "";
+    const refused = await viaProxy(
+      proxyUrl(token, "127.0.0.1", deployment.gatewayPort),
+      "http://ready.test/",
+    );
+    expect(refused.status).toBe(403);
+    const status = await deployment.roster(["server", "status"]);
+    expect(status.stdout).toContain(`ready boxes: 1`);
+    expect(status.stdout).toMatch(new RegExp(`${box.run}  elf  made .* \\d+ MiB`));
+
+    // the hand-off: this run is that box's, told its own run id and task
+    model.play({ text: "second, in a ready box" });
+    const second = await deployment.roster(["run", "elf", "the second task"]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toBe("second, in a ready box\n");
+    expect(latestRecord(deployment.paths, "elf")).toMatchObject({
+      id: box.run,
+      state: "done",
+      ended_by: "exit",
+      runner_pid: server?.pid,
+    });
+    const asked = model.requests.at(-1)?.body.messages ?? [];
+    expect(textOf(asked.find((m) => m.role === "system")?.content)).toContain(`run: ${box.run}`);
+    expect(textOf(asked.find((m) => m.role === "user")?.content)).toContain("the second task");
+    // its box is gone with its run, its token too; another is ready for the next
+    await until(() => !running(box.container), "the used box to go");
+    expect(existsSync(join(deployment.paths.identity, `${token}.json`))).toBe(false);
+    const behind = await nextReady(box.run);
+    expect(behind.container).not.toBe(box.container);
+  }, 240_000);
+
+  it("two runs at once never share one", async () => {
+    await nextReady();
+    model.play({ text: "one" }, { text: "two" });
+    const [a, b] = await Promise.all([
+      deployment.roster(["run", "elf", "at once, a"]),
+      deployment.roster(["run", "elf", "at once, b"]),
+    ]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    const ids = [a, b].map((result) => /run (\S+): done/.exec(result.stderr)?.[1]);
+    expect(ids[0]).toBeDefined();
+    expect(ids[0]).not.toBe(ids[1]);
+    const containers = ids.map(
+      (id) =>
+        JSON.parse(
+          readFileSync(join(runDir(deployment.paths.state, "elf", id ?? ""), "run.json"), "utf8"),
+        ).container as string,
+    );
+    expect(containers[0]).not.toBe(containers[1]);
+  }, 240_000);
+
+  it("a config edit discards the pool: the next run starts the usual way", async () => {
+    const box = await nextReady();
+    await appendFile(join(deployment.paths.config, "workers/elf/worker.toml"), "\n# edited\n");
+    model.play({ text: "after the edit" });
+    const run = await deployment.roster(["run", "elf", "after an edit"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(latestRecord(deployment.paths, "elf")?.id).not.toBe(box.run);
+    await until(() => !running(box.container), "the stale ready box to go");
+    expect(existsSync(runDir(deployment.paths.state, "elf", box.run))).toBe(false);
+  }, 240_000);
+
+  it("a ready box that died is skipped, and the run still succeeds", async () => {
+    const box = await nextReady();
+    execFileSync("docker", ["kill", box.container], { stdio: "ignore" });
+    model.play({ text: "despite a dead box" });
+    const run = await deployment.roster(["run", "elf", "go on"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe("despite a dead box\n");
+    expect(latestRecord(deployment.paths, "elf")?.id).not.toBe(box.run);
+  }, 240_000);
+
+  it("stops with the server: no ready box, token or folder left behind", async () => {
+    const box = await nextReady();
+    const exited = new Promise((resolve) => server?.once("exit", resolve));
+    server?.kill("SIGTERM");
+    await exited;
+    expect(running(box.container)).toBe(false);
+    expect(readdirSync(deployment.paths.identity).filter((n) => n.endsWith(".ready"))).toEqual([]);
+    expect(existsSync(runDir(deployment.paths.state, "elf", box.run))).toBe(false);
+  }, 120_000);
+});
