@@ -1,18 +1,15 @@
 import { createWriteStream, type WriteStream } from "node:fs";
 import { join } from "node:path";
-import { boxContainerName } from "../box/layout.ts";
 import {
   type EndedBy as BoxEndedBy,
   type BoxHandle,
   type BoxOutcome,
   startBox,
 } from "../box/lifecycle.ts";
-import { ceilingProblem } from "../config/ceiling.ts";
 import { durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
-import type { RosterPaths } from "../config/paths.ts";
 import { workerSubject } from "../config/subject.ts";
-import { errorMessage, RosterError } from "../errors.ts";
+import { errorMessage } from "../errors.ts";
 import { runDoorDir } from "../gateway/door.ts";
 import { bindToken, mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
@@ -20,18 +17,20 @@ import type { CompiledPrompt } from "../prompt/compile.ts";
 import { snapshotAfterRun } from "../store/passes.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { DiskWatch } from "./disk-watch.ts";
-import { type EngineDrive, piCommand, writePrompt } from "./engine-prompt.ts";
-import { oneTurnOverRpc, type ReadyStart, writeHandoff } from "./hand-off.ts";
+import { piCommand, writePrompt } from "./engine-prompt.ts";
+import { oneTurnOverRpc, writeHandoff } from "./hand-off.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
+import { finished, type RunRecord, writeRecord } from "./run-record.ts";
+import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
 import {
-  type EndedBy,
-  finished,
-  newRunId,
-  type RunRecord,
-  runDir,
-  writeRecord,
-} from "./run-record.ts";
+  assertCeiling,
+  commandOf,
+  endStream,
+  engineOf,
+  firstRecord,
+  type Starting,
+} from "./run-start.ts";
 import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
 
 /**
@@ -43,68 +42,13 @@ import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
  * watch, the budget stop) and settling it (repos, record, token, gateway).
  * Callers say only how the engine is driven and what its output means to them.
  */
-export type RunKind = RunRecord["kind"];
 export type { EngineDrive } from "./engine-prompt.ts";
+export type { LimitReached, RunEnding, RunKind, RunRequest } from "./run-request.ts";
 
 /** The run a start failed in, once its record existed (undefined: refused before any record). */
 const failedRuns = new WeakMap<object, string>();
 export function failedRunId(error: unknown): string | undefined {
   return typeof error === "object" && error ? failedRuns.get(error) : undefined;
-}
-
-export interface RunRequest {
-  paths: RosterPaths;
-  worker: string;
-  kind: RunKind;
-  /**
-   * The wall-clock ceiling in minutes, checked against the one bound
-   * (config/ceiling.ts). Absent for a session: the worker's `[box] session_ceiling_min`.
-   */
-  ceiling_min?: number;
-  /** pi and its prompt, or a plain command in a box without an engine (no model, no credential). */
-  drive: { engine: EngineDrive } | { command: string[] };
-  /** Mode-specific variables for the box. */
-  boxEnv?: Record<string, string>;
-  /**
-   * A box started before this run (a server's ready box): the run takes it
-   * over instead of starting one (hand-off.ts). Only for a run that drives pi.
-   */
-  ready?: ReadyStart;
-  /** The box keeps stdin open (a session's RPC). */
-  interactive?: boolean;
-  /** The stall watch: over the whole box, per turn (beginTurn/endTurn), or none. */
-  stall: "box" | "turns" | "none";
-  /** Ask the engine whether the OOM killer ended the box. */
-  reportOom?: boolean;
-  onStdout?: (chunk: Buffer) => void;
-  onStderr?: (chunk: Buffer) => void;
-  /** Told the record as soon as it exists (a dispatcher claims its task with the id). */
-  /** Awaited before the $HOME is built: a task's claim is in the schedule.json its run sees. */
-  onRecord?: (record: RunRecord) => void | Promise<void>;
-  note: (text: string) => void;
-  env?: NodeJS.ProcessEnv;
-  signal?: AbortSignal;
-}
-
-/** How a run ends, as its caller judged the outcome. */
-export interface RunEnding {
-  endedBy: EndedBy;
-  exitCode?: number;
-  error?: string;
-  /** Overrides the usual rule (a session that reaches its ceiling between turns ended well). */
-  state?: "done" | "failed";
-  turns?: number;
-}
-
-/** Why the owner or the box's engine ended it: which limit, and the words the record and a sender get. */
-export interface LimitReached {
-  endedBy: EndedBy;
-  limit: "ceiling" | "turn-ceiling" | "stall" | "disk" | "gateway";
-  message: string;
-}
-
-function refuse(message: string, exitCode = 2): RosterError {
-  return new RosterError(message, { exitCode });
 }
 
 export class Run {
@@ -458,60 +402,4 @@ export class Run {
     if (this.turnTimer) clearTimeout(this.turnTimer);
     this.turnTimer = undefined;
   }
-}
-
-/** A run between its first record and its running box: what a failure must give back. */
-interface Starting {
-  id: string;
-  dir: string;
-  record: RunRecord;
-  token: string | undefined;
-  /** Its own door is open at the gateway (closed again if the start fails). */
-  door: boolean;
-  logs: WriteStream[];
-}
-
-function engineOf(request: RunRequest): EngineDrive | undefined {
-  return "engine" in request.drive ? request.drive.engine : undefined;
-}
-
-/** The record a run starts with; a session's ceiling is its worker's. */
-function firstRecord(request: RunRequest, worker: WorkerView, readyId?: string): Starting {
-  const engine = engineOf(request);
-  const { paths } = request;
-  // a ready box was made for a run id of its own: its folder and door are named after it
-  const id = readyId ?? newRunId();
-  return {
-    id,
-    dir: runDir(paths.state, worker.name, id),
-    token: undefined,
-    door: false,
-    logs: [],
-    record: {
-      id,
-      worker: worker.name,
-      kind: request.kind,
-      state: "running",
-      started_at: new Date().toISOString(),
-      ceiling_min: request.ceiling_min ?? worker.box.session_ceiling_min,
-      container: boxContainerName(id),
-      runner_pid: process.pid,
-      ...(engine?.taskId ? { task_id: engine.taskId } : {}),
-      ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
-    },
-  };
-}
-
-function assertCeiling(minutes: number): void {
-  const problem = ceilingProblem(minutes);
-  if (problem) throw refuse(problem);
-}
-
-function commandOf(drive: RunRequest["drive"]): string[] {
-  if ("command" in drive) return drive.command;
-  throw new Error("an engine run needs its compiled prompt");
-}
-
-function endStream(stream: WriteStream): Promise<void> {
-  return new Promise((resolve) => stream.end(resolve));
 }

@@ -1,0 +1,58 @@
+import type { RosterPaths } from "../config/paths.ts";
+import type { EngineDrive } from "./engine-prompt.ts";
+import type { ReadyStart } from "./hand-off.ts";
+import type { EndedBy, RunRecord } from "./run-record.ts";
+
+/** What a caller asks of the run owner (run.ts), and what it says back about the end. */
+export type RunKind = RunRecord["kind"];
+
+export interface RunRequest {
+  paths: RosterPaths;
+  worker: string;
+  kind: RunKind;
+  /**
+   * The wall-clock ceiling in minutes, checked against the one bound
+   * (config/ceiling.ts). Absent for a session: the worker's `[box] session_ceiling_min`.
+   */
+  ceiling_min?: number;
+  /** pi and its prompt, or a plain command in a box without an engine (no model, no credential). */
+  drive: { engine: EngineDrive } | { command: string[] };
+  /** Mode-specific variables for the box. */
+  boxEnv?: Record<string, string>;
+  /**
+   * A box started before this run (a server's ready box): the run takes it
+   * over instead of starting one (hand-off.ts). Only for a run that drives pi.
+   */
+  ready?: ReadyStart;
+  /** The box keeps stdin open (a session's RPC). */
+  interactive?: boolean;
+  /** The stall watch: over the whole box, per turn (beginTurn/endTurn), or none. */
+  stall: "box" | "turns" | "none";
+  /** Ask the engine whether the OOM killer ended the box. */
+  reportOom?: boolean;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+  /** Told the record as soon as it exists (a dispatcher claims its task with the id). */
+  /** Awaited before the $HOME is built: a task's claim is in the schedule.json its run sees. */
+  onRecord?: (record: RunRecord) => void | Promise<void>;
+  note: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+}
+
+/** How a run ends, as its caller judged the outcome. */
+export interface RunEnding {
+  endedBy: EndedBy;
+  exitCode?: number;
+  error?: string;
+  /** Overrides the usual rule (a session that reaches its ceiling between turns ended well). */
+  state?: "done" | "failed";
+  turns?: number;
+}
+
+/** Why the owner or the box's engine ended it: which limit, and the words the record and a sender get. */
+export interface LimitReached {
+  endedBy: EndedBy;
+  limit: "ceiling" | "turn-ceiling" | "stall" | "disk" | "gateway";
+  message: string;
+}
