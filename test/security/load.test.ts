@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type RecordedRequest, type Turn } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { stopProcess } from "../support/stop-process.ts";
 import { termRouter } from "../support/term-router.ts";
 
 /**
@@ -67,11 +68,7 @@ match = { host = "load.test" }
   }, 60_000);
 
   afterAll(async () => {
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server?.once("exit", resolve));
-      server.kill("SIGTERM");
-      await exited;
-    }
+    await stopProcess(server);
     await model?.stop();
     upstream?.close();
     await deployment?.cleanup();

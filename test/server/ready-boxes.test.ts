@@ -11,6 +11,7 @@ import { testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";
 import { viaProxy } from "../support/proxy-clients.ts";
 import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { stopProcess } from "../support/stop-process.ts";
 
 /**
  * Ready boxes (docs/ready-boxes.md) through a real server, real boxes and the
@@ -73,11 +74,7 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
     model.requests.length = 0;
   });
   afterAll(async () => {
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server?.once("exit", resolve));
-      server.kill("SIGTERM");
-      await exited;
-    }
+    await stopProcess(server);
     await model?.stop();
     await deployment?.cleanup();
   });
