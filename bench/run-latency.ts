@@ -2,8 +2,9 @@
  * What a governed run costs on top of the container itself, side by side in
  * one run: the floors (a bare `docker run … true`, and a hardened `docker run`
  * of pi against the scripted model), then `roster run` in a fresh root, warm,
- * with a running gateway (`roster gateway start`), and handed to a running
- * server (`roster server start`, which runs the box itself):
+ * with a running gateway (`roster gateway start`), handed to a running
+ * server (`roster server start`, which runs the box itself), and handed to a
+ * server that keeps a ready box (docs/ready-boxes.md):
  * time to the model's first request, time to process exit, the box's exit to
  * the process's, host CPU per run and the CLI's peak RSS (GNU time, children
  * included). Each roster run is paired with a run of pi's floor just before
@@ -21,6 +22,7 @@ import { performance } from "node:perf_hooks";
 import { connectEngine } from "../runner/box/connect.ts";
 import type { DockerEngine } from "../runner/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/box/layout.ts";
+import { readReadyStatus } from "../runner/ready/server-pool.ts";
 import { listRuns, readRecord } from "../runner/runs/run-record.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
 import { ModelServer } from "../test/support/model-server.ts";
@@ -158,30 +160,54 @@ try {
   await held.cleanup();
 }
 
-// the same with a server running: `roster run` hands the run over
-const served = await makeRosterRoot(model.baseUrl("127.0.0.1"));
-let handed: Sample[];
-const server = spawn(ROSTER_BIN, ["server", "start", "--no-listen"], {
-  env: { ...process.env, ROSTER_ROOT: served.root },
-  stdio: "ignore",
-});
-try {
-  for (let i = 0; i < 200; i++) {
-    try {
-      readFileSync(join(served.paths.state, "server.sock"));
-    } catch (error) {
-      // a socket can't be read as a file: that error means it is there
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") break;
+/**
+ * The same with a server running: `roster run` hands the run over. With
+ * `ready`, the server keeps a ready box ([server] ready_boxes = 1), and each
+ * round waits until one is ready, so every run takes one; the memory an idle
+ * ready box holds is the last one seen.
+ */
+async function servedSamples(ready: boolean): Promise<{ samples: Sample[]; idleMiB?: number }> {
+  const served = await makeRosterRoot(
+    model.baseUrl("127.0.0.1"),
+    ready ? { extraOrg: "[server]\nready_boxes = 1\nready_idle_secs = 600\n" } : {},
+  );
+  const server = spawn(ROSTER_BIN, ["server", "start", "--no-listen"], {
+    env: { ...process.env, ROSTER_ROOT: served.root },
+    stdio: "ignore",
+  });
+  try {
+    for (let i = 0; i < 200; i++) {
+      try {
+        readFileSync(join(served.paths.state, "server.sock"));
+      } catch (error) {
+        // a socket can't be read as a file: that error means it is there
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await rosterSamples(served, 1);
+    const samples: Sample[] = [];
+    let idleMiB: number | undefined;
+    for (let i = 0; i < ROUNDS; i++) {
+      for (let wait = 0; ready && wait < 600; wait++) {
+        const [box] = readReadyStatus(served.paths);
+        if (box) {
+          if (box.memory_bytes !== undefined) idleMiB = box.memory_bytes / 1024 / 1024;
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      samples.push(...(await rosterSamples(served, 1)));
+    }
+    return { samples, ...(idleMiB !== undefined ? { idleMiB } : {}) };
+  } finally {
+    server.kill("SIGTERM");
+    await new Promise((resolve) => server.once("exit", resolve));
+    await served.cleanup();
   }
-  await rosterSamples(served, 1);
-  handed = await rosterSamples(served, ROUNDS);
-} finally {
-  server.kill("SIGTERM");
-  await new Promise((resolve) => server.once("exit", resolve));
-  await served.cleanup();
 }
+const handed = (await servedSamples(false)).samples;
+const readied = await servedSamples(true);
 
 floorRun.cleanup();
 await model.stop();
@@ -213,3 +239,7 @@ row("roster run, fresh root (first run)", cold);
 row("roster run, warm", warm);
 row("roster run, gateway already running", withGateway);
 row("roster run, handed to a running server", handed);
+row("roster run, handed to a server with a ready box", readied.samples);
+console.log(
+  `\nan idle ready box holds ${readied.idleMiB === undefined ? "(not measured)" : `${readied.idleMiB.toFixed(0)} MiB`}`,
+);
