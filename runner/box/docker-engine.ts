@@ -132,7 +132,8 @@ export class DockerEngine implements BoxEngine {
   async boxMemory(id: string): Promise<number | undefined> {
     const stats = (await this.client
       .getContainer(id)
-      .stats({ stream: false })
+      // one sample, now: without one-shot the engine waits for a second to compare
+      .stats({ stream: false, "one-shot": true } as { stream: false })
       .catch(() => undefined)) as { memory_stats?: { usage?: number } } | undefined;
     return stats?.memory_stats?.usage;
   }

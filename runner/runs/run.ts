@@ -103,10 +103,12 @@ export class Run {
           starting.dir,
           finished(starting.record, "error", undefined, errorMessage(error)),
         ).catch(() => undefined);
-      // a ready box that could not take the run serves no other
+      // a ready box that could not take the run serves no other: its token and door go too
       if (ready) {
         await ready.handle.kill("error");
         await ready.handle.done;
+        starting.token = ready.token;
+        starting.door = true;
       }
       if (starting.token) await revokeToken(request.paths.identity, starting.token);
       if (starting.door) await box.gateway.closeDoor(starting.id).catch(() => undefined);
