@@ -44,6 +44,11 @@ export interface BoxSpec {
   user?: { uid: number; gid: number };
   /** Keep stdin open (warm sessions speak pi's RPC over it). */
   interactive?: boolean;
+  /**
+   * The box's stdin closes when the runner ends its side (an interactive box
+   * that must see end-of-input: a ready box's pi, told one task over RPC).
+   */
+  stdinOnce?: boolean;
   /** The OCI runtime ("runsc" for gVisor); the engine's default (runc) when unset. */
   runtime?: string;
 }
@@ -66,7 +71,7 @@ export function containerCreateOptions(spec: BoxSpec): Docker.ContainerCreateOpt
     Labels: { [CONTAINER_LABELS.runnerPid]: String(process.pid), ...spec.labels },
     AttachStdin: spec.interactive ?? false,
     OpenStdin: spec.interactive ?? false,
-    StdinOnce: false,
+    StdinOnce: spec.stdinOnce ?? false,
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,

@@ -36,6 +36,8 @@ export interface WorkerBoxInput {
   /** The worker's toolchain volume for this image, mounted at /opt/tools. */
   toolsVolume?: string;
   interactive?: boolean;
+  /** Its stdin closes when the runner ends it (container-spec.ts). */
+  stdinOnce?: boolean;
 }
 
 export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
@@ -78,6 +80,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
     },
     labels: { [CONTAINER_LABELS.worker]: worker.name, [CONTAINER_LABELS.run]: input.runId },
     ...(input.interactive ? { interactive: true } : {}),
+    ...(input.stdinOnce ? { stdinOnce: true } : {}),
     runtime: worker.box.runtime,
   };
 }

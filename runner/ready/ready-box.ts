@@ -77,6 +77,8 @@ export async function makeReadyBox(options: {
       cmd: [RUN_PI, "--mode", "rpc", "--session-dir", `${BOX_HOME}/session`],
       env: { ROSTER_HANDOFF: BOX_HANDOFF },
       interactive: true,
+      // a one-shot run's pi exits when its task is done and stdin ends, as in json mode
+      stdinOnce: true,
     });
     const handle = await startBox(box.engine, spec, {
       onStdout: (chunk) => output.stdout?.(chunk),

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { proxyUrl } from "../../runner/gateway/identity.ts";
 import { readReadyStatus } from "../../runner/ready/server-pool.ts";
-import { runDir } from "../../runner/runs/run-record.ts";
+import { readRecord, runDir } from "../../runner/runs/run-record.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";
@@ -107,10 +107,13 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
 
     // the hand-off: this run is that box's, told its own run id and task
     model.play({ text: "second, in a ready box" });
-    const second = await deployment.roster(["run", "elf", "the second task"]);
-    expect(second.code, second.stderr).toBe(0);
+    const second = await deployment.roster(["run", "elf", "the second task"], {
+      timeoutMs: 60_000,
+    });
+    expect(second.code, `${second.stderr}\nserver log:\n${log}`).toBe(0);
     expect(second.stdout).toBe("second, in a ready box\n");
-    expect(latestRecord(deployment.paths, "elf")).toMatchObject({
+    // its run id was chosen when the box was made: the record is found by it
+    expect(readRecord(dir)).toMatchObject({
       id: box.run,
       state: "done",
       ended_by: "exit",
