@@ -152,6 +152,7 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
 
   it("a config edit discards the pool: the next run starts the usual way", async () => {
     const box = await nextReady();
+    expect(running(box.container)).toBe(true);
     await appendFile(join(deployment.paths.config, "workers/elf/worker.toml"), "\n# edited\n");
     model.play({ text: "after the edit" });
     const run = await deployment.roster(["run", "elf", "after an edit"]);
@@ -173,6 +174,8 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
 
   it("stops with the server: no ready box, token or folder left behind", async () => {
     const box = await nextReady();
+    // aimed at a box that runs: "not running" afterwards then means the server removed it
+    expect(running(box.container)).toBe(true);
     const exited = new Promise((resolve) => server?.once("exit", resolve));
     server?.kill("SIGTERM");
     await exited;
