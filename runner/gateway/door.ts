@@ -104,7 +104,7 @@ export async function closeDoor(dir: string, removeFolder = false): Promise<void
 }
 
 /** Does something listen on this socket? (A leftover file from a crash does not.) */
-function answers(path: string): Promise<boolean> {
+export function answers(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ path });
     const settle = (alive: boolean) => {

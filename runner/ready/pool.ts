@@ -1,7 +1,7 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { discardReadyBox, makeReadyBox, type ReadyBox } from "./ready-box.ts";
-import { readyKey } from "./ready-key.ts";
+import { movedRepo, readyKey } from "./ready-key.ts";
 
 /**
  * The server's ready boxes (docs/ready-boxes.md): up to `size` per worker
@@ -164,7 +164,9 @@ export class ReadyPool {
     const key = await readyKey(this.options.paths.config, box.box.engine, box.box.image).catch(
       () => undefined,
     );
-    return key === box.key ? undefined : "its config or image changed";
+    if (key !== box.key) return "its config or image changed";
+    const moved = await movedRepo(box.box.worker.mounts, box.home.repos.repos).catch(() => "?");
+    return moved ? `repo ${moved} moved on since it was cloned` : undefined;
   }
 
   private remove(box: ReadyBox): boolean {

@@ -1,13 +1,14 @@
-import { chmod, mkdir, rm } from "node:fs/promises";
+import { chmod, mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { BOX_HOME, RUN_PI } from "../box/layout.ts";
-import { type BoxHandle, startBox } from "../box/lifecycle.ts";
+import { startBox } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { workerSubject } from "../config/subject.ts";
 import { closeDoor, runDoorDir } from "../gateway/door.ts";
 import { mintReadyToken, revokeToken } from "../gateway/identity.ts";
-import { buildRunHome, type RunHome } from "../home/build-home.ts";
-import { type Provisioned, provision } from "../runs/provision.ts";
+import { buildRunHome } from "../home/build-home.ts";
+import type { ReadyStart } from "../runs/hand-off.ts";
+import { provision } from "../runs/provision.ts";
 import { newRunId, runDir } from "../runs/run-record.ts";
 import { readyKey } from "./ready-key.ts";
 
@@ -18,24 +19,11 @@ import { readyKey } from "./ready-key.ts";
  * hands it a run; until then the gateway refuses its token and opens no door
  * for it, so it can reach nothing. It serves that one run, or none.
  */
-export interface ReadyBox {
+export interface ReadyBox extends ReadyStart {
   readonly worker: string;
   /** What it was made from (ready-key.ts): a different key at hand-off discards it. */
   readonly key: string;
-  /** The run it was made for. */
-  readonly id: string;
-  readonly dir: string;
-  readonly home: RunHome;
-  readonly token: string;
-  readonly box: Provisioned;
-  readonly handle: BoxHandle;
   readonly madeAt: number;
-  /** Where its output goes: nowhere until a run has it. */
-  readonly output: { stdout?: (chunk: Buffer) => void; stderr?: (chunk: Buffer) => void };
-  /** The host file the run's part of the prompt is written to at hand-off (~/self/handoff.json). */
-  readonly handoffFile: string;
-  /** Its box has exited (a ready box's pi waits forever; one that ended is unfit). */
-  ended(): boolean;
 }
 
 /** Where a ready box's pi looks for its hand-off, inside the box (self/ is the host's, read-only). */
@@ -68,6 +56,7 @@ export async function makeReadyBox(options: {
     // the run's door folder, mounted now; the gateway listens in it once the token is bound
     await mkdir(door, { recursive: true, mode: 0o755 });
     await chmod(door, 0o755);
+    const doorIno = (await stat(door)).ino;
     const output: ReadyBox["output"] = {};
     const spec = box.boxSpec({
       runId: id,
@@ -88,8 +77,10 @@ export async function makeReadyBox(options: {
     void handle.done.then(() => {
       ended = true;
     });
-    return {
+    const ready: ReadyBox = {
       ended: () => ended,
+      discard: () => discardReadyBox(paths, ready),
+      doorIno,
       worker: box.worker.name,
       key,
       id,
@@ -102,6 +93,7 @@ export async function makeReadyBox(options: {
       output,
       handoffFile: join(dir, "self", "handoff.json"),
     };
+    return ready;
   } catch (error) {
     if (token) await revokeToken(paths.identity, token);
     await closeDoor(door, true).catch(() => undefined);

@@ -2,6 +2,9 @@ import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import type { BoxEngine } from "../box/engine.ts";
+import type { ConnectionMount } from "../config/connections.ts";
+import { resolveRef } from "../git/git.ts";
+import { gatedRepos, type RunRepo } from "../repos/clone.ts";
 
 /**
  * What a ready box was made from, as one string: every file of the
@@ -34,4 +37,21 @@ async function filesUnder(dir: string): Promise<string[]> {
     else if (entry.isFile()) out.push(path);
   }
   return out;
+}
+
+/**
+ * A gated repo whose landing branch moved since the ready box cloned it (a
+ * run pushed meanwhile), or undefined: the run would start from an old base,
+ * so the box is discarded instead.
+ */
+export async function movedRepo(
+  mounts: ConnectionMount[],
+  cloned: RunRepo[],
+): Promise<string | undefined> {
+  for (const repo of gatedRepos(mounts)) {
+    const head = await resolveRef(repo.canonical, `refs/heads/${repo.policy.branch}`);
+    const base = cloned.find((one) => one.connection === repo.connection)?.base;
+    if (!head || head !== base) return repo.connection;
+  }
+  return undefined;
 }

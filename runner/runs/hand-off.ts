@@ -1,13 +1,18 @@
-import { writeFile } from "node:fs/promises";
+import { stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { DOOR_SOCKET } from "../box/layout.ts";
 import type { BoxHandle } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage } from "../errors.ts";
+import { answers, runDoorDir } from "../gateway/door.ts";
+import { bindToken } from "../gateway/identity.ts";
 import type { RunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { readLive, scheduleView } from "../tasks/store.ts";
 import { LineSplitter, parseEvent } from "./pi-events.ts";
 import type { Provisioned } from "./provision.ts";
+import type { RunRequest } from "./run-request.ts";
 
 /**
  * A box started before its run, as the run owner (run.ts) takes it over:
@@ -26,6 +31,53 @@ export interface ReadyStart {
   output: { stdout?: (chunk: Buffer) => void; stderr?: (chunk: Buffer) => void };
   /** The host side of ~/self/handoff.json. */
   handoffFile: string;
+  /** The inode of the door folder mounted in the box: a folder made again since is not the box's. */
+  doorIno: number;
+  /** Its box has exited. */
+  ended(): boolean;
+  /** Ends it unused: box, token, door folder and the folder of the run it never had. */
+  discard(why: string): Promise<void>;
+}
+
+/**
+ * The request as the owner runs it: with its ready box once that is claimed,
+ * or without one (discarded, with a note saying why) to start the usual way.
+ */
+export async function takeOver(request: RunRequest): Promise<RunRequest> {
+  const { ready, ...rest } = request;
+  if (!ready) return request;
+  const why = await claimReady(request.paths, ready);
+  if (!why) return request;
+  request.note(`ready box ${ready.id} not used (${why}): starting the run the usual way`);
+  await ready.discard(why).catch(() => undefined);
+  return rest;
+}
+
+/**
+ * The hand-off's first step, before any record exists: the token is bound
+ * and the run's door opened in the folder the box has mounted; then the box
+ * must still run and the door answer in that very folder. Returns why the box
+ * can't serve the run (the owner then discards it and starts the usual way:
+ * a run never fails because the pool did), or undefined once it is this run's.
+ */
+export async function claimReady(
+  paths: RosterPaths,
+  ready: ReadyStart,
+): Promise<string | undefined> {
+  if (ready.ended()) return "its box ended";
+  try {
+    await bindToken(paths.identity, ready.token);
+    const mounted = runDoorDir(ready.box.gateway.door, ready.id);
+    const door = await ready.box.gateway.openDoor(ready.id);
+    if (door !== mounted) return `the gateway opened its door at ${door}, not at ${mounted}`;
+    const folder = await stat(door);
+    if (folder.ino !== ready.doorIno) return "its door folder was made again: the box can't see it";
+    if (!(await answers(`${door}/${DOOR_SOCKET}`))) return "its door does not answer";
+    if (ready.ended()) return "its box ended";
+    return undefined;
+  } catch (error) {
+    return errorMessage(error);
+  }
 }
 
 /**

@@ -11,14 +11,14 @@ import type { WorkerView } from "../config/load.ts";
 import { workerSubject } from "../config/subject.ts";
 import { errorMessage } from "../errors.ts";
 import { runDoorDir } from "../gateway/door.ts";
-import { bindToken, mintToken, revokeToken } from "../gateway/identity.ts";
+import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { snapshotAfterRun } from "../store/passes.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { DiskWatch } from "./disk-watch.ts";
 import { piCommand, writePrompt } from "./engine-prompt.ts";
-import { oneTurnOverRpc, writeHandoff } from "./hand-off.ts";
+import { oneTurnOverRpc, takeOver, writeHandoff } from "./hand-off.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
 import { finished, type RunRecord, writeRecord } from "./run-record.ts";
@@ -77,8 +77,9 @@ export class Run {
    * the box; returns once it runs. A failure after the record exists finishes
    * the record with the cause and gives everything back before it is thrown.
    */
-  static async start(request: RunRequest): Promise<Run> {
-    if (request.ceiling_min !== undefined) assertCeiling(request.ceiling_min);
+  static async start(asked: RunRequest): Promise<Run> {
+    if (asked.ceiling_min !== undefined) assertCeiling(asked.ceiling_min);
+    const request = await takeOver(asked);
     const { ready } = request;
     const box =
       ready?.box ??
@@ -146,20 +147,15 @@ export class Run {
       starting.record = { ...starting.record, repos: home.repos.record };
       await writeRecord(dir, starting.record);
     }
-    // a ready box's token was minted unbound when the box was made: bound now, it is this run's
+    // a ready box's token was bound and its door opened when it was taken over
     const token =
       ready?.token ??
       (await mintToken(paths.identity, { subject: workerSubject(worker.name), runId: id }));
     starting.token = token;
-    if (ready) await bindToken(paths.identity, token);
     // a door of its own: the gateway knows which box a connection comes from before it
     // reads a byte, and bounds what one box can hold there (asked once the token is live)
-    const door = await box.gateway.openDoor(id);
+    const door = ready ? runDoorDir(box.gateway.door, id) : await box.gateway.openDoor(id);
     starting.door = true;
-    if (ready && door !== runDoorDir(box.gateway.door, id))
-      throw new Error(
-        `the gateway opened run ${id}'s door at ${door}, not where its ready box has it`,
-      );
     if (engine)
       starting.logs.push(
         createWriteStream(join(dir, "events.jsonl"), { flags: "a" }),

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -10,6 +10,7 @@ import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";
 import { viaProxy } from "../support/proxy-clients.ts";
+import { mainOf, makeCanonical, sh, writeRepoConnection } from "../support/repos.ts";
 import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 import { stopProcess } from "../support/stop-process.ts";
 
@@ -172,6 +173,50 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
     expect(latestRecord(deployment.paths, "elf")?.id).not.toBe(box.run);
   }, 240_000);
 
+  it("a ready box whose door the box can no longer see is discarded, and the run starts the usual way", async () => {
+    const box = await nextReady();
+    expect(running(box.container)).toBe(true);
+    // the folder the box has mounted is replaced on the host: a door opened there can't reach it
+    const door = join(deployment.paths.state, "doors", `gateway@${box.run}`);
+    expect(existsSync(door)).toBe(true);
+    rmSync(door, { recursive: true });
+    mkdirSync(door);
+    model.play({ text: "through a door of its own" });
+    const run = await deployment.roster(["run", "elf", "go on"]);
+    expect(run.code, `${run.stderr}\nserver log:\n${log}`).toBe(0);
+    expect(run.stdout).toBe("through a door of its own\n");
+    expect(run.stderr).toContain(`ready box ${box.run} not used (its door folder was made again`);
+    expect(latestRecord(deployment.paths, "elf")?.id).not.toBe(box.run);
+    await until(() => !running(box.container), "the unfit ready box to go");
+    expect(existsSync(runDir(deployment.paths.state, "elf", box.run))).toBe(false);
+    expect(existsSync(door)).toBe(false);
+  }, 240_000);
+
+  it("a ready box whose repo clone fell behind its landing branch is discarded, and the run starts from the new head", async () => {
+    const canonical = makeCanonical({ "README.md": "v1\n" });
+    const before = await nextReady();
+    await writeRepoConnection(deployment.paths, "src", canonical, "elf");
+    // the connection is a config edit: the next box is made with the repo cloned
+    model.play({ text: "with the repo" });
+    expect((await deployment.roster(["run", "elf", "clone it"])).code).toBe(0);
+    const box = await nextReady(before.run);
+    expect(running(box.container)).toBe(true);
+    // another run lands a commit: the ready box's clone is now behind
+    const work = join(deployment.root, "seed-work");
+    execFileSync("git", ["clone", "-q", canonical, work]);
+    sh(work, ["commit", "-q", "--allow-empty", "-m", "landed meanwhile"]);
+    sh(work, ["push", "-q", "origin", "main"]);
+    const head = mainOf(canonical);
+    model.play({ text: "from the new head" });
+    const run = await deployment.roster(["run", "elf", "go on"]);
+    expect(run.code, `${run.stderr}\nserver log:\n${log}`).toBe(0);
+    const record = latestRecord(deployment.paths, "elf");
+    expect(record?.id).not.toBe(box.run);
+    expect(record?.repos?.src?.base_commit).toBe(head);
+    expect(log).toContain(`ready box ${box.run} for elf discarded: repo src moved on`);
+    await until(() => !running(box.container), "the stale ready box to go");
+  }, 240_000);
+
   it("stops with the server: no ready box, token or folder left behind", async () => {
     const box = await nextReady();
     // aimed at a box that runs: "not running" afterwards then means the server removed it
@@ -183,4 +228,78 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
     expect(readdirSync(deployment.paths.identity).filter((n) => n.endsWith(".ready"))).toEqual([]);
     expect(existsSync(runDir(deployment.paths.state, "elf", box.run))).toBe(false);
   }, 120_000);
+});
+
+describe.skipIf(!docker)("ready boxes under the server's cap", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+  let server: ReturnType<RosterRoot["spawnRoster"]> | undefined;
+  let log = "";
+  const running = (container: string) =>
+    execFileSync("docker", ["ps", "-q", "--no-trunc", "--filter", `id=${container}`], {
+      encoding: "utf8",
+    }).trim() === container;
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      extraOrg: "[server]\nready_boxes = 1\nready_idle_secs = 10\n",
+    });
+    // a second worker, whose run needs the room elf's ready box holds
+    const imp = join(deployment.paths.config, "workers/imp");
+    mkdirSync(imp);
+    writeFileSync(join(imp, "worker.toml"), 'name = "imp"\n');
+    writeFileSync(join(imp, "identity.md"), "You are imp, a test worker.\n");
+    server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "1"]);
+    server.stderr.on("data", (chunk: Buffer) => {
+      log += chunk.toString();
+    });
+    await until(
+      () => existsSync(join(deployment.paths.state, "server.sock")),
+      "the server",
+      30_000,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\nserver log:\n${log}`);
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await stopProcess(server);
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("a run gets the room a ready box held, and a ready box nobody takes goes after ready_idle_secs", async () => {
+    model.play({ text: "elf ran" });
+    const first = await deployment.roster(["run", "elf", "first"]);
+    expect(first.code, first.stderr).toBe(0);
+    const elfBox = await until(
+      () => readReadyStatus(deployment.paths).find((box) => box.worker === "elf"),
+      "a ready box for elf",
+      90_000,
+    );
+    expect(running(elfBox.container)).toBe(true);
+
+    // the cap is 1: imp's run needs the room, so elf's ready box is given up for it
+    model.play({ text: "imp ran" });
+    const imp = await deployment.roster(["run", "imp", "second"]);
+    expect(imp.code, `${imp.stderr}\nserver log:\n${log}`).toBe(0);
+    expect(imp.stdout).toBe("imp ran\n");
+    expect(log).toContain(`ready box ${elfBox.run} for elf discarded: room for a run`);
+    expect(running(elfBox.container)).toBe(false);
+    expect(latestRecord(deployment.paths, "imp")?.ended_by).toBe("exit");
+
+    // with the room back, the pool refills; nobody takes it, so it goes after 10 s and
+    // no other is made (nobody asked within that time either)
+    const idle = await until(() => readReadyStatus(deployment.paths)[0], "a ready box", 90_000);
+    expect(running(idle.container)).toBe(true);
+    await until(
+      () => log.includes(`ready box ${idle.run} for ${idle.worker} discarded: untaken for 10 s`),
+      "the idle ready box to be discarded",
+      30_000,
+    );
+    await until(() => !running(idle.container), "the idle box to go");
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    expect(readReadyStatus(deployment.paths)).toEqual([]);
+    expect(readdirSync(deployment.paths.identity).filter((n) => n.endsWith(".ready"))).toEqual([]);
+  }, 240_000);
 });
