@@ -5,7 +5,8 @@ import { movedRepo, readyKey } from "./ready-key.ts";
 
 /**
  * The server's ready boxes (docs/ready-boxes.md): up to `size` per worker
- * that ran lately, each for one run. `take` hands out one whose key still
+ * that ran lately, each for one run, and one per channel that had a session
+ * lately (a session's box mounts its channel, so it is made for that channel). `take` hands out one whose key still
  * matches and whose box still runs, and starts another behind it; anything
  * stale, dead or idle past `idleMs` is discarded. The pool is a faster path
  * to the usual start, never a second one: whatever goes wrong in it, the run
@@ -23,8 +24,17 @@ export interface ReadyPoolOptions {
   room: () => boolean;
 }
 
+/** Whom a ready box is for: a worker's runs, or its sessions in one channel. */
+export interface Slot {
+  worker: string;
+  channel?: string;
+}
+const slotKey = (slot: Slot) =>
+  slot.channel ? `${slot.worker}\u001f${slot.channel}` : slot.worker;
+
 export interface ReadyEntry {
   worker: string;
+  channel?: string;
   run: string;
   container: string;
   made_at: string;
@@ -34,22 +44,26 @@ export interface ReadyEntry {
 
 export class ReadyPool {
   private readonly ready = new Map<string, ReadyBox[]>();
-  /** Boxes being made, per worker: they count toward the cap already. */
+  /** Boxes being made, per slot: they count toward the cap already. */
   private readonly making = new Map<string, number>();
-  /** When each worker last asked for a box: the pool keeps boxes for workers that ran lately. */
-  private readonly lastAsked = new Map<string, number>();
+  /** When each slot last asked for a box: the pool keeps boxes for slots used lately. */
+  private readonly lastAsked = new Map<string, { slot: Slot; at: number }>();
   private readonly discarding = new Set<Promise<void>>();
   private closed = false;
 
   constructor(private readonly options: ReadyPoolOptions) {}
 
   /**
-   * A ready box for this worker's next run, or undefined (none, or none that
-   * still matches and runs: those are discarded); another is started behind it.
+   * A ready box for this slot's next run, or undefined (none, or none that
+   * still matches and runs: those are discarded); another is started behind
+   * it unless `refill` is false (a session: its channel wants the next box
+   * only when this session ends, see `want`).
    */
-  async take(worker: string): Promise<ReadyBox | undefined> {
-    this.lastAsked.set(worker, Date.now());
-    const list = this.ready.get(worker) ?? [];
+  async take(slot: Slot, refill = true): Promise<ReadyBox | undefined> {
+    const key = slotKey(slot);
+    if (refill) this.lastAsked.set(key, { slot, at: Date.now() });
+    else this.lastAsked.delete(key);
+    const list = this.ready.get(key) ?? [];
     let found: ReadyBox | undefined;
     while (!found && list.length) {
       const candidate = list.shift();
@@ -58,8 +72,14 @@ export class ReadyPool {
       if (why) this.discard(candidate, why);
       else found = candidate;
     }
-    this.fill(worker);
+    if (refill) this.fill(slot);
     return found;
+  }
+
+  /** This slot will want a box soon (a channel whose session just ended): one is made. */
+  want(slot: Slot): void {
+    this.lastAsked.set(slotKey(slot), { slot, at: Date.now() });
+    this.fill(slot);
   }
 
   /** Boxes the pool holds or is making: they count toward the server's cap. */
@@ -91,9 +111,9 @@ export class ReadyPool {
           this.remove(box);
           this.discard(box, `untaken for ${Math.round(idleMs / 1000)} s`);
         }
-    for (const [worker, asked] of this.lastAsked) {
-      if (now - asked > idleMs) this.lastAsked.delete(worker);
-      else this.fill(worker);
+    for (const [key, asked] of this.lastAsked) {
+      if (now - asked.at > idleMs) this.lastAsked.delete(key);
+      else this.fill(asked.slot);
     }
   }
 
@@ -105,6 +125,7 @@ export class ReadyPool {
         const memory = await box.box.engine.boxMemory(box.handle.containerId);
         out.push({
           worker: box.worker,
+          ...(box.channel ? { channel: box.channel } : {}),
           run: box.id,
           container: box.handle.containerId,
           made_at: new Date(box.madeAt).toISOString(),
@@ -125,17 +146,23 @@ export class ReadyPool {
     }
   }
 
-  private fill(worker: string): void {
+  private fill(slot: Slot): void {
     if (this.closed) return;
-    const have = (this.ready.get(worker)?.length ?? 0) + (this.making.get(worker) ?? 0);
-    for (let i = have; i < this.options.size() && this.options.room(); i++) this.make(worker);
+    const key = slotKey(slot);
+    const have = (this.ready.get(key)?.length ?? 0) + (this.making.get(key) ?? 0);
+    // a channel has one session at a time: one box is enough for it
+    const size = slot.channel ? Math.min(1, this.options.size()) : this.options.size();
+    for (let i = have; i < size && this.options.room(); i++) this.make(slot);
   }
 
-  private make(worker: string): void {
-    this.making.set(worker, (this.making.get(worker) ?? 0) + 1);
+  private make(slot: Slot): void {
+    const key = slotKey(slot);
+    const { worker } = slot;
+    this.making.set(key, (this.making.get(key) ?? 0) + 1);
     void makeReadyBox({
       paths: this.options.paths,
       worker,
+      ...(slot.channel ? { channel: slot.channel } : {}),
       note: () => undefined,
       ...(this.options.env ? { env: this.options.env } : {}),
     })
@@ -143,9 +170,9 @@ export class ReadyPool {
         (box) => {
           if (this.closed) this.discard(box, "the server stops");
           else {
-            const list = this.ready.get(worker) ?? [];
+            const list = this.ready.get(key) ?? [];
             list.push(box);
-            this.ready.set(worker, list);
+            this.ready.set(key, list);
             // it ended by itself while nobody had it: never handed out
             void box.handle.done.then(() => {
               if (this.remove(box)) this.discard(box, "its box ended");
@@ -155,7 +182,7 @@ export class ReadyPool {
         (error: unknown) =>
           this.options.note(`ready box for ${worker} not made: ${errorMessage(error)}`),
       )
-      .finally(() => this.making.set(worker, (this.making.get(worker) ?? 1) - 1));
+      .finally(() => this.making.set(key, (this.making.get(key) ?? 1) - 1));
   }
 
   /** Why a box may not serve a run now, or undefined. */
@@ -170,7 +197,7 @@ export class ReadyPool {
   }
 
   private remove(box: ReadyBox): boolean {
-    const list = this.ready.get(box.worker);
+    const list = this.ready.get(slotKey(box));
     const at = list?.indexOf(box) ?? -1;
     if (!list || at < 0) return false;
     list.splice(at, 1);

@@ -21,6 +21,8 @@ import { readyKey } from "./ready-key.ts";
  */
 export interface ReadyBox extends ReadyStart {
   readonly worker: string;
+  /** A session's box: made for this channel (its folder is mounted at ~/channel). */
+  readonly channel?: string;
   /** What it was made from (ready-key.ts): a different key at hand-off discards it. */
   readonly key: string;
   readonly madeAt: number;
@@ -32,6 +34,7 @@ export const BOX_HANDOFF = `${BOX_HOME}/self/handoff.json`;
 export async function makeReadyBox(options: {
   paths: RosterPaths;
   worker: string;
+  channel?: string;
   note: (text: string) => void;
   env?: NodeJS.ProcessEnv;
 }): Promise<ReadyBox> {
@@ -48,7 +51,13 @@ export async function makeReadyBox(options: {
   let token: string | undefined;
   try {
     const key = await readyKey(paths.config, box.engine, box.image);
-    const home = await buildRunHome({ paths, worker: box.worker, runDir: dir, runId: id });
+    const home = await buildRunHome({
+      paths,
+      worker: box.worker,
+      runDir: dir,
+      runId: id,
+      ...(options.channel ? { channel: options.channel } : {}),
+    });
     token = await mintReadyToken(paths.identity, {
       subject: workerSubject(box.worker.name),
       runId: id,
@@ -82,6 +91,7 @@ export async function makeReadyBox(options: {
       discard: () => discardReadyBox(paths, ready),
       doorIno,
       worker: box.worker.name,
+      ...(options.channel ? { channel: options.channel } : {}),
       key,
       id,
       dir,

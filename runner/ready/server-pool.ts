@@ -5,7 +5,7 @@ import { READY_DEFAULTS } from "../config/config-schema.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
-import type { ReadyStart } from "../runs/hand-off.ts";
+import type { ReadySessions, ReadyStart } from "../runs/hand-off.ts";
 import { type ReadyEntry, ReadyPool } from "./pool.ts";
 
 /**
@@ -23,7 +23,10 @@ export function serverReadyPool(options: {
   busy: () => number;
 }): {
   pool: ReadyPool;
+  /** A box for a run or task of this worker (and another made behind it). */
   takeReady: (worker: string) => Promise<ReadyStart | undefined>;
+  /** What sessions ask of the pool (the router's ReadySessions). */
+  sessions: ReadySessions;
   /** Discards what is stale or idle, refills, and writes state/ready.json for `server status`. */
   tick: () => Promise<void>;
   close: () => Promise<void>;
@@ -37,16 +40,28 @@ export function serverReadyPool(options: {
     idleMs: () => settings().ready_idle_secs * 1000,
     room: () => options.busy() + pool.count() < options.cap,
   });
-  const takeReady = async (worker: string) => {
-    const box = await pool.take(worker);
+  const makeRoom = () => {
     // a run always runs: ready boxes make way for it
     while (options.busy() + pool.count() > options.cap && pool.evictOne()) {}
+  };
+  const takeReady = async (worker: string) => {
+    const box = await pool.take({ worker });
+    makeRoom();
     return box;
+  };
+  const sessions: ReadySessions = {
+    take: async (worker, channel) => {
+      const box = await pool.take({ worker, channel }, false);
+      makeRoom();
+      return box;
+    },
+    want: (worker, channel) => pool.want({ worker, channel }),
   };
   const statusFile = readyStatusFile(options.paths);
   return {
     pool,
     takeReady,
+    sessions,
     tick: async () => {
       pool.tick();
       await replaceFile(statusFile, `${JSON.stringify(await pool.list(), null, 2)}\n`, {

@@ -31,6 +31,8 @@ export interface ReadyStart {
   output: { stdout?: (chunk: Buffer) => void; stderr?: (chunk: Buffer) => void };
   /** The host side of ~/self/handoff.json. */
   handoffFile: string;
+  /** A session's box: the channel whose folder it has mounted. */
+  channel?: string;
   /** The inode of the door folder mounted in the box: a folder made again since is not the box's. */
   doorIno: number;
   /** Its box has exited. */
@@ -40,13 +42,27 @@ export interface ReadyStart {
 }
 
 /**
+ * What a session router asks of a server's ready boxes: one made for this
+ * channel when a session opens (none is made behind it while the session
+ * lasts), and one wanted once the session has ended.
+ */
+export interface ReadySessions {
+  take(worker: string, channel: string): Promise<ReadyStart | undefined>;
+  want(worker: string, channel: string): void;
+}
+
+/**
  * The request as the owner runs it: with its ready box once that is claimed,
  * or without one (discarded, with a note saying why) to start the usual way.
  */
 export async function takeOver(request: RunRequest): Promise<RunRequest> {
   const { ready, ...rest } = request;
   if (!ready) return request;
-  const why = await claimReady(request.paths, ready);
+  const channel = "engine" in request.drive ? request.drive.engine.session?.channel : undefined;
+  const why =
+    ready.channel === channel
+      ? await claimReady(request.paths, ready)
+      : `made for ${ready.channel ? `channel ${ready.channel}` : "a run"}, not ${channel ? `channel ${channel}` : "a run"}`;
   if (!why) return request;
   request.note(`ready box ${ready.id} not used (${why}): starting the run the usual way`);
   await ready.discard(why).catch(() => undefined);

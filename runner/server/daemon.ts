@@ -104,10 +104,25 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     `server ${process.pid}: gateway on ${gateway.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}; up to ${options.cap} boxes${options.once ? "; once" : ""}`,
   );
 
+  let sessions = 0;
+  // handed-over runs are declared below, once the gateway is up; they count toward the cap
+  let runs: RunSocket | undefined;
+  let tasks = 0;
+  // boxes started before their run (not in --once: nothing would take them)
+  const ready = options.once
+    ? undefined
+    : serverReadyPool({
+        paths,
+        env,
+        note,
+        cap: options.cap,
+        busy: () => sessions + (runs?.active() ?? 0) + tasks,
+      });
   const router = new SessionRouter({
     paths,
     note,
     env,
+    ...(ready ? { ready: ready.sessions } : {}),
     queueBound: 64,
     replyBy: (provider) =>
       `only through the ${provider}_send action: your plain text is not shown to anyone`,
@@ -126,20 +141,6 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     !options.once && !options.noConsole && config.org.console?.enabled !== false
       ? await startWebConsole(paths, config, router, note)
       : undefined;
-  let sessions = 0;
-  // handed-over runs are declared below, once the gateway is up; they count toward the cap
-  let runs: RunSocket | undefined;
-  let tasks = 0;
-  // boxes started before their run (not in --once: nothing would take them)
-  const ready = options.once
-    ? undefined
-    : serverReadyPool({
-        paths,
-        env,
-        note,
-        cap: options.cap,
-        busy: () => sessions + (runs?.active() ?? 0) + tasks,
-      });
   const dispatcher = new Dispatcher({
     paths,
     cap: options.cap,

@@ -6,6 +6,7 @@ import {
   readMessages,
 } from "../channels/store.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import type { ReadySessions } from "../runs/hand-off.ts";
 import type { TurnListener, TurnResult } from "./pi-rpc.ts";
 import { Session, type SessionEnd, SessionError } from "./session.ts";
 
@@ -46,6 +47,8 @@ export interface RouterOptions {
   /** Record the worker's reply text in the channel's history (surfaces that show it as is). */
   recordReplies: boolean;
   idleMs?: number;
+  /** A server's ready boxes for sessions (docs/ready-boxes.md). */
+  ready?: ReadySessions;
   /** Told when a session starts and when it ends. */
   onStart?: (session: Session, inbound: Inbound) => void;
   onEnd?: (end: SessionEnd, inbound: Inbound) => void;
@@ -155,7 +158,9 @@ export class SessionRouter {
   }
 
   private async open(inbound: Inbound): Promise<Session> {
+    const ready = await this.options.ready?.take(inbound.worker, inbound.channel);
     const session = await Session.open({
+      ...(ready ? { ready } : {}),
       paths: this.options.paths,
       worker: inbound.worker,
       channel: inbound.channel,
@@ -175,6 +180,8 @@ export class SessionRouter {
         if (current === session) this.live.delete(key);
       });
       this.options.onEnd?.(end, inbound);
+      // the channel may well speak again soon: its next session finds a box ready
+      this.options.ready?.want(inbound.worker, inbound.channel);
     });
     return session;
   }

@@ -7,6 +7,7 @@ import { errorMessage } from "../errors.ts";
 import { readMemory } from "../memory/read.ts";
 import { memoryTurnBlock } from "../prompt/memory.ts";
 import { describeBudgetStop } from "../runs/budget-stop.ts";
+import type { ReadyStart } from "../runs/hand-off.ts";
 import { failedRunId, Run } from "../runs/run.ts";
 import type { EndedBy } from "../runs/run-record.ts";
 import { PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
@@ -36,6 +37,8 @@ export interface SessionSpec {
   queueBound: number;
   note: (text: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** A server's ready box made for this channel, taken over instead of starting one. */
+  ready?: ReadyStart;
 }
 
 export interface SessionEnd {
@@ -141,6 +144,7 @@ export class Session {
     let run: Run;
     try {
       run = await Run.start({
+        ...(spec.ready ? { ready: spec.ready } : {}),
         paths: spec.paths,
         worker: spec.worker,
         kind: "session",

@@ -3,12 +3,13 @@
  * terminal channels, the operator as author. Used by tests that drive warm
  * sessions without a pty; the router and its sessions are roster's own.
  */
+import type { ReadySessions } from "../../runner/runs/hand-off.ts";
 import { type Delivered, SessionRouter } from "../../runner/sessions/router.ts";
 import type { RosterRoot } from "./roster-root.ts";
 
 export function termRouter(
   deployment: RosterRoot,
-  options: { queueBound?: number } = {},
+  options: { queueBound?: number; ready?: ReadySessions } = {},
 ): { router: SessionRouter; send(channel: string, text: string): Promise<Delivered> } {
   const router = new SessionRouter({
     paths: deployment.paths,
@@ -17,6 +18,7 @@ export function termRouter(
     queueBound: options.queueBound ?? 4,
     replyBy: () => "plain text",
     recordReplies: true,
+    ...(options.ready ? { ready: options.ready } : {}),
   });
   const send = (channel: string, text: string) =>
     router.deliver({
