@@ -26,7 +26,7 @@ export interface ContextSources {
 }
 
 /** The files of the box folder the Dockerfile copies, besides the Dockerfile itself. */
-export const BOX_TOOLS = ["roster-lock", "roster-busy", "roster-door"] as const;
+export const BOX_TOOLS = ["roster-lock", "roster-busy", "roster-door", "roster-ready"] as const;
 /** The files of engine/ the Dockerfile copies. */
 export const ENGINE_FILES = ["package.json", "package-lock.json", "run-pi", "handoff.ts"] as const;
 

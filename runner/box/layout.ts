@@ -10,6 +10,8 @@ export const OFFLINE_BASE = "roster-base:bookworm-node24";
 
 export const ENGINE_DIR = "/opt/roster/engine";
 export const RUN_PI = `${ENGINE_DIR}/run-pi`;
+/** What a ready box for `box exec` runs until its command comes (box/roster-ready). */
+export const READY_WAITER = "/usr/local/bin/roster-ready";
 export const BOX_USER = "worker";
 export const BOX_UID = 1000;
 export const BOX_GID = 1000;

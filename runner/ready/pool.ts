@@ -24,17 +24,23 @@ export interface ReadyPoolOptions {
   room: () => boolean;
 }
 
-/** Whom a ready box is for: a worker's runs, or its sessions in one channel. */
+/** Whom a ready box is for: a worker's runs, its sessions in one channel, or its `box exec` commands. */
 export interface Slot {
   worker: string;
   channel?: string;
+  exec?: boolean;
 }
 const slotKey = (slot: Slot) =>
-  slot.channel ? `${slot.worker}\u001f${slot.channel}` : slot.worker;
+  slot.exec
+    ? `${slot.worker}\u001fexec`
+    : slot.channel
+      ? `${slot.worker}\u001f#${slot.channel}`
+      : slot.worker;
 
 export interface ReadyEntry {
   worker: string;
   channel?: string;
+  exec?: boolean;
   run: string;
   container: string;
   made_at: string;
@@ -126,6 +132,7 @@ export class ReadyPool {
         out.push({
           worker: box.worker,
           ...(box.channel ? { channel: box.channel } : {}),
+          ...(box.exec ? { exec: true } : {}),
           run: box.id,
           container: box.handle.containerId,
           made_at: new Date(box.madeAt).toISOString(),
@@ -163,6 +170,7 @@ export class ReadyPool {
       paths: this.options.paths,
       worker,
       ...(slot.channel ? { channel: slot.channel } : {}),
+      ...(slot.exec ? { exec: true } : {}),
       note: () => undefined,
       ...(this.options.env ? { env: this.options.env } : {}),
     })

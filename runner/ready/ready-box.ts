@@ -1,6 +1,6 @@
 import { chmod, mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { BOX_HOME, RUN_PI } from "../box/layout.ts";
+import { BOX_HOME, READY_WAITER, RUN_PI } from "../box/layout.ts";
 import { startBox } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { workerSubject } from "../config/subject.ts";
@@ -35,6 +35,8 @@ export async function makeReadyBox(options: {
   paths: RosterPaths;
   worker: string;
   channel?: string;
+  /** For `box exec`: no model, no engine; roster-ready waits for the command. */
+  exec?: boolean;
   note: (text: string) => void;
   env?: NodeJS.ProcessEnv;
 }): Promise<ReadyBox> {
@@ -43,6 +45,8 @@ export async function makeReadyBox(options: {
     paths,
     worker: options.worker,
     note: options.note,
+    // a command's box has no model, as a plain `box exec` has none
+    model: !options.exec,
     ...(options.env ? { env: options.env } : {}),
   });
   const id = newRunId();
@@ -72,13 +76,20 @@ export async function makeReadyBox(options: {
       home,
       token,
       door,
-      cmd: [RUN_PI, "--mode", "rpc", "--session-dir", `${BOX_HOME}/session`],
-      env: { ROSTER_HANDOFF: BOX_HANDOFF },
+      ...(options.exec
+        ? { cmd: [READY_WAITER] }
+        : {
+            cmd: [RUN_PI, "--mode", "rpc", "--session-dir", `${BOX_HOME}/session`],
+            env: { ROSTER_HANDOFF: BOX_HANDOFF },
+          }),
       interactive: true,
-      // a one-shot run's pi exits when its task is done and stdin ends, as in json mode
+      // a one-shot run's pi exits when its task is done and stdin ends, as in json mode;
+      // roster-ready runs its command when the command has been sent and stdin ends
       stdinOnce: true,
     });
     const handle = await startBox(box.engine, spec, {
+      // a command's box, as `box exec` starts it: asked whether the OOM killer ended it
+      ...(options.exec ? { reportOom: true } : {}),
       onStdout: (chunk) => output.stdout?.(chunk),
       onStderr: (chunk) => output.stderr?.(chunk),
     });
@@ -92,6 +103,7 @@ export async function makeReadyBox(options: {
       doorIno,
       worker: box.worker.name,
       ...(options.channel ? { channel: options.channel } : {}),
+      ...(options.exec ? { exec: true } : {}),
       key,
       id,
       dir,

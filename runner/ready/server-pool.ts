@@ -25,6 +25,8 @@ export function serverReadyPool(options: {
   pool: ReadyPool;
   /** A box for a run or task of this worker (and another made behind it). */
   takeReady: (worker: string) => Promise<ReadyStart | undefined>;
+  /** A box for a `box exec` command of this worker (and another made behind it). */
+  takeReadyExec: (worker: string) => Promise<ReadyStart | undefined>;
   /** What sessions ask of the pool (the router's ReadySessions). */
   sessions: ReadySessions;
   /** Discards what is stale or idle, refills, and writes state/ready.json for `server status`. */
@@ -49,6 +51,11 @@ export function serverReadyPool(options: {
     makeRoom();
     return box;
   };
+  const takeReadyExec = async (worker: string) => {
+    const box = await pool.take({ worker, exec: true });
+    makeRoom();
+    return box;
+  };
   const sessions: ReadySessions = {
     take: async (worker, channel) => {
       const box = await pool.take({ worker, channel }, false);
@@ -61,6 +68,7 @@ export function serverReadyPool(options: {
   return {
     pool,
     takeReady,
+    takeReadyExec,
     sessions,
     tick: async () => {
       pool.tick();

@@ -1,6 +1,7 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import type { ExecEnvelope } from "./exec-envelope.ts";
+import type { ReadyStart } from "./hand-off.ts";
 import { failedRunId, Run } from "./run.ts";
 
 /**
@@ -20,6 +21,8 @@ export interface ExecOptions {
   note: (text: string) => void;
   env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
+  /** Takes a server's ready box for the worker's commands, if it has one (docs/ready-boxes.md). */
+  takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
 }
 
 /** Each stream's cap: enough for any honest answer, never a host's memory. */
@@ -67,7 +70,9 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
   });
   let run: Run;
   try {
+    const ready = await options.takeReady?.(options.worker);
     run = await Run.start({
+      ...(ready ? { ready } : {}),
       paths: options.paths,
       worker: options.worker,
       kind: "exec",

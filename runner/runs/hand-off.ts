@@ -2,7 +2,7 @@ import { stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { DOOR_SOCKET } from "../box/layout.ts";
-import type { BoxHandle } from "../box/lifecycle.ts";
+import type { BoxHandle, BoxWatch } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { answers, runDoorDir } from "../gateway/door.ts";
@@ -10,6 +10,7 @@ import { bindToken } from "../gateway/identity.ts";
 import type { RunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { readLive, scheduleView } from "../tasks/store.ts";
+import type { EngineDrive } from "./engine-prompt.ts";
 import { LineSplitter, parseEvent } from "./pi-events.ts";
 import type { Provisioned } from "./provision.ts";
 import type { RunRequest } from "./run-request.ts";
@@ -33,6 +34,8 @@ export interface ReadyStart {
   handoffFile: string;
   /** A session's box: the channel whose folder it has mounted. */
   channel?: string;
+  /** A `box exec` box: roster-ready waits for a command, no pi runs. */
+  exec?: boolean;
   /** The inode of the door folder mounted in the box: a folder made again since is not the box's. */
   doorIno: number;
   /** Its box has exited. */
@@ -58,15 +61,30 @@ export interface ReadySessions {
 export async function takeOver(request: RunRequest): Promise<RunRequest> {
   const { ready, ...rest } = request;
   if (!ready) return request;
-  const channel = "engine" in request.drive ? request.drive.engine.session?.channel : undefined;
-  const why =
-    ready.channel === channel
-      ? await claimReady(request.paths, ready)
-      : `made for ${ready.channel ? `channel ${ready.channel}` : "a run"}, not ${channel ? `channel ${channel}` : "a run"}`;
+  const why = mismatch(request, ready) ?? (await claimReady(request.paths, ready));
   if (!why) return request;
   request.note(`ready box ${ready.id} not used (${why}): starting the run the usual way`);
   await ready.discard(why).catch(() => undefined);
   return rest;
+}
+
+/** Why a ready box was made for something else than this request (never handed over), or undefined. */
+function mismatch(request: RunRequest, ready: ReadyStart): string | undefined {
+  const what = (exec: boolean, channel: string | undefined) =>
+    exec ? "a command" : channel ? `channel ${channel}` : "a run";
+  const exec = "command" in request.drive;
+  const channel = "engine" in request.drive ? request.drive.engine.session?.channel : undefined;
+  if (exec === (ready.exec ?? false) && channel === ready.channel) return undefined;
+  return `made for ${what(ready.exec ?? false, ready.channel)}, not ${what(exec, channel)}`;
+}
+
+/**
+ * A command in a ready box for `box exec`: its arguments, each ended by a
+ * NUL, then the end of stdin, and box/roster-ready becomes the command.
+ */
+export function sendCommand(handle: BoxHandle, command: string[]): void {
+  for (const arg of command) handle.stdin?.write(`${arg}\0`);
+  handle.stdin?.end();
 }
 
 /**
@@ -94,6 +112,39 @@ export async function claimReady(
   } catch (error) {
     return errorMessage(error);
   }
+}
+
+/**
+ * The box goes to the run: its output to the run's sinks, its limits armed,
+ * and what it waits for sent — a task over pi's RPC, or a command to
+ * roster-ready (a session sends its own turns).
+ */
+export async function handOver(
+  paths: RosterPaths,
+  ready: ReadyStart,
+  run: {
+    worker: string;
+    drive: { prompt: CompiledPrompt; mode: EngineDrive["mode"] } | { command: string[] };
+    env: Record<string, string>;
+    watch: BoxWatch;
+    onStdout: (chunk: Buffer) => void;
+    onStderr: (chunk: Buffer) => void;
+  },
+): Promise<BoxHandle> {
+  const { handle } = ready;
+  if ("prompt" in run.drive)
+    await writeHandoff(paths, ready, run.worker, run.drive.prompt, run.env);
+  let tap: ((chunk: Buffer) => void) | undefined;
+  ready.output.stdout = (chunk) => {
+    tap?.(chunk);
+    run.onStdout(chunk);
+  };
+  ready.output.stderr = run.onStderr;
+  handle.arm(run.watch);
+  if ("command" in run.drive) sendCommand(handle, run.drive.command);
+  // json mode's one task, over the RPC pi was started in
+  else if (run.drive.mode === "json") tap = oneTurnOverRpc(handle, run.drive.prompt.input);
+  return handle;
 }
 
 /**

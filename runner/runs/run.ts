@@ -18,7 +18,7 @@ import { snapshotAfterRun } from "../store/passes.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { DiskWatch } from "./disk-watch.ts";
 import { piCommand, writePrompt } from "./engine-prompt.ts";
-import { oneTurnOverRpc, takeOver, writeHandoff } from "./hand-off.ts";
+import { handOver, takeOver } from "./hand-off.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
 import { finished, type RunRecord, writeRecord } from "./run-record.ts";
@@ -198,19 +198,15 @@ export class Run {
     };
     let handle: BoxHandle;
     if (ready) {
-      if (!prompt || !engine)
-        throw new Error("a ready box runs pi: it can't serve a plain command");
-      await writeHandoff(paths, ready, worker.name, prompt, env);
-      let tap: ((chunk: Buffer) => void) | undefined;
-      ready.output.stdout = (chunk) => {
-        tap?.(chunk);
-        onStdout(chunk);
-      };
-      ready.output.stderr = onStderr;
-      ready.handle.arm(watch);
-      // json mode's one task, over the RPC pi was started in; a session sends its own turns
-      if (engine.mode === "json") tap = oneTurnOverRpc(ready.handle, prompt.input);
-      handle = ready.handle;
+      handle = await handOver(paths, ready, {
+        worker: worker.name,
+        drive:
+          prompt && engine ? { prompt, mode: engine.mode } : { command: commandOf(request.drive) },
+        env,
+        watch,
+        onStdout,
+        onStderr,
+      });
     } else {
       const spec = box.boxSpec({
         runId: id,

@@ -159,6 +159,7 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
         env,
         note,
         ...(ready ? { takeReady: ready.takeReady } : {}),
+        ...(ready ? { takeReadyExec: ready.takeReadyExec } : {}),
       });
     } catch (error) {
       note(

@@ -61,6 +61,7 @@ interface Job {
   send: Send;
   signal: AbortSignal;
   takeReady: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
+  takeReadyExec: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
 }
 
 /** A route: the request it accepts, checked against its schema, and the box it starts. */
@@ -131,6 +132,7 @@ const routes = new Map<string, Route>([
         ...forJob(job, exec.worker),
         command: exec.command,
         timeoutSecs: exec.timeout_secs,
+        ...(job.takeReadyExec ? { takeReady: job.takeReadyExec } : {}),
       });
       job.send({ exit: execExitCode(envelope), envelope });
     }),
@@ -145,6 +147,8 @@ export async function serveRuns(options: {
   requestTimeoutMs?: number;
   /** The server's ready boxes: a run takes one when there is one. */
   takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
+  /** And `box exec` takes one of those made for commands. */
+  takeReadyExec?: (worker: string) => Promise<ReadyStart | undefined>;
 }): Promise<RunSocket> {
   const path = runSocketPath(options.paths);
   // a socket file left by a server that died: no live server holds it (the caller checked)
@@ -211,6 +215,7 @@ export async function serveRuns(options: {
       send,
       signal: abort.signal,
       takeReady: options.takeReady,
+      takeReadyExec: options.takeReadyExec,
     };
     const done = (async () => {
       try {

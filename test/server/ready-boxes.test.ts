@@ -303,3 +303,82 @@ describe.skipIf(!docker)("ready boxes under the server's cap", () => {
     expect(readdirSync(deployment.paths.identity).filter((n) => n.endsWith(".ready"))).toEqual([]);
   }, 240_000);
 });
+
+describe.skipIf(!docker)("box exec in a ready box", () => {
+  let model: ModelServer;
+  let deployment: RosterRoot;
+  let server: ReturnType<RosterRoot["spawnRoster"]> | undefined;
+  let log = "";
+  const running = (container: string) =>
+    execFileSync("docker", ["ps", "-q", "--no-trunc", "--filter", `id=${container}`], {
+      encoding: "utf8",
+    }).trim() === container;
+  const exec = async (command: string) => {
+    const result = await deployment.roster(["box", "exec", "elf", "--", command]);
+    return { ...result, envelope: JSON.parse(result.stdout) as Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      extraOrg: "[server]\nready_boxes = 1\nready_idle_secs = 600\n",
+    });
+    server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
+    server.stderr.on("data", (chunk: Buffer) => {
+      log += chunk.toString();
+    });
+    await until(
+      () => existsSync(join(deployment.paths.state, "server.sock")),
+      "the server",
+      30_000,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\nserver log:\n${log}`);
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await stopProcess(server);
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("a command runs in the box made for commands: its own output, exit code and run id", async () => {
+    const first = await exec("true");
+    expect(first.envelope, first.stderr).toMatchObject({ status: "ok", exit_code: 0 });
+    const box = await until(
+      () => readReadyStatus(deployment.paths).find((entry) => entry.exec),
+      "a ready box for commands",
+      90_000,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\nserver log:\n${log}`);
+    });
+    expect(running(box.container)).toBe(true);
+    // a command box runs no engine and holds no run: no record before hand-off
+    expect(existsSync(join(runDir(deployment.paths.state, "elf", box.run), "run.json"))).toBe(
+      false,
+    );
+
+    // quotes, a newline and stdin at its end reach the command as a plain exec has them
+    const run = await exec(
+      `printf '%s|' "$ROSTER_RUN_ID" "two words"; cat; printf 'a\\nb'; exit 3`,
+    );
+    expect(run.envelope, `${run.stderr}\nserver log:\n${log}`).toMatchObject({
+      status: "failed",
+      exit_code: 3,
+      run_id: box.run,
+      stdout: `${box.run}|two words|a\nb`,
+    });
+    expect(readRecord(runDir(deployment.paths.state, "elf", box.run))).toMatchObject({
+      kind: "exec",
+      state: "failed",
+      exit_code: 3,
+    });
+    await until(() => !running(box.container), "the used box to go");
+    // another is made behind it; a run's box is a different kind and serves no command
+    const behind = await until(
+      () => readReadyStatus(deployment.paths).find((entry) => entry.exec && entry.run !== box.run),
+      "another ready box for commands",
+      90_000,
+    );
+    expect(behind.container).not.toBe(box.container);
+  }, 240_000);
+});
