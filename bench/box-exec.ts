@@ -10,8 +10,10 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { BOX_IMAGE } from "../runner/box/layout.ts";
+import { readReadyStatus } from "../runner/ready/server-pool.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
 import { median, timed } from "./timing.ts";
@@ -29,13 +31,21 @@ interface Phase {
   floors: number[];
 }
 const phases: Phase[] = [];
+let idleMemory: number | undefined;
 
-/** ROUNDS rounds of (floor, command), the command's own warm-up first. */
-async function phase(label: string, command: string[], commandEnv: NodeJS.ProcessEnv = env) {
+/** ROUNDS rounds of (floor, command), the command's own warm-up first; `before` waits untimed. */
+async function phase(
+  label: string,
+  command: string[],
+  commandEnv: NodeJS.ProcessEnv = env,
+  before: () => Promise<void> = async () => undefined,
+) {
+  await before();
   await timed(command, commandEnv);
   const entry: Phase = { label, ours: [], floors: [] };
   for (let i = 0; i < ROUNDS; i++) {
     entry.floors.push(await timed(FLOOR));
+    await before();
     entry.ours.push(await timed(command, commandEnv));
   }
   phases.push(entry);
@@ -88,6 +98,27 @@ try {
   } finally {
     await stopServer();
   }
+  // the server keeps a box ready for elf's commands (docs/ready-boxes.md); each round
+  // waits, untimed, until the one made behind the last command is there
+  await appendFile(join(root.paths.config, "org.toml"), "\n[server]\nready_boxes = 1\n");
+  const stopReady = await background(["server", "start", "--no-listen"], "server.sock");
+  const readyForCommands = async () => {
+    for (let i = 0; i < 300 && !readReadyStatus(root.paths).some((box) => box.exec); i++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+  };
+  try {
+    // the first command asks: the pool then keeps one for elf's commands
+    await timed(exec, env);
+    await phase(
+      "roster box exec elf -- true (handed to a server with a ready box)",
+      exec,
+      env,
+      readyForCommands,
+    );
+    idleMemory = readReadyStatus(root.paths).find((box) => box.exec)?.memory_bytes;
+  } finally {
+    await stopReady();
+  }
 } finally {
   await root.cleanup();
 }
@@ -109,3 +140,5 @@ for (const entry of phases) {
     `| ${entry.label} | ${median(entry.ours).toFixed(0)} | ${median(entry.floors).toFixed(0)} | ${ratio.toFixed(2)}x |`,
   );
 }
+if (idleMemory !== undefined)
+  console.log(`\nan idle ready box for commands holds ${(idleMemory / 2 ** 20).toFixed(1)} MiB`);
