@@ -6,13 +6,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { proxyUrl } from "../../runner/gateway/identity.ts";
 import { readReadyStatus } from "../../runner/ready/server-pool.ts";
 import { readRecord, runDir } from "../../runner/runs/run-record.ts";
-import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
-import { ModelServer, textOf } from "../support/model-server.ts";
+import { textOf } from "../support/model-server.ts";
 import { viaProxy } from "../support/proxy-clients.ts";
+import { type ReadyServer, readyServer, boxRunning as running } from "../support/ready-server.ts";
 import { mainOf, makeCanonical, sh, writeRepoConnection } from "../support/repos.ts";
-import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
-import { stopProcess } from "../support/stop-process.ts";
+import { latestRecord } from "../support/roster-root.ts";
 
 /**
  * Ready boxes (docs/ready-boxes.md) through a real server, real boxes and the
@@ -24,118 +23,83 @@ import { stopProcess } from "../support/stop-process.ts";
 const docker = await testDocker();
 
 describe.skipIf(!docker)("ready boxes in the server", () => {
-  let model: ModelServer;
-  let deployment: RosterRoot;
-  let server: ReturnType<RosterRoot["spawnRoster"]> | undefined;
-  let log = "";
-
-  const ready = () => readReadyStatus(deployment.paths);
-  const running = (container: string) => {
-    try {
-      return (
-        execFileSync("docker", ["inspect", "-f", "{{.State.Running}}", container], {
-          encoding: "utf8",
-          stdio: ["ignore", "pipe", "ignore"],
-        }).trim() === "true"
-      );
-    } catch {
-      return false;
-    }
-  };
+  let kept: ReadyServer;
+  const ready = () => readReadyStatus(kept.deployment.paths);
   /** The one ready box there is, once the server has made it (and not the one named). */
   const nextReady = (not?: string) =>
-    until(
-      () => {
-        const now = ready();
-        return now.length === 1 && now[0]?.run !== not ? now[0] : undefined;
-      },
-      "the server to make a ready box",
-      90_000,
-    ).catch((error: unknown) => {
-      throw new Error(`${String(error)}\nserver log:\n${log}`);
-    });
+    kept.waitFor(() => {
+      const now = ready();
+      return now.length === 1 && now[0]?.run !== not ? now[0] : undefined;
+    }, "the server to make a ready box");
 
   beforeAll(async () => {
-    model = await new ModelServer().start("127.0.0.1");
-    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
-      extraOrg: "[server]\nready_boxes = 1\nready_idle_secs = 600\n",
-    });
-    server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
-    server.stderr.on("data", (chunk: Buffer) => {
-      log += chunk.toString();
-    });
-    await until(
-      () => existsSync(join(deployment.paths.state, "server.sock")),
-      "the server",
-      30_000,
-    );
+    kept = await readyServer({});
+    await kept.start();
   }, 120_000);
   beforeEach(() => {
-    model.reset();
-    model.requests.length = 0;
+    kept.model.reset();
+    kept.model.requests.length = 0;
   });
   afterAll(async () => {
-    await stopProcess(server);
-    await model?.stop();
-    await deployment?.cleanup();
+    await kept?.stop();
   });
 
   it("a run takes the ready box made for it, and another is made behind it; before that its token is refused", async () => {
     // the first run finds none: the worker ran, so the pool makes one behind it
-    model.play({ text: "first, the usual way" });
-    const first = await deployment.roster(["run", "elf", "first"]);
+    kept.model.play({ text: "first, the usual way" });
+    const first = await kept.deployment.roster(["run", "elf", "first"]);
     expect(first.code, first.stderr).toBe(0);
     const box = await nextReady();
     expect(running(box.container)).toBe(true);
     expect(box.memory_bytes).toBeGreaterThan(0);
 
     // before hand-off: no record, and a token the gateway refuses (no identity, no door)
-    const dir = runDir(deployment.paths.state, "elf", box.run);
+    const dir = runDir(kept.deployment.paths.state, "elf", box.run);
     expect(existsSync(join(dir, "run.json"))).toBe(false);
-    const unbound = readdirSync(deployment.paths.identity).filter((name) =>
+    const unbound = readdirSync(kept.deployment.paths.identity).filter((name) =>
       name.endsWith(".ready"),
     );
     expect(unbound).toHaveLength(1);
     const token = unbound[0]?.slice(0, -".ready".length) ?? "";
     const refused = await viaProxy(
-      proxyUrl(token, "127.0.0.1", deployment.gatewayPort),
+      proxyUrl(token, "127.0.0.1", kept.deployment.gatewayPort),
       "http://ready.test/",
     );
     expect(refused.status).toBe(403);
-    const status = await deployment.roster(["server", "status"]);
+    const status = await kept.deployment.roster(["server", "status"]);
     expect(status.stdout).toContain(`ready boxes: 1`);
     expect(status.stdout).toMatch(new RegExp(`${box.run}  elf  made .* \\d+ MiB`));
 
     // the hand-off: this run is that box's, told its own run id and task
-    model.play({ text: "second, in a ready box" });
-    const second = await deployment.roster(["run", "elf", "the second task"], {
+    kept.model.play({ text: "second, in a ready box" });
+    const second = await kept.deployment.roster(["run", "elf", "the second task"], {
       timeoutMs: 60_000,
     });
-    expect(second.code, `${second.stderr}\nserver log:\n${log}`).toBe(0);
+    expect(second.code, `${second.stderr}\nserver log:\n${kept.log()}`).toBe(0);
     expect(second.stdout).toBe("second, in a ready box\n");
     // its run id was chosen when the box was made: the record is found by it
     expect(readRecord(dir)).toMatchObject({
       id: box.run,
       state: "done",
       ended_by: "exit",
-      runner_pid: server?.pid,
+      runner_pid: kept.pid(),
     });
-    const asked = model.requests.at(-1)?.body.messages ?? [];
+    const asked = kept.model.requests.at(-1)?.body.messages ?? [];
     expect(textOf(asked.find((m) => m.role === "system")?.content)).toContain(`run: ${box.run}`);
     expect(textOf(asked.find((m) => m.role === "user")?.content)).toContain("the second task");
     // its box is gone with its run, its token too; another is ready for the next
-    await until(() => !running(box.container), "the used box to go");
-    expect(existsSync(join(deployment.paths.identity, `${token}.json`))).toBe(false);
+    await kept.waitFor(() => !running(box.container), "the used box to go");
+    expect(existsSync(join(kept.deployment.paths.identity, `${token}.json`))).toBe(false);
     const behind = await nextReady(box.run);
     expect(behind.container).not.toBe(box.container);
   }, 240_000);
 
   it("two runs at once never share one", async () => {
     await nextReady();
-    model.play({ text: "one" }, { text: "two" });
+    kept.model.play({ text: "one" }, { text: "two" });
     const [a, b] = await Promise.all([
-      deployment.roster(["run", "elf", "at once, a"]),
-      deployment.roster(["run", "elf", "at once, b"]),
+      kept.deployment.roster(["run", "elf", "at once, a"]),
+      kept.deployment.roster(["run", "elf", "at once, b"]),
     ]);
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
@@ -145,7 +109,10 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
     const containers = ids.map(
       (id) =>
         JSON.parse(
-          readFileSync(join(runDir(deployment.paths.state, "elf", id ?? ""), "run.json"), "utf8"),
+          readFileSync(
+            join(runDir(kept.deployment.paths.state, "elf", id ?? ""), "run.json"),
+            "utf8",
+          ),
         ).container as string,
     );
     expect(containers[0]).not.toBe(containers[1]);
@@ -154,206 +121,167 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
   it("a config edit discards the pool: the next run starts the usual way", async () => {
     const box = await nextReady();
     expect(running(box.container)).toBe(true);
-    await appendFile(join(deployment.paths.config, "workers/elf/worker.toml"), "\n# edited\n");
-    model.play({ text: "after the edit" });
-    const run = await deployment.roster(["run", "elf", "after an edit"]);
+    await appendFile(join(kept.deployment.paths.config, "workers/elf/worker.toml"), "\n# edited\n");
+    kept.model.play({ text: "after the edit" });
+    const run = await kept.deployment.roster(["run", "elf", "after an edit"]);
     expect(run.code, run.stderr).toBe(0);
-    expect(latestRecord(deployment.paths, "elf")?.id).not.toBe(box.run);
-    await until(() => !running(box.container), "the stale ready box to go");
-    expect(existsSync(runDir(deployment.paths.state, "elf", box.run))).toBe(false);
+    expect(latestRecord(kept.deployment.paths, "elf")?.id).not.toBe(box.run);
+    await kept.waitFor(() => !running(box.container), "the stale ready box to go");
+    expect(existsSync(runDir(kept.deployment.paths.state, "elf", box.run))).toBe(false);
   }, 240_000);
 
   it("a ready box that died is skipped, and the run still succeeds", async () => {
     const box = await nextReady();
     execFileSync("docker", ["kill", box.container], { stdio: "ignore" });
-    model.play({ text: "despite a dead box" });
-    const run = await deployment.roster(["run", "elf", "go on"]);
+    kept.model.play({ text: "despite a dead box" });
+    const run = await kept.deployment.roster(["run", "elf", "go on"]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toBe("despite a dead box\n");
-    expect(latestRecord(deployment.paths, "elf")?.id).not.toBe(box.run);
+    expect(latestRecord(kept.deployment.paths, "elf")?.id).not.toBe(box.run);
   }, 240_000);
 
   it("a ready box whose door the box can no longer see is discarded, and the run starts the usual way", async () => {
     const box = await nextReady();
     expect(running(box.container)).toBe(true);
     // the folder the box has mounted is replaced on the host: a door opened there can't reach it
-    const door = join(deployment.paths.state, "doors", `gateway@${box.run}`);
+    const door = join(kept.deployment.paths.state, "doors", `gateway@${box.run}`);
     expect(existsSync(door)).toBe(true);
     rmSync(door, { recursive: true });
     mkdirSync(door);
-    model.play({ text: "through a door of its own" });
-    const run = await deployment.roster(["run", "elf", "go on"]);
-    expect(run.code, `${run.stderr}\nserver log:\n${log}`).toBe(0);
+    kept.model.play({ text: "through a door of its own" });
+    const run = await kept.deployment.roster(["run", "elf", "go on"]);
+    expect(run.code, `${run.stderr}\nserver log:\n${kept.log()}`).toBe(0);
     expect(run.stdout).toBe("through a door of its own\n");
     expect(run.stderr).toContain(`ready box ${box.run} not used (its door folder was made again`);
-    expect(latestRecord(deployment.paths, "elf")?.id).not.toBe(box.run);
-    await until(() => !running(box.container), "the unfit ready box to go");
-    expect(existsSync(runDir(deployment.paths.state, "elf", box.run))).toBe(false);
+    expect(latestRecord(kept.deployment.paths, "elf")?.id).not.toBe(box.run);
+    await kept.waitFor(() => !running(box.container), "the unfit ready box to go");
+    expect(existsSync(runDir(kept.deployment.paths.state, "elf", box.run))).toBe(false);
     expect(existsSync(door)).toBe(false);
   }, 240_000);
 
   it("a ready box whose repo clone fell behind its landing branch is discarded, and the run starts from the new head", async () => {
     const canonical = makeCanonical({ "README.md": "v1\n" });
     const before = await nextReady();
-    await writeRepoConnection(deployment.paths, "src", canonical, "elf");
+    await writeRepoConnection(kept.deployment.paths, "src", canonical, "elf");
     // the connection is a config edit: the next box is made with the repo cloned
-    model.play({ text: "with the repo" });
-    expect((await deployment.roster(["run", "elf", "clone it"])).code).toBe(0);
+    kept.model.play({ text: "with the repo" });
+    expect((await kept.deployment.roster(["run", "elf", "clone it"])).code).toBe(0);
     const box = await nextReady(before.run);
     expect(running(box.container)).toBe(true);
     // another run lands a commit: the ready box's clone is now behind
-    const work = join(deployment.root, "seed-work");
+    const work = join(kept.deployment.root, "seed-work");
     execFileSync("git", ["clone", "-q", canonical, work]);
     sh(work, ["commit", "-q", "--allow-empty", "-m", "landed meanwhile"]);
     sh(work, ["push", "-q", "origin", "main"]);
     const head = mainOf(canonical);
-    model.play({ text: "from the new head" });
-    const run = await deployment.roster(["run", "elf", "go on"]);
-    expect(run.code, `${run.stderr}\nserver log:\n${log}`).toBe(0);
-    const record = latestRecord(deployment.paths, "elf");
+    kept.model.play({ text: "from the new head" });
+    const run = await kept.deployment.roster(["run", "elf", "go on"]);
+    expect(run.code, `${run.stderr}\nserver log:\n${kept.log()}`).toBe(0);
+    const record = latestRecord(kept.deployment.paths, "elf");
     expect(record?.id).not.toBe(box.run);
     expect(record?.repos?.src?.base_commit).toBe(head);
-    expect(log).toContain(`ready box ${box.run} for elf discarded: repo src moved on`);
-    await until(() => !running(box.container), "the stale ready box to go");
+    expect(kept.log()).toContain(`ready box ${box.run} for elf discarded: repo src moved on`);
+    await kept.waitFor(() => !running(box.container), "the stale ready box to go");
   }, 240_000);
 
   it("stops with the server: no ready box, token or folder left behind", async () => {
     const box = await nextReady();
     // aimed at a box that runs: "not running" afterwards then means the server removed it
     expect(running(box.container)).toBe(true);
-    const exited = new Promise((resolve) => server?.once("exit", resolve));
-    server?.kill("SIGTERM");
-    await exited;
+    await kept.stopServer();
     expect(running(box.container)).toBe(false);
-    expect(readdirSync(deployment.paths.identity).filter((n) => n.endsWith(".ready"))).toEqual([]);
-    expect(existsSync(runDir(deployment.paths.state, "elf", box.run))).toBe(false);
+    expect(readdirSync(kept.deployment.paths.identity).filter((n) => n.endsWith(".ready"))).toEqual(
+      [],
+    );
+    expect(existsSync(runDir(kept.deployment.paths.state, "elf", box.run))).toBe(false);
   }, 120_000);
 });
 
 describe.skipIf(!docker)("ready boxes under the server's cap", () => {
-  let model: ModelServer;
-  let deployment: RosterRoot;
-  let server: ReturnType<RosterRoot["spawnRoster"]> | undefined;
-  let log = "";
-  const running = (container: string) =>
-    execFileSync("docker", ["ps", "-q", "--no-trunc", "--filter", `id=${container}`], {
-      encoding: "utf8",
-    }).trim() === container;
+  let kept: ReadyServer;
 
   beforeAll(async () => {
-    model = await new ModelServer().start("127.0.0.1");
-    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
-      extraOrg: "[server]\nready_boxes = 1\nready_idle_secs = 10\n",
-    });
+    kept = await readyServer({ idleSecs: 10, cap: 1 });
     // a second worker, whose run needs the room elf's ready box holds
-    const imp = join(deployment.paths.config, "workers/imp");
+    const imp = join(kept.deployment.paths.config, "workers/imp");
     mkdirSync(imp);
     writeFileSync(join(imp, "worker.toml"), 'name = "imp"\n');
     writeFileSync(join(imp, "identity.md"), "You are imp, a test worker.\n");
-    server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "1"]);
-    server.stderr.on("data", (chunk: Buffer) => {
-      log += chunk.toString();
-    });
-    await until(
-      () => existsSync(join(deployment.paths.state, "server.sock")),
-      "the server",
-      30_000,
-    ).catch((error: unknown) => {
-      throw new Error(`${String(error)}\nserver log:\n${log}`);
-    });
+    await kept.start();
   }, 120_000);
   afterAll(async () => {
-    await stopProcess(server);
-    await model?.stop();
-    await deployment?.cleanup();
+    await kept?.stop();
   });
 
   it("a run gets the room a ready box held, and a ready box nobody takes goes after ready_idle_secs", async () => {
-    model.play({ text: "elf ran" });
-    const first = await deployment.roster(["run", "elf", "first"]);
+    kept.model.play({ text: "elf ran" });
+    const first = await kept.deployment.roster(["run", "elf", "first"]);
     expect(first.code, first.stderr).toBe(0);
-    const elfBox = await until(
-      () => readReadyStatus(deployment.paths).find((box) => box.worker === "elf"),
+    const elfBox = await kept.waitFor(
+      () => readReadyStatus(kept.deployment.paths).find((box) => box.worker === "elf"),
       "a ready box for elf",
       90_000,
     );
     expect(running(elfBox.container)).toBe(true);
 
     // the cap is 1: imp's run needs the room, so elf's ready box is given up for it
-    model.play({ text: "imp ran" });
-    const imp = await deployment.roster(["run", "imp", "second"]);
-    expect(imp.code, `${imp.stderr}\nserver log:\n${log}`).toBe(0);
+    kept.model.play({ text: "imp ran" });
+    const imp = await kept.deployment.roster(["run", "imp", "second"]);
+    expect(imp.code, `${imp.stderr}\nserver log:\n${kept.log()}`).toBe(0);
     expect(imp.stdout).toBe("imp ran\n");
-    expect(log).toContain(`ready box ${elfBox.run} for elf discarded: room for a run`);
+    expect(kept.log()).toContain(`ready box ${elfBox.run} for elf discarded: room for a run`);
     expect(running(elfBox.container)).toBe(false);
-    expect(latestRecord(deployment.paths, "imp")?.ended_by).toBe("exit");
+    expect(latestRecord(kept.deployment.paths, "imp")?.ended_by).toBe("exit");
 
     // with the room back, the pool refills; nobody takes it, so it goes after 10 s and
     // no other is made (nobody asked within that time either)
-    const idle = await until(() => readReadyStatus(deployment.paths)[0], "a ready box", 90_000);
+    const idle = await kept.waitFor(
+      () => readReadyStatus(kept.deployment.paths)[0],
+      "a ready box",
+      90_000,
+    );
     expect(running(idle.container)).toBe(true);
-    await until(
-      () => log.includes(`ready box ${idle.run} for ${idle.worker} discarded: untaken for 10 s`),
+    await kept.waitFor(
+      () =>
+        kept.log().includes(`ready box ${idle.run} for ${idle.worker} discarded: untaken for 10 s`),
       "the idle ready box to be discarded",
       30_000,
     );
-    await until(() => !running(idle.container), "the idle box to go");
+    await kept.waitFor(() => !running(idle.container), "the idle box to go");
     await new Promise((resolve) => setTimeout(resolve, 5_000));
-    expect(readReadyStatus(deployment.paths)).toEqual([]);
-    expect(readdirSync(deployment.paths.identity).filter((n) => n.endsWith(".ready"))).toEqual([]);
+    expect(readReadyStatus(kept.deployment.paths)).toEqual([]);
+    expect(readdirSync(kept.deployment.paths.identity).filter((n) => n.endsWith(".ready"))).toEqual(
+      [],
+    );
   }, 240_000);
 });
 
 describe.skipIf(!docker)("box exec in a ready box", () => {
-  let model: ModelServer;
-  let deployment: RosterRoot;
-  let server: ReturnType<RosterRoot["spawnRoster"]> | undefined;
-  let log = "";
-  const running = (container: string) =>
-    execFileSync("docker", ["ps", "-q", "--no-trunc", "--filter", `id=${container}`], {
-      encoding: "utf8",
-    }).trim() === container;
+  let kept: ReadyServer;
   const exec = async (command: string) => {
-    const result = await deployment.roster(["box", "exec", "elf", "--", command]);
+    const result = await kept.deployment.roster(["box", "exec", "elf", "--", command]);
     return { ...result, envelope: JSON.parse(result.stdout) as Record<string, unknown> };
   };
 
   beforeAll(async () => {
-    model = await new ModelServer().start("127.0.0.1");
-    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
-      extraOrg: "[server]\nready_boxes = 1\nready_idle_secs = 600\n",
-    });
-    server = deployment.spawnRoster(["server", "start", "--no-listen", "--cap", "4"]);
-    server.stderr.on("data", (chunk: Buffer) => {
-      log += chunk.toString();
-    });
-    await until(
-      () => existsSync(join(deployment.paths.state, "server.sock")),
-      "the server",
-      30_000,
-    ).catch((error: unknown) => {
-      throw new Error(`${String(error)}\nserver log:\n${log}`);
-    });
+    kept = await readyServer({});
+    await kept.start();
   }, 120_000);
   afterAll(async () => {
-    await stopProcess(server);
-    await model?.stop();
-    await deployment?.cleanup();
+    await kept?.stop();
   });
 
   it("a command runs in the box made for commands: its own output, exit code and run id", async () => {
     const first = await exec("true");
     expect(first.envelope, first.stderr).toMatchObject({ status: "ok", exit_code: 0 });
-    const box = await until(
-      () => readReadyStatus(deployment.paths).find((entry) => entry.exec),
+    const box = await kept.waitFor(
+      () => readReadyStatus(kept.deployment.paths).find((entry) => entry.exec),
       "a ready box for commands",
       90_000,
-    ).catch((error: unknown) => {
-      throw new Error(`${String(error)}\nserver log:\n${log}`);
-    });
+    );
     expect(running(box.container)).toBe(true);
     // a command box runs no engine and holds no run: no record before hand-off
-    expect(existsSync(join(runDir(deployment.paths.state, "elf", box.run), "run.json"))).toBe(
+    expect(existsSync(join(runDir(kept.deployment.paths.state, "elf", box.run), "run.json"))).toBe(
       false,
     );
 
@@ -361,21 +289,22 @@ describe.skipIf(!docker)("box exec in a ready box", () => {
     const run = await exec(
       `printf '%s|' "$ROSTER_RUN_ID" "two words"; cat; printf 'a\\nb'; exit 3`,
     );
-    expect(run.envelope, `${run.stderr}\nserver log:\n${log}`).toMatchObject({
+    expect(run.envelope, `${run.stderr}\nserver log:\n${kept.log()}`).toMatchObject({
       status: "failed",
       exit_code: 3,
       run_id: box.run,
       stdout: `${box.run}|two words|a\nb`,
     });
-    expect(readRecord(runDir(deployment.paths.state, "elf", box.run))).toMatchObject({
+    expect(readRecord(runDir(kept.deployment.paths.state, "elf", box.run))).toMatchObject({
       kind: "exec",
       state: "failed",
       exit_code: 3,
     });
-    await until(() => !running(box.container), "the used box to go");
+    await kept.waitFor(() => !running(box.container), "the used box to go");
     // another is made behind it; a run's box is a different kind and serves no command
-    const behind = await until(
-      () => readReadyStatus(deployment.paths).find((entry) => entry.exec && entry.run !== box.run),
+    const behind = await kept.waitFor(
+      () =>
+        readReadyStatus(kept.deployment.paths).find((entry) => entry.exec && entry.run !== box.run),
       "another ready box for commands",
       90_000,
     );

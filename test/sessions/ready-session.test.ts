@@ -1,10 +1,10 @@
-import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serverReadyPool } from "../../runner/ready/server-pool.ts";
 import { readRecord, runDir } from "../../runner/runs/run-record.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";
+import { boxRunning as running } from "../support/ready-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 import { termRouter } from "../support/term-router.ts";
 
@@ -23,10 +23,6 @@ describe.skipIf(!docker)("a session in a ready box", () => {
   let deployment: RosterRoot;
   let pool: ReturnType<typeof serverReadyPool>;
   const notes: string[] = [];
-  const running = (container: string) =>
-    execFileSync("docker", ["ps", "-q", "--no-trunc", "--filter", `id=${container}`], {
-      encoding: "utf8",
-    }).trim() === container;
 
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
