@@ -37,6 +37,9 @@ const slotKey = (slot: Slot) =>
       ? `${slot.worker}\u001f#${slot.channel}`
       : slot.worker;
 
+/** How often an idle box's memory is asked of the engine again. */
+const MEMORY_EVERY_MS = 30_000;
+
 export interface ReadyEntry {
   worker: string;
   channel?: string;
@@ -55,6 +58,7 @@ export class ReadyPool {
   /** When each slot last asked for a box: the pool keeps boxes for slots used lately. */
   private readonly lastAsked = new Map<string, { slot: Slot; at: number }>();
   private readonly discarding = new Set<Promise<void>>();
+  private readonly memory = new WeakMap<ReadyBox, { at: number; bytes: number | undefined }>();
   private closed = false;
 
   constructor(private readonly options: ReadyPoolOptions) {}
@@ -128,7 +132,7 @@ export class ReadyPool {
     const out: ReadyEntry[] = [];
     for (const list of this.ready.values())
       for (const box of list) {
-        const memory = await box.box.engine.boxMemory(box.handle.containerId);
+        const memory = await this.memoryOf(box);
         out.push({
           worker: box.worker,
           ...(box.channel ? { channel: box.channel } : {}),
@@ -140,6 +144,18 @@ export class ReadyPool {
         });
       }
     return out;
+  }
+
+  /**
+   * What a box holds, asked of the engine at most every MEMORY_EVERY_MS: the
+   * engine's stats cost it real work, and the status is written every tick.
+   */
+  private async memoryOf(box: ReadyBox): Promise<number | undefined> {
+    const seen = this.memory.get(box);
+    if (seen && Date.now() - seen.at < MEMORY_EVERY_MS) return seen.bytes;
+    const bytes = await box.box.engine.boxMemory(box.handle.containerId);
+    this.memory.set(box, { at: Date.now(), bytes });
+    return bytes;
   }
 
   /** Discards every ready box and waits until they are gone. */
