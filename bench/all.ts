@@ -40,7 +40,7 @@ const BENCHES: Bench[] = [
     file: "run-latency",
     title: "A governed run against its floors",
     compares:
-      "`roster run` four ways beside a bare `docker run … true` and a hardened `docker run` of pi (the floor)",
+      "`roster run` five ways (the last handed to a server that keeps a ready box) beside a bare `docker run … true` and a hardened `docker run` of pi (the floor)",
     needs: ["docker", "root"],
   },
   {
@@ -53,7 +53,7 @@ const BENCHES: Bench[] = [
     file: "box-exec",
     title: "`roster box exec` against a bare container",
     compares:
-      "`roster box exec` three ways beside a bare `docker run --rm <image> true` (the floor)",
+      "`roster box exec` four ways (the last handed to a server that keeps a ready box) beside a bare `docker run --rm <image> true` (the floor)",
     needs: ["docker", "root"],
   },
   {
