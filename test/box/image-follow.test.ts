@@ -58,8 +58,14 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
     await cp(join(PROJECT_ROOT, "extensions"), extensions, { recursive: true });
     env = { ROSTER_ROOT: deployment.root, ROSTER_EXTENSIONS_DIR: extensions };
     // made once by hand, as a user does; everything after is the runs' doing
+    const handStarted = Date.now();
     const built = await roster(["box", "build", "--tag", tag, "--json"]);
     expect(built.code, built.stderr).toBe(0);
+    // on a machine whose layer cache holds roster-box:latest this takes seconds: when it
+    // does not, the steps that ran say which layer missed
+    const handSecs = (Date.now() - handStarted) / 1000;
+    console.log(`the hand build of ${tag}: ${handSecs.toFixed(1)}s`);
+    if (handSecs > 60) console.log(built.stderr.split("\n").slice(0, 60).join("\n"));
   }, 900_000);
   beforeEach(() => model.reset());
   afterAll(async () => {
