@@ -1,6 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { ConnectionConfig } from "./config-schema.ts";
+import type { ConnectionConfig } from "./connection-schema.ts";
 import type { ScopedGrant } from "./grant-schema.ts";
 import { SERVICE_TOKEN_AUTH } from "./providers.ts";
 import { workerSubject } from "./subject.ts";

@@ -8,14 +8,13 @@ import { BotBindings } from "./bot-bindings.ts";
 import { type ConfigError, tomlSyntaxError } from "./config-error.ts";
 import {
   type BoxSection,
-  CONNECTION_KINDS,
-  type ConnectionConfig,
   type ContextSection,
   type MemorySection,
   type ModelSection,
   OrgConfig,
   WorkerConfig,
 } from "./config-schema.ts";
+import { CONNECTION_KINDS, type ConnectionConfig } from "./connection-schema.ts";
 import {
   type ConnectionMount,
   connectionMount,

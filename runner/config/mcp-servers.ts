@@ -1,5 +1,6 @@
 import type { ConfigError } from "./config-error.ts";
-import type { ConnectionConfig, WorkerConfig } from "./config-schema.ts";
+import type { WorkerConfig } from "./config-schema.ts";
+import type { ConnectionConfig } from "./connection-schema.ts";
 import { grantedTo } from "./connections.ts";
 import { locateLine } from "./locate.ts";
 import { MCP_SERVER_NAME, type McpServerEntry } from "./mcp-schema.ts";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import type { Static } from "@sinclair/typebox";
 import { ProxyAgent, request } from "undici";
-import type { ServiceConnection } from "../config/config-schema.ts";
+import type { ServiceConnection } from "../config/connection-schema.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
