@@ -9,38 +9,8 @@
  * host's. A box that finds no hand-off was handed nothing, and pi shuts down
  * rather than answer a prompt without the run's instructions.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { readFileSync } from "node:fs";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-
-/**
- * The code pi loads only on its first model call: the providers' request
- * code and the proxy agent (chunks of pi's bundle, named with a hash). A
- * ready box has time before its run: loading them while it waits takes their
- * cost off the run's first request. They are loaded by Node's own loader,
- * under the URLs pi's bundle asks for, so pi's later import finds them done.
- */
-const FIRST_CALL_CHUNKS =
-  /^(openai-completions|openai-responses|anthropic-messages|https-proxy-agent)-[A-Z0-9]+\.js$/;
-
-/** `import()` as Node does it: jiti, which loads this file, would make its own copy. */
-const nativeImport = new Function("url", "return import(url)") as (url: string) => Promise<unknown>;
-
-function preloadFirstCall(): void {
-  // run-pi starts `node <bundle>/cli.js`: the chunks are beside it
-  const cli = process.argv[1];
-  if (!cli) return;
-  const chunks = join(dirname(cli), "chunks");
-  let names: string[];
-  try {
-    names = readdirSync(chunks).filter((name) => FIRST_CALL_CHUNKS.test(name));
-  } catch {
-    return;
-  }
-  for (const name of names)
-    nativeImport(pathToFileURL(join(chunks, name)).href).catch(() => undefined);
-}
 
 interface Handoff {
   /** Appended to the system prompt pi built, as `--append-system-prompt` would. */
@@ -66,8 +36,6 @@ function readHandoff(file: string): Handoff | undefined {
 export default function handoff(pi: ExtensionAPI): void {
   const file = process.env.ROSTER_HANDOFF;
   let handed: Handoff | undefined;
-  // after pi's own start, while the box waits for its run
-  if (file) setTimeout(preloadFirstCall, 0).unref();
   pi.on("before_agent_start", (event, ctx) => {
     if (!file) return undefined;
     if (!handed) {

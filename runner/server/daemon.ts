@@ -107,7 +107,6 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   let sessions = 0;
   // handed-over runs are declared below, once the gateway is up; they count toward the cap
   let runs: RunSocket | undefined;
-  let tasks = 0;
   // boxes started before their run (not in --once: nothing would take them)
   const ready = options.once
     ? undefined
@@ -116,7 +115,8 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
         env,
         note,
         cap: options.cap,
-        busy: () => sessions + (runs?.active() ?? 0) + tasks,
+        // read live: a task the dispatcher just started counts before the next tick
+        busy: (): number => sessions + (runs?.active() ?? 0) + dispatcher.active,
       });
   const router = new SessionRouter({
     paths,
@@ -174,7 +174,6 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   try {
     await runUntilStopped(options, dispatcher, async () => {
       sessions = (await router.sessions()).length;
-      tasks = dispatcher.active;
       listeners.offerDue();
       sweep?.tick();
       await ready?.tick();
