@@ -1,11 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import type { TSchema } from "@sinclair/typebox";
-import { Value, ValueErrorType } from "@sinclair/typebox/value";
-import { parse, TomlError } from "smol-toml";
 import type { ActionGrant, Scoped, TrustRule } from "./action-schema.ts";
 import { BotBindings } from "./bot-bindings.ts";
-import { type ConfigError, tomlSyntaxError } from "./config-error.ts";
+import type { ConfigError } from "./config-error.ts";
 import {
   type BoxSection,
   type ContextSection,
@@ -51,6 +48,7 @@ import {
 } from "./narrowing.ts";
 import { narrowestStore, type StoreLimits } from "./store-limits.ts";
 import { workerSubject } from "./subject.ts";
+import { readToml, validateToml } from "./toml-file.ts";
 import { type Toolchain, workerToolchain } from "./toolchain-schema.ts";
 
 /**
@@ -77,80 +75,7 @@ export interface LoadedConfig {
   warnings: string[];
 }
 
-/** A value of the wrong kind, said in words. */
-const KIND_WANTED: Partial<Record<ValueErrorType, string>> = {
-  [ValueErrorType.Integer]: "a whole number",
-  [ValueErrorType.Number]: "a number",
-  [ValueErrorType.String]: "a string (in quotes)",
-  [ValueErrorType.Boolean]: "true or false",
-  [ValueErrorType.Array]: "a list ([...])",
-};
-
-const ARRAY_TABLES = new Set(["grant", "meter", "limit", "action", "trust", "mcp"]);
 const CONNECTION_NAME = /^[a-z0-9_-]+$/;
-
-interface Parsed<T> {
-  value: T;
-  text: string;
-}
-
-function readToml(
-  file: string,
-  display: string,
-  errors: ConfigError[],
-): Parsed<unknown> | undefined {
-  const text = readFileSync(file, "utf8");
-  try {
-    return { value: parse(text), text };
-  } catch (error) {
-    if (!(error instanceof TomlError)) throw error;
-    errors.push(tomlSyntaxError(error, display));
-    return undefined;
-  }
-}
-
-function validate<T>(
-  parsed: Parsed<unknown>,
-  display: string,
-  schema: TSchema,
-  errors: ConfigError[],
-): Parsed<T> | undefined {
-  const before = errors.length;
-  for (const problem of Value.Errors(schema, parsed.value)) {
-    const field = problem.path.split("/").filter(Boolean).join(".") || "(top level)";
-    const last = problem.path.split("/").at(-1) ?? "";
-    let message = problem.message;
-    if (
-      ARRAY_TABLES.has(last) &&
-      problem.value &&
-      typeof problem.value === "object" &&
-      !Array.isArray(problem.value)
-    ) {
-      message = `write [[${field}]] (an array of tables), not [${field}]`;
-    } else if (problem.type === ValueErrorType.ObjectAdditionalProperties) {
-      message = "unknown key";
-    } else if (KIND_WANTED[problem.type]) {
-      message = `must be ${KIND_WANTED[problem.type]} (found ${JSON.stringify(problem.value)})`;
-    } else if (problem.type === ValueErrorType.StringPattern) {
-      // the schema's description says what is wanted in words; the pattern is the fallback
-      const { description, pattern } = problem.schema as { description?: string; pattern?: string };
-      message = `${description ?? `must match ${pattern ?? "its pattern"}`} (found ${JSON.stringify(problem.value)})`;
-    } else if (problem.type === ValueErrorType.Union) {
-      const options = ((problem.schema as { anyOf?: { const?: unknown }[] }).anyOf ?? []).map(
-        (option) => option.const,
-      );
-      if (options.length && options.every((option) => typeof option === "string")) {
-        message = `must be one of ${options.join(", ")} (found ${JSON.stringify(problem.value)})`;
-      }
-    }
-    const duplicate = errors
-      .slice(before)
-      .some((seen) => seen.field === field && seen.message === message);
-    if (!duplicate)
-      errors.push({ file: display, line: locateLine(parsed.text, problem.path), field, message });
-  }
-  return errors.length > before ? undefined : (parsed as Parsed<T>);
-}
 
 export function loadConfig(root: string, options: { vaultDir?: string } = {}): LoadedConfig {
   const errors: ConfigError[] = [];
@@ -224,7 +149,7 @@ function readOrg(
   const none = { orgGrants: [], modelGrants: [] };
   if (!existsSync(orgFile)) return none;
   const raw = readToml(orgFile, show(orgFile), errors);
-  const org = raw && validate<OrgConfig>(raw, show(orgFile), OrgConfig, errors);
+  const org = raw && validateToml<OrgConfig>(raw, show(orgFile), OrgConfig, errors);
   if (!org) return none;
   const where = show(orgFile);
   checkGrantHosts(org.value.grant, where, org.text, errors);
@@ -256,7 +181,7 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
     const file = join(workersDir, name, "worker.toml");
     if (!existsSync(file)) continue;
     const raw = readToml(file, show(file), errors);
-    const worker = raw && validate<WorkerConfig>(raw, show(file), WorkerConfig, errors);
+    const worker = raw && validateToml<WorkerConfig>(raw, show(file), WorkerConfig, errors);
     if (!worker) continue;
     if (worker.value.name !== name || name === "org") {
       errors.push({
@@ -338,7 +263,7 @@ function readConnections(
       });
       continue;
     }
-    const connection = validate<ConnectionConfig>(raw, show(file), variant, errors);
+    const connection = validateToml<ConnectionConfig>(raw, show(file), variant, errors);
     if (!connection) continue;
     const problem =
       mountProblem(connection.value) ??
