@@ -6,7 +6,17 @@ import { RosterError } from "../errors.ts";
 import { dependencyProblem } from "../tasks/readiness.ts";
 import { newTaskId, type Task, updateList, updateTasks } from "../tasks/store.ts";
 import { applyTemplates } from "../tasks/template-edit.ts";
-import type { AddFlags } from "./task-commands.ts";
+
+/** `roster task add`'s flags, as commander hands them over. */
+export interface AddFlags {
+  ceiling?: string;
+  at?: string;
+  cron?: string;
+  every?: string;
+  window?: string;
+  after?: string;
+  json?: boolean;
+}
 
 /**
  * `roster task add`: a task, or with --cron/--every a recurring template,

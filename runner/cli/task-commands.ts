@@ -3,6 +3,7 @@ import { userInfo } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { rosterPaths } from "../config/paths.ts";
+import type { AddFlags } from "./task-add.ts";
 
 /**
  * `roster task add | ls | show | rm | requeue`: a worker's task list and its
@@ -10,16 +11,6 @@ import { rosterPaths } from "../config/paths.ts";
  * has owner standing.
  */
 const operator = () => `cli:${process.env.USER ?? userInfo().username}`;
-
-export interface AddFlags {
-  ceiling?: string;
-  at?: string;
-  cron?: string;
-  every?: string;
-  window?: string;
-  after?: string;
-  json?: boolean;
-}
 
 export function registerTaskCommands(program: Command): void {
   const task = program.command("task").description("a worker's task list and recurring tasks");

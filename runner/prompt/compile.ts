@@ -2,8 +2,6 @@ import { describeWindow, durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
 import type { MemoryRead } from "../memory/read.ts";
 import { memoryBlock } from "./memory.ts";
-import { cutPurpose, purposeIntro } from "./purpose.ts";
-
 /**
  * What the model is told. System = identity + runtime policy + the connections
  * granted to this worker + the run's scope, each as a labelled block; input =
@@ -13,10 +11,10 @@ import { cutPurpose, purposeIntro } from "./purpose.ts";
  * mandatory: each is cut to fit (purpose.ts, memory.ts), never a reason to
  * refuse the run.
  */
-export interface PromptBlock {
-  label: string;
-  content: string;
-}
+import type { PromptBlock } from "./prompt-block.ts";
+import { cutPurpose, purposeIntro } from "./purpose.ts";
+
+export type { PromptBlock };
 
 export interface CompiledPrompt {
   system: string;

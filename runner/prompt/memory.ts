@@ -1,7 +1,7 @@
 import type { WorkerView } from "../config/load.ts";
 import { pickNotes } from "../memory/notes.ts";
 import { MEMORY_FILE, MEMORY_READ_BYTES, type MemoryRead } from "../memory/read.ts";
-import type { PromptBlock } from "./compile.ts";
+import type { PromptBlock } from "./prompt-block.ts";
 
 /**
  * What a prompt says about memory: the practice (every run's system prompt),

@@ -7,9 +7,9 @@ import { workerSubject } from "../config/subject.ts";
 import { closeDoor, runDoorDir } from "../gateway/door.ts";
 import { mintReadyToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
-import type { ReadyStart } from "../runs/hand-off.ts";
 import { provision } from "../runs/provision.ts";
 import { newRunId, runDir } from "../runs/run-record.ts";
+import type { ReadyStart } from "../runs/run-request.ts";
 import { readyKey } from "./ready-key.ts";
 
 /**

@@ -5,7 +5,7 @@ import { READY_DEFAULTS } from "../config/config-schema.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
-import type { ReadySessions, ReadyStart } from "../runs/hand-off.ts";
+import type { ReadySessions, ReadyStart } from "../runs/run-request.ts";
 import { type ReadyEntry, ReadyPool } from "./pool.ts";
 
 /**

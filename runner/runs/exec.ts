@@ -1,8 +1,8 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import type { ExecEnvelope } from "./exec-envelope.ts";
-import type { ReadyStart } from "./hand-off.ts";
 import { failedRunId, Run } from "./run.ts";
+import type { ReadyStart } from "./run-request.ts";
 
 /**
  * `roster box exec <worker> -- <command>`: one command in a fresh box of the

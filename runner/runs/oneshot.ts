@@ -2,7 +2,6 @@ import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import type { TaskOrigin } from "../prompt/compile.ts";
 import { describeBudgetStop } from "./budget-stop.ts";
-import type { ReadyStart } from "./hand-off.ts";
 import {
   assistantText,
   describeEvent,
@@ -12,6 +11,7 @@ import {
 } from "./pi-events.ts";
 import { Run } from "./run.ts";
 import type { EndedBy, RunRecord } from "./run-record.ts";
+import type { ReadyStart } from "./run-request.ts";
 
 /**
  * `roster run <worker> "<prompt>"` and a queued task's run: pi in json mode

@@ -1,6 +1,8 @@
+import type { BoxHandle } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import type { RunHome } from "../home/build-home.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
-import type { ReadyStart } from "./hand-off.ts";
+import type { Provisioned } from "./provision.ts";
 import type { EndedBy, RunRecord } from "./run-record.ts";
 
 /** What a caller asks of the run owner (run.ts), and what it says back about the end. */
@@ -55,4 +57,43 @@ export interface LimitReached {
   endedBy: EndedBy;
   limit: "ceiling" | "turn-ceiling" | "stall" | "disk" | "gateway";
   message: string;
+}
+
+/**
+ * A box started before its run, as the run owner (run.ts) takes it over:
+ * runner/ready/ makes them (docs/ready-boxes.md). Everything here was fixed
+ * when the box was made; what the run adds is written at hand-off.
+ */
+export interface ReadyStart {
+  id: string;
+  dir: string;
+  home: RunHome;
+  /** Minted unbound: the owner binds it at hand-off. */
+  token: string;
+  box: Provisioned;
+  handle: BoxHandle;
+  /** Where the box's output goes once the run has it. */
+  output: { stdout?: (chunk: Buffer) => void; stderr?: (chunk: Buffer) => void };
+  /** The host side of ~/self/handoff.json. */
+  handoffFile: string;
+  /** A session's box: the channel whose folder it has mounted. */
+  channel?: string;
+  /** A `box exec` box: roster-ready waits for a command, no pi runs. */
+  exec?: boolean;
+  /** The inode of the door folder mounted in the box: a folder made again since is not the box's. */
+  doorIno: number;
+  /** Its box has exited. */
+  ended(): boolean;
+  /** Ends it unused: box, token, door folder and the folder of the run it never had. */
+  discard(why: string): Promise<void>;
+}
+
+/**
+ * What a session router asks of a server's ready boxes: one made for this
+ * channel when a session opens (none is made behind it while the session
+ * lasts), and one wanted once the session has ended.
+ */
+export interface ReadySessions {
+  take(worker: string, channel: string): Promise<ReadyStart | undefined>;
+  want(worker: string, channel: string): void;
 }

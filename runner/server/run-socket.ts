@@ -4,7 +4,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, userFailure } from "../errors.ts";
-import type { ReadyStart } from "../runs/hand-off.ts";
+import type { ReadyStart } from "../runs/run-request.ts";
 import { runSocketPath } from "./state.ts";
 
 /**

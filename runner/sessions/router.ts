@@ -6,7 +6,7 @@ import {
   readMessages,
 } from "../channels/store.ts";
 import type { RosterPaths } from "../config/paths.ts";
-import type { ReadySessions } from "../runs/hand-off.ts";
+import type { ReadySessions } from "../runs/run-request.ts";
 import type { TurnListener, TurnResult } from "./pi-rpc.ts";
 import { Session, type SessionEnd, SessionError } from "./session.ts";
 

@@ -7,9 +7,9 @@ import { errorMessage } from "../errors.ts";
 import { readMemory } from "../memory/read.ts";
 import { memoryTurnBlock } from "../prompt/memory.ts";
 import { describeBudgetStop } from "../runs/budget-stop.ts";
-import type { ReadyStart } from "../runs/hand-off.ts";
 import { failedRunId, Run } from "../runs/run.ts";
 import type { EndedBy } from "../runs/run-record.ts";
+import type { ReadyStart } from "../runs/run-request.ts";
 import { PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
 import { PurposeWatch } from "./purpose-watch.ts";
 

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
-import type { Task, TaskState } from "./store.ts";
+import type { Task, TaskState } from "./task.ts";
 
 /**
  * Finished tasks leave the list for a journal beside it

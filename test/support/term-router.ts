@@ -3,7 +3,7 @@
  * terminal channels, the operator as author. Used by tests that drive warm
  * sessions without a pty; the router and its sessions are roster's own.
  */
-import type { ReadySessions } from "../../runner/runs/hand-off.ts";
+import type { ReadySessions } from "../../runner/runs/run-request.ts";
 import { type Delivered, SessionRouter } from "../../runner/sessions/router.ts";
 import type { RosterRoot } from "./roster-root.ts";
 
