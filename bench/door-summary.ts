@@ -1,0 +1,83 @@
+/**
+ * The door's running counts (runner/console/door-summary.ts) against reading
+ * the whole audit log, side by side in one run, on a log of 1,000,000 lines
+ * written by the gateway's own AuditLog: the whole-log read the door page does
+ * today (gateway/audit-view.ts readDecisions), the summary's first count of
+ * the same log, and its refresh after 1,000 more lines; with each one's heap
+ * growth. No Docker.
+ *   npx tsx bench/door-summary.ts
+ */
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { DoorSummary } from "../runner/console/door-summary.ts";
+import { AuditLog } from "../runner/gateway/audit.ts";
+import { readDecisions } from "../runner/gateway/audit-view.ts";
+import type { RequestFacts } from "../runner/gateway/request-facts.ts";
+
+const LINES = Number(process.env.LINES ?? 1_000_000);
+const dir = mkdtempSync(join(tmpdir(), "roster-bench-door-"));
+const audit = new AuditLog(join(dir, "audit"));
+const hosts = Array.from({ length: 40 }, (_, i) => `host${i}.example.com`);
+const facts = (i: number): RequestFacts => ({
+  subject: `org/worker${i % 7}`,
+  runId: `run-${i % 1000}`,
+  protocol: "https",
+  method: i % 5 ? "GET" : "POST",
+  host: hosts[i % hosts.length] ?? "x",
+  port: 443,
+  path: `/v1/items/${i}`,
+  query: "",
+  headers: { "user-agent": "bench", authorization: "Bearer x" },
+  bodySize: i % 1000,
+  mcp: null,
+});
+const write = (from: number, count: number) => {
+  for (let i = from; i < from + count; i++)
+    audit.record(facts(i), {
+      verdict: i % 9 ? "allow" : "deny",
+      rule: i % 9 ? "api" : undefined,
+      status: i % 9 ? 200 : 403,
+    });
+};
+write(0, LINES);
+const size = statSync(join(dir, "audit", "decisions.jsonl")).size;
+
+function measure<T>(what: () => T): { ms: number; heapMb: number; value: T } {
+  globalThis.gc?.();
+  const heap = process.memoryUsage().heapUsed;
+  const started = performance.now();
+  const value = what();
+  const ms = performance.now() - started;
+  const heapMb = (process.memoryUsage().heapUsed - heap) / 2 ** 20;
+  return { ms, heapMb, value };
+}
+
+const whole = measure(() => readDecisions(join(dir, "audit")).length);
+const summary = new DoorSummary(join(dir, "audit"), join(dir, "door-summary.json"));
+const first = measure(() => {
+  summary.refresh();
+  return summary.window(24).hosts.length;
+});
+write(LINES, 1_000);
+const next = measure(() => {
+  summary.refresh();
+  return summary.window(24).hosts.length;
+});
+await audit.close();
+rmSync(dir, { recursive: true, force: true });
+
+console.log(
+  `Node ${process.version}; ${LINES.toLocaleString("en")} decision lines (${(size / 2 ** 20).toFixed(0)} MiB), ${hosts.length} hosts\n`,
+);
+console.log("| what | ms | vs whole-log read | heap growth MiB |");
+console.log("| --- | --- | --- | --- |");
+for (const [label, m] of [
+  ["whole-log read (the door page today)", whole],
+  ["summary: first count of the whole log", first],
+  ["summary: refresh after 1,000 more lines, then a 24-hour window", next],
+] as const)
+  console.log(
+    `| ${label} | ${m.ms.toFixed(1)} | ${(m.ms / whole.ms).toFixed(4)}x | ${m.heapMb.toFixed(1)} |`,
+  );
