@@ -123,6 +123,13 @@ const BENCHES: Bench[] = [
     compares: "the server with the console beside the server without it",
     needs: ["docker", "root", "chromium"],
   },
+  {
+    file: "door-summary",
+    title: "The door's running counts against reading the whole audit log",
+    compares:
+      "the console's running counts of door traffic beside the whole-log read the door page does, on 1,000,000 audit lines",
+    needs: [],
+  },
 ];
 
 function has(command: string): boolean {

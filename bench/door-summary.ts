@@ -5,7 +5,7 @@
  * today (gateway/audit-view.ts readDecisions), the summary's first count of
  * the same log, and its refresh after 1,000 more lines; with each one's heap
  * growth. No Docker.
- *   npx tsx bench/door-summary.ts
+ *   node --expose-gc --import tsx bench/door-summary.ts (gc exposed: the heap figures are then measured after a collection)
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
