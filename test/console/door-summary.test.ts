@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DoorSummary } from "../../runner/console/door-summary.ts";
 import { AuditLog } from "../../runner/gateway/audit.ts";
-import type { RequestFacts } from "../../runner/gateway/request-facts.ts";
+import { facts as requestFacts } from "../support/facts.ts";
 
 /**
  * The door's running counts (runner/console/door-summary.ts) over an audit
@@ -12,19 +12,7 @@ import type { RequestFacts } from "../../runner/gateway/request-facts.ts";
  * appended, a half-written line waits, a replaced log is counted again, and
  * the counts survive a new process. No page reads the whole log for them.
  */
-const facts = (host: string, worker = "elf"): RequestFacts => ({
-  subject: `org/${worker}`,
-  runId: "run-1",
-  protocol: "https",
-  method: "GET",
-  host,
-  port: 443,
-  path: "/",
-  query: "",
-  headers: {},
-  bodySize: 0,
-  mcp: null,
-});
+const facts = (host: string, worker = "elf") => requestFacts({ host, subject: `org/${worker}` });
 
 describe("the door's running counts", () => {
   let dir: string;
