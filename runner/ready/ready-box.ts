@@ -133,6 +133,9 @@ export async function discardReadyBox(paths: RosterPaths, ready: ReadyBox): Prom
   await ready.handle.kill("signal");
   await ready.handle.done;
   await revokeToken(paths.identity, ready.token);
+  // a door the hand-off opened is closed by the gateway, as a run's is; the folder made
+  // with the box goes either way
+  await ready.box.gateway.closeDoor(ready.id).catch(() => undefined);
   await closeDoor(runDoorDir(ready.box.gateway.door, ready.id), true).catch(() => undefined);
   await rm(ready.dir, { recursive: true, force: true }).catch(() => undefined);
   await ready.box.release();
