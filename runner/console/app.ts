@@ -13,8 +13,11 @@ import { CSS, type Html, live, page, SCRIPT } from "./html.ts";
 import { type ConsoleKey, matches } from "./key.ts";
 import { approvalsPart } from "./pages/approvals.ts";
 import { type DoorFilter, doorFilters, doorPart } from "./pages/door.ts";
+import { cardsPart, workerFacts } from "./pages/overview.ts";
+import { doorPictures, runPictures, spendPictures } from "./pages/pictures.ts";
 import { type RunFilter, runPage, runsFilters, runsPart } from "./pages/runs.ts";
 import { channelPart, sessionsPart } from "./pages/sessions.ts";
+import { ConsoleSummaries } from "./summaries.ts";
 
 /**
  * The console's routes. Every page needs the session cookie the login link
@@ -87,7 +90,7 @@ function guard(app: Hono<Env>, key: ConsoleKey): void {
       sameSite: "Strict",
       path: "/",
     });
-    return c.redirect("/approvals", 303);
+    return c.redirect("/", 303);
   });
 
   app.use(async (c, next) => {
@@ -125,7 +128,41 @@ function pageRoutes(app: Hono<Env>, deps: ConsoleDeps): void {
     c.html(page({ title, current, csrf: key.csrf, body }));
   const fragment = (c: Context<Env>) => c.req.query("fragment") === "1";
 
-  app.get("/", (c) => c.redirect("/approvals", 303));
+  const summaries = new ConsoleSummaries(paths);
+
+  // the landing page: a card per worker, then the pictures (each with its numbers)
+  app.get("/", async (c) => {
+    feed.watchGates();
+    feed.watchRuns();
+    const config = loadConfig(paths.config);
+    const now = new Date();
+    const fresh = summaries.fresh(now);
+    const door = fresh.door.window(24, now);
+    const runs = fresh.runs.all();
+    for (const run of fresh.runs.live()) feed.watchRun(run.worker, run.id);
+    const cards = cardsPart(
+      workerFacts({
+        paths,
+        config,
+        runs,
+        door,
+        standing: (subject) => fresh.spend.standing(config.limits, subject, now.getTime()),
+      }),
+    );
+    if (fragment(c)) return c.html(cards);
+    const names = [...config.workers.keys()].sort();
+    return show(
+      c,
+      "Overview",
+      "/",
+      html`${live("decision gate turn run", "/?fragment=1", cards)}
+<section class="pictures">
+${spendPictures(fresh.spend.days(30, now.getTime()), names)}
+${doorPictures(door, 24)}
+${runPictures(runs, 30, now.getTime())}
+</section>`,
+    );
+  });
 
   app.get("/approvals", (c) => {
     feed.watchGates();
@@ -168,9 +205,20 @@ function pageRoutes(app: Hono<Env>, deps: ConsoleDeps): void {
   app.get("/runs/:worker/:id", (c) => {
     const { worker, id } = c.req.param();
     const part =
-      NAME.test(worker) && /^[0-9A-Za-z-]{1,80}$/.test(id) ? runPage(paths, worker, id) : undefined;
+      NAME.test(worker) && /^[0-9A-Za-z-]{1,80}$/.test(id)
+        ? runPage(paths, worker, id, (record) => summaries.decisionsOf(record))
+        : undefined;
     if (!part) return c.html(plain("Not found", "No such run."), 404);
-    return show(c, `Run ${id}`, "/runs", part);
+    if (fragment(c)) return c.html(part.body);
+    // a run still going is watched, and its page follows it without a reload
+    if (part.running) feed.watchRun(worker, id);
+    const self = `/runs/${encodeURIComponent(worker)}/${encodeURIComponent(id)}?fragment=1`;
+    return show(
+      c,
+      `Run ${id}`,
+      "/runs",
+      live("run activity decision", self, part.body, `${worker}/${id}`),
+    );
   });
 
   app.get("/sessions", async (c) => {
@@ -219,31 +267,33 @@ function pageRoutes(app: Hono<Env>, deps: ConsoleDeps): void {
 /**
  * The live feed: each event is a nudge; pages fetch their own fresh part. A page
  * that stops reading never makes the server hold more than one event for it:
- * while a write waits, later events only mark their kind as missed, and the
- * missed kinds go out (once each) when the write completes.
+ * while a write waits, later events only mark their kind (and run) as missed,
+ * and the missed ones go out (once each) when the write completes.
  */
 function eventRoute(app: Hono<Env>, feed: ConsoleFeed): void {
   app.get("/events", (c) =>
     streamSSE(c, async (stream) => {
       let closed = false;
       let writing = false;
+      // "kind\nabout" of events that came while a write waited: each goes once, later
       const missed = new Set<string>();
-      const send = (kind: string) => {
+      const send = (kind: string, about = "") => {
         if (closed) return;
         if (writing) {
-          missed.add(kind);
+          missed.add(`${kind}\n${about}`);
           return;
         }
         writing = true;
         void stream
-          .writeSSE({ event: kind, data: "" })
+          .writeSSE({ event: kind, data: about })
           .catch(() => undefined)
           .finally(() => {
             writing = false;
             const next = missed.values().next();
             if (!next.done) {
               missed.delete(next.value);
-              send(next.value);
+              const [nextKind = "", nextAbout = ""] = next.value.split("\n");
+              send(nextKind, nextAbout);
             }
           });
       };

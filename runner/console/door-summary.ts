@@ -1,6 +1,7 @@
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { workerOfSubject } from "../config/subject.ts";
+import { readAppended } from "../files/appended-lines.ts";
 import { replaceFileSync } from "../files/atomic-replace.ts";
 import type { DecisionRecord } from "../gateway/audit.ts";
 
@@ -8,9 +9,9 @@ import type { DecisionRecord } from "../gateway/audit.ts";
  * The door's traffic as running counts, so a page never reads the whole audit
  * log: per hour (UTC), per host, how many requests the gateway let through and
  * how many it refused, and per worker how many it refused. Each refresh reads
- * only what was appended to audit/decisions.jsonl since the last one (the
- * byte offset is kept with the counts); a log that was replaced or cut short
- * is counted again from its start. Hours older than `keepHours` are dropped.
+ * only what was appended to audit/decisions.jsonl since the last one
+ * (files/appended-lines.ts; the place is kept with the counts); a log that was
+ * replaced or cut short is counted again from its start. Hours older than `keepHours` are dropped.
  */
 export interface DoorCounts {
   allowed: number;
@@ -26,6 +27,8 @@ interface SummaryFile {
   hours: Record<string, Record<string, DoorCounts>>;
   /** "2026-12-02T10" → worker → refused requests. */
   refusedBy: Record<string, Record<string, number>>;
+  /** "2026-12-02T10" → run id → the byte offset of its first line that hour (a run page reads from there). */
+  runs?: Record<string, Record<string, number>>;
 }
 
 export interface DoorWindow {
@@ -36,11 +39,15 @@ export interface DoorWindow {
   refusedBy: Record<string, number>;
 }
 
-/** How much of the log one read takes at a time. */
-const CHUNK_BYTES = 1 << 20;
-
 const hourOf = (ts: string) => ts.slice(0, 13);
-const empty = (): SummaryFile => ({ version: 1, ino: 0, offset: 0, hours: {}, refusedBy: {} });
+const empty = (): SummaryFile => ({
+  version: 1,
+  ino: 0,
+  offset: 0,
+  hours: {},
+  refusedBy: {},
+  runs: {},
+});
 
 export class DoorSummary {
   private data: SummaryFile;
@@ -58,15 +65,21 @@ export class DoorSummary {
 
   /** Counts what was appended since the last refresh; returns how many bytes it read. */
   refresh(now = new Date()): number {
-    const stat = statSync(this.log, { throwIfNoEntry: false });
-    if (!stat) return 0;
-    if (stat.ino !== this.data.ino || stat.size < this.data.offset)
-      this.data = { ...empty(), ino: stat.ino };
-    const start = this.data.offset;
-    if (stat.size > start) this.read(start, stat.size);
+    const before = this.data.offset;
+    let restarted = false;
+    const place = readAppended(this.log, this.data, {
+      restart: () => {
+        restarted = true;
+        this.data = empty();
+      },
+      line: (line, at) => this.count(line, at),
+    });
+    this.data.ino = place.ino;
+    this.data.offset = place.offset;
     this.prune(now);
-    if (this.data.offset !== start) replaceFileSync(this.file, JSON.stringify(this.data));
-    return this.data.offset - start;
+    if (restarted || this.data.offset !== before)
+      replaceFileSync(this.file, JSON.stringify(this.data));
+    return restarted ? this.data.offset : this.data.offset - before;
   }
 
   /** The last `hours` hours up to `now`: hosts, the hours themselves, refusals per worker. */
@@ -97,34 +110,17 @@ export class DoorSummary {
     return { hosts, hours: perHour, refusedBy };
   }
 
-  private read(from: number, to: number): void {
-    const fd = openSync(this.log, "r");
-    try {
-      let at = from;
-      // bytes of a line not yet ended: a line still being written waits for the next refresh,
-      // and a character cut by a chunk's end is decoded whole
-      let carry = Buffer.alloc(0);
-      while (at < to) {
-        const chunk = Buffer.alloc(Math.min(CHUNK_BYTES, to - at));
-        const got = readSync(fd, chunk, 0, chunk.length, at);
-        if (got <= 0) break;
-        at += got;
-        const bytes = carry.length
-          ? Buffer.concat([carry, chunk.subarray(0, got)])
-          : chunk.subarray(0, got);
-        const end = bytes.lastIndexOf(0x0a);
-        if (end >= 0)
-          for (const line of bytes.subarray(0, end).toString("utf8").split("\n")) this.count(line);
-        carry = Buffer.from(bytes.subarray(end + 1));
-        this.data.offset = at - carry.length;
-      }
-    } finally {
-      closeSync(fd);
+  /** Where a run's first decision line is, if it is within the kept hours. */
+  firstOffset(runId: string): number | undefined {
+    let first: number | undefined;
+    for (const runs of Object.values(this.data.runs ?? {})) {
+      const at = runs[runId];
+      if (at !== undefined && (first === undefined || at < first)) first = at;
     }
+    return first;
   }
 
-  private count(line: string): void {
-    if (!line) return;
+  private count(line: string, at: number): void {
     let record: DecisionRecord;
     try {
       record = JSON.parse(line) as DecisionRecord;
@@ -137,6 +133,12 @@ export class DoorSummary {
     // a host is the box's to name ("__proto__" too): its table has no prototype to reach
     const hosts = this.data.hours[hour] ?? (Object.create(null) as Record<string, DoorCounts>);
     this.data.hours[hour] = hosts;
+    if (record.run_id) {
+      this.data.runs ??= {};
+      const runs = this.data.runs[hour] ?? (Object.create(null) as Record<string, number>);
+      this.data.runs[hour] = runs;
+      runs[record.run_id] ??= at;
+    }
     const counts = hosts[record.request.host] ?? { allowed: 0, refused: 0 };
     hosts[record.request.host] = counts;
     if (record.status >= 400) {
@@ -150,7 +152,7 @@ export class DoorSummary {
 
   private prune(now: Date): void {
     const oldest = hourOf(new Date(now.getTime() - this.keepHours * 3_600_000).toISOString());
-    for (const table of [this.data.hours, this.data.refusedBy])
+    for (const table of [this.data.hours, this.data.refusedBy, this.data.runs ?? {}])
       for (const hour of Object.keys(table)) if (hour < oldest) delete table[hour];
   }
 }
@@ -163,7 +165,10 @@ function load(file: string): SummaryFile {
       const hours: SummaryFile["hours"] = {};
       for (const [hour, hosts] of Object.entries(data.hours ?? {}))
         hours[hour] = Object.assign(Object.create(null) as Record<string, DoorCounts>, hosts);
-      return { ...empty(), ...data, hours } as SummaryFile;
+      const runs: Record<string, Record<string, number>> = {};
+      for (const [hour, ids] of Object.entries(data.runs ?? {}))
+        runs[hour] = Object.assign(Object.create(null) as Record<string, number>, ids);
+      return { ...empty(), ...data, hours, runs } as SummaryFile;
     }
   } catch {
     // unreadable counts are counted again from the log

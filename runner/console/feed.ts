@@ -1,8 +1,9 @@
 import { EventEmitter } from "node:events";
-import { type FSWatcher, mkdirSync, readdirSync, watch } from "node:fs";
+import { existsSync, type FSWatcher, mkdirSync, readdirSync, watch } from "node:fs";
 import { join } from "node:path";
 import { channelsDir } from "../channels/store.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { readRecord, runDir } from "../runs/run-record.ts";
 
 /**
  * What the console's open pages hear about, as it happens: a gateway
@@ -10,10 +11,17 @@ import type { RosterPaths } from "../config/paths.ts";
  * files other processes write too (a `roster approve` at a terminal, a
  * `roster run` with its own gateway), so the feed watches the files rather
  * than hooking one process's code. Each event is only a nudge naming its
- * kind; a page that cares asks for its fresh fragment. Watchers that fail
- * (a folder removed) are dropped, never thrown.
+ * kind (and, for a run's, which run: "worker/id"); a page that cares asks for
+ * its fresh fragment. A run is watched from when its folder appears (or a
+ * page shows it running) until its record says it ended: "run" when the
+ * record changes, "activity" when the box wrote an event. Watchers that fail
+ * (a folder removed) are dropped, never thrown, and their number is bounded.
  */
-export type FeedEvent = "decision" | "gate" | "turn";
+export type FeedEvent = "decision" | "gate" | "turn" | "run" | "activity";
+
+/** At most this many folders watched at once (each holds a descriptor). */
+const MAX_WATCHERS = 512;
+const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export class ConsoleFeed {
   private readonly events = new EventEmitter();
@@ -37,6 +45,46 @@ export class ConsoleFeed {
     mkdirSync(channels, { recursive: true });
     this.watchDir(channels, () => this.watchChannels());
     this.watchChannels();
+    this.watchRuns();
+  }
+
+  /** New runs of every worker (called on start and on each page view, as workers come). */
+  watchRuns(): void {
+    for (const worker of this.workers()) {
+      if (!SAFE_NAME.test(worker)) continue;
+      const dir = join(this.paths.state, "runs", worker);
+      if (this.watchers.has(dir)) continue;
+      try {
+        mkdirSync(dir, { recursive: true });
+      } catch {
+        continue;
+      }
+      this.watchDir(dir, (id) => {
+        if (!SAFE_NAME.test(id) || !existsSync(join(dir, id))) return;
+        this.watchRun(worker, id);
+        this.emit("run", `${worker}/${id}`);
+      });
+    }
+  }
+
+  /** One run, until its record says it ended (a page showing a running run asks for this). */
+  watchRun(worker: string, id: string): void {
+    if (!SAFE_NAME.test(worker) || !SAFE_NAME.test(id)) return;
+    const dir = runDir(this.paths.state, worker, id);
+    if (this.watchers.has(dir)) return;
+    const which = `${worker}/${id}`;
+    this.watchDir(dir, (name) => {
+      if (name !== "run.json") {
+        if (!name.startsWith(".")) this.emit("activity", which);
+        return;
+      }
+      this.emit("run", which);
+      const record = readRecord(dir);
+      if (record && record.state !== "running") {
+        this.watchers.get(dir)?.close();
+        this.watchers.delete(dir);
+      }
+    });
   }
 
   /** Picks up workers added to the config since the start (called on each page view). */
@@ -70,6 +118,7 @@ export class ConsoleFeed {
   }
 
   private watchDir(dir: string, onName: (name: string) => void): void {
+    if (this.watchers.size >= MAX_WATCHERS) return;
     try {
       const watcher = watch(dir, { persistent: false }, (_type, name) => {
         if (typeof name === "string") onName(name);
@@ -84,11 +133,11 @@ export class ConsoleFeed {
     }
   }
 
-  private emit(event: FeedEvent): void {
-    this.events.emit("event", event);
+  private emit(event: FeedEvent, about = ""): void {
+    this.events.emit("event", event, about);
   }
 
-  subscribe(listener: (event: FeedEvent) => void): () => void {
+  subscribe(listener: (event: FeedEvent, about: string) => void): () => void {
     this.events.on("event", listener);
     return () => this.events.off("event", listener);
   }

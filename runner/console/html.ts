@@ -10,6 +10,7 @@ import type { HtmlEscapedString } from "hono/utils/html";
 export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
 const NAV = [
+  ["/", "Overview"],
   ["/approvals", "Approvals"],
   ["/runs", "Runs"],
   ["/sessions", "Sessions"],
@@ -44,10 +45,11 @@ ${options.body}
 
 /**
  * A part of a page that follows the feed: the script refetches `fragment`
- * (the same page, only this part) when one of `kinds` happens.
+ * (the same page, only this part) when one of `kinds` happens — about
+ * `about` only ("worker/id": one run's page hears only that run's events).
  */
-export function live(kinds: string, fragment: string, body: Html): Html {
-  return html`<section id="live" data-live="${kinds}" data-fragment="${fragment}">${body}</section>`;
+export function live(kinds: string, fragment: string, body: Html, about?: string): Html {
+  return html`<section id="live" data-live="${kinds}" data-fragment="${fragment}"${about ? html` data-about="${about}"` : ""}>${body}</section>`;
 }
 
 export const when = (iso: string | null | undefined) =>
@@ -78,6 +80,45 @@ pre { white-space: pre-wrap; word-break: break-word; background: #8881; padding:
 form.inline { display: inline; }
 form.filters input, form.filters select { margin-right: .5rem; }
 .muted { opacity: .7; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(18rem, 1fr)); gap: 1rem; margin: 1rem 0 2rem; }
+.card { border: 1px solid #8885; border-radius: 8px; padding: .6rem 1rem; }
+.card h2 { font-size: 1.1rem; margin: .2rem 0 .6rem; display: flex; justify-content: space-between; gap: .5rem; }
+.card dl { display: grid; grid-template-columns: max-content 1fr; gap: .3rem .8rem; margin: 0; font-size: .9rem; }
+.card dt { opacity: .7; }
+.card dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
+.limit { display: flex; flex-direction: column; margin-bottom: .3rem; }
+.limit meter { width: 100%; height: .7rem; }
+.pictures { display: grid; gap: 2rem; grid-template-columns: repeat(auto-fit, minmax(min(100%, 34rem), 1fr)); }
+figure.picture { margin: 0; }
+figcaption { font-weight: bold; margin-bottom: .4rem; }
+figure.picture h3 { font-size: .85rem; margin: .6rem 0 .2rem; opacity: .8; }
+svg.chart { width: 100%; height: auto; display: block; }
+svg.chart .tick { font-size: 11px; fill: currentColor; opacity: .75; }
+svg.chart .axis { stroke: currentColor; opacity: .3; }
+.legend { font-size: .8rem; margin: .2rem 0; }
+.key { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; margin: 0 .3rem 0 .6rem; vertical-align: middle; }
+rect.allow { fill: #2a7; } .key.allow { background: #2a7; }
+rect.deny { fill: #c33; } .key.deny { background: #c33; }
+rect.pending { fill: #c80; } .key.pending { background: #c80; }
+rect.s0 { fill: #3b7dd8; } .key.s0 { background: #3b7dd8; }
+rect.s1 { fill: #8e5bd0; } .key.s1 { background: #8e5bd0; }
+rect.s2 { fill: #9bb8e8; } .key.s2 { background: #9bb8e8; }
+rect.s3 { fill: #d85b9b; } .key.s3 { background: #d85b9b; }
+rect.s4 { fill: #3bb5b0; } .key.s4 { background: #3bb5b0; }
+rect.s5 { fill: #b08a3b; } .key.s5 { background: #b08a3b; }
+rect.s6 { fill: #6b8e23; } .key.s6 { background: #6b8e23; }
+rect.s7 { fill: #777; } .key.s7 { background: #777; }
+details.numbers { margin-top: .4rem; }
+.table-wrap { overflow-x: auto; }
+@media (max-width: 40rem) {
+  header { flex-wrap: wrap; gap: .4rem 1rem; padding: .5rem .8rem; }
+  nav { display: flex; flex-wrap: wrap; gap: .2rem .8rem; }
+  nav a { margin-right: 0; padding: .3rem 0; }
+  main { padding: 0 .8rem 2rem; }
+  table { font-size: .8rem; display: block; overflow-x: auto; }
+  .gate button, .gate input { font-size: 1rem; min-height: 2.4rem; }
+  form.filters label { display: block; margin: .3rem 0; }
+}
 `;
 
 export const SCRIPT = `
@@ -97,6 +138,12 @@ if (part && window.EventSource) {
       if (response.ok) part.innerHTML = await response.text();
     }, 25);
   };
-  for (const kind of kinds) source.addEventListener(kind, refresh);
+  const about = part.dataset.about;
+  for (const kind of kinds)
+    source.addEventListener(kind, (event) => {
+      // a run's events name their run: a page about one run ignores the others'
+      if (about && event.data && event.data !== about) return;
+      refresh();
+    });
 }
 `;

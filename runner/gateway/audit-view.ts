@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { readLinesFrom } from "../files/appended-lines.ts";
 import type { DecisionRecord } from "./audit.ts";
 
 /**
@@ -29,6 +30,30 @@ export function readDecisions(auditDir: string, filter: LogFilter = {}): Decisio
     if (filter.deniedOnly && record.status < 400) continue;
     out.push(record);
   }
+  return out;
+}
+
+/**
+ * One run's decisions, read from a byte offset on (the console's running
+ * summary knows where a run's first line is) rather than the whole log.
+ */
+export function runDecisionsFrom(
+  auditDir: string,
+  offset: number,
+  runId: string,
+): DecisionRecord[] {
+  const out: DecisionRecord[] = [];
+  const file = join(auditDir, "decisions.jsonl");
+  const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
+  readLinesFrom(file, Math.min(offset, size), size, (line) => {
+    if (!line.includes(runId)) return;
+    try {
+      const record = JSON.parse(line) as DecisionRecord;
+      if (record.request && record.run_id === runId) out.push(record);
+    } catch {
+      // a torn line is no decision
+    }
+  });
   return out;
 }
 

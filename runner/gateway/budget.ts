@@ -167,22 +167,9 @@ export class Budgets {
    * has used so far, what is left, and when the window resets.
    */
   standing(subject?: string, now = Date.now()): LimitStanding[] {
-    return this.limits
-      .filter((limit) => !subject || scopeApplies(limit.scope, subject))
-      .map((limit) => {
-        const length = WINDOW_MS[limit.window];
-        const start = Math.floor(now / length) * length;
-        const used = this.used(limit.scope, limit.currency, start);
-        return {
-          scope: limit.scope,
-          currency: limit.currency,
-          window: limit.window,
-          max: limit.max,
-          used,
-          remaining: Math.max(0, limit.max - used),
-          resets_at: new Date(start + length).toISOString(),
-        };
-      });
+    return limitStanding(this.limits, (scope, currency, since) =>
+      this.used(scope, currency, since),
+    )(subject, now);
   }
 
   private used(scope: string, currency: string, since: number): number {
@@ -211,6 +198,37 @@ export function spentSince(
     spent[line.currency] = (spent[line.currency] ?? 0) + line.amount;
   }
   return spent;
+}
+
+/** What a scope has spent in one currency since a time (ms). */
+export type SpentSince = (scope: string, currency: string, since: number) => number;
+
+/**
+ * Limits as `roster budget` shows them, from any account of what was spent
+ * (the gateway's own, or the console's running sums): the windows are the
+ * same either way.
+ */
+export function limitStanding(
+  limits: ScopedLimit[],
+  spent: SpentSince,
+): (subject?: string, now?: number) => LimitStanding[] {
+  return (subject, now = Date.now()) =>
+    limits
+      .filter((limit) => !subject || scopeApplies(limit.scope, subject))
+      .map((limit) => {
+        const length = WINDOW_MS[limit.window];
+        const start = Math.floor(now / length) * length;
+        const used = spent(limit.scope, limit.currency, start);
+        return {
+          scope: limit.scope,
+          currency: limit.currency,
+          window: limit.window,
+          max: limit.max,
+          used,
+          remaining: Math.max(0, limit.max - used),
+          resets_at: new Date(start + length).toISOString(),
+        };
+      });
 }
 
 /** The start of the current window of this length (windows are epoch-aligned). */

@@ -73,7 +73,7 @@ describe.skipIf(!docker || !browser)("the web console", () => {
     await page.goto(`${base}/approvals`);
     expect(await page.locator("h1").textContent()).toBe("Log in first");
     await page.goto(login);
-    expect(new URL(page.url()).pathname).toBe("/approvals");
+    expect(new URL(page.url()).pathname).toBe("/");
     expect(page.url()).not.toContain("key="); // the key leaves the address bar
     const [cookie] = await page.context().cookies();
     expect(cookie).toMatchObject({ name: "roster_console", httpOnly: true, sameSite: "Strict" });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DoorSummary } from "../../runner/console/door-summary.ts";
 import { AuditLog } from "../../runner/gateway/audit.ts";
+import { readDecisions, runDecisionsFrom } from "../../runner/gateway/audit-view.ts";
 import { facts as requestFacts } from "../support/facts.ts";
 
 /**
@@ -119,5 +120,41 @@ describe("the door's running counts", () => {
     expect(summary.window(96).hosts).toEqual([{ host: "__proto__", allowed: 0, refused: 1 }]);
     const reloaded = new DoorSummary(join(dir, "audit"), summaryFile(), 48);
     expect(reloaded.window(24).hosts).toEqual([{ host: "__proto__", allowed: 0, refused: 1 }]);
+  });
+
+  it("knows where each run's first line is, so a run page reads from there and finds all of the run's", () => {
+    // other runs' lines before, between and after
+    audit.record(requestFacts({ runId: "run-old", host: "a.example.com" }), {
+      verdict: "allow",
+      rule: "a",
+      status: 200,
+    });
+    for (let i = 0; i < 3; i++) {
+      audit.record(requestFacts({ runId: "run-mine", host: `m${i}.example.com` }), {
+        verdict: i === 1 ? "deny" : "allow",
+        rule: undefined,
+        status: i === 1 ? 403 : 200,
+      });
+      audit.record(requestFacts({ runId: "run-other", host: "o.example.com" }), {
+        verdict: "allow",
+        rule: "o",
+        status: 200,
+      });
+    }
+    const summary = new DoorSummary(join(dir, "audit"), summaryFile());
+    summary.refresh();
+    const from = summary.firstOffset("run-mine");
+    expect(from).toBeGreaterThan(0);
+    const mine = runDecisionsFrom(join(dir, "audit"), from ?? 0, "run-mine");
+    const whole = readDecisions(join(dir, "audit")).filter((d) => d.run_id === "run-mine");
+    expect(mine).toEqual(whole);
+    expect(mine.map((d) => d.request.host)).toEqual([
+      "m0.example.com",
+      "m1.example.com",
+      "m2.example.com",
+    ]);
+    expect(summary.firstOffset("run-never")).toBeUndefined();
+    // the places survive a new process
+    expect(new DoorSummary(join(dir, "audit"), summaryFile()).firstOffset("run-mine")).toBe(from);
   });
 });

@@ -2,8 +2,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { html } from "hono/html";
 import type { RosterPaths } from "../../config/paths.ts";
-import { readDecisions } from "../../gateway/audit-view.ts";
-import { listRuns, readRecord, runDir } from "../../runs/run-record.ts";
+import type { DecisionRecord } from "../../gateway/audit.ts";
+import { type RunRecord, readRecord, runDir } from "../../runs/run-record.ts";
 import { conversation, formatUsage, runRows, runUsage } from "../../runs/runs-view.ts";
 import { duration, type Html, when } from "../html.ts";
 import { decisionRows } from "./door.ts";
@@ -16,6 +16,7 @@ export interface RunFilter {
 }
 
 const LIMIT = 200;
+const RUN_ID = /^[0-9A-Za-z][0-9A-Za-z._-]{0,127}$/;
 
 export function runsPart(paths: RosterPaths, filter: RunFilter): Html {
   const rows = runRows(paths.state, filter.worker || undefined, LIMIT).filter(
@@ -45,15 +46,20 @@ export function runsFilters(filter: RunFilter, workers: string[]): Html {
 
 const read = (file: string) => (existsSync(file) ? readFileSync(file, "utf8") : undefined);
 
-/** One run, or undefined when there is no such run. */
-export function runPage(paths: RosterPaths, worker: string, id: string): Html | undefined {
-  // the id comes from a URL: it must name a run listed for the worker, never a path
-  const found = listRuns(paths.state, worker).find((run) => run.id === id);
-  if (!found) return undefined;
+/** One run (and whether it is still going), or undefined when there is no such run. */
+export function runPage(
+  paths: RosterPaths,
+  worker: string,
+  id: string,
+  /** The run's door decisions, found without reading the whole log where that can be. */
+  decisionsOf: (record: RunRecord) => DecisionRecord[],
+): { body: Html; running: boolean } | undefined {
+  // the id comes from a URL: one folder name of the worker's runs, never a path
+  if (!RUN_ID.test(id) || !RUN_ID.test(worker)) return undefined;
   const dir = runDir(paths.state, worker, id);
   const record = readRecord(dir);
-  if (!record) return undefined;
-  const decisions = readDecisions(paths.audit, { run: id }).filter((d) => d.run_id === id);
+  if (!record || record.id !== id || record.worker !== worker) return undefined;
+  const decisions = decisionsOf(record);
   const usage = runUsage(decisions, id);
   const hosts = new Map<string, { allowed: number; refused: number; bytes: number }>();
   for (const decision of decisions) {
@@ -71,7 +77,7 @@ export function runPage(paths: RosterPaths, worker: string, id: string): Html | 
     });
   const system = read(join(dir, "prompt/system.md"));
   const input = read(join(dir, "prompt/input.md"));
-  return html`<table>
+  const body = html`<table>
 <tr><th>worker</th><td>${record.worker}</td></tr>
 <tr><th>kind</th><td>${record.kind}</td></tr>
 <tr><th>state</th><td class="${record.state}">${record.state}${record.ended_by ? ` (ended by ${record.ended_by})` : ""}</td></tr>
@@ -93,4 +99,5 @@ ${input ? html`<h3>task</h3><pre>${input}</pre>` : ""}
 ${system ? html`<details><summary>system prompt</summary><pre>${system}</pre></details>` : ""}
 <h2>Files</h2>
 <pre>${files.join("\n")}</pre>`;
+  return { body, running: record.state === "running" };
 }
