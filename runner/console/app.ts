@@ -8,6 +8,8 @@ import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import type { Session } from "../sessions/session.ts";
+import { cancelTask, requeueTask, retireTemplate } from "../tasks/operator-edits.ts";
+import { readTasks } from "../tasks/store.ts";
 import type { ConsoleFeed } from "./feed.ts";
 import { CSS, type Html, live, page, SCRIPT } from "./html.ts";
 import { type ConsoleKey, matches } from "./key.ts";
@@ -17,6 +19,7 @@ import { cardsPart, workerFacts } from "./pages/overview.ts";
 import { doorPictures, runPictures, spendPictures } from "./pages/pictures.ts";
 import { type RunFilter, runPage, runsFilters, runsPart } from "./pages/runs.ts";
 import { channelPart, sessionsPart } from "./pages/sessions.ts";
+import { tasksPart } from "./pages/tasks.ts";
 import { ConsoleSummaries } from "./summaries.ts";
 
 /**
@@ -189,6 +192,33 @@ ${runPictures(runs, 30, now.getTime())}
       return c.html(plain("Not done", errorMessage(error)), 409);
     }
     return c.redirect(`/approvals#${id}`, 303);
+  });
+
+  app.get("/tasks", (c) =>
+    show(c, "Tasks and schedules", "/tasks", tasksPart(paths, workers(), key.csrf)),
+  );
+
+  // cancel, requeue and retire: the CLI's own edits (tasks/operator-edits.ts), by "console"
+  app.post("/tasks/:worker/:id/:verb", async (c) => {
+    const { worker, id, verb } = c.req.param();
+    const known = NAME.test(worker) && workers().includes(worker);
+    const template = /^r-[0-9a-z-]{1,64}$/.test(id);
+    const task = /^t-[0-9a-f]{4,64}$/.test(id);
+    const fits =
+      (template && verb === "retire") || (task && (verb === "cancel" || verb === "requeue"));
+    if (!known || !fits) return c.html(plain("Not found", "No such task."), 404);
+    const list = readTasks(paths, worker);
+    const found = template
+      ? list.recurring?.some((one) => one.id === id)
+      : list.tasks.some((one) => one.id === id);
+    if (!found) return c.html(plain("Not found", `No ${id} for ${worker}.`), 404);
+    try {
+      if (verb === "retire") await retireTemplate(paths, id);
+      else await (verb === "cancel" ? cancelTask : requeueTask)(paths, { id, worker }, "console");
+    } catch (error) {
+      return c.html(plain("Not done", errorMessage(error)), 409);
+    }
+    return c.redirect(`/tasks#${id}`, 303);
   });
 
   app.get("/runs", (c) => {

@@ -12,6 +12,7 @@ export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 const NAV = [
   ["/", "Overview"],
   ["/approvals", "Approvals"],
+  ["/tasks", "Tasks"],
   ["/runs", "Runs"],
   ["/sessions", "Sessions"],
   ["/door", "Door"],

@@ -271,7 +271,7 @@ describe.skipIf(!docker || !browser)("the console's overview", () => {
     });
     try {
       await phone.context().addCookies(await page.context().cookies());
-      for (const path of ["/", "/approvals", "/runs", "/door", "/sessions"]) {
+      for (const path of ["/", "/approvals", "/tasks", "/runs", "/door", "/sessions"]) {
         await phone.goto(`${base}${path}`);
         const overflow = (await phone.evaluate(
           "document.documentElement.scrollWidth - window.innerWidth",
@@ -327,5 +327,86 @@ describe.skipIf(!docker || !browser)("the console's overview", () => {
     // the run's end reaches the page too
     await page.locator("td.done", { hasText: "done" }).waitFor({ timeout: 10_000 });
     expect(await page.evaluate("window.stayed")).toBe(true);
+  });
+
+  it("lists tasks and schedules, and cancels, requeues and retires as the CLI does, never without the CSRF token", async () => {
+    const later = new Date(Date.now() + 86_400_000).toISOString().replace(/\.\d+Z$/, "Z");
+    const first = JSON.parse(
+      (
+        await deployment.roster([
+          "task",
+          "add",
+          "elf",
+          "wait for tomorrow",
+          "--at",
+          later,
+          "--json",
+        ])
+      ).stdout,
+    ) as { id: string };
+    const second = JSON.parse(
+      (await deployment.roster(["task", "add", "elf", "then this", "--after", first.id, "--json"]))
+        .stdout,
+    ) as { id: string };
+    const show = async (id: string) =>
+      JSON.parse((await deployment.roster(["task", "show", id, "--json"])).stdout) as {
+        state: string;
+        note?: string;
+      };
+    await page.goto(`${base}/tasks`);
+    const row = page.locator(`tr[data-task="${first.id}"]`);
+    expect(await row.getAttribute("data-state")).toBe("pending");
+    expect(await row.textContent()).toContain("not before");
+    expect(await page.locator(`tr[data-task="${second.id}"]`).textContent()).toContain(
+      `after ${first.id}`,
+    );
+    const template = page.locator("tr[data-template]", { hasText: "check the feed for news" });
+    const templateId = (await template.getAttribute("data-template")) ?? "";
+    const listed = (await deployment.roster(["task", "ls", "elf", "--json"])).stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { id: string; next_at?: string });
+    const next = listed.find((one) => one.id === templateId)?.next_at;
+    expect(next).toBeTruthy();
+    expect(await template.locator("[data-next]").getAttribute("data-next")).toBe(next);
+    await page.screenshot({ path: join(shots, "tasks.png"), fullPage: true });
+
+    // without the token, nothing changes
+    const [cookie] = await page.context().cookies();
+    const refused = await fetch(`${base}/tasks/elf/${first.id}/cancel`, {
+      method: "POST",
+      headers: { cookie: `${cookie?.name}=${cookie?.value}` },
+      body: new URLSearchParams({}),
+    });
+    expect(refused.status).toBe(403);
+    expect((await show(first.id)).state).toBe("pending");
+
+    await row.locator("button[value=cancel]").click();
+    await page.locator(`tr[data-task="${first.id}"][data-state=cancelled]`).waitFor();
+    expect(await show(first.id)).toMatchObject({
+      state: "cancelled",
+      note: "cancelled by console",
+    });
+    await page.locator(`tr[data-task="${first.id}"] button[value=requeue]`).click();
+    await page.locator(`tr[data-task="${first.id}"][data-state=pending]`).waitFor();
+    expect(await show(first.id)).toMatchObject({
+      state: "pending",
+      note: "requeued by console (was cancelled)",
+    });
+    await template.locator("button[value=retire]").click();
+    await page.locator("h1", { hasText: "Tasks" }).waitFor();
+    expect(await page.locator(`tr[data-template="${templateId}"]`).count()).toBe(0);
+    const after = (await deployment.roster(["task", "ls", "elf", "--json"])).stdout;
+    expect(after).not.toContain(templateId);
+    // a task the CLI refuses to change is refused here too, with the CLI's words
+    const again = await fetch(`${base}/tasks/elf/${first.id}/requeue`, {
+      method: "POST",
+      headers: { cookie: `${cookie?.name}=${cookie?.value}` },
+      body: new URLSearchParams({
+        csrf: (await page.locator("meta[name=csrf-token]").getAttribute("content")) ?? "",
+      }),
+    });
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain("pending already");
   });
 });
