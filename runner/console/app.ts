@@ -8,10 +8,9 @@ import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import type { Session } from "../sessions/session.ts";
-import { cancelTask, requeueTask, retireTemplate } from "../tasks/operator-edits.ts";
-import { readTasks } from "../tasks/store.ts";
+import { type ConsoleEnv, WORKER_NAME } from "./env.ts";
 import type { ConsoleFeed } from "./feed.ts";
-import { CSS, type Html, live, page, SCRIPT } from "./html.ts";
+import { CSS, type Html, live, page, plain, SCRIPT } from "./html.ts";
 import { type ConsoleKey, matches } from "./key.ts";
 import { approvalsPart } from "./pages/approvals.ts";
 import { type DoorFilter, doorFilters, doorPart } from "./pages/door.ts";
@@ -19,8 +18,8 @@ import { cardsPart, workerFacts } from "./pages/overview.ts";
 import { doorPictures, runPictures, spendPictures } from "./pages/pictures.ts";
 import { type RunFilter, runPage, runsFilters, runsPart } from "./pages/runs.ts";
 import { channelPart, sessionsPart } from "./pages/sessions.ts";
-import { tasksPart } from "./pages/tasks.ts";
 import { ConsoleSummaries } from "./summaries.ts";
+import { workRoutes } from "./work-routes.ts";
 
 /**
  * The console's routes. Every page needs the session cookie the login link
@@ -36,10 +35,10 @@ export interface ConsoleDeps {
   sessions: () => Promise<Session[]>;
 }
 
-type Env = { Variables: { form: Record<string, unknown> } };
+type Env = ConsoleEnv;
 
 export const COOKIE = "roster_console";
-const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const NAME = WORKER_NAME;
 const GATE_ID = /^g-[0-9a-f]{4,64}$/;
 
 const CSP = [
@@ -194,32 +193,7 @@ ${runPictures(runs, 30, now.getTime())}
     return c.redirect(`/approvals#${id}`, 303);
   });
 
-  app.get("/tasks", (c) =>
-    show(c, "Tasks and schedules", "/tasks", tasksPart(paths, workers(), key.csrf)),
-  );
-
-  // cancel, requeue and retire: the CLI's own edits (tasks/operator-edits.ts), by "console"
-  app.post("/tasks/:worker/:id/:verb", async (c) => {
-    const { worker, id, verb } = c.req.param();
-    const known = NAME.test(worker) && workers().includes(worker);
-    const template = /^r-[0-9a-z-]{1,64}$/.test(id);
-    const task = /^t-[0-9a-f]{4,64}$/.test(id);
-    const fits =
-      (template && verb === "retire") || (task && (verb === "cancel" || verb === "requeue"));
-    if (!known || !fits) return c.html(plain("Not found", "No such task."), 404);
-    const list = readTasks(paths, worker);
-    const found = template
-      ? list.recurring?.some((one) => one.id === id)
-      : list.tasks.some((one) => one.id === id);
-    if (!found) return c.html(plain("Not found", `No ${id} for ${worker}.`), 404);
-    try {
-      if (verb === "retire") await retireTemplate(paths, id);
-      else await (verb === "cancel" ? cancelTask : requeueTask)(paths, { id, worker }, "console");
-    } catch (error) {
-      return c.html(plain("Not done", errorMessage(error)), 409);
-    }
-    return c.redirect(`/tasks#${id}`, 303);
-  });
+  workRoutes(app, { paths, csrf: key.csrf, workers });
 
   app.get("/runs", (c) => {
     const filter: RunFilter = {
@@ -345,9 +319,4 @@ function cleaned(filter: DoorFilter): Record<string, string> {
   return Object.fromEntries(
     Object.entries(filter).filter((entry): entry is [string, string] => Boolean(entry[1])),
   );
-}
-
-function plain(title: string, text: string): Html {
-  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} · roster</title><link rel="stylesheet" href="/console.css"></head>
-<body><main><h1>${title}</h1><p>${text}</p></main></body></html>`;
 }

@@ -14,6 +14,7 @@ const NAV = [
   ["/approvals", "Approvals"],
   ["/tasks", "Tasks"],
   ["/runs", "Runs"],
+  ["/store", "Store"],
   ["/sessions", "Sessions"],
   ["/door", "Door"],
 ] as const;
@@ -110,6 +111,8 @@ rect.s5 { fill: #b08a3b; } .key.s5 { background: #b08a3b; }
 rect.s6 { fill: #6b8e23; } .key.s6 { background: #6b8e23; }
 rect.s7 { fill: #777; } .key.s7 { background: #777; }
 details.numbers { margin-top: .4rem; }
+a.button { display: inline-block; padding: .15rem .6rem; border: 1px solid #8888; border-radius: 4px; text-decoration: none; }
+pre.paths { margin: .3rem 0; font-size: .8rem; }
 .table-wrap { overflow-x: auto; }
 @media (max-width: 40rem) {
   header { flex-wrap: wrap; gap: .4rem 1rem; padding: .5rem .8rem; }
@@ -148,3 +151,9 @@ if (part && window.EventSource) {
     });
 }
 `;
+
+/** A page of one sentence: a refusal, a not-found, a login hint. */
+export function plain(title: string, text: string): Html {
+  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} · roster</title><link rel="stylesheet" href="/console.css"></head>
+<body><main><h1>${title}</h1><p>${text}</p></main></body></html>`;
+}

@@ -41,7 +41,12 @@ export interface SnapshotMeta {
   changed: number;
   removed: number;
   skipped: Skipped[];
+  /** Which paths it added, changed and removed (the first PATHS_KEPT of each; older records have none). */
+  paths?: { added: string[]; changed: string[]; removed: string[] };
 }
+
+/** How many paths of each kind a snapshot's record names (the counts are always whole). */
+export const PATHS_KEPT = 200;
 
 /** What a pass found; `snapshot` is the one it kept (none when the store was unchanged). */
 export interface PassResult {
@@ -195,6 +200,11 @@ export async function snapshotLocked(
       changed: compared.changed.length,
       removed: compared.removed.length,
       skipped: compared.skipped,
+      paths: {
+        added: compared.added.slice(0, PATHS_KEPT),
+        changed: compared.changed.slice(0, PATHS_KEPT),
+        removed: compared.removed.slice(0, PATHS_KEPT),
+      },
     };
     await replaceFile(join(dir, `${name}.json`), `${JSON.stringify(meta, null, 2)}\n`, {
       mode: 0o600,

@@ -271,7 +271,7 @@ describe.skipIf(!docker || !browser)("the console's overview", () => {
     });
     try {
       await phone.context().addCookies(await page.context().cookies());
-      for (const path of ["/", "/approvals", "/tasks", "/runs", "/door", "/sessions"]) {
+      for (const path of ["/", "/approvals", "/tasks", "/runs", "/store", "/door", "/sessions"]) {
         await phone.goto(`${base}${path}`);
         const overflow = (await phone.evaluate(
           "document.documentElement.scrollWidth - window.innerWidth",
@@ -408,5 +408,62 @@ describe.skipIf(!docker || !browser)("the console's overview", () => {
     });
     expect(again.status).toBe(409);
     expect(await again.text()).toContain("pending already");
+  });
+
+  it("shows the store's snapshots with what each run changed, and restores after asking, undoably", async () => {
+    const store = join(deployment.paths.data, "workers/elf/store");
+    const exec = async (command: string) => {
+      const result = await deployment.roster(["box", "exec", "elf", "--", command], {
+        timeoutMs: 120_000,
+      });
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as { run_id: string };
+    };
+    const first = await exec("echo one > ~/store/a.txt");
+    const second = await exec("echo two > ~/store/a.txt && echo bee > ~/store/b.txt");
+    const listed = JSON.parse(
+      (await deployment.roster(["worker", "restore", "elf", "--list", "--json"])).stdout,
+    ) as Array<{ name: string; run?: string }>;
+    const before = listed.find((one) => one.run === first.run_id)?.name ?? "";
+    const newest = listed.find((one) => one.run === second.run_id)?.name ?? "";
+    expect(before && newest).toBeTruthy();
+
+    await page.goto(`${base}/store`);
+    const row = page.locator(`tr[data-snapshot="${newest}"]`);
+    expect(await row.textContent()).toContain(second.run_id);
+    await row.locator("summary").click();
+    const changed = (await row.locator("pre.paths").textContent()) ?? "";
+    expect(changed).toContain("~ a.txt");
+    expect(changed).toContain("+ b.txt");
+    await page.screenshot({ path: join(shots, "store.png"), fullPage: true });
+
+    await page.locator(`tr[data-snapshot="${before}"] a`, { hasText: "Restore" }).click();
+    expect(await page.locator("h1").textContent()).toBe("Restore?");
+    expect(readFileSync(join(store, "a.txt"), "utf8")).toBe("two\n"); // asking changed nothing
+    // without the token, nothing is restored
+    const [cookie] = await page.context().cookies();
+    const refused = await fetch(`${base}/store/elf/${before}/restore`, {
+      method: "POST",
+      headers: { cookie: `${cookie?.name}=${cookie?.value}` },
+      body: new URLSearchParams({}),
+    });
+    expect(refused.status).toBe(403);
+    expect(readFileSync(join(store, "a.txt"), "utf8")).toBe("two\n");
+
+    await page.locator("button[value=restore]").click();
+    const done = page.locator("[data-restored]");
+    await done.waitFor();
+    expect(await done.getAttribute("data-restored")).toBe(before);
+    expect(readFileSync(join(store, "a.txt"), "utf8")).toBe("one\n");
+    expect(existsSync(join(store, "b.txt"))).toBe(false);
+    // the store had not changed since the second run's snapshot: that one holds it as it was
+    const undo = (await page.locator("[data-undo]").getAttribute("data-undo")) ?? "";
+    expect(undo).toBe(newest);
+    await page.screenshot({ path: join(shots, "store-restored.png"), fullPage: true });
+
+    await page.locator("button[value=undo]").click();
+    await page.locator(`[data-restored="${undo}"]`).waitFor();
+    expect(readFileSync(join(store, "a.txt"), "utf8")).toBe("two\n");
+    expect(readFileSync(join(store, "b.txt"), "utf8")).toBe("bee\n");
   });
 });
