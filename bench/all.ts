@@ -130,6 +130,13 @@ const BENCHES: Bench[] = [
       "the console's running counts of door traffic beside the whole-log read the door page does, on 1,000,000 audit lines",
     needs: [],
   },
+  {
+    file: "console-overview",
+    title: "The console's overview over 10,000 runs and 1,000,000 audit lines",
+    compares:
+      "rendering the overview (cards, spend, door and runs pictures) beside one read of the whole audit log",
+    needs: [],
+  },
 ];
 
 function has(command: string): boolean {

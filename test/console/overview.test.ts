@@ -280,6 +280,14 @@ describe.skipIf(!docker || !browser)("the console's overview", () => {
         const name = path === "/" ? "overview" : path.slice(1);
         await phone.screenshot({ path: join(shots, `${name}-phone.png`), fullPage: true });
       }
+      // approving from a phone: the gate elf filed, tapped through at phone width
+      await phone.goto(`${base}/approvals`);
+      const card = phone.locator("article.gate[data-state=pending]");
+      await card.locator("button[value=approve]").tap();
+      await phone.locator("article.gate[data-state=executed]").waitFor({ timeout: 30_000 });
+      expect(smtp.received).toHaveLength(1);
+      expect(smtp.received[0]?.to).toEqual(["lead@example.test"]);
+      await phone.screenshot({ path: join(shots, "approvals-phone-approved.png"), fullPage: true });
     } finally {
       await phone.close();
     }
