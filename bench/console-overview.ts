@@ -24,8 +24,8 @@ import { consoleKey } from "../runner/console/key.ts";
 import { AuditLog } from "../runner/gateway/audit.ts";
 import { readDecisions } from "../runner/gateway/audit-view.ts";
 import { Budgets } from "../runner/gateway/budget.ts";
-import type { RequestFacts } from "../runner/gateway/request-facts.ts";
 import { newRunId, type RunRecord, writeRecord } from "../runner/runs/run-record.ts";
+import { writeDecisions } from "./audit-lines.ts";
 
 const RUNS = Number(process.env.RUNS ?? 10_000);
 const LINES = Number(process.env.LINES ?? 1_000_000);
@@ -60,28 +60,7 @@ async function addRuns(count: number, from: number): Promise<void> {
 }
 
 const audit = new AuditLog(paths.audit);
-const hosts = Array.from({ length: 40 }, (_, i) => `host${i}.example.com`);
-const facts = (i: number): RequestFacts => ({
-  subject: `org/${WORKERS[i % WORKERS.length]}`,
-  runId: `run-${i % 1000}`,
-  protocol: "https",
-  method: i % 5 ? "GET" : "POST",
-  host: hosts[i % hosts.length] ?? "x",
-  port: 443,
-  path: `/v1/items/${i}`,
-  query: "",
-  headers: { "user-agent": "bench", authorization: "Bearer x" },
-  bodySize: i % 1000,
-  mcp: null,
-});
-const decide = (from: number, count: number) => {
-  for (let i = from; i < from + count; i++)
-    audit.record(facts(i), {
-      verdict: i % 9 ? "allow" : "deny",
-      rule: i % 9 ? "api" : undefined,
-      status: i % 9 ? 200 : 403,
-    });
-};
+const decide = (from: number, count: number) => writeDecisions(audit, from, count, WORKERS);
 const budgets = new Budgets(paths.audit, [], []);
 const spend = (from: number, count: number) => {
   for (let i = from; i < from + count; i++)
@@ -161,7 +140,10 @@ console.log("| --- | --- | --- | --- | --- |");
 for (const [label, m] of [
   ["the peer: one read of the whole audit log", whole],
   ["overview, first render ever (summaries built from the log)", cold],
-  ["overview, first render after a restart (+1,000 decisions, +100 spends, +10 runs)", afterRestart],
+  [
+    "overview, first render after a restart (+1,000 decisions, +100 spends, +10 runs)",
+    afterRestart,
+  ],
   ["overview while running (the same appended again)", running],
 ] as const)
   console.log(

@@ -14,33 +14,13 @@ import { performance } from "node:perf_hooks";
 import { DoorSummary } from "../runner/console/door-summary.ts";
 import { AuditLog } from "../runner/gateway/audit.ts";
 import { readDecisions } from "../runner/gateway/audit-view.ts";
-import type { RequestFacts } from "../runner/gateway/request-facts.ts";
+import { HOSTS, writeDecisions } from "./audit-lines.ts";
 
 const LINES = Number(process.env.LINES ?? 1_000_000);
 const dir = mkdtempSync(join(tmpdir(), "roster-bench-door-"));
 const audit = new AuditLog(join(dir, "audit"));
-const hosts = Array.from({ length: 40 }, (_, i) => `host${i}.example.com`);
-const facts = (i: number): RequestFacts => ({
-  subject: `org/worker${i % 7}`,
-  runId: `run-${i % 1000}`,
-  protocol: "https",
-  method: i % 5 ? "GET" : "POST",
-  host: hosts[i % hosts.length] ?? "x",
-  port: 443,
-  path: `/v1/items/${i}`,
-  query: "",
-  headers: { "user-agent": "bench", authorization: "Bearer x" },
-  bodySize: i % 1000,
-  mcp: null,
-});
-const write = (from: number, count: number) => {
-  for (let i = from; i < from + count; i++)
-    audit.record(facts(i), {
-      verdict: i % 9 ? "allow" : "deny",
-      rule: i % 9 ? "api" : undefined,
-      status: i % 9 ? 200 : 403,
-    });
-};
+const WORKERS = Array.from({ length: 7 }, (_, i) => `worker${i}`);
+const write = (from: number, count: number) => writeDecisions(audit, from, count, WORKERS);
 write(0, LINES);
 const size = statSync(join(dir, "audit", "decisions.jsonl")).size;
 
@@ -69,7 +49,7 @@ await audit.close();
 rmSync(dir, { recursive: true, force: true });
 
 console.log(
-  `Node ${process.version}; ${LINES.toLocaleString("en")} decision lines (${(size / 2 ** 20).toFixed(0)} MiB), ${hosts.length} hosts\n`,
+  `Node ${process.version}; ${LINES.toLocaleString("en")} decision lines (${(size / 2 ** 20).toFixed(0)} MiB), ${HOSTS.length} hosts\n`,
 );
 console.log("| what | ms | vs whole-log read | heap growth MiB |");
 console.log("| --- | --- | --- | --- |");

@@ -1,9 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { workerOfSubject } from "../config/subject.ts";
-import { readAppended } from "../files/appended-lines.ts";
-import { replaceFileSync } from "../files/atomic-replace.ts";
 import type { DecisionRecord } from "../gateway/audit.ts";
+import { LogSummary } from "./log-summary.ts";
 
 /**
  * The door's traffic as running counts, so a page never reads the whole audit
@@ -49,37 +47,14 @@ const empty = (): SummaryFile => ({
   runs: {},
 });
 
-export class DoorSummary {
-  private data: SummaryFile;
-  private readonly log: string;
-
+export class DoorSummary extends LogSummary<SummaryFile> {
   constructor(
     auditDir: string,
     /** Where the counts are kept between processes (under state/). */
-    private readonly file: string,
+    file: string,
     private readonly keepHours = 48,
   ) {
-    this.log = join(auditDir, "decisions.jsonl");
-    this.data = load(file);
-  }
-
-  /** Counts what was appended since the last refresh; returns how many bytes it read. */
-  refresh(now = new Date()): number {
-    const before = this.data.offset;
-    let restarted = false;
-    const place = readAppended(this.log, this.data, {
-      restart: () => {
-        restarted = true;
-        this.data = empty();
-      },
-      line: (line, at) => this.count(line, at),
-    });
-    this.data.ino = place.ino;
-    this.data.offset = place.offset;
-    this.prune(now);
-    if (restarted || this.data.offset !== before)
-      replaceFileSync(this.file, JSON.stringify(this.data));
-    return restarted ? this.data.offset : this.data.offset - before;
+    super(join(auditDir, "decisions.jsonl"), file);
   }
 
   /** The last `hours` hours up to `now`: hosts, the hours themselves, refusals per worker. */
@@ -120,7 +95,11 @@ export class DoorSummary {
     return first;
   }
 
-  private count(line: string, at: number): void {
+  protected empty(): SummaryFile {
+    return empty();
+  }
+
+  protected add(line: string, at: number): void {
     let record: DecisionRecord;
     try {
       record = JSON.parse(line) as DecisionRecord;
@@ -150,28 +129,20 @@ export class DoorSummary {
     } else counts.allowed++;
   }
 
-  private prune(now: Date): void {
-    const oldest = hourOf(new Date(now.getTime() - this.keepHours * 3_600_000).toISOString());
+  protected prune(now: number): void {
+    const oldest = hourOf(new Date(now - this.keepHours * 3_600_000).toISOString());
     for (const table of [this.data.hours, this.data.refusedBy, this.data.runs ?? {}])
       for (const hour of Object.keys(table)) if (hour < oldest) delete table[hour];
   }
-}
 
-function load(file: string): SummaryFile {
-  if (!existsSync(file)) return empty();
-  try {
-    const data = JSON.parse(readFileSync(file, "utf8")) as Partial<SummaryFile>;
-    if (data.version === 1 && typeof data.offset === "number" && typeof data.ino === "number") {
-      const hours: SummaryFile["hours"] = {};
-      for (const [hour, hosts] of Object.entries(data.hours ?? {}))
-        hours[hour] = Object.assign(Object.create(null) as Record<string, DoorCounts>, hosts);
-      const runs: Record<string, Record<string, number>> = {};
-      for (const [hour, ids] of Object.entries(data.runs ?? {}))
-        runs[hour] = Object.assign(Object.create(null) as Record<string, number>, ids);
-      return { ...empty(), ...data, hours, runs } as SummaryFile;
-    }
-  } catch {
-    // unreadable counts are counted again from the log
+  protected revive(data: Partial<SummaryFile>): SummaryFile | undefined {
+    if (data.version !== 1) return undefined;
+    const hours: SummaryFile["hours"] = {};
+    for (const [hour, hosts] of Object.entries(data.hours ?? {}))
+      hours[hour] = Object.assign(Object.create(null) as Record<string, DoorCounts>, hosts);
+    const runs: Record<string, Record<string, number>> = {};
+    for (const [hour, ids] of Object.entries(data.runs ?? {}))
+      runs[hour] = Object.assign(Object.create(null) as Record<string, number>, ids);
+    return { ...empty(), ...data, hours, runs } as SummaryFile;
   }
-  return empty();
 }

@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { replaceFileSync } from "../files/atomic-replace.ts";
-import { type RunRecord, readRecord } from "../runs/run-record.ts";
+import { readRecord } from "../runs/run-record.ts";
+import { type RunRow, runRow } from "../runs/runs-view.ts";
 
 /**
  * The facts the overview and the runs picture need of every run, kept as an
@@ -10,10 +11,7 @@ import { type RunRecord, readRecord } from "../runs/run-record.ts";
  * worker) and reads only the records it has not seen finished. Runs still
  * going are read again each time (there are few).
  */
-export type RunFact = Pick<
-  RunRecord,
-  "id" | "worker" | "kind" | "state" | "started_at" | "ended_at" | "ended_by" | "channel_id"
->;
+export type RunFact = RunRow;
 
 interface IndexFile {
   version: 1;
@@ -55,7 +53,7 @@ export class RunIndex {
         const record = readRecord(join(root, worker, id));
         read++;
         if (!record) continue;
-        const fact = factOf(record);
+        const fact = runRow(record);
         if (record.state === "running") running.push(fact);
         else {
           this.done.set(key, fact);
@@ -90,19 +88,6 @@ export class RunIndex {
   live(): RunFact[] {
     return this.running;
   }
-}
-
-function factOf(record: RunRecord): RunFact {
-  return {
-    id: record.id,
-    worker: record.worker,
-    kind: record.kind,
-    state: record.state,
-    started_at: record.started_at,
-    ...(record.ended_at ? { ended_at: record.ended_at } : {}),
-    ...(record.ended_by ? { ended_by: record.ended_by } : {}),
-    ...(record.channel_id ? { channel_id: record.channel_id } : {}),
-  };
 }
 
 function load(file: string): Map<string, RunFact> {

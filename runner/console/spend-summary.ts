@@ -1,11 +1,10 @@
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ScopedLimit } from "../config/grant-schema.ts";
 import { workerOfSubject } from "../config/subject.ts";
-import { type LogPlace, readAppended, startOfLog } from "../files/appended-lines.ts";
-import { replaceFileSync } from "../files/atomic-replace.ts";
+import { type LogPlace, startOfLog } from "../files/appended-lines.ts";
 import { type LimitStanding, limitStanding } from "../gateway/budget.ts";
 import { scopeApplies } from "../gateway/judge.ts";
+import { LogSummary } from "./log-summary.ts";
 
 /**
  * What was spent, as running sums, so the console never reads the whole of
@@ -42,36 +41,13 @@ const KEEP_MINUTES = 120;
 const table = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
 const empty = (): SpendFile => ({ version: 1, ...startOfLog(), hours: table(), minutes: table() });
 
-export class SpendSummary {
-  private data: SpendFile;
-  private readonly log: string;
-
+export class SpendSummary extends LogSummary<SpendFile> {
   constructor(
     auditDir: string,
     /** Where the sums are kept between processes (under state/). */
-    private readonly file: string,
+    file: string,
   ) {
-    this.log = join(auditDir, "usage.jsonl");
-    this.data = load(file);
-  }
-
-  /** Adds what was appended since the last refresh; returns how many bytes it read. */
-  refresh(now = Date.now()): number {
-    const before = this.data.offset;
-    let restarted = false;
-    const place = readAppended(this.log, this.data, {
-      restart: () => {
-        restarted = true;
-        this.data = empty();
-      },
-      line: (line) => this.add(line),
-    });
-    this.data.ino = place.ino;
-    this.data.offset = place.offset;
-    this.prune(now);
-    if (restarted || this.data.offset !== before)
-      replaceFileSync(this.file, JSON.stringify(this.data));
-    return restarted ? this.data.offset : this.data.offset - before;
+    super(join(auditDir, "usage.jsonl"), file);
   }
 
   /** What `scope` spent in `currency` from `since` (a whole minute) on. */
@@ -116,7 +92,11 @@ export class SpendSummary {
     return out;
   }
 
-  private add(raw: string): void {
+  protected empty(): SpendFile {
+    return empty();
+  }
+
+  protected add(raw: string): void {
     let line: { ts_ms?: unknown; subject?: unknown; currency?: unknown; amount?: unknown };
     try {
       line = JSON.parse(raw) as typeof line;
@@ -130,13 +110,34 @@ export class SpendSummary {
     bump(this.data.minutes, Math.floor(ts_ms / MINUTE_MS), subject, currency, amount);
   }
 
-  private prune(now: number): void {
+  protected prune(now: number): void {
     const hour = Math.floor(now / HOUR_MS) - KEEP_HOURS;
     const minute = Math.floor(now / MINUTE_MS) - KEEP_MINUTES;
     for (const key of Object.keys(this.data.hours))
       if (Number(key) < hour) delete this.data.hours[key];
     for (const key of Object.keys(this.data.minutes))
       if (Number(key) < minute) delete this.data.minutes[key];
+  }
+
+  protected revive(data: Partial<SpendFile>): SpendFile | undefined {
+    if (data.version !== 1 || data.ino === undefined || data.offset === undefined) return undefined;
+    const revived = (buckets: Record<string, Sums> | undefined) => {
+      const out = table<Sums>();
+      for (const [key, subjects] of Object.entries(buckets ?? {})) {
+        const into = table<Record<string, number>>();
+        for (const [subject, sums] of Object.entries(subjects))
+          into[subject] = Object.assign(table<number>(), sums);
+        out[key] = into;
+      }
+      return out;
+    };
+    return {
+      version: 1,
+      ino: data.ino,
+      offset: data.offset,
+      hours: revived(data.hours),
+      minutes: revived(data.minutes),
+    };
   }
 }
 
@@ -153,32 +154,4 @@ function bump(
   const sums = subjects[subject] ?? table<number>();
   subjects[subject] = sums;
   sums[currency] = (sums[currency] ?? 0) + amount;
-}
-
-function load(file: string): SpendFile {
-  if (!existsSync(file)) return empty();
-  try {
-    const data = JSON.parse(readFileSync(file, "utf8")) as Partial<SpendFile>;
-    if (data.version !== 1 || typeof data.offset !== "number" || typeof data.ino !== "number")
-      return empty();
-    const revive = (buckets: Record<string, Sums> | undefined) => {
-      const out = table<Sums>();
-      for (const [key, subjects] of Object.entries(buckets ?? {})) {
-        const into = table<Record<string, number>>();
-        for (const [subject, sums] of Object.entries(subjects))
-          into[subject] = Object.assign(table<number>(), sums);
-        out[key] = into;
-      }
-      return out;
-    };
-    return {
-      version: 1,
-      ino: data.ino,
-      offset: data.offset,
-      hours: revive(data.hours),
-      minutes: revive(data.minutes),
-    };
-  } catch {
-    return empty(); // unreadable sums are summed again from the log
-  }
 }

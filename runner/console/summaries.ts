@@ -38,7 +38,7 @@ export class ConsoleSummaries {
    * know made none); an older run's are looked for in the whole log.
    */
   decisionsOf(record: RunRecord, now = new Date()): DecisionRecord[] {
-    this.door.refresh(now);
+    this.door.refresh(now.getTime());
     // a run begun before the kept hours may have lines the summary no longer places
     const kept = Date.parse(record.started_at) > now.getTime() - (DOOR_KEEP_HOURS - 1) * 3_600_000;
     if (kept) {
@@ -51,7 +51,7 @@ export class ConsoleSummaries {
   fresh(now = new Date()): this {
     this.runs.refresh();
     this.spend.refresh(now.getTime());
-    this.door.refresh(now);
+    this.door.refresh(now.getTime());
     return this;
   }
 }

@@ -24,11 +24,11 @@ export function runRows(stateRoot: string, worker?: string, limit = 20): RunRow[
     .slice(0, limit)
     .flatMap((run) => {
       const record = readRecord(run.dir);
-      return record ? [rowOf(record)] : [];
+      return record ? [runRow(record)] : [];
     });
 }
 
-function rowOf(record: RunRecord): RunRow {
+export function runRow(record: RunRecord): RunRow {
   return {
     id: record.id,
     worker: record.worker,

@@ -1,13 +1,12 @@
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { storeCredential } from "../../runner/runs/credentials.ts";
 import { testBrowser, testOutput } from "../support/browser.ts";
-import { until } from "../support/chat-turns.ts";
+import { type ConsoleServer, startConsoleServer } from "../support/console-server.ts";
 import { hostBridgeAddress, testDocker } from "../support/docker.ts";
-import { ModelServer } from "../support/model-server.ts";
-import { freePort, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
-import { SmtpSink } from "../support/smtp.ts";
+import type { ModelServer } from "../support/model-server.ts";
+import type { RosterRoot } from "../support/roster-root.ts";
+import type { SmtpSink } from "../support/smtp.ts";
 
 /**
  * The web console in a real browser, served by a real `roster server start`:
@@ -28,44 +27,24 @@ trust = "gate"
 `;
 
 describe.skipIf(!docker || !browser)("the web console", () => {
+  let running: ConsoleServer;
   let model: ModelServer;
   let smtp: SmtpSink;
   let deployment: RosterRoot;
-  let server: ReturnType<RosterRoot["spawnRoster"]>;
-  let serverLog = "";
   let base = "";
   let login = "";
   let page: Page;
   const shots = testOutput("console");
 
   beforeAll(async () => {
-    model = await new ModelServer().start("127.0.0.1");
-    smtp = await SmtpSink.start({ user: "roster", pass: "smtp-secret" });
-    const port = await freePort();
-    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
-      extraOrg: `${GRANTS}\n[console]\nlisten = "127.0.0.1:${port}"\n`,
-    });
-    await storeCredential(deployment.paths.vault, "smtp", smtp.vaultCredential("elf@roster.test"));
-    server = deployment.spawnRoster(["server", "start", "--no-listen"]);
-    server.stderr.on("data", (chunk: Buffer) => {
-      serverLog += chunk.toString();
-    });
-    await until(() => /log in with \S+/.test(serverLog), "the console's login link", 30_000);
-    login = /log in with (\S+)/.exec(serverLog)?.[1] ?? "";
-    base = new URL(login).origin;
+    running = await startConsoleServer({ extraOrg: GRANTS });
+    ({ model, smtp, deployment, base, login } = running);
     page = await (browser as Browser).newPage();
   }, 60_000);
   afterAll(async () => {
     await page?.close();
     await browser?.close();
-    if (server) {
-      const stopped = new Promise((resolve) => server.once("exit", resolve));
-      server.kill("SIGTERM");
-      await stopped;
-    }
-    await model?.stop();
-    await smtp?.stop();
-    await deployment?.cleanup();
+    await running?.stop();
   });
 
   it("listens on loopback and asks for the login link first", async () => {

@@ -3,13 +3,13 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { storeCredential } from "../../runner/runs/credentials.ts";
 import { testBrowser, testOutput } from "../support/browser.ts";
 import { until } from "../support/chat-turns.ts";
+import { type ConsoleServer, startConsoleServer } from "../support/console-server.ts";
 import { testDocker } from "../support/docker.ts";
-import { ModelServer } from "../support/model-server.ts";
-import { freePort, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
-import { SmtpSink } from "../support/smtp.ts";
+import type { ModelServer } from "../support/model-server.ts";
+import type { RosterRoot } from "../support/roster-root.ts";
+import type { SmtpSink } from "../support/smtp.ts";
 
 /**
  * The console's landing page in a real browser, behind a real server, over
@@ -66,52 +66,36 @@ const lines = <T>(file: string): T[] =>
     .map((line) => JSON.parse(line) as T);
 
 describe.skipIf(!docker || !browser)("the console's overview", () => {
+  let running: ConsoleServer;
   let model: ModelServer;
   let smtp: SmtpSink;
   let deployment: RosterRoot;
-  let server: ReturnType<RosterRoot["spawnRoster"]>;
-  let serverLog = "";
   let base = "";
   let page: Page;
   const shots = testOutput("console");
 
   beforeAll(async () => {
-    model = await new ModelServer().start("127.0.0.1");
-    smtp = await SmtpSink.start({ user: "roster", pass: "smtp-secret" });
-    const port = await freePort();
-    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+    running = await startConsoleServer({
       modelKey: "USD-KEY",
-      extraOrg: `${ORG}\n[console]\nlisten = "127.0.0.1:${port}"\n`,
+      extraOrg: ORG,
+      prepare: async (root) => {
+        // elf has a cap of its own; gnome only the org's
+        await writeFile(
+          join(root.paths.config, "workers/elf/worker.toml"),
+          'name = "elf"\n\n[[budget.limit]]\ncurrency = "tokens"\nwindow = "day"\nmax = 5000\n',
+        );
+        await mkdir(join(root.paths.config, "workers/gnome"), { recursive: true });
+        await writeFile(join(root.paths.config, "workers/gnome/worker.toml"), 'name = "gnome"\n');
+      },
     });
-    await storeCredential(deployment.paths.vault, "smtp", smtp.vaultCredential("elf@roster.test"));
-    // elf has a cap of its own; gnome only the org's
-    await writeFile(
-      join(deployment.paths.config, "workers/elf/worker.toml"),
-      'name = "elf"\n\n[[budget.limit]]\ncurrency = "tokens"\nwindow = "day"\nmax = 5000\n',
-    );
-    await mkdir(join(deployment.paths.config, "workers/gnome"), { recursive: true });
-    await writeFile(join(deployment.paths.config, "workers/gnome/worker.toml"), 'name = "gnome"\n');
-    server = deployment.spawnRoster(["server", "start", "--no-listen"]);
-    server.stderr.on("data", (chunk: Buffer) => {
-      serverLog += chunk.toString();
-    });
-    await until(() => /log in with \S+/.test(serverLog), "the console's login link", 30_000);
-    const login = /log in with (\S+)/.exec(serverLog)?.[1] ?? "";
-    base = new URL(login).origin;
+    ({ model, smtp, deployment, base } = running);
     page = await (browser as Browser).newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(login);
+    await page.goto(running.login);
   }, 60_000);
   afterAll(async () => {
     await page?.close();
     await browser?.close();
-    if (server) {
-      const stopped = new Promise((resolve) => server.once("exit", resolve));
-      server.kill("SIGTERM");
-      await stopped;
-    }
-    await model?.stop();
-    await smtp?.stop();
-    await deployment?.cleanup();
+    await running?.stop();
   });
 
   it("lands on a card per worker, after real runs, with what each one needs", async () => {
