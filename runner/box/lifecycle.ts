@@ -59,12 +59,6 @@ export interface BoxHandle {
   stdin: NodeJS.WritableStream | undefined;
   /** Kills the box for this reason (the first reason given is the one reported). */
   kill(reason: EndedBy): Promise<void>;
-  /**
-   * Settles once the box has exited and its output ended, while the engine
-   * may still be removing it; never rejects. What only reads what the box
-   * left (the store, its repo clone) need not wait for the removal.
-   */
-  exited: Promise<BoxOutcome>;
   /** Settles once the box has exited and been removed; never rejects. */
   done: Promise<BoxOutcome>;
 }
@@ -136,7 +130,7 @@ export async function startBox(
     stream.on("end", resolve);
     stream.on("close", resolve);
   });
-  const exited = (async (): Promise<BoxOutcome> => {
+  const done = (async (): Promise<BoxOutcome> => {
     try {
       const exitCode = await container.wait();
       // the last output may trail the exit a little; wait for it, briefly — and
@@ -167,18 +161,14 @@ export async function startBox(
       return { exitCode: 1, endedBy, containerId: container.id };
     } finally {
       unwatch();
+      await remove();
     }
   })();
-  const done = exited.then(async (outcome) => {
-    await remove();
-    return outcome;
-  });
   return {
     containerId: container.id,
     arm,
     stdin: spec.interactive ? stream : undefined,
     kill,
-    exited,
     done,
   };
 }

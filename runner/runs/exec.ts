@@ -93,7 +93,7 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
     if (!run_id) throw error;
     return envelope({ status: "error", run_id, error: errorMessage(error) });
   }
-  const outcome = await run.exited;
+  const outcome = await run.done;
   const limit = run.limitReached(outcome);
   try {
     await run.settle({

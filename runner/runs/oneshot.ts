@@ -94,7 +94,7 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
     ...(options.env ? { env: options.env } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  const outcome = await run.exited;
+  const outcome = await run.done;
   for (const line of splitter.flush()) onLine(line);
   const limit = run.limitReached(outcome);
   if (limit?.limit === "gateway") {

@@ -272,11 +272,6 @@ export class Run {
     return this.handle.done;
   }
 
-  /** Settles once the box has exited (its removal may still go on: settle waits for it). */
-  get exited(): Promise<BoxOutcome> {
-    return this.handle.exited;
-  }
-
   /** A sign of life from the engine that its output does not show (a session's RPC). */
   activity(): void {
     this.watchdog?.activity();
@@ -352,8 +347,7 @@ export class Run {
     try {
       // pi keeps its transcript as it goes: nothing is lost by not waiting for it
       await this.handle.kill("signal");
-      // what the box left is read while the engine removes it; the record waits for both
-      await this.handle.exited;
+      await this.handle.done;
       await Promise.all(this.logs.map(endStream));
       const repos = await this.box.settleRepos({
         id: this.id,
@@ -380,7 +374,6 @@ export class Run {
       if (ending.state) record = { ...record, state: ending.state };
       if (ending.turns !== undefined) record = { ...record, turns: ending.turns };
       this.current = record;
-      await this.handle.done;
       await writeRecord(this.dir, record);
       // a session's channel may have heard from more people since it began
       await writeRunContext(this.request.paths, this.dir, record).catch(() => undefined);
