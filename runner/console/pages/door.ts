@@ -1,8 +1,9 @@
+import { join } from "node:path";
 import { html } from "hono/html";
 import type { RosterPaths } from "../../config/paths.ts";
 import { workerOfSubject, workerSubject } from "../../config/subject.ts";
+import { linesFromEnd } from "../../files/tail-lines.ts";
 import type { DecisionRecord } from "../../gateway/audit.ts";
-import { readDecisions } from "../../gateway/audit-view.ts";
 import { type Html, when } from "../html.ts";
 
 /** Door: the gateway's decisions, newest first, filterable; refreshed live. */
@@ -27,17 +28,46 @@ ${decisions.map(
 </tbody></table>`;
 }
 
-export function doorPart(paths: RosterPaths, filter: DoorFilter): Html {
+/** How far back the page looks for matching decisions, whatever the log's size. */
+export const DOOR_LOOKBACK_BYTES = 64 * 2 ** 20;
+
+export function doorPart(
+  paths: RosterPaths,
+  filter: DoorFilter,
+  lookback = DOOR_LOOKBACK_BYTES,
+): Html {
   const subject = filter.worker ? workerSubject(filter.worker) : undefined;
-  const matching = readDecisions(paths.audit, filter.run ? { run: filter.run } : {}).filter(
-    (d) =>
-      (!subject || d.subject === subject) &&
-      (!filter.verdict ||
-        (filter.verdict === "refused" ? d.status >= 400 : d.verdict === filter.verdict)) &&
-      (!filter.host || d.request.host.includes(filter.host)),
+  const matches = (d: DecisionRecord) =>
+    (!subject || d.subject === subject) &&
+    (!filter.run || (d.run_id ?? "").startsWith(filter.run)) &&
+    (!filter.verdict ||
+      (filter.verdict === "refused" ? d.status >= 400 : d.verdict === filter.verdict)) &&
+    (!filter.host || d.request.host.includes(filter.host));
+  // newest first, from the log's end: a page never reads the whole log
+  const shown: DecisionRecord[] = [];
+  const whole = linesFromEnd(
+    join(paths.audit, "decisions.jsonl"),
+    (line) => {
+      let record: DecisionRecord;
+      try {
+        record = JSON.parse(line) as DecisionRecord;
+      } catch {
+        return true; // a line still being written
+      }
+      // action dispositions share the file; the approvals page shows those
+      if (record.request && matches(record)) shown.push(record);
+      return shown.length < LIMIT;
+    },
+    lookback,
   );
-  const shown = matching.slice(-LIMIT).reverse();
-  return html`<p class="muted">${matching.length} decision(s)${matching.length > LIMIT ? `, newest ${LIMIT} shown` : ""}.</p>
+  const more = shown.length === LIMIT ? `the newest ${LIMIT} shown` : "";
+  const looked =
+    whole || more ? "" : `in the last ${Math.round(lookback / 2 ** 20)} MiB of the log`;
+  return html`<p class="muted">${shown.length} decision(s)${
+    more || looked
+      ? ` (${[more, looked].filter(Boolean).join(", ")}; \`roster gateway log\` reads it all)`
+      : ""
+  }.</p>
 ${decisionRows(shown)}`;
 }
 
