@@ -9,7 +9,8 @@
  *   - first render after a restart: summaries read from state/console, after
  *     1,000 more decisions, 100 more spends and 10 more runs;
  *   - a render while the server runs, with the same amount appended.
- * Memory is the process's heap and RSS after each. No Docker.
+ * Then the door page (one worker's newest refusals), which reads the log from
+ * its end. Memory is the process's heap and RSS after each. No Docker.
  *   node --expose-gc --import tsx bench/console-overview.ts
  */
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -127,6 +128,16 @@ const restarted = overviewApp();
 const afterRestart = await render(restarted.app);
 await append();
 const running = await render(restarted.app);
+// the door page, live-refreshed on every decision: the newest refusals of one worker
+const doorStarted = performance.now();
+const door = await restarted.app.request("/door?worker=worker3&verdict=refused&fragment=1", {
+  headers: { cookie },
+});
+const doorBody = await door.text();
+const doorMs = performance.now() - doorStarted;
+if (door.status !== 200 || !doorBody.includes("the newest 200 shown"))
+  throw new Error(`the door page did not render: ${door.status}`);
+const doorMemory = process.memoryUsage();
 restarted.feed.close();
 const whole = peer();
 await audit.close();
@@ -145,6 +156,10 @@ for (const [label, m] of [
     afterRestart,
   ],
   ["overview while running (the same appended again)", running],
+  [
+    "door page: one worker's newest 200 refusals",
+    { ms: doorMs, heapMb: doorMemory.heapUsed / 2 ** 20, rssMb: doorMemory.rss / 2 ** 20 },
+  ],
 ] as const)
   console.log(
     `| ${label} | ${m.ms.toFixed(1)} | ${(m.ms / whole.ms).toFixed(4)}× | ${m.heapMb.toFixed(0)} | ${m.rssMb.toFixed(0)} |`,
