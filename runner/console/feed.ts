@@ -19,13 +19,15 @@ import { readRecord, runDir } from "../runs/run-record.ts";
  */
 export type FeedEvent = "decision" | "gate" | "turn" | "run" | "activity";
 
-/** At most this many folders watched at once (each holds a descriptor). */
-const MAX_WATCHERS = 512;
+/** At most this many runs watched at once (each holds a descriptor); gates and channels apart. */
+const MAX_RUN_WATCHERS = 512;
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export class ConsoleFeed {
   private readonly events = new EventEmitter();
   private readonly watchers = new Map<string, FSWatcher>();
+  /** The folders of runs among them (bounded apart). */
+  private readonly runs = new Set<string>();
 
   constructor(
     private readonly paths: RosterPaths,
@@ -71,7 +73,8 @@ export class ConsoleFeed {
   watchRun(worker: string, id: string): void {
     if (!SAFE_NAME.test(worker) || !SAFE_NAME.test(id)) return;
     const dir = runDir(this.paths.state, worker, id);
-    if (this.watchers.has(dir)) return;
+    if (this.watchers.has(dir) || this.runs.size >= MAX_RUN_WATCHERS) return;
+    this.runs.add(dir);
     const which = `${worker}/${id}`;
     this.watchDir(dir, (name) => {
       if (name !== "run.json") {
@@ -80,10 +83,7 @@ export class ConsoleFeed {
       }
       this.emit("run", which);
       const record = readRecord(dir);
-      if (record && record.state !== "running") {
-        this.watchers.get(dir)?.close();
-        this.watchers.delete(dir);
-      }
+      if (record && record.state !== "running") this.unwatch(dir);
     });
   }
 
@@ -118,19 +118,22 @@ export class ConsoleFeed {
   }
 
   private watchDir(dir: string, onName: (name: string) => void): void {
-    if (this.watchers.size >= MAX_WATCHERS) return;
     try {
       const watcher = watch(dir, { persistent: false }, (_type, name) => {
         if (typeof name === "string") onName(name);
       });
-      watcher.on("error", () => {
-        watcher.close();
-        this.watchers.delete(dir);
-      });
+      watcher.on("error", () => this.unwatch(dir));
       this.watchers.set(dir, watcher);
     } catch {
       // not a folder (or gone): nothing to watch
+      this.runs.delete(dir);
     }
+  }
+
+  private unwatch(dir: string): void {
+    this.watchers.get(dir)?.close();
+    this.watchers.delete(dir);
+    this.runs.delete(dir);
   }
 
   private emit(event: FeedEvent, about = ""): void {
@@ -145,6 +148,7 @@ export class ConsoleFeed {
   close(): void {
     for (const watcher of this.watchers.values()) watcher.close();
     this.watchers.clear();
+    this.runs.clear();
     this.events.removeAllListeners();
   }
 }

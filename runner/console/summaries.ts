@@ -8,15 +8,15 @@ import { DoorSummary } from "./door-summary.ts";
 import { RunIndex } from "./run-index.ts";
 import { SpendSummary } from "./spend-summary.ts";
 
+/** How long the door's counts (and where each run's lines start) are kept. */
+const DOOR_KEEP_HOURS = 48;
+
 /**
  * The running summaries the overview draws from, one of each per console,
  * kept under state/console/ so a restart reads on where the last one stopped.
  * `fresh()` brings all three up to date with what was appended or added since
  * the last page view; no page reads the whole audit log or every run record.
  */
-/** How long the door's counts (and where each run's lines start) are kept. */
-const DOOR_KEEP_HOURS = 48;
-
 export class ConsoleSummaries {
   readonly runs: RunIndex;
   readonly spend: SpendSummary;

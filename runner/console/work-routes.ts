@@ -24,12 +24,11 @@ export function workRoutes(
   deps: { paths: RosterPaths; csrf: string; workers: () => string[] },
 ): void {
   const { paths, workers } = deps;
-  const key = { csrf: deps.csrf };
   const show = (c: Context<Env>, title: string, current: string, body: Html) =>
     c.html(page({ title, current, csrf: deps.csrf, body }));
 
   app.get("/tasks", (c) =>
-    show(c, "Tasks and schedules", "/tasks", tasksPart(paths, workers(), key.csrf)),
+    show(c, "Tasks and schedules", "/tasks", tasksPart(paths, workers(), deps.csrf)),
   );
 
   // cancel, requeue and retire: the CLI's own edits (tasks/operator-edits.ts), by "console"
@@ -70,14 +69,14 @@ export function workRoutes(
   app.get("/store/:worker/:name/restore", (c) => {
     const found = storeTarget(c);
     if (!found) return c.html(plain("Not found", "No such snapshot."), 404);
-    return show(c, "Restore?", "/store", confirmPart(found.target, found.snapshot, key.csrf));
+    return show(c, "Restore?", "/store", confirmPart(found.target, found.snapshot, deps.csrf));
   });
   app.post("/store/:worker/:name/restore", async (c) => {
     const found = storeTarget(c);
     if (!found) return c.html(plain("Not found", "No such snapshot."), 404);
     try {
       const result = await restoreStore(paths, found.target, { from: found.snapshot.name });
-      return show(c, "Restored", "/store", restoredPart(found.target, result, key.csrf));
+      return show(c, "Restored", "/store", restoredPart(found.target, result, deps.csrf));
     } catch (error) {
       return c.html(plain("Not restored", errorMessage(error)), 409);
     }

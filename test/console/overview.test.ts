@@ -257,6 +257,8 @@ describe.skipIf(!docker || !browser)("the console's overview", () => {
       await phone.context().addCookies(await page.context().cookies());
       for (const path of ["/", "/approvals", "/tasks", "/runs", "/store", "/door", "/sessions"]) {
         await phone.goto(`${base}${path}`);
+        // the page itself, not the login hint a phone without the cookie would get
+        expect(await phone.locator("nav a[aria-current=page]").count(), path).toBe(1);
         const overflow = (await phone.evaluate(
           "document.documentElement.scrollWidth - window.innerWidth",
         )) as number;
