@@ -8,17 +8,17 @@
 // version that file pins, unpacked into .cache/ (gitignored) and reused.
 // Nothing is downloaded from anywhere but the registry npm is configured for.
 //
-// Run: test/unit, test/gateway and test/actions. Not run: test/listeners
-// (every suite there drives `roster server`, which needs Docker and boxes).
-// DOCKER_HOST points at nothing, so a suite that started to need Docker
-// would fail here rather than quietly use the engine.
+// Run: the host suites (scripts/host-suites.mjs says which, and why
+// DOCKER_HOST points at nothing). scripts/test-lanes.mjs runs this in its host
+// lane, beside the engine suites.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { HOST_SUITES, NO_ENGINE } from "./host-suites.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const SUITES = ["test/unit", "test/gateway", "test/actions"];
+const SUITES = HOST_SUITES;
 
 function fail(message) {
   console.error(`test-node24: ${message}`);
@@ -89,7 +89,7 @@ const status = run(
       ...process.env,
       // every `node` a test starts (by name or as process.execPath) is Node 24
       PATH: `${dirname(binary)}:${process.env.PATH ?? ""}`,
-      DOCKER_HOST: "unix:///nonexistent/roster-node24-has-no-docker.sock",
+      DOCKER_HOST: NO_ENGINE,
     },
   },
 );
