@@ -44,6 +44,13 @@ const BENCHES: Bench[] = [
     needs: ["docker", "root"],
   },
   {
+    file: "ready-floors",
+    title: "The floors under a ready-box run",
+    compares:
+      "a bare Node process, `roster --version`, pi alone idle in RPC mode (prompt to request, stdin closed to exit) and one rsync dry-run, each beside pi's floor",
+    needs: ["docker", "root"],
+  },
+  {
     file: "engine-start",
     title: "pi's start inside the box",
     compares: "pi's start with the caches baked into the image beside the same box with them cold",

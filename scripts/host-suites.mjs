@@ -1,9 +1,35 @@
 // The suites that need no container engine: the host lane of scripts/test-lanes.mjs
 // runs them on the Node `npm test` was started with, and scripts/test-node24.mjs
-// again on Node 24. Each is run with DOCKER_HOST pointing at nothing, so a suite
-// that started to need an engine fails there rather than quietly use one.
-// Not here: test/listeners (every suite drives `roster server`, which needs boxes).
-export const HOST_SUITES = ["test/unit", "test/gateway", "test/actions"];
+// again on Node 24; the engine lane leaves them out. Each is run with DOCKER_HOST
+// pointing at nothing, so a suite that started to need an engine fails there
+// rather than quietly use one.
+//
+// Not here: test/listeners (every suite drives `roster server`, which needs
+// boxes), and test/web (its hostile pages hold a fetch to a deadline of a few
+// seconds, which a second busy lane on a 2-core machine can push past).
+export const HOST_SUITES = [
+  "test/unit",
+  "test/gateway",
+  "test/actions",
+  // refused before any box: a bad config, a bad envelope, a bad push
+  "test/security/bad-config.test.ts",
+  "test/security/envelope-fuzz.test.ts",
+  "test/repos/push-checks.test.ts",
+  // the server's socket and the console's readers, on files a test writes
+  "test/server/run-socket.test.ts",
+  "test/console/console-peers.test.ts",
+  "test/console/door-page.test.ts",
+  "test/console/door-summary.test.ts",
+  "test/console/spend-summary.test.ts",
+];
 
 /** DOCKER_HOST for a host-lane process: a socket that is never there. */
 export const NO_ENGINE = "unix:///nonexistent/roster-host-lane-has-no-engine.sock";
+
+/** vitest --exclude globs that leave the host suites out of the engine lane. */
+export function excludeHostSuites() {
+  return HOST_SUITES.flatMap((suite) => [
+    "--exclude",
+    suite.endsWith(".test.ts") ? suite : `${suite}/**`,
+  ]);
+}

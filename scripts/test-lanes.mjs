@@ -7,20 +7,21 @@
 //                scripts/test-engines.mjs runs the engine suites again under
 //                Podman and under Docker/runsc. Its output streams as it comes.
 //   host lane    the suites that need no engine (scripts/host-suites.mjs) on this
-//                Node, then again on Node 24 (scripts/test-node24.mjs). Its output
-//                is kept and printed whole once both lanes have ended.
+//                Node, then again on Node 24 (scripts/test-node24.mjs), from when
+//                the box image is ready (or the engine lane ended without one).
+//                Its output is kept and printed whole once both lanes have ended.
 //
-// Why two lanes: CI's machine has 2 cores and the engine lane leaves about 40% of
-// them idle (an image build waits on the Debian mirror and dpkg, a box test on
-// the engine), while the host lane is one busy process. Measured side by side
-// in bench/NOTES.md ("CI's time"). A lane that fails fails the command; the
-// other lane still runs to its end, so one run says everything that broke.
+// Why: CI's machine has 2 cores, and a box test leaves about 40% of them idle
+// (it waits on the engine), while the host lane is mostly one busy process. The
+// image build leaves little: run beside it, the host lane slowed it by half.
+// Measured in bench/NOTES.md ("CI's time"). A lane that fails fails the command;
+// the other lane still runs to its end, so one run says everything that broke.
 import { spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HOST_SUITES, NO_ENGINE } from "./host-suites.mjs";
+import { excludeHostSuites, HOST_SUITES, NO_ENGINE } from "./host-suites.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const vitest = join(root, "node_modules/vitest/vitest.mjs");
@@ -31,13 +32,12 @@ const LANES = {
   engine: {
     stopOnFailure: true,
     steps: [
-      [node, [vitest, "run", ...HOST_SUITES.flatMap((suite) => ["--exclude", `${suite}/**`])]],
+      [node, [vitest, "run", ...excludeHostSuites()]],
       [node, [join(root, "scripts/test-engines.mjs")]],
     ],
   },
   host: {
     stopOnFailure: false,
-    env: { DOCKER_HOST: NO_ENGINE },
     steps: [
       [node, [vitest, "run", "--config", "vitest.host.config.ts", ...HOST_SUITES]],
       [node, [join(root, "scripts/test-node24.mjs")]],
@@ -80,8 +80,8 @@ function step([command, args], env, stdio) {
   });
 }
 
-async function lane(name, stdio) {
-  const { steps, env = {}, stopOnFailure } = LANES[name];
+async function lane(name, stdio, env = {}) {
+  const { steps, stopOnFailure } = LANES[name];
   const started = Date.now();
   let ok = true;
   for (const each of steps) {
@@ -95,14 +95,22 @@ async function lane(name, stdio) {
 
 const logDir = mkdtempSync(join(tmpdir(), "roster-host-lane-"));
 const logFile = join(logDir, "host-lane.log");
+const imageReady = join(logDir, "image-ready");
 const log = openSync(logFile, "w");
-console.error(
-  `test-lanes: the host lane (${HOST_SUITES.join(", ")}, then on Node 24) runs beside this one; its output follows at the end`,
-);
-const [engineOk, hostOk] = await Promise.all([
-  lane("engine", "inherit"),
-  lane("host", ["ignore", log, log]),
-]);
+let engineEnded = false;
+const engine = lane("engine", "inherit", { ROSTER_TEST_IMAGE_READY: imageReady }).then((ok) => {
+  engineEnded = true;
+  return ok;
+});
+const host = (async () => {
+  while (!existsSync(imageReady) && !engineEnded)
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  console.error(
+    `test-lanes: the host lane (${HOST_SUITES.length} suites that need no engine, on this Node, then on Node 24) starts beside this one; its output follows at the end`,
+  );
+  return lane("host", ["ignore", log, log], { DOCKER_HOST: NO_ENGINE });
+})();
+const [engineOk, hostOk] = await Promise.all([engine, host]);
 closeSync(log);
 console.log(`\n──── the host lane's output ────\n`);
 process.stdout.write(readFileSync(logFile));

@@ -1,3 +1,4 @@
+import { writeFile } from "node:fs/promises";
 import type { TestProject } from "vitest/node";
 import { connectEngine } from "../../runner/box/connect.ts";
 import { ensureCurrentImage } from "../../runner/box/current-image.ts";
@@ -69,4 +70,8 @@ export default async function setup(project: TestProject): Promise<void> {
   console.log(
     `box image ${BOX_IMAGE} ready on ${engine.kind} (${id.slice(7, 19)}, ${((Date.now() - started) / 1000).toFixed(1)}s)${base ? `, on a base it built from Debian packages` : ""}`,
   );
+  // scripts/test-lanes.mjs starts its host lane once the build (the busiest
+  // part of the run) is over
+  const told = process.env.ROSTER_TEST_IMAGE_READY;
+  if (told) await writeFile(told, `${id}\n`);
 }
