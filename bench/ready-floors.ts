@@ -20,7 +20,7 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, request as httpRequest } from "node:http";
+import { createServer } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,38 +30,14 @@ import { STORE_RSYNC_OPTIONS } from "../runner/store/rsync.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
 import { ModelServer } from "../test/support/model-server.ts";
 import { piFloor } from "./pi-floor.ts";
+import { median, timed } from "./timing.ts";
 
 const ROUNDS = 7;
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
-
-async function timed(argv: string[]): Promise<number> {
-  const started = performance.now();
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: "ignore" });
-  await new Promise((resolve) => child.once("exit", resolve));
-  return performance.now() - started;
-}
 
 const model = await new ModelServer().start("0.0.0.0");
 
 // a plain forward proxy on the host: pi's ProxyAgent tunnels with CONNECT, as it does to the door
-const proxy = createServer((req, res) => {
-  const url = new URL(req.url ?? "/");
-  const out = httpRequest(
-    {
-      host: "127.0.0.1",
-      port: url.port,
-      path: url.pathname,
-      method: req.method,
-      headers: req.headers,
-    },
-    (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    },
-  );
-  req.pipe(out);
-});
+const proxy = createServer();
 proxy.on("connect", (req, socket, head) => {
   const port = Number((req.url ?? "").split(":")[1]);
   const upstream = connect(port, "127.0.0.1", () => {
@@ -87,7 +63,8 @@ async function piFloorFirst(): Promise<number> {
   const child = spawn(argv[0] as string, argv.slice(1), { stdio: "ignore" });
   await new Promise((resolve) => child.once("exit", resolve));
   const request = model.requests[asked];
-  return request ? request.arrivedAt - started : Number.NaN;
+  if (!request) throw new Error("pi's floor run made no model request: nothing to time");
+  return request.arrivedAt - started;
 }
 
 interface IdlePi {
@@ -140,10 +117,14 @@ async function idlePi(): Promise<IdlePi> {
   await new Promise((resolve) => child.once("exit", resolve));
   const gone = performance.now();
   const request = model.requests[asked];
+  // a round that missed a mark would time something else: it stops the bench
+  if (!request || !prompted) throw new Error("idle pi made no model request after its prompt");
+  if (!closed || !exitedWall)
+    throw new Error("idle pi never settled, or its box never said when pi exited");
   return {
-    first: request ? request.arrivedAt - prompted : Number.NaN,
-    piExit: exitedWall && closedWall ? exitedWall - closedWall : Number.NaN,
-    boxGone: closed ? gone - closed : Number.NaN,
+    first: request.arrivedAt - prompted,
+    piExit: exitedWall - closedWall,
+    boxGone: gone - closed,
   };
 }
 

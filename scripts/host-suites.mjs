@@ -7,6 +7,9 @@
 // Not here: test/listeners (every suite drives `roster server`, which needs
 // boxes), and test/web (its hostile pages hold a fetch to a deadline of a few
 // seconds, which a second busy lane on a 2-core machine can push past).
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+
 export const HOST_SUITES = [
   "test/unit",
   "test/gateway",
@@ -22,6 +25,22 @@ export const HOST_SUITES = [
   "test/console/door-summary.test.ts",
   "test/console/spend-summary.test.ts",
 ];
+
+/**
+ * The suites, each checked to be there: one renamed or removed would be run
+ * by neither lane's filter as meant (the engine lane would pick its new name
+ * up, the host lane would quietly run nothing for it), so it stops the run.
+ */
+export function hostSuites(root) {
+  const missing = HOST_SUITES.filter((suite) => !existsSync(join(root, suite)));
+  if (missing.length) {
+    console.error(
+      `host-suites: ${missing.join(", ")} named in scripts/host-suites.mjs but not there: mend the list`,
+    );
+    process.exit(2);
+  }
+  return HOST_SUITES;
+}
 
 /** DOCKER_HOST for a host-lane process: a socket that is never there. */
 export const NO_ENGINE = "unix:///nonexistent/roster-host-lane-has-no-engine.sock";

@@ -21,11 +21,12 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } fr
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { excludeHostSuites, HOST_SUITES, NO_ENGINE } from "./host-suites.mjs";
+import { excludeHostSuites, hostSuites, NO_ENGINE } from "./host-suites.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const vitest = join(root, "node_modules/vitest/vitest.mjs");
 const node = process.execPath;
+const suites = hostSuites(root);
 
 /** The steps of a lane run one after another; `stopOnFailure` skips the rest after one fails. */
 const LANES = {
@@ -39,7 +40,7 @@ const LANES = {
   host: {
     stopOnFailure: false,
     steps: [
-      [node, [vitest, "run", "--config", "vitest.host.config.ts", ...HOST_SUITES]],
+      [node, [vitest, "run", "--config", "vitest.host.config.ts", ...suites]],
       [node, [join(root, "scripts/test-node24.mjs")]],
     ],
   },
@@ -106,7 +107,7 @@ const host = (async () => {
   while (!existsSync(imageReady) && !engineEnded)
     await new Promise((resolve) => setTimeout(resolve, 1000));
   console.error(
-    `test-lanes: the host lane (${HOST_SUITES.length} suites that need no engine, on this Node, then on Node 24) starts beside this one; its output follows at the end`,
+    `test-lanes: the host lane (${suites.length} suites that need no engine, on this Node, then on Node 24) starts beside this one; its output follows at the end`,
   );
   return lane("host", ["ignore", log, log], { DOCKER_HOST: NO_ENGINE });
 })();

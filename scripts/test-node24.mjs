@@ -15,10 +15,10 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HOST_SUITES, NO_ENGINE } from "./host-suites.mjs";
+import { hostSuites, NO_ENGINE } from "./host-suites.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const SUITES = HOST_SUITES;
+const SUITES = hostSuites(root);
 
 function fail(message) {
   console.error(`test-node24: ${message}`);
