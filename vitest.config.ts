@@ -8,6 +8,7 @@ export default defineConfig({
     hookTimeout: 300_000,
     // Docker suites share one engine on a 2-core machine: run files one at a time.
     fileParallelism: false,
-    reporters: ["default"],
+    // each file's time, for npm test's closing summary (scripts/test-timings.mjs)
+    reporters: ["default", "./test/support/timing-reporter.ts"],
   },
 });

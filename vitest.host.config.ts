@@ -10,6 +10,7 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 300_000,
     fileParallelism: false,
-    reporters: ["default"],
+    // each file's time, for npm test's closing summary (scripts/test-timings.mjs)
+    reporters: ["default", "./test/support/timing-reporter.ts"],
   },
 });

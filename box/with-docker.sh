@@ -119,7 +119,9 @@ if command -v podman >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
   run_dir="/run/user/$uid"
   socket="$run_dir/podman/podman.sock"
   if ! podman_answers "$socket"; then
-    install -d -o "$rootless_user" -m 700 "$run_dir"
+    # the socket's own folder too: podman does not make it when it serves a path
+    # it was given (a fresh machine has none: "bind: no such file or directory")
+    install -d -o "$rootless_user" -m 700 "$run_dir" "$(dirname "$socket")"
     rm -f "$socket"
     home="$(getent passwd "$rootless_user" | cut -d: -f6)"
     install -d -o "$rootless_user" "$home/.config" "$home/.config/containers"

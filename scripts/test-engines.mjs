@@ -140,7 +140,7 @@ for (const name of picked) {
   const result = spawnSync("npx", ["vitest", "run", ...suites], {
     cwd: root,
     stdio: "inherit",
-    env: { ...process.env, ...engine.env },
+    env: { ...process.env, ...engine.env, ROSTER_TEST_PASS: name },
   });
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
   const ok = result.status === 0;

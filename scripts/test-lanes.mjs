@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { excludeHostSuites, hostSuites, NO_ENGINE } from "./host-suites.mjs";
+import { readPasses, render, summarise, TIMINGS_DIR } from "./test-timings.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const vitest = join(root, "node_modules/vitest/vitest.mjs");
@@ -33,15 +34,19 @@ const LANES = {
   engine: {
     stopOnFailure: true,
     steps: [
-      [node, [vitest, "run", ...excludeHostSuites()]],
+      [node, [vitest, "run", ...excludeHostSuites()], { ROSTER_TEST_PASS: "docker" }],
       [node, [join(root, "scripts/test-engines.mjs")]],
     ],
   },
   host: {
     stopOnFailure: false,
     steps: [
-      [node, [vitest, "run", "--config", "vitest.host.config.ts", ...suites]],
-      [node, [join(root, "scripts/test-node24.mjs")]],
+      [
+        node,
+        [vitest, "run", "--config", "vitest.host.config.ts", ...suites],
+        { ROSTER_TEST_PASS: "host" },
+      ],
+      [node, [join(root, "scripts/test-node24.mjs")], { ROSTER_TEST_PASS: "host-node24" }],
     ],
   },
 };
@@ -60,11 +65,11 @@ for (const signal of ["SIGINT", "SIGTERM"])
     process.exit(130);
   });
 
-function step([command, args], env, stdio) {
+function step([command, args, own = {}], env, stdio) {
   return new Promise((resolve) => {
     const child = spawn(command, args, {
       cwd: root,
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...env, ...own },
       stdio,
       detached: true,
     });
@@ -94,6 +99,9 @@ async function lane(name, stdio, env = {}) {
   return ok;
 }
 
+const began = Date.now();
+// this run's timings only: a pass that did not run this time leaves no stale file
+rmSync(TIMINGS_DIR, { recursive: true, force: true });
 const logDir = mkdtempSync(join(tmpdir(), "roster-host-lane-"));
 const logFile = join(logDir, "host-lane.log");
 const imageReady = join(logDir, "image-ready");
@@ -116,6 +124,7 @@ closeSync(log);
 console.log(`\n──── the host lane's output ────\n`);
 process.stdout.write(readFileSync(logFile));
 rmSync(logDir, { recursive: true, force: true });
+console.log(render(summarise(readPasses()), (Date.now() - began) / 1000));
 console.log(
   `\ntest-lanes: engine lane ${engineOk ? "passed" : "FAILED"}, host lane ${hostOk ? "passed" : "FAILED"}`,
 );

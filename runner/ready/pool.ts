@@ -22,6 +22,12 @@ export interface ReadyPoolOptions {
   idleMs: () => number;
   /** Whether one more box fits under the server's cap now (counting the pool's own). */
   room: () => boolean;
+  /**
+   * Called after every change of what the pool holds (a box made, taken,
+   * evicted, discarded or ended): `server status` must never name a box a
+   * run already took or the engine already removed.
+   */
+  changed?: () => void;
 }
 
 /** Whom a ready box is for: a worker's runs, its sessions in one channel, or its `box exec` commands. */
@@ -78,6 +84,7 @@ export class ReadyPool {
     while (!found && list.length) {
       const candidate = list.shift();
       if (!candidate) break;
+      this.changed();
       const why = await this.unfit(candidate);
       if (why) this.discard(candidate, why);
       else found = candidate;
@@ -127,12 +134,15 @@ export class ReadyPool {
     }
   }
 
-  /** The ready boxes now, with the memory each holds. */
-  async list(): Promise<ReadyEntry[]> {
+  /**
+   * The ready boxes now, with the memory each held when last asked (see
+   * `measure`): read at once, so a status written after a change shows it.
+   */
+  list(): ReadyEntry[] {
     const out: ReadyEntry[] = [];
     for (const list of this.ready.values())
       for (const box of list) {
-        const memory = await this.memoryOf(box);
+        const memory = this.memory.get(box)?.bytes;
         out.push({
           worker: box.worker,
           ...(box.channel ? { channel: box.channel } : {}),
@@ -147,15 +157,24 @@ export class ReadyPool {
   }
 
   /**
-   * What a box holds, asked of the engine at most every MEMORY_EVERY_MS: the
-   * engine's stats cost it real work, and the status is written every tick.
+   * Asks the engine what each ready box holds, at most every MEMORY_EVERY_MS
+   * per box: the engine's stats cost it real work. True when a figure changed.
    */
-  private async memoryOf(box: ReadyBox): Promise<number | undefined> {
-    const seen = this.memory.get(box);
-    if (seen && Date.now() - seen.at < MEMORY_EVERY_MS) return seen.bytes;
-    const bytes = await box.box.engine.boxMemory(box.handle.containerId);
-    this.memory.set(box, { at: Date.now(), bytes });
-    return bytes;
+  async measure(): Promise<boolean> {
+    let any = false;
+    for (const list of [...this.ready.values()])
+      for (const box of [...list]) {
+        const seen = this.memory.get(box);
+        if (seen && Date.now() - seen.at < MEMORY_EVERY_MS) continue;
+        const bytes = await box.box.engine.boxMemory(box.handle.containerId);
+        this.memory.set(box, { at: Date.now(), bytes });
+        any = true;
+      }
+    return any;
+  }
+
+  private changed(): void {
+    this.options.changed?.();
   }
 
   /** Discards every ready box and waits until they are gone. */
@@ -163,6 +182,7 @@ export class ReadyPool {
     this.closed = true;
     for (const list of this.ready.values())
       for (const box of list.splice(0)) this.discard(box, "the server stops");
+    this.changed();
     while (this.discarding.size || [...this.making.values()].some((n) => n > 0)) {
       await Promise.all([...this.discarding]);
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -197,6 +217,7 @@ export class ReadyPool {
             const list = this.ready.get(key) ?? [];
             list.push(box);
             this.ready.set(key, list);
+            this.changed();
             // it ended by itself while nobody had it: never handed out
             void box.handle.done.then(() => {
               if (this.remove(box)) this.discard(box, "its box ended");
@@ -225,6 +246,7 @@ export class ReadyPool {
     const at = list?.indexOf(box) ?? -1;
     if (!list || at < 0) return false;
     list.splice(at, 1);
+    this.changed();
     return true;
   }
 

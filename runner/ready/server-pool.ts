@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { READY_DEFAULTS } from "../config/config-schema.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage } from "../errors.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
 import type { ReadySessions, ReadyStart } from "../runs/run-request.ts";
 import { type ReadyEntry, ReadyPool } from "./pool.ts";
@@ -34,6 +35,7 @@ export function serverReadyPool(options: {
   close: () => Promise<void>;
 } {
   const settings = serverSettings(options.paths);
+  const status = statusWriter(readyStatusFile(options.paths), () => pool.list(), options.note);
   const pool: ReadyPool = new ReadyPool({
     paths: options.paths,
     env: options.env,
@@ -41,6 +43,7 @@ export function serverReadyPool(options: {
     size: () => settings().ready_boxes,
     idleMs: () => settings().ready_idle_secs * 1000,
     room: () => options.busy() + pool.count() < options.cap,
+    changed: () => status.write(),
   });
   const makeRoom = () => {
     // a run always runs: ready boxes make way for it
@@ -64,7 +67,6 @@ export function serverReadyPool(options: {
     },
     want: (worker, channel) => pool.want({ worker, channel }),
   };
-  const statusFile = readyStatusFile(options.paths);
   return {
     pool,
     takeReady,
@@ -72,13 +74,54 @@ export function serverReadyPool(options: {
     sessions,
     tick: async () => {
       pool.tick();
-      await replaceFile(statusFile, `${JSON.stringify(await pool.list(), null, 2)}\n`, {
-        mode: 0o644,
-      });
+      await pool.measure();
+      await status.write();
     },
     close: async () => {
       await pool.close();
-      await rm(statusFile, { force: true });
+      await status.close();
+    },
+  };
+}
+
+/**
+ * Writes the pool's list to `file` after every change, one write at a time:
+ * a change while a write is under way is written right after it, so the file
+ * always ends up naming what the pool holds. `close` removes the file, and
+ * nothing is written after it.
+ */
+function statusWriter(
+  file: string,
+  list: () => ReadyEntry[],
+  note: (text: string) => void,
+): { write: () => Promise<void>; close: () => Promise<void> } {
+  let closed = false;
+  let writing: Promise<void> | undefined;
+  let again = false;
+  const write = (): Promise<void> => {
+    if (closed) return Promise.resolve();
+    if (writing) {
+      again = true;
+      return writing;
+    }
+    writing = (async () => {
+      do {
+        again = false;
+        await replaceFile(file, `${JSON.stringify(list(), null, 2)}\n`, { mode: 0o644 }).catch(
+          (error: unknown) => note(`ready boxes' status not written: ${errorMessage(error)}`),
+        );
+      } while (again && !closed);
+    })().finally(() => {
+      writing = undefined;
+    });
+    return writing;
+  };
+  return {
+    write,
+    close: async () => {
+      closed = true;
+      await writing;
+      await rm(file, { force: true });
     },
   };
 }
