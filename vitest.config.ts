@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { ENGINE_TAGS } from "./test/support/engine-tags.ts";
 
 export default defineConfig({
   test: {
@@ -8,6 +9,8 @@ export default defineConfig({
     hookTimeout: 300_000,
     // Docker suites share one engine on a 2-core machine: run files one at a time.
     fileParallelism: false,
+    // the cases scripts/test-engines.mjs runs again under each other engine
+    tags: ENGINE_TAGS,
     // each file's time, for npm test's closing summary (scripts/test-timings.mjs)
     reporters: ["default", "./test/support/timing-reporter.ts"],
   },

@@ -1,22 +1,24 @@
 #!/usr/bin/env node
-// The engine-facing suites again, under each other engine roster supports:
-// Podman (rootful, through the Docker-compatible socket `podman system
-// service` serves) and Docker with gVisor's runsc. The whole suite has run
-// under Docker/runc before this (package.json "test").
+// The cases that depend on the container engine or the box's runtime, again
+// under each other engine roster supports: Podman (rootful, through the
+// Docker-compatible socket `podman system service` serves) and Docker with
+// gVisor's runsc. The whole suite has run under Docker/runc before this
+// (scripts/test-lanes.mjs).
+//
+// Which cases: those tagged `engine` (Podman only) or `runtime` (Podman and
+// runsc), test/support/engine-tags.ts says why each. The files are found by
+// their tags, and vitest's --tags-filter runs only the tagged cases in them:
+// a case that never starts a container, or whose engine changes nothing it
+// checks, is not run again.
 //
 // Each engine is set up by box/with-docker.sh (Podman's service; runsc
 // registered with dockerd); Podman gets the box image the Docker pass built
-// from here. An engine this machine
-// can't run is said by name and why; with CI=true that fails the run: a
-// silent pass is a defect. ROSTER_ENGINES=podman,runsc picks engines.
-//
-// The suites are the ones that drive a box through each step the seam has
-// (runner/box/engine.ts): one-shot runs, box exec, sessions, toolchains and the
-// tools volume, the door and its bounds, orphan recovery, and the escape
-// suite. Image builds and the offline base run under Docker only: they take
-// most of CI's time and the same build API is exercised by toolchains here.
+// from here. An engine this machine can't run is said by name and why; with
+// CI=true that fails the run: a silent pass is a defect.
+// ROSTER_ENGINES=podman,runsc picks engines.
 import { spawnSync } from "node:child_process";
-import { dirname, join } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -25,29 +27,23 @@ const BOX_IMAGE = "roster-box:latest";
 /** runner/box/layout.ts LABELS.source: the hash of what an image was built from. */
 const SOURCE_LABEL = "org.roster.source";
 
-export const ENGINE_SUITES = [
-  "test/box/run.test.ts",
-  "test/box/exec.test.ts",
-  "test/box/toolchain.test.ts",
-  "test/box/tools-volume.test.ts",
-  "test/sessions/talk.test.ts",
-  "test/server/server.test.ts",
-  "test/security/escape.test.ts",
-];
+/** Test files under test/ that tag a case or a block with one of `tags`. */
+function taggedSuites(tags, dir = join(root, "test")) {
+  const tagged = new RegExp(`tags:\\s*\\[[^\\]]*"(${tags.join("|")})"`);
+  const out = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...taggedSuites(tags, path));
+    else if (entry.name.endsWith(".test.ts") && tagged.test(readFileSync(path, "utf8")))
+      out.push(relative(root, path));
+  }
+  return out.sort();
+}
 
-/**
- * Per engine: what it runs of ENGINE_SUITES, and suites of its own (which say
- * so in the other passes). Under runsc only what a box's runtime changes runs:
- * image builds, the tools volume and the server's recovery ask nothing of it.
- */
-const RUNTIME_BLIND = [
-  "test/box/toolchain.test.ts",
-  "test/box/tools-volume.test.ts",
-  "test/server/server.test.ts",
-];
-const SUITES_OF = {
-  podman: [...ENGINE_SUITES, "test/box/podman.test.ts"],
-  runsc: ENGINE_SUITES.filter((suite) => !RUNTIME_BLIND.includes(suite)),
+/** Per engine: the tags whose cases it runs again. */
+const TAGS_OF = {
+  podman: ["engine", "runtime"],
+  runsc: ["runtime"],
 };
 
 const ENGINES = {
@@ -113,6 +109,13 @@ function loadBoxImage() {
   return undefined;
 }
 
+// --list: which suites each engine would run, and nothing else
+if (process.argv.includes("--list")) {
+  for (const [name, tags] of Object.entries(TAGS_OF))
+    console.log(`${name} (${tags.join(" or ")}): ${taggedSuites(tags).join(" ")}`);
+  process.exit(0);
+}
+
 const picked = (process.env.ROSTER_ENGINES ?? "podman,runsc")
   .split(",")
   .map((name) => name.trim())
@@ -134,10 +137,20 @@ for (const name of picked) {
     if (process.env.CI === "true") failed = true;
     continue;
   }
-  const suites = SUITES_OF[name];
-  console.error(`test-engines: ${engine.label}: ${suites.length} suites`);
+  const tags = TAGS_OF[name];
+  const suites = taggedSuites(tags);
+  if (!suites.length) {
+    console.error(`test-engines: ${engine.label}: FAILED: no case is tagged ${tags.join(" or ")}`);
+    failed = true;
+    continue;
+  }
+  console.error(
+    `test-engines: ${engine.label}: the cases tagged ${tags.join(" or ")} in ${suites.length} suites`,
+  );
   const started = Date.now();
-  const result = spawnSync("npx", ["vitest", "run", ...suites], {
+  const vitest = join(root, "node_modules/vitest/vitest.mjs");
+  const filter = `--tags-filter=${tags.join(" || ")}`;
+  const result = spawnSync(process.execPath, [vitest, "run", filter, ...suites], {
     cwd: root,
     stdio: "inherit",
     env: { ...process.env, ...engine.env, ROSTER_TEST_PASS: name },

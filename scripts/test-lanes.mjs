@@ -1,21 +1,31 @@
 #!/usr/bin/env node
-// Every suite, in two lanes at once (package.json "test", after lint, type-check
-// and the dist check):
+// Every check and suite `npm test` runs (package.json "test"), and the inner
+// loop's subset (`npm run test:fast`, with --fast):
 //
+//   preflight    lint, the type-check and the dist check, one after another;
+//                a failure stops here (there is no point building a box image
+//                for code that does not compile).
 //   engine lane  the suites that drive boxes, one file at a time (they share one
-//                engine): vitest's global setup builds the box image first, then
-//                scripts/test-engines.mjs runs the engine suites again under
-//                Podman and under Docker/runsc. Its output streams as it comes.
+//                engine): vitest's global setup makes the box image current
+//                first, then scripts/test-engines.mjs runs the cases that depend
+//                on the engine or the box's runtime again under Podman and under
+//                Docker/runsc. Its output streams as it comes.
 //   host lane    the suites that need no engine (scripts/host-suites.mjs) on this
-//                Node, then again on Node 24 (scripts/test-node24.mjs), from when
-//                the box image is ready (or the engine lane ended without one).
-//                Its output is kept and printed whole once both lanes have ended.
+//                Node, then the ones where Node's version matters again on Node
+//                24 (scripts/test-node24.mjs), from when the box image is ready
+//                (or the engine lane ended without one). Its output is kept and
+//                printed whole once both lanes have ended.
 //
-// Why: CI's machine has 2 cores, and a box test leaves about 40% of them idle
-// (it waits on the engine), while the host lane is mostly one busy process. The
-// image build leaves little: run beside it, the host lane slowed it by half.
+// --fast: the preflight and the host suites on this Node; no engine, no image,
+// no Node 24 (a few minutes: the inner loop). The full command is what CI runs.
+//
+// Why two lanes: CI's machine has 2 cores, and a box test leaves part of them
+// idle (it waits on the engine), while the host lane is mostly one busy process.
+// The image build leaves little: run beside it, the host lane slowed it by half.
 // Measured in bench/NOTES.md ("CI's time"). A lane that fails fails the command;
 // the other lane still runs to its end, so one run says everything that broke.
+// Every pass records each file's time (test/support/timing-reporter.ts); the
+// command ends with what the run cost (scripts/test-timings.mjs).
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,7 +37,19 @@ import { readPasses, render, summarise, TIMINGS_DIR } from "./test-timings.mjs";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const vitest = join(root, "node_modules/vitest/vitest.mjs");
 const node = process.execPath;
+const fast = process.argv.includes("--fast");
 const suites = hostSuites(root);
+
+const PREFLIGHT = [
+  [node, [join(root, "node_modules/@biomejs/biome/bin/biome"), "check", "."]],
+  [node, [join(root, "node_modules/typescript/bin/tsc"), "--noEmit"]],
+  [node, [join(root, "scripts/build-runner.mjs"), "--check"]],
+];
+const HOST_PASS = [
+  node,
+  [vitest, "run", "--config", "vitest.host.config.ts", ...suites],
+  { ROSTER_TEST_PASS: "host" },
+];
 
 /** The steps of a lane run one after another; `stopOnFailure` skips the rest after one fails. */
 const LANES = {
@@ -40,14 +62,7 @@ const LANES = {
   },
   host: {
     stopOnFailure: false,
-    steps: [
-      [
-        node,
-        [vitest, "run", "--config", "vitest.host.config.ts", ...suites],
-        { ROSTER_TEST_PASS: "host" },
-      ],
-      [node, [join(root, "scripts/test-node24.mjs")], { ROSTER_TEST_PASS: "host-node24" }],
-    ],
+    steps: [HOST_PASS, [node, [join(root, "scripts/test-node24.mjs")]]],
   },
 };
 
@@ -100,8 +115,24 @@ async function lane(name, stdio, env = {}) {
 }
 
 const began = Date.now();
+const seconds = () => Math.round((Date.now() - began) / 1000);
 // this run's timings only: a pass that did not run this time leaves no stale file
 rmSync(TIMINGS_DIR, { recursive: true, force: true });
+
+for (const each of PREFLIGHT)
+  if (!(await step(each, {}, "inherit"))) {
+    console.error(`test-lanes: FAILED in the preflight (${each[1][0]}), after ${seconds()} s`);
+    process.exit(1);
+  }
+console.error(`test-lanes: lint, types and the compiled runner are clean (${seconds()} s)`);
+
+if (fast) {
+  const ok = await step(HOST_PASS, { DOCKER_HOST: NO_ENGINE }, "inherit");
+  console.log(render(summarise(readPasses()), seconds()));
+  console.log(`\ntest-lanes: the fast pass ${ok ? "passed" : "FAILED"}`);
+  process.exit(ok ? 0 : 1);
+}
+
 const logDir = mkdtempSync(join(tmpdir(), "roster-host-lane-"));
 const logFile = join(logDir, "host-lane.log");
 const imageReady = join(logDir, "image-ready");
@@ -115,7 +146,7 @@ const host = (async () => {
   while (!existsSync(imageReady) && !engineEnded)
     await new Promise((resolve) => setTimeout(resolve, 1000));
   console.error(
-    `test-lanes: the host lane (${suites.length} suites that need no engine, on this Node, then on Node 24) starts beside this one; its output follows at the end`,
+    `test-lanes: the host lane (${suites.length} suites that need no engine, on this Node, then some on Node 24) starts beside this one; its output follows at the end`,
   );
   return lane("host", ["ignore", log, log], { DOCKER_HOST: NO_ENGINE });
 })();
@@ -124,7 +155,7 @@ closeSync(log);
 console.log(`\n──── the host lane's output ────\n`);
 process.stdout.write(readFileSync(logFile));
 rmSync(logDir, { recursive: true, force: true });
-console.log(render(summarise(readPasses()), (Date.now() - began) / 1000));
+console.log(render(summarise(readPasses()), seconds()));
 console.log(
   `\ntest-lanes: engine lane ${engineOk ? "passed" : "FAILED"}, host lane ${hostOk ? "passed" : "FAILED"}`,
 );

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The host-side suites that need no Docker, run again on Node 24 (the host is
+// The host-side suites where Node's version matters, run again on Node 24 (the host is
 // developed on Node 20; users on a current distribution run 22 or 24).
 //
 // Node 24 comes from the npm registry, the way the offline base gets it
@@ -8,17 +8,17 @@
 // version that file pins, unpacked into .cache/ (gitignored) and reused.
 // Nothing is downloaded from anywhere but the registry npm is configured for.
 //
-// Run: the host suites (scripts/host-suites.mjs says which, and why
-// DOCKER_HOST points at nothing). scripts/test-lanes.mjs runs this in its host
+// Run: the host suites where Node's version matters (NODE24_SUITES in
+// scripts/host-suites.mjs says which, and why DOCKER_HOST points at nothing). scripts/test-lanes.mjs runs this in its host
 // lane, beside the engine suites.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { hostSuites, NO_ENGINE } from "./host-suites.mjs";
+import { hostSuites, NO_ENGINE, NODE24_SUITES } from "./host-suites.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const SUITES = hostSuites(root);
+const SUITES = hostSuites(root, NODE24_SUITES);
 
 function fail(message) {
   console.error(`test-node24: ${message}`);
@@ -90,6 +90,7 @@ const status = run(
       // every `node` a test starts (by name or as process.execPath) is Node 24
       PATH: `${dirname(binary)}:${process.env.PATH ?? ""}`,
       DOCKER_HOST: NO_ENGINE,
+      ROSTER_TEST_PASS: "host-node24",
     },
   },
 );

@@ -45,7 +45,9 @@ describe.skipIf(!docker)("roster box exec", () => {
     return { code: result.code, envelope: JSON.parse(lines[0] ?? "") as Envelope };
   };
 
-  it("runs in ~/workspace with the worker's mounts and reports exit 0 with both streams", async () => {
+  it("runs in ~/workspace with the worker's mounts and reports exit 0 with both streams", {
+    tags: ["runtime"],
+  }, async () => {
     const { code, envelope } = await exec(
       "pwd; cat ~/mnt/reference/facts.txt; echo to-stderr >&2; touch ~/mnt/reference/x 2>/dev/null || echo read-only",
     );
@@ -91,7 +93,9 @@ describe.skipIf(!docker)("roster box exec", () => {
     expect(second).toMatchObject({ code: 0, envelope: { status: "ok", stdout: "second\n" } });
   });
 
-  it("kills the box at the timeout: a signal with its reason, no exit code, exit 124", async () => {
+  it("kills the box at the timeout: a signal with its reason, no exit code, exit 124", {
+    tags: ["runtime"],
+  }, async () => {
     const { code, envelope } = await exec("echo started; sleep 60", ["--timeout", "2"]);
     expect(code).toBe(124);
     expect(envelope).toMatchObject({
@@ -109,7 +113,9 @@ describe.skipIf(!docker)("roster box exec", () => {
     expect(left).toHaveLength(0);
   });
 
-  it("reports a command killed for passing the box's memory limit: SIGKILL, reason memory", async () => {
+  it("reports a command killed for passing the box's memory limit: SIGKILL, reason memory", {
+    tags: ["runtime"],
+  }, async () => {
     // the worker lowers its [box] memory; the command then asks for four times that
     const workerToml = join(deployment.paths.config, "workers/elf/worker.toml");
     const before = await readFile(workerToml, "utf8");

@@ -42,7 +42,7 @@ if (!podmanPass)
 else if (!podman && !isCI)
   console.warn(`skipping Podman tests: no Podman API socket at ${ROOTFUL} (box/with-docker.sh)`);
 
-describe.skipIf(!podmanPass || (!podman && !isCI))("Podman", () => {
+describe.skipIf(!podmanPass || (!podman && !isCI))("Podman", { tags: ["engine"] }, () => {
   const env = { ...process.env, DOCKER_HOST: `unix://${ROOTFUL}` };
 
   it("is found from its socket and named with its runtime", async () => {

@@ -55,7 +55,9 @@ describe.skipIf(!docker)("declared toolchains", () => {
     await removeToolchainImages();
   });
 
-  it("builds a declared Debian package into the worker's image, then reuses it", async () => {
+  it("builds a declared Debian package into the worker's image, then reuses it", {
+    tags: ["engine"],
+  }, async () => {
     await declare(["sl"]);
     const built = await deployment.roster(["box", "build", "--worker", "elf", "--json"], {
       timeoutMs: 240_000,

@@ -55,7 +55,7 @@ describe.skipIf(!docker)("the toolchain volume", () => {
     await deployment?.cleanup();
   });
 
-  it("keeps what a run installs for the next run of the worker", async () => {
+  it("keeps what a run installs for the next run of the worker", { tags: ["engine"] }, async () => {
     const first = await exec(
       "npm config get prefix; echo kept > /opt/tools/marker; mkdir -p /opt/tools/npm/bin && printf '#!/bin/sh\\necho tool-ran\\n' > /opt/tools/npm/bin/mytool && chmod +x /opt/tools/npm/bin/mytool",
     );
@@ -84,7 +84,9 @@ describe.skipIf(!docker)("the toolchain volume", () => {
     expect(log.stdout).toBe("a\nb\n");
   });
 
-  it("a new image gets a new volume, and prune removes the stale one but not a running box's", async () => {
+  it("a new image gets a new volume, and prune removes the stale one but not a running box's", {
+    tags: ["engine"],
+  }, async () => {
     const [old] = await volumes();
     await writeFile(workerToml, `${original}\n[toolchain]\napt = ["sl"]\n`);
     const fresh = await exec("test -e /opt/tools/marker && echo old || echo fresh");

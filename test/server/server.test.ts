@@ -106,7 +106,9 @@ describe.skipIf(!docker)("roster server", () => {
     expect(existsSync(join(deployment.paths.state, "server.json"))).toBe(false);
   });
 
-  it("after a SIGKILL mid-task: orphans reaped, records finished as crash, nothing that reported done runs twice or counts as done", async () => {
+  it("after a SIGKILL mid-task: orphans reaped, records finished as crash, nothing that reported done runs twice or counts as done", {
+    tags: ["engine"],
+  }, async () => {
     let restarted = false;
     const step = (request: RecordedRequest): Turn => {
       const task = taskOf(request);

@@ -46,7 +46,9 @@ describe.skipIf(!docker)("roster talk in a terminal", () => {
     return textOf([...messages].reverse().find((m) => m.role === "user")?.content);
   };
 
-  it("two quick messages are two ordered turns in one box; only the first carries the history", async () => {
+  it("two quick messages are two ordered turns in one box; only the first carries the history", {
+    tags: ["runtime"],
+  }, async () => {
     const history = join(deployment.paths.data, "channels", channel);
     await mkdir(history, { recursive: true });
     await writeFile(
@@ -113,7 +115,9 @@ describe.skipIf(!docker)("roster talk in a terminal", () => {
     expect(record).toMatchObject({ state: "done", ended_by: "idle", turns: 1 });
   });
 
-  it("a box killed mid-turn is reported, and the next message works in a new box", async () => {
+  it("a box killed mid-turn is reported, and the next message works in a new box", {
+    tags: ["engine"],
+  }, async () => {
     model.play({ text: "never seen", delayMs: 30_000 }, { text: "Back again." });
     const before = model.requests.length;
     const sessionsBefore = sessions().length;
