@@ -7,7 +7,6 @@ import { startBox } from "../../runner/box/lifecycle.ts";
 import { engineRuntime } from "../../runner/box/runtime-check.ts";
 import { DAEMON_JSON, findRunsc, setUpRunsc } from "../../runner/box/runtime-setup.ts";
 import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
-import { runRoster } from "../support/cli.ts";
 import { isCI, testDocker, testEngine } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
@@ -17,7 +16,8 @@ import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
  * --fix` registers it (with the flags the door needs) and reloads dockerd; a
  * box under it sees gVisor's kernel and still reaches the gateway through the
  * door; a runtime the engine does not list is refused before any container
- * exists; a worker may not drop what org.toml requires. Without runsc the
+ * exists (a worker may not drop what org.toml requires: that is config, in
+ * test/unit/runtime-narrows.test.ts). Without runsc the
  * suite fails in CI (it must not pass by not running) and skips, saying why,
  * elsewhere.
  */
@@ -167,44 +167,5 @@ describe.skipIf(!docker || (!runsc && !isCI))("gVisor (runsc) boxes", () => {
       /daemon\.json is not valid JSON .*nothing was changed/,
     );
     expect(await readFile(file, "utf8")).toBe('{ "log-level": "warn", ');
-  });
-});
-
-describe("[box] runtime narrows", () => {
-  let root: string;
-  const rosterIn = (args: string[]) => runRoster(args, { ROSTER_ROOT: root });
-  beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), "roster-runtime-narrow-"));
-    expect((await rosterIn(["init"])).code).toBe(0);
-  });
-  afterAll(async () => {
-    await rm(root, { recursive: true, force: true });
-  });
-  const setRuntimes = async (org: string | undefined, worker: string) => {
-    const orgFile = join(root, "config/org.toml");
-    const text = (await readFile(orgFile, "utf8")).replace(/^runtime = .*\n/m, "");
-    await writeFile(
-      orgFile,
-      org ? text.replace(/^\[box\]\n/m, `[box]\nruntime = "${org}"\n`) : text,
-    );
-    await writeFile(
-      join(root, "config/workers/elf/worker.toml"),
-      `name = "elf"\n\n[box]\nruntime = "${worker}"\n`,
-    );
-  };
-
-  it("a worker can never drop runsc when org.toml requires it", async () => {
-    await setRuntimes("runsc", "runc");
-    const result = await rosterIn(["validate"]);
-    expect(result.code).toBe(2);
-    expect(result.stdout).toContain(
-      `workers/elf/worker.toml:4: box.runtime: "runc" drops the gVisor kernel org.toml requires (runtime = "runsc"); a worker's config may only narrow the org's`,
-    );
-  });
-
-  it("a worker may require runsc when org.toml does not", async () => {
-    await setRuntimes(undefined, "runsc");
-    const result = await rosterIn(["validate"]);
-    expect(result.code, result.stdout).toBe(0);
   });
 });

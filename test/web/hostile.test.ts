@@ -96,7 +96,9 @@ const read = async (path: string, over: Partial<typeof PAGE_DEFAULTS> = {}) => {
   const [page] = await fetchPages([`${base}${path}`], {
     ...PAGE_DEFAULTS,
     maxBytes: 2 * 1024 * 1024,
-    timeoutMs: 3000,
+    // long enough for a page that does arrive on a busy machine: a case about
+    // the deadline sets its own, on a page that never finishes
+    timeoutMs: 30_000,
     ...over,
   });
   if (!page) throw new Error("no page");
@@ -112,10 +114,9 @@ describe("hostile pages", () => {
   });
 
   it("stops a gzip bomb at the decompressed cap", async () => {
-    const started = Date.now();
     const page = await read("/bomb");
+    expect(page.error).toBeUndefined();
     expect(page.text).toContain("only the start was read");
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it("decodes by Content-Type charset and by <meta charset>", async () => {
@@ -134,9 +135,10 @@ describe("hostile pages", () => {
   });
 
   it("gives up on a page that never finishes, within its timeout", async () => {
+    // the page never ends: only the deadline can end the read, and it says so
     const started = Date.now();
     const page = await read("/never", { timeoutMs: 1500 });
-    expect(Date.now() - started).toBeLessThan(4000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
     expect(`${page.error ?? ""}${page.text}`).toMatch(/timed out|did not finish loading/);
   });
 
