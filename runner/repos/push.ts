@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { RepoPolicy } from "../config/connections.ts";
 import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
@@ -191,13 +191,18 @@ export interface Landed {
   deletions?: number;
 }
 
+/** The lock file of a repo's lane: whoever holds it is the one landing on that repo now. */
+export function laneLock(paths: RosterPaths, repo: string): string {
+  return join(paths.state, "locks", `repo-${repo}.lock`);
+}
+
 /** Lands a held proposal: fast-forward only, compare-and-swap, one push per repo at a time. */
 export async function land(request: PushRequest): Promise<Landed> {
   const { paths, worker, runId, repo, head } = request;
   if (!runId) throw new PushRefused("only a run can push: this proposal has no run");
   const target = gatedTarget(paths, worker, repo);
-  const lock = join(paths.state, "locks", `repo-${repo}.lock`);
-  await mkdir(join(paths.state, "locks"), { recursive: true });
+  const lock = laneLock(paths, repo);
+  await mkdir(dirname(lock), { recursive: true });
   return withFileLockWaiting(lock, `repo "${repo}"`, LANE_WAIT_MS, async () => {
     const held = incomingRef(worker, runId, head);
     if ((await resolveRef(target.canonical, held)) !== head)

@@ -1,11 +1,13 @@
 import { generateKeyPairSync } from "node:crypto";
 import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approveGate } from "../../runner/actions/desk.ts";
 import { showGate } from "../../runner/actions/desk-view.ts";
 import { findGate } from "../../runner/actions/gates.ts";
+import { withFileLock } from "../../runner/files/file-lock.ts";
 import { readJournal } from "../../runner/journal/journal.ts";
+import { incomingRef, laneLock } from "../../runner/repos/push.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import {
@@ -141,19 +143,37 @@ describe("repo_push lands", () => {
     expect(mainOf(canonical)).toBe(head);
   });
 
-  it("two pushes at once: both land in some order, or the second is told it is stale; no commit is lost", async () => {
+  it("two pushes checked against the same main: the lane lands one, the other is told it is stale; no commit is lost", async () => {
     const a = await newRun();
     const b = await newRun();
     writeFileSync(join(a.clone, "a.md"), "a\n");
     writeFileSync(join(b.clone, "b.md"), "b\n");
     const headA = commitAndBundle(a.clone, a.runId, "a");
     const headB = commitAndBundle(b.clone, b.runId, "b");
-    const [ra, rb] = await Promise.all([a.push(headA), b.push(headB)]);
-    // both were checked against the same main; the lane lets one land, the other finds it moved
-    // (refused when proposed, 409, or when landing, 502: either way it is told it is stale)
+    // Which status the loser gets depends on when it was checked: a proposal checked after the
+    // other landed is refused at once (409, as above); one checked before it passes, is held,
+    // and finds main moved only in the lane (land's compare-and-swap), which the action host
+    // answers as a failed run of the executor (502). Left to the scheduler, either can happen.
+    // So the lane is held here, as another landing would hold it, until both proposals have
+    // passed their checks and are held at their incoming refs: both were checked against the
+    // same main, and the lane alone decides.
+    const lane = laneLock(env.paths, "app");
+    mkdirSync(dirname(lane), { recursive: true });
+    const held = [incomingRef("elf", a.runId, headA), incomingRef("elf", b.runId, headB)];
+    const bothHeld = () => {
+      const refs = sh(canonical, ["for-each-ref", "--format=%(refname)", "refs/roster/incoming"]);
+      return held.every((ref) => refs.split("\n").includes(ref));
+    };
+    const pushes = await withFileLock(lane, "the test's landing", async () => {
+      const replies = Promise.all([a.push(headA), b.push(headB)]);
+      for (let i = 0; i < 600 && !bothHeld(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(bothHeld(), "both proposals passed their checks and are held").toBe(true);
+      // wrapped: returned bare, the lock would be held until they answer, which needs it
+      return { replies };
+    });
+    const [ra, rb] = await pushes.replies;
     const loser = ra.status === 200 ? { reply: rb, run: b } : { reply: ra, run: a };
-    expect([ra.status, rb.status]).toContain(200);
-    expect([409, 502]).toContain(loser.reply.status);
+    expect([ra.status, rb.status].sort()).toEqual([200, 502]);
     const winner = ra.status === 200 ? headA : headB;
     expect(String(loser.reply.body.error)).toContain(`stale: main is now ${winner}`);
     expect(mainOf(canonical)).toBe(winner);

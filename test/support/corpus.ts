@@ -2,13 +2,50 @@
  * The shared extraction corpus (third-party pages, read in place and never
  * copied into the project) and the word-overlap score used on it.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as cheerio from "cheerio";
 import { PROJECT_ROOT } from "../../runner/version.ts";
 
-export const CORPUS_DIR =
-  process.env.ROSTER_CORPUS_DIR ?? join(PROJECT_ROOT, "../shared/corpus/readability");
+/** Where the shared corpus lives: beside the project root, never inside it. */
+const SHARED_CORPUS = "../shared/corpus";
+
+const isFolder = (path: string) => existsSync(path) && statSync(path).isDirectory();
+
+/**
+ * The project root as its files say (symlinks resolved), and the path the run
+ * was started from when that is the same folder reached another way (a
+ * checkout behind a symlink): `../shared/corpus` is looked for beside each.
+ */
+function projectRoots(): string[] {
+  const roots = [PROJECT_ROOT];
+  const started = process.env.PWD;
+  if (started && isFolder(started) && realpathSync(started) === realpathSync(PROJECT_ROOT))
+    roots.push(started);
+  return roots;
+}
+
+/**
+ * The readability pages: ROSTER_CORPUS_DIR when set (a folder it names that is
+ * not there fails loudly in loadCorpus, never skips), else
+ * `../shared/corpus/readability` beside the project root. `absent` says why
+ * there is none, only when no `../shared/corpus` is there at all: a corpus that
+ * is there but broken is a failure, not a reason to skip.
+ */
+function locateCorpus(): { dir: string; absent?: string } {
+  const named = process.env.ROSTER_CORPUS_DIR;
+  if (named) return { dir: named };
+  const candidates = [...new Set(projectRoots().map((root) => join(root, SHARED_CORPUS)))];
+  const found = candidates.find(isFolder);
+  if (found) return { dir: join(found, "readability") };
+  return {
+    dir: join(candidates[0] ?? SHARED_CORPUS, "readability"),
+    absent: `no ${SHARED_CORPUS} beside the project root (looked for ${candidates.join(" and ")}; ROSTER_CORPUS_DIR can name its readability folder elsewhere)`,
+  };
+}
+
+const located = locateCorpus();
+export const CORPUS_DIR = located.dir;
 
 export interface CorpusPage {
   name: string;
@@ -17,8 +54,13 @@ export interface CorpusPage {
   title: string;
 }
 
+/** Why there is no corpus here, or undefined when there is one to read. */
+export function corpusAbsence(): string | undefined {
+  return located.absent;
+}
+
 export function corpusAvailable(): boolean {
-  return existsSync(CORPUS_DIR);
+  return located.absent === undefined;
 }
 
 export function loadCorpus(): CorpusPage[] {
