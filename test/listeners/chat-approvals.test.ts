@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
-import { appendFile } from "node:fs/promises";
+import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Offer } from "../../runner/listeners/offers.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
 import { chatWorker, lazyServer, until } from "../support/chat-turns.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
@@ -60,6 +61,11 @@ describe.skipIf(!docker)("approvals from chat (Discord)", () => {
     await until(() => offerFor(gate.id), "the offer in the room");
     return gate.id;
   };
+  /** When the server recorded that a gate's offer lapses. */
+  const offerExpiry = (gate: string) =>
+    (
+      JSON.parse(readFileSync(join(deployment.paths.state, "chat-offers.json"), "utf8")) as Offer[]
+    ).find((offer) => offer.gate_id === gate)?.expires_at;
   const auditLines = () =>
     readFileSync(join(deployment.paths.audit, "decisions.jsonl"), "utf8")
       .trim()
@@ -81,7 +87,8 @@ describe.skipIf(!docker)("approvals from chat (Discord)", () => {
       modelKey: "APPROVALS-KEY",
       extraOrg: [
         '[[action]]\nname = "message-user"\nexecutor = "message-user"\n',
-        `[chat]\napprovers = ["discord:${ANA.id}"]\noffer_ttl_mins = 0.25\n`,
+        // offers stand an hour here; the test of a lapsed offer shortens it for its own
+        `[chat]\napprovers = ["discord:${ANA.id}"]\noffer_ttl_mins = 60\n`,
       ].join("\n"),
     });
     await appendFile(
@@ -149,9 +156,21 @@ describe.skipIf(!docker)("approvals from chat (Discord)", () => {
   });
 
   it("an offer past its time is refused; the gate stays pending for the desk", async () => {
+    // the server reads [chat] as it offers: offers made from now on stand 0.6 seconds
+    const org = join(deployment.paths.config, "org.toml");
+    const text = await readFile(org, "utf8");
+    // the line beforeAll wrote, not the commented example above it
+    const ttl = /^offer_ttl_mins = 60$/m;
+    expect(text).toMatch(ttl);
+    await writeFile(org, text.replace(ttl, "offer_ttl_mins = 0.01"));
     const gate = await ask("a late note");
     const offer = offerFor(gate);
-    await new Promise((resolve) => setTimeout(resolve, 16_000));
+    // pressed once the offer's recorded time has passed, not after a guessed sleep
+    const recorded = offerExpiry(gate);
+    expect(recorded, "the offer's recorded expiry").toBeDefined();
+    const expiresAt = Date.parse(recorded ?? "");
+    expect(expiresAt - Date.now(), "the shortened offer_ttl_mins applies").toBeLessThan(60_000);
+    await until(() => Date.now() > expiresAt, "the offer to lapse");
     const late = discord.press({
       message_id: offer?.id ?? "",
       custom_id: `roster-gate:${gate}:deny`,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { readRecord, runDir } from "../../runner/runs/run-record.ts";
 import { readTasks, type Task } from "../../runner/tasks/store.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type Turn } from "../support/model-server.ts";
@@ -61,17 +62,25 @@ describe.skipIf(!docker)("host-attested outcomes", () => {
   });
 
   it("fails a task that reports complete and then hits its ceiling, and task show says why", async () => {
-    const task = await addTask(deployment, "report, then keep talking", "--ceiling", "0.25");
-    // reported at once, then the next answer takes far longer than the 15-second ceiling
+    // 9 seconds from the box's start: room for pi to start and report (about two seconds)
+    const task = await addTask(deployment, "report, then keep talking", "--ceiling", "0.15");
+    // reported at once, then the next answer takes far longer than the ceiling
     model.play(complete("all written"), { text: "still going", delayMs: 90_000 });
-    const started = Date.now();
     const result = await once(deployment);
     expect(result.code, result.stderr).toBe(0);
-    expect(Date.now() - started).toBeLessThan(80_000);
-    expect(result.stderr).toMatch(/task t-\w+ of elf: failed \(run [\w-]+, ceiling\)/);
+    const run = /task t-\w+ of elf: failed \(run ([\w-]+), ceiling\)/.exec(result.stderr)?.[1];
+    expect(run, result.stderr).toBeDefined();
+    // the ceiling ended it, not the model's answer: the run's record says so
+    expect(readRecord(runDir(deployment.paths.state, "elf", run ?? "?"))).toMatchObject({
+      state: "failed",
+      ended_by: "ceiling",
+      ceiling_min: 0.15,
+    });
+    // and it was asking the model again when it did
+    expect(model.remaining).toBe(0);
     expect(taskNow(deployment, task.id)).toMatchObject({
       state: "failed",
-      note: 'failed: the run hit its 0.25-minute ceiling after reporting complete ("all written")',
+      note: 'failed: the run hit its 0.15-minute ceiling after reporting complete ("all written")',
     });
 
     const shown = await deployment.roster(["task", "show", task.id]);
@@ -81,7 +90,7 @@ describe.skipIf(!docker)("host-attested outcomes", () => {
       /run {7}[\w-]+, ended by ceiling; it reported complete: "all written"/,
     );
     expect(shown.stdout).toContain(
-      "outcome   failed: the run hit its 0.25-minute ceiling after reporting complete",
+      "outcome   failed: the run hit its 0.15-minute ceiling after reporting complete",
     );
   });
 
