@@ -13,7 +13,7 @@ const docker = await testDocker();
 const bash = (command: string): ScriptStep => ({
   toolCalls: [{ name: "bash", arguments: { command } }],
 });
-/** pi's first sign of life comes within a second of its box starting: this stops nothing early. */
+/** Well past pi's start (about a second here, two on a slow machine): it stops nothing early. */
 const STALL_SECS = 4;
 
 /**
