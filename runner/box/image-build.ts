@@ -5,7 +5,7 @@ import { assembleContext, type ContextSources } from "./build-context.ts";
 import { buildReader } from "./build-output.ts";
 import type { BoxEngine } from "./engine.ts";
 import { BOX_CONTRACT, BOX_IMAGE, DEFAULT_BASE, LABELS, OFFLINE_BASE } from "./layout.ts";
-import { buildOfflineBase } from "./offline-base.ts";
+import { baseRecipeHash, buildOfflineBase } from "./offline-base.ts";
 import type { Progress } from "./progress.ts";
 import { sourceHash } from "./source-hash.ts";
 
@@ -56,10 +56,15 @@ export async function resolveBase(options: BuildOptions): Promise<string> {
         `base: ${configured} can't be pulled (${errorMessage(error).split("\n")[0]}); using a base built from Debian packages`,
       );
     }
-    if (await engine.image(OFFLINE_BASE)) {
+    const cached = await engine.image(OFFLINE_BASE);
+    if (cached?.labels[LABELS.baseRecipe] === baseRecipeHash()) {
       progress.note(`base: using the cached ${OFFLINE_BASE} (--rebuild-base makes a new one)`);
       return OFFLINE_BASE;
     }
+    if (cached)
+      progress.note(
+        `base: the cached ${OFFLINE_BASE} was made by another recipe than this roster's (runner/box/offline-base.ts, its Node pin); making it again`,
+      );
   }
   return buildOfflineBase(engine, progress, options.env);
 }

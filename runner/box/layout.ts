@@ -47,6 +47,8 @@ export const LABELS = {
   source: "org.roster.source",
   /** The name roster built it as: an image under another name (one built FROM it) is not roster's to rebuild. */
   tag: "org.roster.tag",
+  /** On the Debian-built base: the hash of the recipe it was made by (offline-base.ts). */
+  baseRecipe: "org.roster.base.recipe",
 } as const;
 
 /** Container labels that let orphaned boxes be found. */

@@ -1,11 +1,14 @@
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RosterError } from "../errors.ts";
+import { PROJECT_ROOT } from "../version.ts";
 import { baseSourcesFile, debianSources } from "./debian-sources.ts";
 import type { BoxEngine } from "./engine.ts";
-import { OFFLINE_BASE } from "./layout.ts";
+import { LABELS, OFFLINE_BASE } from "./layout.ts";
 import type { Progress } from "./progress.ts";
 import { onPath, runCommand } from "./run-command.ts";
 
@@ -19,6 +22,26 @@ import { onPath, runCommand } from "./run-command.ts";
 /** Pinned so that a rebuilt base is the same base. */
 export const NODE_PACKAGE_VERSION = "24.22.3";
 export const NPM_PACKAGE_VERSION = "11.19.1";
+
+/** The files whose code makes the base: a change to either is a new recipe. */
+const RECIPE_FILES = ["runner/box/offline-base.ts", "runner/box/debian-sources.ts"];
+
+/**
+ * The hash of everything the base is made from: this recipe's code, the
+ * pinned Node and npm, and the machine's architecture. The base carries it
+ * as a label (LABELS.baseRecipe); a cached base with another (or none) was
+ * made some other way and is made again (image-build.ts), so the slow path —
+ * debootstrap, Node from npm — runs whenever its inputs change, and only then.
+ */
+export function baseRecipeHash(root = PROJECT_ROOT): string {
+  const hash = createHash("sha256");
+  hash.update(`${nodePackageName()}\0npm@${NPM_PACKAGE_VERSION}\0`);
+  for (const file of RECIPE_FILES) {
+    hash.update(`${file}\0`);
+    hash.update(readFileSync(join(root, file)));
+  }
+  return `sha256:${hash.digest("hex")}`;
+}
 
 function nodePackageName(): string {
   const arch = process.arch === "arm64" ? "arm64" : "x64";
@@ -99,7 +122,9 @@ export async function buildOfflineBase(
     await rm(join(rootfs, "var/cache/apt/srcpkgcache.bin"), { force: true });
 
     progress.step(`base: importing the tree as ${OFFLINE_BASE}`);
-    await importTree(engine, rootfs, progress);
+    await importTree(engine, rootfs, progress, OFFLINE_BASE, {
+      [LABELS.baseRecipe]: baseRecipeHash(),
+    });
     return OFFLINE_BASE;
   } finally {
     await rm(work, { recursive: true, force: true });
@@ -142,6 +167,7 @@ export async function importTree(
   rootfs: string,
   progress: Progress,
   name = OFFLINE_BASE,
+  labels: Record<string, string> = {},
 ): Promise<void> {
   const [repo, tag] = name.split(":");
   const tar = spawn("tar", ["--numeric-owner", "-C", rootfs, "-c", "."], {
@@ -161,6 +187,7 @@ export async function importTree(
         "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "ENV LANG=C.UTF-8",
         'CMD ["node"]',
+        ...Object.entries(labels).map(([key, value]) => `LABEL ${key}=${value}`),
       ],
     },
     (message) => {

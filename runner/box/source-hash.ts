@@ -9,11 +9,13 @@ import {
   extensionFilter,
   extensionsSource,
 } from "./build-context.ts";
+import { baseRecipeHash } from "./offline-base.ts";
 
 /**
  * What the box image was built from, as one hash: the path and bytes of every
  * file the build context takes from the project (the Dockerfile, box/'s tools,
- * the engine pin and run-pi, every file under extensions/ but node_modules).
+ * the engine pin and run-pi, every file under extensions/ but node_modules),
+ * and the recipe of the Debian-built base (offline-base.ts).
  * The image carries it as a label; a run compares it with the files as they
  * are now, so a tool dropped into extensions/ is noticed at the next run.
  * The host's build CA is left out: it only reaches the stage that fetches
@@ -37,6 +39,9 @@ export async function sourceHash(sources: ContextSources = {}): Promise<string> 
   ];
   files.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const hash = createHash("sha256");
+  // the recipe of the Debian-built base it may stand on: a new one makes the
+  // base again (image-build.ts), so the box on it is rebuilt with it
+  hash.update(`base-recipe\0${baseRecipeHash()}\n`);
   for (const [path, source] of files) {
     const info = lstatSync(source);
     // a link is hashed as the link it is (the build copies it as one)
