@@ -10,7 +10,7 @@ import { sourceHash } from "../../runner/box/source-hash.ts";
 import { PROJECT_ROOT } from "../../runner/version.ts";
 import { runRoster } from "../support/cli.ts";
 import { testDocker, testEngine } from "../support/docker.ts";
-import { ModelServer, type ScriptStep } from "../support/model-server.ts";
+import { ModelServer, type ScriptStep, textOf } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**
@@ -23,16 +23,18 @@ const docker = await testDocker();
 const engine = (await testEngine()) as NonNullable<Awaited<ReturnType<typeof testEngine>>>;
 const FIXTURE = join(PROJECT_ROOT, "test/fixtures/extensions/echo_upper.ts");
 
+/** The dropped-in tool, and (in the same turn) a look at what the image holds beside it. */
 const callEchoUpper: ScriptStep = {
-  toolCalls: [{ name: "echo_upper", arguments: { text: "drop in" } }],
+  toolCalls: [
+    { name: "echo_upper", arguments: { text: "drop in" } },
+    { name: "bash", arguments: { command: "ls /opt/roster/engine/extensions/lib" } },
+  ],
 };
 const answerWithToolOutput: ScriptStep = (request) => {
-  const tool = [...(request.body.messages ?? [])]
-    .reverse()
-    .find((message) => message.role === "tool");
-  const content =
-    typeof tool?.content === "string" ? tool.content : JSON.stringify(tool?.content ?? "");
-  return { text: `TOOL OUTPUT:\n${content}` };
+  const outputs = (request.body.messages ?? [])
+    .filter((message) => message.role === "tool")
+    .map((message) => textOf(message.content));
+  return { text: `TOOL OUTPUT:\n${outputs.join("\n")}` };
 };
 
 describe.skipIf(!docker)("an image that follows the extensions", () => {
@@ -90,6 +92,8 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
 
   it("rebuilds at the next run when a tool is dropped in, and the model calls it", async () => {
     await cp(FIXTURE, join(extensions, "echo_upper.ts"));
+    // a helper beside it in lib/: baked into the image, never loaded as an extension of its own
+    await writeFile(join(extensions, "lib", "shared-note.ts"), "export const note = 1;\n");
     // the doctor sees it too, before any run
     const stale = await roster(["box", "doctor", "--image", tag]);
     expect(stale.stdout).toMatch(
@@ -106,8 +110,12 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
     expect(run.stderr).toMatch(/image: Step \d+\/\d+ : COPY extensions\//);
     expect(run.stderr).toMatch(new RegExp(`rebuilt ${tag} in \\d+\\.\\ds`));
     expect(run.stdout).toContain("ECHO:DROP IN");
+    // the box the run started from the rebuilt image has lib/ with the new helper in it
+    expect(run.stdout).toMatch(/^shared-note\.ts$/m);
     const labels = (await engine.image(tag))?.labels ?? {};
     expect(labels[LABELS.extensions]?.split(",")).toContain("echo_upper.ts");
+    // lib/ is imported by extensions, never loaded on its own
+    expect(labels[LABELS.extensions]?.split(",")).not.toContain("shared-note.ts");
     expect(labels[LABELS.source]).toBe(await sourceHash({ extensionsDir: extensions }));
     const doctor = await roster(["box", "doctor", "--image", tag, "--json"]);
     expect(JSON.parse(doctor.stdout)).toMatchObject({ image: { name: tag, current: true } });

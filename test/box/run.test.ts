@@ -8,7 +8,7 @@ import { SENTINEL } from "../../runner/box/box-env.ts";
 import { BOX_OPEN_FILES } from "../../runner/box/container-spec.ts";
 import { liveRuns } from "../../runner/gateway/identity.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
-import { hostBridgeAddress, testDocker } from "../support/docker.ts";
+import { testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
@@ -155,35 +155,6 @@ describe.skipIf(!docker)("roster run", () => {
     expect(second.stdout).toMatch(/\n0\s*$/m);
   });
 
-  it("locks the box in: no direct TCP to the host, no DNS, only the gateway", async () => {
-    const { createServer } = await import("node:net");
-    const bystander = createServer((socket) => socket.end("you should not see this\n"));
-    await new Promise<void>((resolve) => bystander.listen(0, "0.0.0.0", resolve));
-    const port = (bystander.address() as { port: number }).port;
-    try {
-      const probe = [
-        `timeout 5 bash -c 'exec 3<>/dev/tcp/${hostBridgeAddress()}/${port} && cat <&3' && echo tcp=open || echo tcp=blocked`,
-        "timeout 3 getent hosts example.com && echo dns=works || echo dns=none",
-        "curl -s -w '\\ngateway=%{http_code}\\n' https://example.invalid/ || true",
-      ].join("; ");
-      model.play(bash(probe), answerWithToolOutput);
-      const result = await deployment.roster(["run", "elf", "try to get out"]);
-      expect(result.code, result.stderr).toBe(0);
-      expect(result.stdout).toContain("tcp=blocked");
-      expect(result.stdout).not.toContain("you should not see this");
-      expect(result.stdout).toContain("dns=none");
-      // the gateway answered, on the host: web-read allows any https GET, so nothing refuses it
-      // (that would be a 403) and it is forwarded; the host's resolver says the name does not
-      // exist (.invalid never does, RFC 6761; a host with no resolver at all says EAI_AGAIN),
-      // and the gateway answers 502 naming the rule
-      expect(result.stdout).toMatch(
-        /\{"error":"upstream: (ENOTFOUND|EAI_AGAIN)","rule":"web-read"\}\ngateway=502/,
-      );
-    } finally {
-      bystander.close();
-    }
-  });
-
   it("kills a run at its ceiling: exit 2, recorded as ceiling", async () => {
     model.play(bash("sleep 120"), { text: "never" });
     const started = Date.now();
@@ -286,19 +257,33 @@ describe.skipIf(!docker)("roster run", () => {
     expect(events.at(-1)?.type).toBe("agent_settled");
   });
 
-  it("gives exposed credentials to the box only as a sentinel", async () => {
+  it("gives exposed credentials to the box only as a sentinel, and its tools the gateway as their proxy", async () => {
     const worker = join(deployment.paths.config, "workers/elf/worker.toml");
     const before = readFileSync(worker, "utf8");
     await writeFile(worker, `${before}\n[[expose]]\ncredential = "github"\nenv = "GITHUB_TOKEN"\n`);
     try {
       model.play(
-        bash('echo "token=$GITHUB_TOKEN"; env | grep -c REAL-MODEL-KEY || true'),
+        bash(
+          [
+            "curl -s -w '\\ngateway=%{http_code}\\n' https://example.invalid/ || true",
+            'echo "token=$GITHUB_TOKEN"',
+            "env | grep -c REAL-MODEL-KEY || true",
+          ].join("; "),
+        ),
         answerWithToolOutput,
       );
       const result = await deployment.roster(["run", "elf", "show the token"]);
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toContain(`token=${SENTINEL}`);
       expect(result.stdout).toMatch(/\n0\s*$/m);
+      // a plain curl from the worker's bash tool goes to the gateway, which answers on the host
+      // (that nothing else answers is the escape suite's, test/security/escape.test.ts): web-read
+      // allows any https GET, so nothing refuses it (that would be a 403) and it is forwarded; the
+      // host's resolver says the name does not exist (.invalid never does, RFC 6761; a host with
+      // no resolver at all says EAI_AGAIN), and the gateway answers 502 naming the rule
+      expect(result.stdout).toMatch(
+        /\{"error":"upstream: (ENOTFOUND|EAI_AGAIN)","rule":"web-read"\}\ngateway=502/,
+      );
     } finally {
       await writeFile(worker, before);
     }

@@ -295,6 +295,16 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
               group: "control",
               run: `curl -s -f --max-time 10 http://allowed.test:${listeningPort(allowed)}/ | grep -q "allowed saw ${VAULT_VALUE}"`,
             },
+            {
+              name: "the box's proxy is its door on loopback, with its run's token",
+              group: "control",
+              run: `[[ "$HTTPS_PROXY" =~ ^http://[^@/]+@127\\.0\\.0\\.1:${DOOR_PORT}$ ]]`,
+            },
+            {
+              name: "an ungranted host through the proxy gets the gateway's legible 403",
+              group: "control",
+              run: `test "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://example.test/)" = 403`,
+            },
           ],
         );
         expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);

@@ -126,33 +126,19 @@ describe.skipIf(!docker)("the Docker engine restarted between runs", () => {
     await deployment?.cleanup();
   });
 
-  it("the next run works, locked down as before", async () => {
+  it("the next run works: its box starts and reaches the model through its door", async () => {
     model.play({ text: "before the restart" });
     const before = await deployment.roster(["run", "elf", "hello"]);
     expect(before.code, before.stderr).toBe(0);
 
     await restartDockerd();
 
-    model.play(
-      {
-        toolCalls: [
-          {
-            name: "bash",
-            arguments: {
-              command:
-                "timeout 5 getent hosts example.com && echo dns=works || echo dns=none; curl -s -o /dev/null -w 'door=%{http_code}' https://example.invalid/",
-            },
-          },
-        ],
-      },
-      (request) => ({ text: `after: ${JSON.stringify(request.body.messages?.at(-1)?.content)}` }),
-    );
+    // the box reaches the model only through the gateway's door, so an answer means both came
+    // back (that the box is still locked in is the escape suite's: test/security/escape.test.ts)
+    model.play({ text: "after the restart" });
     const after = await deployment.roster(["run", "elf", "hello again"], { timeoutMs: 120_000 });
     expect(after.code, after.stderr).toBe(0);
-    expect(after.stdout).toContain("dns=none");
-    // the gateway still answers for the box: web-read lets the GET through, and the host's
-    // resolver finds no such name, a 502 (as in test/box/run.test.ts, which also checks its body)
-    expect(after.stdout).toContain("door=502");
+    expect(after.stdout.trim()).toBe("after the restart");
   }, 180_000);
 });
 
