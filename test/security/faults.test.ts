@@ -4,20 +4,16 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { approveGate } from "../../runner/actions/desk.ts";
-import { findGate, readGate } from "../../runner/actions/gates.ts";
 import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
-import { startEmailDesk, submitAction } from "../support/action-host.ts";
 import { bridgeGateway, hostBridgeAddress, testDocker } from "../support/docker.ts";
-import type { GatewayEnv } from "../support/gateway-env.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
-import type { SmtpSink } from "../support/smtp.ts";
 
 /**
  * Faults: parts of the host failing under a run. (The gateway dying mid-run
  * and the runner being killed mid-run are in test/box/gateway-death.test.ts
- * and test/box/run.test.ts.)
+ * and test/box/run.test.ts; an executor down when its gate is approved, which
+ * needs no box, in test/actions/executor-down.test.ts.)
  */
 const docker = await testDocker();
 
@@ -140,43 +136,4 @@ describe.skipIf(!docker)("the Docker engine restarted between runs", () => {
     expect(after.code, after.stderr).toBe(0);
     expect(after.stdout.trim()).toBe("after the restart");
   }, 180_000);
-});
-
-describe("a gate approved while its executor is down", () => {
-  let env: GatewayEnv;
-  let smtp: SmtpSink;
-
-  beforeAll(async () => {
-    ({ env, smtp } = await startEmailDesk());
-  });
-  afterAll(async () => {
-    await env?.cleanup();
-    await smtp?.stop();
-  });
-
-  it("fails legibly, is retried by the next approval once the server is back, and sends once", async () => {
-    // the mail server's address, with nothing listening there
-    const live = smtp.vaultCredential("elf@roster.test");
-    await env.writeVault("smtp", { ...live, port: "9" });
-    const reply = await submitAction(env, await env.token("elf"), {
-      intent: "email-send",
-      payload: { to: ["lead@example.test"], subject: "numbers", body: "the numbers" },
-      rationale: "asked for",
-    });
-    expect(reply.status, JSON.stringify(reply.body)).toBe(202);
-    const gate = findGate(env.paths, String(reply.body.gate_id));
-
-    const down = await approveGate(env.paths, gate, { by: "op" });
-    expect(down.state).toBe("failed");
-    expect(down.error).toMatch(/ECONNREFUSED|connect/i);
-    expect(smtp.received).toHaveLength(0);
-
-    await env.writeVault("smtp", live);
-    const retried = await approveGate(env.paths, gate, { by: "op" });
-    expect(retried.state).toBe("executed");
-    const again = await approveGate(env.paths, gate, { by: "op" });
-    expect(again.state).toBe("executed");
-    expect(smtp.received).toHaveLength(1);
-    expect(readGate(env.paths, "elf", gate.id)?.state).toBe("executed");
-  });
 });
