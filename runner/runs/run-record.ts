@@ -51,10 +51,15 @@ export interface RunRecord {
   runner_pid?: number;
 }
 
-/** UTC timestamp + random suffix: sorts by time, unique without coordination. */
+/**
+ * UTC timestamp + a hex suffix: sorts by time, unique without coordination.
+ * The suffix is the millisecond (3 hex digits, 000–3e7), so runs started
+ * within one second still list newest first, then 8 random ones.
+ */
 export function newRunId(now = new Date()): string {
   const stamp = now.toISOString().slice(0, 19).replace(/[:T]/g, "-");
-  return `${stamp}-${randomUUID().replace(/-/g, "").slice(0, 8)}`;
+  const ms = now.getUTCMilliseconds().toString(16).padStart(3, "0");
+  return `${stamp}-${ms}${randomUUID().replace(/-/g, "").slice(0, 8)}`;
 }
 
 export function runDir(stateRoot: string, worker: string, id: string): string {

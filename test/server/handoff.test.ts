@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { listRuns, readRecord, runDir } from "../../runner/runs/run-record.ts";
 import { readTasks } from "../../runner/tasks/store.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
@@ -72,7 +72,13 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
         exit_code: 3,
         stdout: "here\n",
       });
-      expect(latest()).toMatchObject({ kind: "exec", state: "failed", runner_pid: server.pid });
+      // found by the id its envelope names: two runs in one second need not list newest first
+      const execId = String(JSON.parse(exec.stdout).run_id);
+      expect(readRecord(runDir(deployment.paths.state, "elf", execId))).toMatchObject({
+        kind: "exec",
+        state: "failed",
+        runner_pid: server.pid,
+      });
       const slow = await deployment.roster([
         "box",
         "exec",
@@ -122,10 +128,19 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
       expect(interrupted()).toMatchObject({ state: "failed", runner_pid: server.pid });
       // the box is free again: the task runs now
       await until(() => taskState() === "done", "the task to run once the box was free", 60_000);
+      // and once it has, no box of this deployment's runs is left: the task's record is
+      // done when its run settled, its box's removal may still be on its way
       const client = docker as NonNullable<typeof docker>;
-      expect(
-        await client.listContainers({ all: true, filters: { label: ["roster.worker=elf"] } }),
-      ).toHaveLength(0);
+      const ours = new Set(listRuns(deployment.paths.state, "elf").map((run) => run.id));
+      const left = async () =>
+        (
+          await client.listContainers({ all: true, filters: { label: ["roster.worker=elf"] } })
+        ).filter((box) => ours.has(box.Labels["roster.run"] ?? ""));
+      await until(
+        async () => (await left()).length === 0,
+        "every box of its runs to be gone",
+        30_000,
+      );
     } finally {
       const stopped = new Promise((resolve) => server.once("exit", resolve));
       server.kill("SIGTERM");
@@ -139,6 +154,9 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
     expect(alone.code, alone.stderr).toBe(0);
     expect(alone.stdout).toBe("on my own\n");
     expect(alone.stderr).not.toContain("run by the server");
-    expect(latest()?.runner_pid).not.toBe(server.pid);
+    const aloneId = /run (\S+): done/.exec(alone.stderr)?.[1] ?? "";
+    const record = readRecord(runDir(deployment.paths.state, "elf", aloneId));
+    expect(record?.state).toBe("done");
+    expect(record?.runner_pid).not.toBe(server.pid);
   });
 });

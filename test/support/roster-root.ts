@@ -116,8 +116,14 @@ export async function pointAtScriptedModel(
 
 /** A worker's newest run record in a deployment. */
 export function latestRecord(paths: RosterPaths, worker: string): RunRecord | undefined {
-  const run = listRuns(paths.state, worker)[0];
-  return run ? readRecord(run.dir) : undefined;
+  // by when each started, to the millisecond: run ids sort by the second only, so two runs
+  // in one second (a fast machine makes them often) list in either order
+  let latest: RunRecord | undefined;
+  for (const run of listRuns(paths.state, worker)) {
+    const record = readRecord(run.dir);
+    if (record && (!latest || record.started_at > latest.started_at)) latest = record;
+  }
+  return latest;
 }
 
 /** The toolchain volumes a throwaway deployment's runs made (none without Docker). */
