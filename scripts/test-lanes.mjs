@@ -5,10 +5,12 @@
 //   preflight    lint, the type-check and the dist check, one after another;
 //                a failure stops here (there is no point building a box image
 //                for code that does not compile).
-//   engine lane  the suites that drive boxes, one file at a time (they share one
-//                engine): vitest's global setup makes the box image current
-//                first, then scripts/test-engines.mjs runs the cases that depend
-//                on the engine or the box's runtime again under Podman and under
+//   engine lane  the suites that drive boxes: vitest's global setup makes the
+//                box image current first; then two files at a time, but for the
+//                ones that must run alone (scripts/engine-suites.mjs says which
+//                and why), which follow one at a time; then
+//                scripts/test-engines.mjs runs the cases that depend on the
+//                engine or the box's runtime again under Podman and under
 //                Docker/runsc. Its output streams as it comes.
 //   host lane    the suites that need no engine (scripts/host-suites.mjs) on this
 //                Node, then the ones where Node's version matters again on Node
@@ -31,6 +33,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } fr
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { soloSuites } from "./engine-suites.mjs";
 import { excludeHostSuites, hostSuites, NO_ENGINE } from "./host-suites.mjs";
 import { readPasses, render, summarise, TIMINGS_DIR } from "./test-timings.mjs";
 
@@ -39,6 +42,9 @@ const vitest = join(root, "node_modules/vitest/vitest.mjs");
 const node = process.execPath;
 const fast = process.argv.includes("--fast");
 const suites = hostSuites(root);
+const solo = soloSuites(root);
+/** Engine suites at once in the Docker pass (ROSTER_TEST_DOCKER_WORKERS; the solo ones run alone after). */
+const DOCKER_WORKERS = Number(process.env.ROSTER_TEST_DOCKER_WORKERS ?? "2") || 2;
 
 const PREFLIGHT = [
   [node, [join(root, "node_modules/@biomejs/biome/bin/biome"), "check", "."]],
@@ -56,7 +62,19 @@ const LANES = {
   engine: {
     stopOnFailure: true,
     steps: [
-      [node, [vitest, "run", ...excludeHostSuites()], { ROSTER_TEST_PASS: "docker" }],
+      [
+        node,
+        [
+          vitest,
+          "run",
+          ...excludeHostSuites(),
+          ...solo.flatMap((suite) => ["--exclude", suite]),
+          "--fileParallelism",
+          `--maxWorkers=${DOCKER_WORKERS}`,
+        ],
+        { ROSTER_TEST_PASS: "docker" },
+      ],
+      [node, [vitest, "run", ...solo], { ROSTER_TEST_PASS: "docker-solo" }],
       [node, [join(root, "scripts/test-engines.mjs")]],
     ],
   },
