@@ -3,6 +3,8 @@ import type { BoxSpec } from "./container-spec.ts";
 import type { BoxEngine, EngineBox } from "./engine.ts";
 import { requireRuntime } from "./runtime-check.ts";
 
+/** How many more times (100 ms apart) a 137 exit asks the engine whether it was an OOM kill. */
+const OOM_EVENT_ASKS = 10;
 /**
  * One box from start to removal: create, attach, start, wait for exit (or a
  * deadline, an abort, a fault in something the box depends on, or the
@@ -150,7 +152,13 @@ export async function startBox(
       };
       // the OOM killer's SIGKILL shows as 137: only then is the engine asked
       if (options.reportOom && outcome.exitCode === 137) {
-        const oom = await container.oomKilled();
+        let oom = await container.oomKilled();
+        // the engine learns of an OOM kill from an event of its own, which can trail the
+        // exit under load (seen on Docker with two boxes ending at once): asked again, briefly
+        for (let asked = 0; oom === false && asked < OOM_EVENT_ASKS; asked++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          oom = await container.oomKilled();
+        }
         outcome.oomKilled = oom ?? endedBy === "exit";
         if (oom === undefined && outcome.oomKilled) outcome.oomUnconfirmed = true;
       }
