@@ -1,14 +1,20 @@
 // The engine suites that must run alone: the engine lane of scripts/test-lanes.mjs
-// runs every other engine suite two files at a time (a box test spends much of
-// its time waiting on the engine, so one file at a time left a core idle), then
-// these one after another. Each is here for a reason a second file beside it
-// would break or blur:
+// runs FIRST_SUITES, then every other engine suite two files at a time (a box
+// test spends much of its time waiting on the engine, so one file at a time
+// left a core idle), then SOLO_SUITES one after another. Each is here for a
+// reason a second file beside it would break or blur:
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 
-export const SOLO_SUITES = {
-  // it restarts dockerd: every other box would die with it
+/**
+ * Run before any other engine suite, alone: it restarts dockerd, and every box
+ * then running would die with it (the matrix passes wait until it is done).
+ */
+export const FIRST_SUITES = {
   "test/security/faults.test.ts": "restarts the engine",
+};
+
+export const SOLO_SUITES = {
   // doctor --fix rewrites daemon.json and reloads dockerd
   "test/box/gvisor.test.ts": "reloads the engine",
   // a fork bomb, a memory hog and an outside host on fixed addresses
@@ -37,9 +43,9 @@ export const SOLO_SUITES = {
   "test/console/overview.test.ts": "a live page held to a second",
 };
 
-/** The solo suites, each checked to be there (a renamed one would quietly run two at a time). */
-export function soloSuites(root) {
-  const names = Object.keys(SOLO_SUITES);
+/** The suites of a list, each checked to be there (a renamed one would quietly run two at a time). */
+export function checkedSuites(root, list) {
+  const names = Object.keys(list);
   const missing = names.filter((suite) => !existsSync(join(root, suite)));
   if (missing.length) {
     console.error(

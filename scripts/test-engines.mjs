@@ -2,8 +2,8 @@
 // The cases that depend on the container engine or the box's runtime, again
 // under each other engine roster supports: Podman (rootful, through the
 // Docker-compatible socket `podman system service` serves) and Docker with
-// gVisor's runsc. The whole suite has run under Docker/runc before this
-// (scripts/test-lanes.mjs).
+// gVisor's runsc, in the host lane of scripts/test-lanes.mjs while the Docker
+// pass goes on (each pass's escape suite has an outside host of its own).
 //
 // Which cases: those tagged `engine` (Podman only) or `runtime` (Podman and
 // runsc), test/support/engine-tags.ts says why each. The files are found by

@@ -5,18 +5,20 @@
 //   preflight    lint, the type-check and the dist check, one after another;
 //                a failure stops here (there is no point building a box image
 //                for code that does not compile).
-//   engine lane  the suites that drive boxes: vitest's global setup makes the
-//                box image current first; then two files at a time, but for the
-//                ones that must run alone (scripts/engine-suites.mjs says which
-//                and why), which follow one at a time; then
-//                scripts/test-engines.mjs runs the cases that depend on the
-//                engine or the box's runtime again under Podman and under
-//                Docker/runsc. Its output streams as it comes.
+//   engine lane  the suites that drive boxes under Docker: vitest's global setup
+//                makes the box image current first; the suites that restart the
+//                engine run alone (FIRST_SUITES), then two files at a time but
+//                for those that must run alone, which follow one at a time
+//                (SOLO_SUITES; scripts/engine-suites.mjs says which and why). Its
+//                output streams as it comes.
 //   host lane    the suites that need no engine (scripts/host-suites.mjs) on this
 //                Node, then the ones where Node's version matters again on Node
 //                24 (scripts/test-node24.mjs), from when the box image is ready
-//                (or the engine lane ended without one). Its output is kept and
-//                printed whole once both lanes have ended.
+//                (or the engine lane ended without one); then, once the engine's
+//                restart is over, scripts/test-engines.mjs runs the cases that
+//                depend on the engine or the box's runtime again under Podman and
+//                under Docker/runsc. Its output is kept and printed whole once
+//                both lanes have ended.
 //
 // --fast: the preflight and the host suites on this Node; no engine, no image,
 // no Node 24 (a few minutes: the inner loop). The full command is what CI runs.
@@ -24,16 +26,25 @@
 // Why two lanes: CI's machine has 2 cores, and a box test leaves part of them
 // idle (it waits on the engine), while the host lane is mostly one busy process.
 // The image build leaves little: run beside it, the host lane slowed it by half.
-// Measured in bench/NOTES.md ("CI's time"). A lane that fails fails the command;
-// the other lane still runs to its end, so one run says everything that broke.
+// Measured in bench/NOTES.md ("The suite in 25 minutes"). A lane that fails
+// fails the command; every step still runs to its end, so one run says
+// everything that broke.
 // Every pass records each file's time (test/support/timing-reporter.ts); the
 // command ends with what the run cost (scripts/test-timings.mjs).
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { soloSuites } from "./engine-suites.mjs";
+import { checkedSuites, FIRST_SUITES, SOLO_SUITES } from "./engine-suites.mjs";
 import { excludeHostSuites, hostSuites, NO_ENGINE } from "./host-suites.mjs";
 import { readPasses, render, summarise, TIMINGS_DIR } from "./test-timings.mjs";
 
@@ -42,7 +53,8 @@ const vitest = join(root, "node_modules/vitest/vitest.mjs");
 const node = process.execPath;
 const fast = process.argv.includes("--fast");
 const suites = hostSuites(root);
-const solo = soloSuites(root);
+const first = checkedSuites(root, FIRST_SUITES);
+const solo = checkedSuites(root, SOLO_SUITES);
 /** Engine suites at once in the Docker pass (ROSTER_TEST_DOCKER_WORKERS; the solo ones run alone after). */
 const DOCKER_WORKERS = Number(process.env.ROSTER_TEST_DOCKER_WORKERS ?? "2") || 2;
 
@@ -57,30 +69,40 @@ const HOST_PASS = [
   { ROSTER_TEST_PASS: "host" },
 ];
 
-/** The steps of a lane run one after another; `stopOnFailure` skips the rest after one fails. */
+/**
+ * The steps of a lane run one after another, each to its end (one run says
+ * everything that broke); a step may wait for a mark another lane leaves.
+ */
 const LANES = {
   engine: {
-    stopOnFailure: true,
     steps: [
+      // first and alone: it restarts the engine, which the matrix passes then wait for
+      [node, [vitest, "run", ...first], { ROSTER_TEST_PASS: "docker-first" }],
+      { mark: "engine-steady" },
       [
         node,
         [
           vitest,
           "run",
           ...excludeHostSuites(),
-          ...solo.flatMap((suite) => ["--exclude", suite]),
+          ...[...first, ...solo].flatMap((suite) => ["--exclude", suite]),
           "--fileParallelism",
           `--maxWorkers=${DOCKER_WORKERS}`,
         ],
         { ROSTER_TEST_PASS: "docker" },
       ],
       [node, [vitest, "run", ...solo], { ROSTER_TEST_PASS: "docker-solo" }],
-      [node, [join(root, "scripts/test-engines.mjs")]],
     ],
   },
   host: {
-    stopOnFailure: false,
-    steps: [HOST_PASS, [node, [join(root, "scripts/test-node24.mjs")]]],
+    steps: [
+      HOST_PASS,
+      [node, [join(root, "scripts/test-node24.mjs")]],
+      // the engine matrix (Podman, runsc) beside the Docker pass's solo suites: once
+      // the engine is steady (its restart is over), on an outside host of its own
+      { waitFor: "engine-steady" },
+      [node, [join(root, "scripts/test-engines.mjs")]],
+    ],
   },
 };
 
@@ -120,12 +142,15 @@ function step([command, args, own = {}], env, stdio) {
 }
 
 async function lane(name, stdio, env = {}) {
-  const { steps, stopOnFailure } = LANES[name];
+  const { steps } = LANES[name];
   const started = Date.now();
   let ok = true;
   for (const each of steps) {
-    if (!ok && stopOnFailure) break;
-    if (!(await step(each, env, stdio))) ok = false;
+    if ("mark" in each) writeFileSync(join(logDir, each.mark), "");
+    else if ("waitFor" in each)
+      while (!existsSync(join(logDir, each.waitFor)) && !engineEnded)
+        await new Promise((resolve) => setTimeout(resolve, 500));
+    else if (!(await step(each, env, stdio))) ok = false;
   }
   const seconds = Math.round((Date.now() - started) / 1000);
   console.error(`test-lanes: the ${name} lane ${ok ? "passed" : "FAILED"} in ${seconds} s`);

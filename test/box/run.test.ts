@@ -84,7 +84,9 @@ describe.skipIf(!docker)("roster run", () => {
     if (shared) await rm(shared, { recursive: true, force: true });
   });
 
-  it("runs elf end to end: the model gets the compiled prompt through the gateway with the real key", async () => {
+  it("runs elf end to end: the model gets the compiled prompt through the gateway with the real key", {
+    tags: ["runtime"],
+  }, async () => {
     model.play({ text: "Hello from the scripted model." });
     const result = await deployment.roster(["run", "elf", "Say hello"]);
     expect(result.code, result.stderr).toBe(0);
@@ -116,7 +118,9 @@ describe.skipIf(!docker)("roster run", () => {
     expect(show.stdout).toContain("user: Say hello");
   });
 
-  it("mounts each part of $HOME with the mode its writer decides", async () => {
+  it("mounts each part of $HOME with the mode its writer decides", {
+    tags: ["runtime"],
+  }, async () => {
     const probe = [
       'w() { if ( : > "$1" ) 2>/dev/null; then echo "$2=writable"; else echo "$2=refused"; fi; }',
       "echo persisted > ~/store/marker && echo store=written",
@@ -155,7 +159,7 @@ describe.skipIf(!docker)("roster run", () => {
     expect(second.stdout).toMatch(/\n0\s*$/m);
   });
 
-  it("kills a run at its ceiling: exit 2, recorded as ceiling", async () => {
+  it("kills a run at its ceiling: exit 2, recorded as ceiling", { tags: ["runtime"] }, async () => {
     model.play(bash("sleep 120"), { text: "never" });
     const started = Date.now();
     const result = await deployment.roster(["run", "--ceiling", "0.1", "elf", "sleep forever"]);
@@ -172,7 +176,9 @@ describe.skipIf(!docker)("roster run", () => {
     expect(lived).toBeLessThan(6_000 + 5_000);
   });
 
-  it("reaps the box of a runner that was killed, and finishes its record", async () => {
+  it("reaps the box of a runner that was killed, and finishes its record", {
+    tags: ["engine"],
+  }, async () => {
     model.play(bash("sleep 300"));
     const asked = model.requests.length;
     const child = deployment.spawnRoster(["run", "elf", "hang around"]);
@@ -257,7 +263,9 @@ describe.skipIf(!docker)("roster run", () => {
     expect(events.at(-1)?.type).toBe("agent_settled");
   });
 
-  it("gives exposed credentials to the box only as a sentinel, and its tools the gateway as their proxy", async () => {
+  it("gives exposed credentials to the box only as a sentinel, and its tools the gateway as their proxy", {
+    tags: ["runtime"],
+  }, async () => {
     const worker = join(deployment.paths.config, "workers/elf/worker.toml");
     const before = readFileSync(worker, "utf8");
     await writeFile(worker, `${before}\n[[expose]]\ncredential = "github"\nenv = "GITHUB_TOKEN"\n`);
@@ -289,7 +297,9 @@ describe.skipIf(!docker)("roster run", () => {
     }
   });
 
-  it("gives the box the limits a worker narrowed to, and refuses a run that widens one", async () => {
+  it("gives the box the limits a worker narrowed to, and refuses a run that widens one", {
+    tags: ["runtime"],
+  }, async () => {
     const worker = join(deployment.paths.config, "workers/elf/worker.toml");
     const before = readFileSync(worker, "utf8");
     await writeFile(worker, `${before}\n[box]\nmemory = "512m"\npids_limit = 256\n`);

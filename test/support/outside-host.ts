@@ -1,6 +1,6 @@
 /**
  * A host "outside" this machine, for egress tests: a network namespace joined
- * to the host by a veth pair (198.51.100.0/30, a documentation range), with a
+ * to the host by a veth pair (a /30 in 198.51.100.0/24, a documentation range), with a
  * TCP and a UDP listener inside that write down everything that reaches them.
  * The host routes to it like to any outside address, so a container on
  * Docker's default (masquerading) bridge reaches it: the control that shows a
@@ -14,8 +14,15 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-export const OUTSIDE_ADDRESS = "198.51.100.2";
-const HOST_SIDE = "198.51.100.1";
+/**
+ * Each engine pass has a /30 of its own in 198.51.100.0/24 (the Docker pass
+ * .0, Podman .4, runsc .8), so passes that run at once (scripts/test-lanes.mjs)
+ * never aim at each other's outside host.
+ */
+const BLOCKS: Record<string, number> = { podman: 4, runsc: 8 };
+const BLOCK = BLOCKS[process.env.ROSTER_TEST_PASS ?? ""] ?? 0;
+export const OUTSIDE_ADDRESS = `198.51.100.${BLOCK + 2}`;
+const HOST_SIDE = `198.51.100.${BLOCK + 1}`;
 export const OUTSIDE_TCP_PORT = 8080;
 export const OUTSIDE_UDP_PORT = 5353;
 
