@@ -101,7 +101,8 @@ const LANES = {
       // the engine matrix (Podman, runsc) beside the Docker pass's solo suites: once
       // the engine is steady (its restart is over), on an outside host of its own
       { waitFor: "engine-steady" },
-      [node, [join(root, "scripts/test-engines.mjs")]],
+      // the host lane's DOCKER_HOST points at nothing; the matrix needs the engine back
+      [node, [join(root, "scripts/test-engines.mjs")], { DOCKER_HOST: process.env.DOCKER_HOST }],
     ],
   },
 };
@@ -121,10 +122,13 @@ for (const signal of ["SIGINT", "SIGTERM"])
   });
 
 function step([command, args, own = {}], env, stdio) {
+  // a step's own variable left undefined is unset for it, not inherited from its lane
+  const merged = { ...process.env, ...env, ...own };
+  for (const [key, value] of Object.entries(merged)) if (value === undefined) delete merged[key];
   return new Promise((resolve) => {
     const child = spawn(command, args, {
       cwd: root,
-      env: { ...process.env, ...env, ...own },
+      env: merged,
       stdio,
       detached: true,
     });
