@@ -3,8 +3,7 @@
 // test spends much of its time waiting on the engine, so one file at a time
 // left a core idle), then SOLO_SUITES one after another. Each is here for a
 // reason a second file beside it would break or blur:
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { suitesThere } from "./host-suites.mjs";
 
 /**
  * Run before any other engine suite, alone: it restarts dockerd, and every box
@@ -45,13 +44,5 @@ export const SOLO_SUITES = {
 
 /** The suites of a list, each checked to be there (a renamed one would quietly run two at a time). */
 export function checkedSuites(root, list) {
-  const names = Object.keys(list);
-  const missing = names.filter((suite) => !existsSync(join(root, suite)));
-  if (missing.length) {
-    console.error(
-      `engine-suites: ${missing.join(", ")} named in scripts/engine-suites.mjs but not there: mend the list`,
-    );
-    process.exit(2);
-  }
-  return names;
+  return suitesThere(root, Object.keys(list), "scripts/engine-suites.mjs");
 }
