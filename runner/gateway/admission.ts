@@ -296,16 +296,17 @@ export function upstreamFailure(
   const refusal = upstreamRefusal(error, rule);
   line.write({
     verdict: refusal.status === 403 ? "deny" : granted,
-    rule,
+    // a closed host service found at connect time is audited as the closed rule, with its reason
+    rule: refusal.rule ?? rule,
     status: refusal.status,
-    note: String(refusal.body.error),
+    note: String(refusal.body.hint ?? refusal.body.error),
   });
   return refusal;
 }
 
 export function upstreamRefusal(error: unknown, rule: string | undefined): Refusal {
   const ssrf = findSsrfRefusal(error);
-  if (ssrf) return denied(rule, `${ssrf.message}`, "denied by gateway (internal address)");
+  if (ssrf) return denied(ssrf.rule ?? rule, ssrf.message, ssrf.title);
   if (error instanceof UpstreamError && error.kind !== "failed") {
     return { status: 504, body: { error: error.message, rule: rule ?? null } };
   }

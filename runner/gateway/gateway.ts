@@ -11,7 +11,7 @@ import { AuditLog } from "./audit.ts";
 import { bodyBudgetFor } from "./body-budget.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
-import { ClosedPorts, consolePort } from "./closed-ports.ts";
+import { ClosedPorts } from "./closed-ports.ts";
 import { ConfigSource } from "./config-source.ts";
 import { Credentials } from "./credentials.ts";
 import { type GatewayTimeouts, resolveTimeouts } from "./defaults.ts";
@@ -87,7 +87,10 @@ export class Gateway {
       budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
     );
     const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
-    const upstreams = upstreamsFor(section, timeouts);
+    // the console's and the gateway's own ports are closed by every gateway (embedded ones
+    // too), by name and by the address a name resolves to
+    const closed = ClosedPorts.forConfig(loaded.org, options.closedPorts);
+    const upstreams = upstreamsFor(section, timeouts, closed);
     const resolve = upstreams.options.resolve;
     const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
     const deps: ServerDeps = {
@@ -99,8 +102,7 @@ export class Gateway {
       credentials: new Credentials({ vaultDir: paths.vault, auditDir: paths.audit, upstreams }),
       maxBodyBytes,
       bodies: bodyBudgetFor(maxBodyBytes),
-      // the console's port is closed by every gateway (embedded ones too), running or not
-      closed: new ClosedPorts([consolePort(loaded.org.console), ...(options.closedPorts ?? [])]),
+      closed,
       ca,
       identityDir: paths.identity,
       configRoot: paths.config,
@@ -129,6 +131,7 @@ export class Gateway {
         servers.push(outer, innerServer);
         const info = outer.address() as AddressInfo;
         bound.push({ host: address.host, port: info.port });
+        closed.closeGatewayPort(info.port);
       }
       if (options.door) {
         const { outer, inner: innerServer } = createProxyServers(deps);

@@ -267,7 +267,8 @@ async function pipeTunnel(
   const upstream = netConnect({
     host: target.host,
     port: target.port,
-    lookup: guardedLookup(deps.resolve, named),
+    // by the address connected to: a name resolving to this host can't reach roster's own ports
+    lookup: guardedLookup(deps.resolve, named, deps.closed.at(target.port)),
   });
   const connected = await new Promise<Error | undefined>((resolve) => {
     const timer = setTimeout(() => resolve(new Error("connect timeout")), deps.timeouts.connectMs);

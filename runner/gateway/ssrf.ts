@@ -49,14 +49,28 @@ export function addressProblem(address: string): string | undefined {
 
 export class SsrfRefusal extends Error {
   readonly code = "ROSTER_SSRF";
+  /** The refusal's error line, and the rule it is audited under (the deciding grant's when unset). */
+  readonly title: string = "denied by gateway (internal address)";
+  readonly rule: string | undefined = undefined;
   constructor(
     readonly host: string,
     readonly address: string,
     readonly reason: string,
+    message = `${host} resolves to ${address} (${reason}); only a grant naming exactly this host may reach it`,
   ) {
-    super(
-      `${host} resolves to ${address} (${reason}); only a grant naming exactly this host may reach it`,
-    );
+    super(message);
+  }
+}
+
+/**
+ * A name that resolved to this host on a port of roster's own (closed-ports.ts):
+ * refused whatever the grants say, even one naming the host exactly.
+ */
+export class ClosedPortRefusal extends SsrfRefusal {
+  override readonly title = "denied by gateway (a host service no box may reach)";
+  override readonly rule = "closed";
+  constructor(host: string, address: string, why: string) {
+    super(host, address, "closed", `${host} resolves to ${address} (this host): ${why}`);
   }
 }
 
@@ -68,11 +82,23 @@ type LookupCallback = (
 
 /**
  * A `lookup` for net/tls connect options: static answers first (operator's
- * `[gateway] resolve`), then DNS; refuses internal addresses unless allowed.
+ * `[gateway] resolve`), then DNS; refuses internal addresses unless allowed,
+ * and, when the connection's port is one of roster's own (`closedAt`, from
+ * ClosedPorts.at), any address of this host, allowed or not.
  */
-export function guardedLookup(staticAnswers: Record<string, string>, allowInternal: boolean) {
+export function guardedLookup(
+  staticAnswers: Record<string, string>,
+  allowInternal: boolean,
+  closedAt?: (address: string) => string | undefined,
+) {
   return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
     const finish = (address: string) => {
+      const closed = closedAt?.(address);
+      if (closed) {
+        const refusal = new ClosedPortRefusal(hostname, address, closed);
+        callback(refusal as NodeJS.ErrnoException, "", 0);
+        return;
+      }
       const problem = allowInternal ? undefined : addressProblem(address);
       if (problem) {
         callback(new SsrfRefusal(hostname, address, problem) as NodeJS.ErrnoException, "", 0);

@@ -5,13 +5,14 @@ import {
   type OutgoingHttpHeaders,
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { Socket } from "node:net";
+import { isIP, type Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { createSecureContext } from "node:tls";
 import type { GatewaySection } from "../config/config-schema.ts";
 import { hostName } from "../config/host-name.ts";
+import type { ClosedPorts } from "./closed-ports.ts";
 import type { GatewayTimeouts } from "./defaults.ts";
-import { guardedLookup } from "./ssrf.ts";
+import { ClosedPortRefusal, guardedLookup } from "./ssrf.ts";
 import { loadTrustStore, readUpstreamCa, type UpstreamCa } from "./trust-store.ts";
 
 /**
@@ -19,6 +20,9 @@ import { loadTrustStore, readUpstreamCa, type UpstreamCa } from "./trust-store.t
  * per origin). Two pools: the guarded one refuses internal addresses at
  * connect time; the other is used only when the deciding grant names the
  * exact host, which is the operator saying "this internal service, on purpose".
+ * Neither reaches roster's own ports on this host (ClosedPorts), whatever name
+ * resolves there: each connection's lookup knows its port and checks the
+ * address it is about to connect to.
  *
  * Why not undici: undici 7's HTTP/1 parser asserts (and kills the process from
  * a socket event no `try` can catch) when an upstream sends FIN while the
@@ -39,6 +43,8 @@ export interface UpstreamOptions {
   headersTimeoutMs: number;
   /** Longest silence tolerated in the middle of a response body. */
   bodyIdleTimeoutMs: number;
+  /** Roster's own ports on this host (the console's, the gateway's): never connected to. */
+  closed: ClosedPorts;
 }
 
 export interface UpstreamTarget {
@@ -79,11 +85,13 @@ interface Pools {
 
 export class Upstreams {
   private readonly upstreamCa: UpstreamCa[];
+  private readonly resolve: Record<string, string>;
   private pools: { guarded: Pools; named: Pools } | undefined;
 
   constructor(readonly options: UpstreamOptions) {
     // read now, so a missing file fails the gateway's start rather than its first request
     this.upstreamCa = readUpstreamCa(options.extraCaFiles);
+    this.resolve = lowerKeys(options.resolve);
   }
 
   /**
@@ -93,18 +101,17 @@ export class Upstreams {
    */
   private connections(): { guarded: Pools; named: Pools } {
     if (this.pools) return this.pools;
+    // no `lookup` here: each request brings its own (see send), and an agent's own would win
     // one trust store (what the host trusts, trust-store.ts), read and parsed once: a `ca`
     // list on the agent would be parsed again for every upstream TLS connection (Node's
     // roots are ~140 certificates, the host's store as many)
     const trust = loadTrustStore(this.options.env ?? process.env, this.upstreamCa);
     const secureContext = createSecureContext({ ca: trust.pems });
-    const resolve = lowerKeys(this.options.resolve);
-    const make = (allowInternal: boolean): Pools => {
-      const lookup = guardedLookup(resolve, allowInternal);
-      const common = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: 256, lookup };
+    const make = (): Pools => {
+      const common = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: 256 };
       return { http: new HttpAgent(common), https: new HttpsAgent({ ...common, secureContext }) };
     };
-    this.pools = { guarded: make(false), named: make(true) };
+    this.pools = { guarded: make(), named: make() };
     return this.pools;
   }
 
@@ -125,11 +132,20 @@ export class Upstreams {
   ): Promise<UpstreamReply> {
     const { named, guarded } = this.connections();
     const pools = allowInternal ? named : guarded;
-    const { connectTimeoutMs, headersTimeoutMs } = this.options;
+    const { connectTimeoutMs, headersTimeoutMs, closed } = this.options;
+    const closedAt = closed.at(target.port);
+    // an address literal skips `lookup`: checked here, before any connection
+    const literal = isIP(hostName(target.host)) ? closedAt?.(target.host) : undefined;
+    if (literal) {
+      const refusal = new ClosedPortRefusal(target.host, target.host, literal);
+      return Promise.reject(new UpstreamError(refusal.message, "failed", { cause: refusal }));
+    }
     return new Promise((resolve, reject) => {
       const options = {
         host: target.host,
         port: target.port,
+        // the pool's sockets are keyed by host and port, so a kept one was checked for this port
+        lookup: guardedLookup(this.resolve, allowInternal, closedAt),
         method: init.method,
         path: init.path,
         headers: init.headers,
@@ -232,6 +248,7 @@ export const HOP_BY_HOP = new Set([
 export function upstreamsFor(
   section: GatewaySection,
   timeouts: Pick<GatewayTimeouts, "connectMs" | "upstreamHeadersMs" | "upstreamBodyIdleMs">,
+  closed: ClosedPorts,
 ): Upstreams {
   return new Upstreams({
     resolve: Object.fromEntries(
@@ -241,5 +258,6 @@ export function upstreamsFor(
     connectTimeoutMs: timeouts.connectMs,
     headersTimeoutMs: timeouts.upstreamHeadersMs,
     bodyIdleTimeoutMs: timeouts.upstreamBodyIdleMs,
+    closed,
   });
 }

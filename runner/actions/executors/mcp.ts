@@ -1,6 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { loadConfig } from "../../config/load.ts";
 import { requestFacts } from "../../gateway/admission.ts";
+import { ClosedPorts } from "../../gateway/closed-ports.ts";
 import { Credentials } from "../../gateway/credentials.ts";
 import { resolveTimeouts } from "../../gateway/defaults.ts";
 import { grantNamesHost, judge } from "../../gateway/judge.ts";
@@ -85,7 +86,9 @@ export const mcpCall: Executor<Payload> = {
         `no grant holds ${payload.tool} on ${url.host} for approval any more (the config now says ${decision.verdict}${grant ? ` by "${grant.name}"` : ""}); nothing was sent`,
       );
     const section = loaded.org.gateway ?? {};
-    const upstreams = upstreamsFor(section, resolveTimeouts(section.timeouts));
+    // an approved call is held to the gateway's rules: never to roster's own ports on this host
+    const closed = ClosedPorts.forConfig(loaded.org);
+    const upstreams = upstreamsFor(section, resolveTimeouts(section.timeouts), closed);
     try {
       let inject = new Map<string, string>();
       if (grant.inject) {
