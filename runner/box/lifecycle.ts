@@ -15,8 +15,9 @@ const OOM_EVENT_ASKS = 10;
 /**
  * `stalled`: the caller's activity watchdog found no sign of life for its window.
  * `disk`: its store grew past its limit, or the host's disk past its reserve.
+ * `output`: it wrote past a bound on what the host reads from it (runs/box-output.ts).
  */
-export type EndedBy = "exit" | "ceiling" | "signal" | "error" | "stalled" | "disk";
+export type EndedBy = "exit" | "ceiling" | "signal" | "error" | "stalled" | "disk" | "output";
 
 export interface BoxOutcome {
   exitCode: number;

@@ -94,6 +94,17 @@ export const BoxSection = Type.Object(
     ),
     cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     /**
+     * The most a box may write to its stdout, and to its stderr, over its life
+     * (each; "512m" by default). Past it the box is stopped, ended by "output":
+     * the host reads every byte a box writes, and the run's logs keep them.
+     */
+    max_output: Type.Optional(
+      Type.String({
+        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
+        description: 'a size like "512m" or "1g"',
+      }),
+    ),
+    /**
      * Once the host firewall rule for the boxes' network. A box has no network
      * now, so this does nothing; it is still read so older files load.
      */

@@ -31,6 +31,7 @@ export const BOX_DEFAULTS: Required<BoxSection> = {
   pids_limit: DEFAULT_LIMITS.pids,
   memory: formatMemory(DEFAULT_LIMITS.memoryBytes),
   cpus: DEFAULT_LIMITS.cpus,
+  max_output: "512m",
   egress_lockdown: true,
   session_ceiling_min: 60,
   turn_ceiling_min: 15,
@@ -97,12 +98,20 @@ export function narrowestBox(
         ? worker.memory
         : orgMemory,
     cpus: lower(base.cpus, worker?.cpus, Number.MIN_VALUE),
+    max_output: smallerSize(base.max_output, worker?.max_output, BOX_DEFAULTS.max_output),
     egress_lockdown: base.egress_lockdown !== false || worker?.egress_lockdown === true,
     ...timeLimits(base, worker),
     stall_after: narrowerStall(base.stall_after, worker?.stall_after),
     // gVisor is the stronger box: either side asking for it gets it
     runtime: base.runtime === "runsc" || worker?.runtime === "runsc" ? "runsc" : "runc",
   };
+}
+
+/** The worker's size when it is a real, smaller one; the org's (or the default, if the org's is not a size). */
+function smallerSize(org: string, worker: string | undefined, fallback: string): string {
+  const orgSize = parseMemory(org) > 0 ? org : fallback;
+  const own = worker ? parseMemory(worker) : 0;
+  return worker && own > 0 && own < parseMemory(orgSize) ? worker : orgSize;
 }
 
 /** The worker's stall window when it is a real, shorter one; "off" never beats a window. */
@@ -265,6 +274,16 @@ export function checkNarrowing(
   const orgStore = org.store?.max_size ?? STORE_DEFAULTS.max_size;
   if (store !== undefined && parseMemory(store) > parseMemory(orgStore))
     tooMuch("/store/max_size", store, orgStore, org.store?.max_size === undefined);
+  if (
+    box.max_output !== undefined &&
+    parseMemory(box.max_output) > parseMemory(effectiveBox.max_output)
+  )
+    tooMuch(
+      "/box/max_output",
+      box.max_output,
+      effectiveBox.max_output,
+      orgBox.max_output === undefined,
+    );
   if (box.cpus !== undefined && box.cpus > effectiveBox.cpus)
     tooMuch("/box/cpus", box.cpus, effectiveBox.cpus, orgBox.cpus === undefined);
   if (box.egress_lockdown === false && effectiveBox.egress_lockdown !== false)

@@ -11,8 +11,11 @@ export interface ExecEnvelope {
   exit_code: number | null;
   duration_ms: number;
   signal?: "SIGKILL";
-  /** disk: its store outgrew `[store] max_size`, or the host's disk its reserve (error says which). */
-  reason?: "timeout" | "memory" | "disk";
+  /**
+   * disk: its store outgrew `[store] max_size`, or the host's disk its reserve (error says which).
+   * output: it wrote more than `[box] max_output` to stdout or stderr.
+   */
+  reason?: "timeout" | "memory" | "disk" | "output";
   note?: string;
   run_id?: string;
   error?: string;

@@ -107,11 +107,11 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
   const run_id = run.id;
   if (outcome.endedBy === "ceiling")
     return envelope({ status: "timeout", signal: "SIGKILL", reason: "timeout", run_id });
-  if (outcome.endedBy === "disk")
+  if (outcome.endedBy === "disk" || outcome.endedBy === "output")
     return envelope({
       status: "failed",
       signal: "SIGKILL",
-      reason: "disk",
+      reason: outcome.endedBy,
       run_id,
       ...(limit ? { error: limit.message } : {}),
     });

@@ -1,6 +1,5 @@
 import { stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { StringDecoder } from "node:string_decoder";
 import { DOOR_SOCKET } from "../box/layout.ts";
 import type { BoxHandle, BoxWatch } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
@@ -9,8 +8,10 @@ import { answers, runDoorDir } from "../gateway/door.ts";
 import { bindToken } from "../gateway/identity.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { readLive, scheduleView } from "../tasks/store.ts";
+import { BoxLines } from "./box-lines.ts";
+import { LINE_MAX } from "./box-output.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
-import { LineSplitter, parseEvent } from "./pi-events.ts";
+import { parseEvent } from "./pi-events.ts";
 import type { ReadyStart, RunRequest } from "./run-request.ts";
 
 /**
@@ -132,20 +133,19 @@ export async function writeHandoff(
  * stdout: the events themselves are the ones json mode prints.
  */
 export function oneTurnOverRpc(handle: BoxHandle, input: string): (chunk: Buffer) => void {
-  const decoder = new StringDecoder("utf8");
-  const lines = new LineSplitter();
   let ended = false;
+  // the run owner reads the same bytes within the same bound, and stops the box past it
+  const lines = new BoxLines(LINE_MAX, (line) => {
+    if (ended) return;
+    const event = parseEvent(line);
+    const refused = event?.type === "response" && event.success === false;
+    if (event?.type === "agent_settled" || refused) {
+      ended = true;
+      handle.stdin?.end();
+    }
+  });
   handle.stdin?.write(`${JSON.stringify({ type: "prompt", message: input })}\n`);
   return (chunk) => {
-    if (ended) return;
-    for (const line of lines.push(decoder.write(chunk))) {
-      const event = parseEvent(line);
-      const refused = event?.type === "response" && event.success === false;
-      if (event?.type === "agent_settled" || refused) {
-        ended = true;
-        handle.stdin?.end();
-        return;
-      }
-    }
+    if (!ended) lines.push(chunk);
   };
 }

@@ -2,13 +2,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import type { TaskOrigin } from "../prompt/compile.ts";
 import { describeBudgetStop } from "./budget-stop.ts";
-import {
-  assistantText,
-  describeEvent,
-  LineSplitter,
-  modelErrorOf,
-  parseEvent,
-} from "./pi-events.ts";
+import { assistantText, describeEvent, modelErrorOf, parseEvent } from "./pi-events.ts";
 import { Run } from "./run.ts";
 import type { EndedBy, RunRecord } from "./run-record.ts";
 import type { ReadyStart } from "./run-request.ts";
@@ -49,11 +43,10 @@ export interface OneShotResult {
   answer: string | undefined;
 }
 
-/** A limit stopped it: the ceiling, the stall watch, the disk watch, a used-up budget. */
-const LIMITS: EndedBy[] = ["ceiling", "stalled", "disk", "budget"];
+/** A limit stopped it: the ceiling, the stall watch, the disk watch, its output, a used-up budget. */
+const LIMITS: EndedBy[] = ["ceiling", "stalled", "disk", "output", "budget"];
 
 export async function runOneShot(options: OneShotOptions): Promise<OneShotResult> {
-  const splitter = new LineSplitter();
   let answer: string | undefined;
   let modelError: string | undefined;
   const onLine = (line: string) => {
@@ -86,16 +79,14 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
       },
     },
     stall: "box",
-    onStdout: (chunk) => {
-      for (const line of splitter.push(chunk.toString("utf8"))) onLine(line);
-    },
+    // pi's events, line by line within their bound (box-output.ts)
+    onLine,
     note: options.note,
     ...(options.onRecord ? { onRecord: options.onRecord } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
   const outcome = await run.done;
-  for (const line of splitter.flush()) onLine(line);
   const limit = run.limitReached(outcome);
   if (limit?.limit === "gateway") {
     // the box was killed because its gateway went away: a failure of the run, not the worker

@@ -1,26 +1,11 @@
 /**
- * Reading pi's `--mode json` event stream: split on "\n" only (U+2028 is legal
- * inside JSON strings, so no readline), parse each line, and turn the events a
+ * Reading pi's `--mode json` event stream: parse each line (the run owner
+ * splits the stream within its bounds, box-output.ts), and turn the events a
  * person cares about into short lines.
  */
 export interface PiEvent {
   type: string;
   [key: string]: unknown;
-}
-
-export class LineSplitter {
-  private buffer = "";
-  push(chunk: string): string[] {
-    this.buffer += chunk;
-    const lines = this.buffer.split("\n");
-    this.buffer = lines.pop() ?? "";
-    return lines;
-  }
-  flush(): string[] {
-    const rest = this.buffer;
-    this.buffer = "";
-    return rest ? [rest] : [];
-  }
 }
 
 export function parseEvent(line: string): PiEvent | undefined {

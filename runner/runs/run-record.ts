@@ -15,7 +15,8 @@ export type RunState = "running" | "done" | "failed";
 /**
  * `crash`: the runner itself died mid-run; a later start found the record and finished it.
  * `stalled`: no sign of life for `[box] stall_after`. `budget`: the model was refused by a
- * used-up budget and the run stopped there.
+ * used-up budget and the run stopped there. `output`: the box wrote past a bound on what
+ * the host reads from it (a line of pi's events, or `[box] max_output` on a stream).
  */
 export type EndedBy =
   | "exit"
@@ -26,6 +27,7 @@ export type EndedBy =
   | "crash"
   | "stalled"
   | "disk"
+  | "output"
   | "budget";
 
 export interface RunRecord {

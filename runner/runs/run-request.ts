@@ -32,6 +32,8 @@ export interface RunRequest {
   stall: "box" | "turns" | "none";
   /** Ask the engine whether the OOM killer ended the box. */
   reportOom?: boolean;
+  /** Each line of stdout, read within its bound (box-output.ts): pi's events. */
+  onLine?: (line: string) => void;
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
   /** Told the record as soon as it exists (a dispatcher claims its task with the id). */
@@ -55,7 +57,7 @@ export interface RunEnding {
 /** Why the owner or the box's engine ended it: which limit, and the words the record and a sender get. */
 export interface LimitReached {
   endedBy: EndedBy;
-  limit: "ceiling" | "turn-ceiling" | "stall" | "disk" | "gateway";
+  limit: "ceiling" | "turn-ceiling" | "stall" | "disk" | "output" | "gateway";
   message: string;
 }
 

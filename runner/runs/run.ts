@@ -1,5 +1,3 @@
-import { createWriteStream, type WriteStream } from "node:fs";
-import { join } from "node:path";
 import {
   type EndedBy as BoxEndedBy,
   type BoxHandle,
@@ -8,6 +6,7 @@ import {
 } from "../box/lifecycle.ts";
 import { durationMs } from "../config/duration.ts";
 import type { WorkerView } from "../config/load.ts";
+import { parseMemory } from "../config/memory.ts";
 import { workerSubject } from "../config/subject.ts";
 import { errorMessage } from "../errors.ts";
 import { runDoorDir } from "../gateway/door.ts";
@@ -15,6 +14,7 @@ import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { snapshotAfterRun } from "../store/passes.ts";
+import { BoxOutput } from "./box-output.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import { DiskWatch } from "./disk-watch.ts";
 import { piCommand, writePrompt } from "./engine-prompt.ts";
@@ -23,14 +23,7 @@ import { type Provisioned, provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
 import { finished, type RunRecord, writeRecord } from "./run-record.ts";
 import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
-import {
-  assertCeiling,
-  commandOf,
-  endStream,
-  engineOf,
-  firstRecord,
-  type Starting,
-} from "./run-start.ts";
+import { assertCeiling, commandOf, engineOf, firstRecord, type Starting } from "./run-start.ts";
 import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
 
 /**
@@ -65,7 +58,7 @@ export class Run {
     readonly dir: string,
     private current: RunRecord,
     private readonly token: string,
-    private readonly logs: WriteStream[],
+    private readonly output: BoxOutput,
     private readonly watchdog: StallWatchdog | undefined,
     private readonly handle: BoxHandle,
     /** What the engine was told when it started (a session's system prompt stays this). */
@@ -98,7 +91,6 @@ export class Run {
       await request.onRecord?.(starting.record);
       return await Run.launch(request, box, starting);
     } catch (error) {
-      await Promise.all(starting.logs.map(endStream));
       if (starting.record.state === "running")
         await writeRecord(
           starting.dir,
@@ -156,12 +148,6 @@ export class Run {
     // reads a byte, and bounds what one box can hold there (asked once the token is live)
     const door = ready ? runDoorDir(box.gateway.door, id) : await box.gateway.openDoor(id);
     starting.door = true;
-    if (engine)
-      starting.logs.push(
-        createWriteStream(join(dir, "events.jsonl"), { flags: "a" }),
-        createWriteStream(join(dir, "stderr.log"), { flags: "a" }),
-      );
-    const [events, stderr] = starting.logs;
     const stallMs = request.stall === "none" ? undefined : durationMs(worker.box.stall_after);
     let run: Run | undefined;
     const watchdog =
@@ -186,56 +172,57 @@ export class Run {
       ...(request.signal ? { signal: request.signal } : {}),
       fault: box.gateway.lost,
     };
-    const onStdout = (chunk: Buffer) => {
-      watchdog?.activity();
-      events?.write(chunk);
-      request.onStdout?.(chunk);
-    };
-    const onStderr = (chunk: Buffer) => {
-      watchdog?.activity();
-      stderr?.write(chunk);
-      request.onStderr?.(chunk);
-    };
+    // every byte the box writes is read through its bounds (box-output.ts), logged for an engine run
+    const output = new BoxOutput({
+      logDir: engine ? dir : undefined,
+      maxBytes: parseMemory(worker.box.max_output),
+      ...(request.onLine ? { onLine: request.onLine } : {}),
+      ...(request.onStdout ? { onStdout: request.onStdout } : {}),
+      ...(request.onStderr ? { onStderr: request.onStderr } : {}),
+      activity: () => watchdog?.activity(),
+      onOver: (message) => run?.stopFor("output", "output", message),
+    });
+    const { stdout: onStdout, stderr: onStderr } = output;
     let handle: BoxHandle;
-    if (ready) {
-      handle = await handOver(paths, ready, {
-        worker: worker.name,
-        drive:
-          prompt && engine ? { prompt, mode: engine.mode } : { command: commandOf(request.drive) },
-        env,
-        watch,
-        onStdout,
-        onStderr,
-      });
-    } else {
-      const spec = box.boxSpec({
-        runId: id,
-        home,
-        token,
-        door,
-        cmd: prompt && engine ? piCommand(engine.mode, prompt) : commandOf(request.drive),
-        env,
-        ...(request.interactive ? { interactive: true } : {}),
-      });
-      handle = await startBox(box.engine, spec, {
-        ...watch,
-        ...(request.reportOom ? { reportOom: true } : {}),
-        onStdout,
-        onStderr,
-      });
+    try {
+      if (ready) {
+        handle = await handOver(paths, ready, {
+          worker: worker.name,
+          drive:
+            prompt && engine
+              ? { prompt, mode: engine.mode }
+              : { command: commandOf(request.drive) },
+          env,
+          watch,
+          onStdout,
+          onStderr,
+        });
+      } else {
+        const spec = box.boxSpec({
+          runId: id,
+          home,
+          token,
+          door,
+          cmd: prompt && engine ? piCommand(engine.mode, prompt) : commandOf(request.drive),
+          env,
+          ...(request.interactive ? { interactive: true } : {}),
+        });
+        handle = await startBox(box.engine, spec, {
+          ...watch,
+          ...(request.reportOom ? { reportOom: true } : {}),
+          onStdout,
+          onStderr,
+        });
+      }
+    } catch (error) {
+      output.close();
+      throw error;
     }
-    run = new Run(
-      request,
-      box,
-      id,
-      dir,
-      starting.record,
-      token,
-      starting.logs,
-      watchdog,
-      handle,
-      prompt,
-    );
+    // stdout's last line without its "\n" counts before anyone waiting on the box hears of its end
+    void handle.done.then(() => output.flush());
+    run = new Run(request, box, id, dir, starting.record, token, output, watchdog, handle, prompt);
+    // a bound passed before the run object existed stops the box now
+    if (output.overReason) run.stopFor("output", "output", output.overReason);
     if (request.stall === "box") watchdog?.start();
     // the folders it writes that outlive it, bounded while it runs (disk-watch.ts)
     run.disk = new DiskWatch({
@@ -348,7 +335,7 @@ export class Run {
       // pi keeps its transcript as it goes: nothing is lost by not waiting for it
       await this.handle.kill("signal");
       await this.handle.done;
-      await Promise.all(this.logs.map(endStream));
+      this.output.close();
       const repos = await this.box.settleRepos({
         id: this.id,
         dir: this.dir,

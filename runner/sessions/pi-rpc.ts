@@ -1,9 +1,9 @@
-import { assistantText, LineSplitter, type PiEvent, parseEvent } from "../runs/pi-events.ts";
+import { assistantText, type PiEvent, parseEvent } from "../runs/pi-events.ts";
 
 /**
  * pi's RPC mode, host side: JSON lines in on the box's stdin, events and
- * command responses out on its stdout (split on "\n" only: U+2028 is legal
- * inside JSON strings). A turn is one `prompt` command; it is over at
+ * command responses out on its stdout, read line by line by the run owner
+ * within their bound (runs/box-output.ts). A turn is one `prompt` command; it is over at
  * `agent_settled`, not `agent_end`, because retries and follow-ups can come
  * after `agent_end`. One turn at a time: the session's queue sees to that.
  */
@@ -39,7 +39,6 @@ interface ActiveTurn {
 }
 
 export class PiRpc {
-  private readonly splitter = new LineSplitter();
   private active: ActiveTurn | undefined;
   private counter = 0;
 
@@ -51,11 +50,6 @@ export class PiRpc {
 
   get busy(): boolean {
     return this.active !== undefined;
-  }
-
-  /** Feed it the box's stdout as it comes. */
-  push(chunk: Buffer): void {
-    for (const line of this.splitter.push(chunk.toString("utf8"))) this.line(line);
   }
 
   /** Sends one prompt; settles at agent_settled, or rejects if pi refuses it. */
@@ -84,7 +78,8 @@ export class PiRpc {
     turn?.reject(error);
   }
 
-  private line(raw: string): void {
+  /** Feed it each line of the box's stdout as it comes. */
+  line(raw: string): void {
     const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
     this.onLine(line);
     const event = parseEvent(line);

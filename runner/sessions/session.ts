@@ -140,7 +140,7 @@ export class Session {
 
   static async open(spec: SessionSpec): Promise<Session> {
     let session: Session | undefined;
-    const feed: Buffer[] = [];
+    const feed: string[] = [];
     let run: Run;
     try {
       run = await Run.start({
@@ -163,9 +163,9 @@ export class Session {
         boxEnv: { ROSTER_CHANNEL_DIR: `${BOX_HOME}/channel` },
         interactive: true,
         stall: "turns",
-        onStdout: (chunk) => {
-          if (session) session.rpc.push(chunk);
-          else feed.push(chunk);
+        onLine: (line) => {
+          if (session) session.rpc.line(line);
+          else feed.push(line);
         },
         onStderr: () => session?.activity(),
         note: spec.note,
@@ -187,7 +187,7 @@ export class Session {
     const rpc = new PiRpc(stdin, () => session?.activity());
     const memory = memoryTurnBlock(run.worker.memory, await readMemory(spec.paths, spec.worker));
     session = new Session(spec, run, rpc, spec.idleMs ?? idleSecs * 1000, memory);
-    for (const chunk of feed.splice(0)) rpc.push(chunk);
+    for (const line of feed.splice(0)) rpc.line(line);
     return session;
   }
 

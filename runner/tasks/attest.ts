@@ -117,6 +117,8 @@ function runFailure(facts: RunFacts): string | undefined {
       return "the run stalled (no sign of life for [box] stall_after)";
     case "disk":
       return `the run was stopped for the disk: ${record.error ?? "its store outgrew its limit"}`;
+    case "output":
+      return `the run was stopped for its output: ${record.error ?? "it wrote past a bound"}`;
     case "budget":
       return facts.budget
         ? `its model call was refused at ${facts.budget.host}: the model budget is used up (${facts.budget.detail})`

@@ -58,6 +58,7 @@ const elf = (body: string) => `name = "elf"\n\n${body}`;
 /** The session clocks (and the box runtime) every worker gets when neither file sets them. */
 const SESSION_DEFAULTS = {
   runtime: "runc",
+  max_output: "512m",
   session_ceiling_min: 60,
   turn_ceiling_min: 15,
   chat_idle_secs: 90,
@@ -76,6 +77,11 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
     ['memory = "8g"', "box.memory", '"8g" is more than org.toml allows ("2g")'],
     ['memory = "2049m"', "box.memory", '"2049m" is more than org.toml allows ("2g")'],
     ["cpus = 1.5", "box.cpus", "1.5 is more than org.toml allows (1)"],
+    [
+      'max_output = "1g"',
+      "box.max_output",
+      '"1g" is more than org.toml allows ("512m" by default)',
+    ],
     [
       "session_ceiling_min = 600",
       "box.session_ceiling_min",

@@ -84,7 +84,7 @@ export function doorPictures(door: DoorWindow, hours: number): Html {
 export function outcomeOf(run: RunFact): "done" | "limit" | "failed" | "running" {
   if (run.state === "running") return "running";
   if (run.state === "done") return "done";
-  const limit = ["ceiling", "stalled", "disk", "budget"].includes(run.ended_by ?? "");
+  const limit = ["ceiling", "stalled", "disk", "output", "budget"].includes(run.ended_by ?? "");
   return limit ? "limit" : "failed";
 }
 
