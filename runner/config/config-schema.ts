@@ -2,6 +2,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
 import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
 import { McpServerDeclaration } from "./mcp-schema.ts";
+import { AGE_PATTERN } from "./store-limits.ts";
 import { ToolchainSection } from "./toolchain-schema.ts";
 import { WORKER_NAME_PATTERN } from "./worker-name.ts";
 
@@ -174,8 +175,10 @@ export type WorkerModelSection = Static<typeof WorkerModelSection>;
  * A worker's store: how many snapshots each store keeps (store/snapshots.ts;
  * taken after every run that changed it and in the server's daily sweep, 0
  * turns them off), how large it (and each of its channel stores) may grow
- * while a box writes it, and the share of the data filesystem kept free for
- * everyone (org-only). runs/disk-watch.ts enforces the last two.
+ * while a box writes it, how large a run's $HOME and clones may grow, and the
+ * share of the data filesystem kept free for everyone (org-only);
+ * runs/disk-watch.ts enforces those. How long a finished run's $HOME and
+ * clones stay (org-only) is runs/retention.ts's.
  */
 export const StoreSection = Type.Object(
   {
@@ -197,6 +200,18 @@ export const StoreSection = Type.Object(
         exclusiveMinimum: 0,
         maximum: 0.5,
         description: "the share of the data filesystem kept free, like 0.05",
+      }),
+    ),
+    home_max_size: Type.Optional(
+      Type.String({
+        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
+        description: 'a size like "10g" or "512m"',
+      }),
+    ),
+    scratch_keep: Type.Optional(
+      Type.String({
+        pattern: AGE_PATTERN,
+        description: 'an age like "3d", "12h" or "90m"',
       }),
     ),
   },
@@ -371,8 +386,8 @@ export const WorkerConfig = Type.Object(
     context: Type.Optional(ContextSection),
     memory: Type.Optional(MemorySection),
     box: Type.Optional(BoxSection),
-    /** Only max_size, and only lower than the org's (the reserve and snapshots are the host's). */
-    store: Type.Optional(Type.Omit(StoreSection, ["reserve", "snapshots"])),
+    /** Only the sizes, and only lower than the org's (the reserve, snapshots and retention are the host's). */
+    store: Type.Optional(Type.Omit(StoreSection, ["reserve", "snapshots", "scratch_keep"])),
     grant: Type.Optional(Type.Array(Grant)),
     /** Refused by the loader (only org.toml grants actions); typed so the error can say so. */
     action: Type.Optional(Type.Array(Type.Omit(ActionGrant, ["workers"]))),

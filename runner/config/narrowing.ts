@@ -270,10 +270,12 @@ export function checkNarrowing(
     );
   if (box.memory !== undefined && parseMemory(box.memory) > parseMemory(effectiveBox.memory))
     tooMuch("/box/memory", box.memory, effectiveBox.memory, orgBox.memory === undefined);
-  const store = worker.store?.max_size;
-  const orgStore = org.store?.max_size ?? STORE_DEFAULTS.max_size;
-  if (store !== undefined && parseMemory(store) > parseMemory(orgStore))
-    tooMuch("/store/max_size", store, orgStore, org.store?.max_size === undefined);
+  for (const key of ["max_size", "home_max_size"] as const) {
+    const store = worker.store?.[key];
+    const orgStore = org.store?.[key] ?? STORE_DEFAULTS[key];
+    if (store !== undefined && parseMemory(store) > parseMemory(orgStore))
+      tooMuch(`/store/${key}`, store, orgStore, org.store?.[key] === undefined);
+  }
   if (
     box.max_output !== undefined &&
     parseMemory(box.max_output) > parseMemory(effectiveBox.max_output)

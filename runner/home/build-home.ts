@@ -21,10 +21,16 @@ import { readLive, scheduleView } from "../tasks/store.ts";
  * that uid (chown when the runner is root, as CI is).
  */
 
-/** A host folder a box writes that outlives it, and what a person calls it. */
+/** A host folder a box writes that outlives it, what a person calls it, and its limit. */
 export interface DurableFolder {
   path: string;
   what: string;
+  /** Folders measured with it as one (a run's clones beside its $HOME). */
+  with?: string[];
+  /** Its own bound and the setting that names it; the store's `[store] max_size` when unset. */
+  limit?: { bytes: number; setting: string };
+  /** The filesystem it is on, as a person calls it; "the data filesystem" when unset. */
+  filesystem?: string;
 }
 
 export interface RunHome {
@@ -33,7 +39,11 @@ export interface RunHome {
   user: BoxUser;
   /** Gated repos cloned for this run (ROSTER_REPOS_JSON, and the record's `repos`). */
   repos: Omit<ClonedRepos, "mounts">;
-  /** The host folders the box writes that outlive it: its store, a session's channel store. */
+  /**
+   * The host folders the box writes that outlive it: its store, a session's
+   * channel store, and its run folder's $HOME and clones (kept until
+   * retention drops them, runs/retention.ts).
+   */
   durable: DurableFolder[];
 }
 
@@ -79,7 +89,17 @@ export async function buildRunHome(options: {
   await mkdir(journal, { recursive: true });
 
   const channelMounts: BoxMount[] = [];
-  const durable: DurableFolder[] = [{ path: store, what: "its store" }];
+  const durable: DurableFolder[] = [
+    { path: store, what: "its store" },
+    // the store and mounts sit on empty mountpoints here: this is what the box wrote itself
+    {
+      path: home,
+      with: [join(runDir, "repos")],
+      what: "its $HOME and repo clones",
+      limit: { bytes: worker.store.homeMaxBytes, setting: "[store] home_max_size" },
+      filesystem: "the run folders' filesystem",
+    },
+  ];
   if (channel) {
     const record = join(paths.data, "channels", channel);
     const channelStore = join(paths.data, "workers", worker.name, "channel-stores", channel);

@@ -4,10 +4,11 @@ import type { DurableFolder } from "../home/build-home.ts";
 
 /**
  * What a box may take of the host's disk while it runs: each folder it
- * writes that outlives it (its store, a session's channel store) is measured
- * with `du` (on-disk blocks, so a sparse file counts what it really holds;
- * symlinks never followed; one filesystem) every moment, and the box is
- * stopped the first time one is over `[store] max_size`; and when the data
+ * writes that outlives it (its store, a session's channel store, its $HOME
+ * and repo clones) is measured with `du` (on-disk blocks, so a sparse file
+ * counts what it really holds; symlinks never followed; one filesystem) every
+ * moment, and the box is stopped the first time one is over its limit
+ * (`[store] max_size`, `[store] home_max_size`); and when the data
  * filesystem's free share falls under `[store] reserve`, a box whose folders
  * grew since the last look is stopped too — the one filling the disk, while
  * boxes that aren't writing go on. A look costs what `du` costs: the next one
@@ -36,8 +37,26 @@ export class DiskWatch {
   constructor(private readonly options: DiskWatchOptions) {}
 
   async start(): Promise<void> {
-    this.previous = await diskUsage(this.options.folders.map((folder) => folder.path));
+    this.previous = await this.measure();
     this.schedule(this.options.everyMs ?? DISK_LOOK_MS);
+  }
+
+  /** Bytes on disk of each folder, those measured with it included: one `du` for all. */
+  private async measure(): Promise<number[]> {
+    const { folders } = this.options;
+    const paths = folders.flatMap((folder) => [folder.path, ...(folder.with ?? [])]);
+    const sizes = await diskUsage(paths);
+    let at = 0;
+    return folders.map((folder) => {
+      const count = 1 + (folder.with?.length ?? 0);
+      const total = sizes.slice(at, at + count).reduce((sum, size) => sum + size, 0);
+      at += count;
+      return total;
+    });
+  }
+
+  private limitOf(folder: DurableFolder): { bytes: number; setting: string } {
+    return folder.limit ?? { bytes: this.options.limits.maxBytes, setting: "[store] max_size" };
   }
 
   stop(): void {
@@ -54,11 +73,13 @@ export class DiskWatch {
   private async look(): Promise<void> {
     const began = Date.now();
     const { folders, limits } = this.options;
-    const sizes = await diskUsage(folders.map((folder) => folder.path));
+    const sizes = await this.measure();
     if (this.stopped) return;
-    const over = sizes.findIndex((size) => size > limits.maxBytes);
+    const over = folders.findIndex(
+      (folder, index) => (sizes[index] ?? 0) > this.limitOf(folder).bytes,
+    );
     const full = folders[over];
-    if (full) return this.over(this.overLimit(full.what, sizes[over] ?? 0));
+    if (full) return this.over(this.overLimit(full, sizes[over] ?? 0));
     const grew = folders.filter((_, index) => (sizes[index] ?? 0) > (this.previous?.[index] ?? 0));
     this.previous = sizes;
     for (const folder of grew) {
@@ -66,7 +87,7 @@ export class DiskWatch {
       const free = await freeShare(folder.path).catch(() => 1);
       if (free < limits.reserve)
         return this.over(
-          `the data filesystem is down to ${(free * 100).toFixed(1)}% free, under the ${(limits.reserve * 100).toFixed(0)}% kept for every worker ([store] reserve), and this box was writing to it`,
+          `${folder.filesystem ?? "the data filesystem"} is down to ${(free * 100).toFixed(1)}% free, under the ${(limits.reserve * 100).toFixed(0)}% kept for every worker ([store] reserve), and this box was writing to it`,
         );
     }
     const base = this.options.everyMs ?? DISK_LOOK_MS;
@@ -74,8 +95,10 @@ export class DiskWatch {
     this.schedule(Math.max(this.delayMs, 5 * (Date.now() - began)));
   }
 
-  private overLimit(what: string, size: number): string {
-    return `${what} holds ${describeSize(size)} on disk, over its ${describeSize(this.options.limits.maxBytes)} limit ([store] max_size)`;
+  private overLimit(folder: DurableFolder, size: number): string {
+    const limit = this.limitOf(folder);
+    const verb = folder.with?.length ? "hold" : "holds";
+    return `${folder.what} ${verb} ${describeSize(size)} on disk, over its ${describeSize(limit.bytes)} limit (${limit.setting})`;
   }
 
   private over(message: string): void {
