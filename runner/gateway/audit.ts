@@ -1,5 +1,6 @@
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { cutHeaders, cutStrings } from "./audit-cuts.ts";
 import type { McpOutcome } from "./mcp-outcome.ts";
 import type { RequestFacts } from "./request-facts.ts";
 import type { ModelUsage } from "./usage.ts";
@@ -9,7 +10,8 @@ import type { ModelUsage } from "./usage.ts";
  * file: the values of credential-bearing headers are redacted and bodies are
  * never stored. Each line is one synchronous write() on an O_APPEND descriptor:
  * whole under any concurrency (other processes appending included), and on
- * disk before the response goes back, so a crash loses no decision.
+ * disk before the response goes back, so a crash loses no decision. What a box
+ * chose is cut to stated lengths first (audit-cuts.ts): a line stays small.
  */
 /** `gate`: an MCP tool call held for the approval desk (nothing was forwarded). */
 export type AuditVerdict = "allow" | "deny" | "tunnel" | "gate";
@@ -144,7 +146,8 @@ export class AuditLog {
   }
 
   record(facts: RequestFacts, outcome: AuditOutcome): DecisionRecord {
-    const record: DecisionRecord = {
+    // headers first (in number), then every string of the line: a box chose most of them
+    const record: DecisionRecord = cutStrings({
       decision_id: decisionId(),
       ts: new Date().toISOString(),
       verdict: outcome.verdict,
@@ -158,7 +161,7 @@ export class AuditLog {
         port: facts.port,
         path: facts.path,
         query: facts.query,
-        headers: redactHeaders(facts.headers),
+        headers: cutHeaders(redactHeaders(facts.headers)),
         bodySize: facts.bodySize,
         mcp: facts.mcp,
       },
@@ -170,7 +173,7 @@ export class AuditLog {
       ...(outcome.usage ? { usage: outcome.usage } : {}),
       ...(outcome.budget ? { budget: outcome.budget } : {}),
       ...(outcome.mcp_answer ? { mcp_answer: outcome.mcp_answer } : {}),
-    };
+    });
     if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify(record)}\n`);
     return record;
   }
