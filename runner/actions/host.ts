@@ -20,6 +20,7 @@ import { appendJournal, readJournal } from "../journal/journal.ts";
 import { runDir } from "../runs/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { executorFor } from "./desk.ts";
+import { deskFull, heldCallTooBig } from "./desk-bounds.ts";
 import { mcpCall } from "./executors/mcp.ts";
 import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
 import { decideTrust } from "./trust.ts";
@@ -254,6 +255,17 @@ export class ActionHost implements ActionHandler {
           isTrustedChannel: trustedChannels(this.paths),
         });
     if (trust.run === "auto") return this.runNow(grant, gate, summary, trust.because);
+    const full = deskFull(this.paths, worker);
+    if (full) {
+      appendJournal(this.paths, {
+        worker,
+        run_id: runIdOrNull,
+        kind: "action-refused",
+        intent: grant.name,
+        detail: full,
+      });
+      return reply(429, { status: "denied", reason: full });
+    }
     try {
       writeGate(this.paths, gate);
     } catch (error) {
@@ -283,11 +295,15 @@ export class ActionHost implements ActionHandler {
    * A tools/call the gateway held (a `verdict = "gate"` grant decided it): filed
    * as a gate for the desk with the arguments as sent, journaled and audited
    * like any proposal. The grant was the admission; the human is the trust.
+   * A call too big to keep, or one past the worker's room on the desk, is
+   * refused with the reason (the gateway answers it as a JSON-RPC error).
    */
   async holdMcpCall(call: HeldMcpCall): Promise<{ gateId: string }> {
     const worker = workerOfSubject(call.caller.subject);
     const runId = call.caller.runId || null;
     const payload = { url: call.url, tool: call.tool, arguments: call.arguments, rule: call.rule };
+    const refused = heldCallTooBig(payload) ?? deskFull(this.paths, worker);
+    if (refused) throw new Error(refused);
     const gate: Gate = {
       id: newGateId(),
       worker: call.caller.subject,
