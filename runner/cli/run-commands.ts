@@ -206,6 +206,18 @@ export function registerRunCommands(program: Command): void {
       process.stdout.write(flags.json ? `${JSON.stringify(rows)}\n` : `${formatRows(rows)}\n`);
     });
   runs
+    .command("prune")
+    .description(
+      "drop the $HOME and repo clones of runs that ended longer ago than --older-than (default [store] scratch_keep); their records stay",
+    )
+    .option("--older-than <age>", 'an age like "3d", "12h", "90m" or "0s"')
+    .option("--worker <worker>", "only this worker's runs")
+    .option("--json", "print what was dropped as JSON")
+    .action(async (flags: { olderThan?: string; worker?: string; json?: boolean }) => {
+      const { pruneRunsCommand } = await import("../runs/prune-command.ts");
+      await pruneRunsCommand(rosterPaths(), flags);
+    });
+  runs
     .command("show <run>")
     .description(
       "one run: its record, model tokens and cost, task, conversation and files (any unique prefix of its id)",

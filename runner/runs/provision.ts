@@ -20,6 +20,7 @@ import {
 import { modelEndpoint } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { projectToolchains, withProjects } from "../config/project-toolchain.ts";
+import { scratchKeepMs } from "../config/store-limits.ts";
 import { RosterError } from "../errors.ts";
 import { DEFAULT_GATEWAY_PORT } from "../gateway/defaults.ts";
 import { revokeRunTokens } from "../gateway/identity.ts";
@@ -29,6 +30,7 @@ import { gatedRepos } from "../repos/clone.ts";
 import { ensureKnowledgeRepo } from "../repos/knowledge.ts";
 import { storeCredential } from "./credentials.ts";
 import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
+import { autoPrune } from "./retention.ts";
 import { finished, type RunRecord, readRecord, runDir, writeRecord } from "./run-record.ts";
 
 /**
@@ -187,6 +189,8 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     leased,
     workerImage,
     reapAndRecord(engine, paths, note),
+    // finished runs' $HOME and clones past [store] scratch_keep go (retention.ts); never fails
+    autoPrune(paths, scratchKeepMs(config.org.store), note),
   ]);
   const gateway = settled[0].status === "fulfilled" ? settled[0].value : undefined;
   try {
