@@ -13,12 +13,14 @@ export function registerGatewayCommands(program: Command): void {
     .option("--addr <host:port>", "address to listen on (repeatable)", parseAddr)
     // roster run's own gateway, a child of the run (runner/gateway/embedded.ts)
     .addOption(new Option("--embedded").hideHelp())
-    .action(async (flags: { addr?: ListenAddress[]; embedded?: boolean }) => {
+    // the server's gateway, its supervised child (runner/gateway/supervised.ts)
+    .addOption(new Option("--for-server").hideHelp())
+    .action(async (flags: { addr?: ListenAddress[]; embedded?: boolean; forServer?: boolean }) => {
       const paths = rosterPaths();
       if (flags.embedded) {
         if (!flags.addr) throw new RosterError("--embedded needs --addr", { exitCode: 2 });
         const { serveEmbedded } = await import("../gateway/embedded-child.ts");
-        return serveEmbedded(paths, flags.addr);
+        return serveEmbedded(paths, flags.addr, flags.forServer ? "server" : "run");
       }
       const listen = flags.addr ?? (await defaultListen(paths.config));
       const { Gateway } = await import("../gateway/gateway.ts");

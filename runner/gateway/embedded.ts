@@ -11,12 +11,17 @@ import type { ListenAddress } from "./gateway.ts";
  * child process (`roster gateway start --embedded`) rather than inside the
  * run's own process: a gateway crash then cannot take the run's bookkeeping
  * down with it, and the run can see the gateway die and stop its box at once.
+ * The server's gateway is one too (role "server", supervised.ts): the door's
+ * data plane then has an event loop of its own, which nothing the server does
+ * (a run's bookkeeping, a flood of output, a snapshot pass) can keep busy.
  *
  * This is the parent's half (embedded-child.ts is the child's). Over the fork's IPC channel the child
  * sends exactly one message, ready (with its bound addresses) or failed (with
  * the reason); it stops when the channel closes, which happens when the parent
  * disconnects it or exits in any way, so it never outlives its run.
  */
+export type GatewayRole = "run" | "server";
+
 export type ChildMessage =
   | { type: "ready"; addresses: ListenAddress[]; door: string; configRoot: string }
   | { type: "failed"; error: string };
@@ -57,8 +62,15 @@ export async function launchEmbeddedGateway(options: {
   paths: RosterPaths;
   listen: ListenAddress[];
   env: NodeJS.ProcessEnv;
+  /**
+   * "run" (the default): one run's own gateway, with a door of its own, found by
+   * no one else. "server": the server's gateway, on the standalone door and in
+   * state/gateway.json, its runs' doors left for the one restarted in its place.
+   */
+  role?: GatewayRole;
 }): Promise<EmbeddedGateway> {
   const args = ["gateway", "start", "--embedded"];
+  if (options.role === "server") args.push("--for-server");
   for (const address of options.listen) args.push("--addr", formatAddr(address));
   // stdout is ignored so nothing the child prints can mix with the run's answer;
   // stderr is inherited so a gateway bug still shows its stack. execArgv is

@@ -44,6 +44,8 @@ export interface GatewayOptions {
   closedPorts?: number[];
   /** The folder of the door boxes use (door.ts): listen on its socket too. */
   door?: string;
+  /** The process that supervises this one (the server, for its gateway child): written to the state. */
+  supervisor?: number;
 }
 
 export interface GatewayState {
@@ -53,6 +55,8 @@ export interface GatewayState {
   pid: number;
   /** The folder holding the door's socket, mounted into every box this gateway serves. */
   door?: string;
+  /** The server whose child this gateway is: it restarts it, and its runs need not ask /healthz. */
+  supervisor?: number;
 }
 
 export class Gateway {
@@ -162,6 +166,7 @@ export class Gateway {
         config_root: paths.config,
         pid: process.pid,
         ...(options.door ? { door: options.door } : {}),
+        ...(options.supervisor ? { supervisor: options.supervisor } : {}),
       };
       await mkdir(paths.state, { recursive: true });
       await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });

@@ -19,11 +19,16 @@ export async function runningGateway(
   }
   // a gateway with no door serves no box
   if (typeof state.door !== "string" || !state.door) return undefined;
-  // the server's own gateway runs in this very process: alive as long as we are,
-  // and never worth a question that a busy event loop could answer late
-  if (state.pid === process.pid && state.config_root === configRoot) return state;
+  // the server's own gateway runs in this very process, or as its child, restarted by it
+  // (supervised.ts): never worth a question that a busy event loop could answer late
+  if (ownGateway(state) && state.config_root === configRoot) return state;
   const health = await askHealth(state.port, 2000);
   return health?.config_root === configRoot ? state : undefined;
+}
+
+/** This process's own gateway: in it, or its supervised child. */
+export function ownGateway(state: GatewayState): boolean {
+  return state.pid === process.pid || state.supervisor === process.pid;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { closeRunDoor, openRunDoor } from "../gateway/door-client.ts";
 import { describeExit, launchEmbeddedGateway } from "../gateway/embedded.ts";
-import { askHealth, runningGateway } from "../gateway/health.ts";
+import { askHealth, ownGateway, runningGateway } from "../gateway/health.ts";
 
 /**
  * The gateway a one-shot run holds for its duration: a running standalone one
@@ -50,8 +50,9 @@ export async function leaseGateway(options: {
   const { paths, port } = options;
   const lost = new AbortController();
   const running = await runningGateway(paths.state, paths.config);
-  // in the server's own process the gateway can't vanish while the box runs
-  if (running?.door && running.pid === process.pid)
+  // the server's own gateway (its supervised child) is restarted in place if it dies, its
+  // runs' doors reopened; a server that can't restart it stops, and every box with it
+  if (running?.door && ownGateway(running))
     return {
       port: running.port,
       door: running.door,

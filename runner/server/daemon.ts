@@ -8,10 +8,10 @@ import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
 import { LockBusy, withFileLock } from "../files/file-lock.ts";
-import { doorDir, STANDALONE_DOOR } from "../gateway/door.ts";
-import { Gateway, type ListenAddress } from "../gateway/gateway.ts";
+import type { ListenAddress } from "../gateway/gateway.ts";
 import { runningGateway } from "../gateway/health.ts";
 import { defaultListen, parseAddr } from "../gateway/listen.ts";
+import { superviseGateway } from "../gateway/supervised.ts";
 import { OfferDesk } from "../listeners/offers.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import { serverReadyPool } from "../ready/server-pool.ts";
@@ -26,7 +26,8 @@ export { readServerState, type ServerState, serverStateFile } from "./state.ts";
 
 /**
  * `roster server start`: one foreground process that holds the gateway (and
- * with it the action host), the warm sessions chat listeners feed, and task
+ * with it the action host) as a supervised child process of its own
+ * (gateway/supervised.ts), the warm sessions chat listeners feed, and task
  * dispatch. On start it recovers from whatever the last one left (orphan
  * boxes, crashed records, claimed tasks); on SIGTERM or SIGINT it stops
  * starting work, ends sessions cleanly, requeues interrupted tasks, finishes
@@ -84,12 +85,15 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   await recoverFirst(paths, config, env, note);
 
   const listen = options.listen ?? (await defaultListen(paths.config));
-  const gateway = await Gateway.start({
+  // a gateway that can't be kept up stops the server: no box runs on without its door
+  const halt = new AbortController();
+  const gateway = await superviseGateway({
     paths,
     listen,
-    door: doorDir(paths.state, STANDALONE_DOOR),
+    env,
+    note,
+    onGiveUp: (reason) => halt.abort(new Error(reason)),
   });
-  gateway.warm();
   const state: ServerState = {
     pid: process.pid,
     started_at: new Date().toISOString(),
@@ -172,7 +176,7 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   const sweep = options.once ? undefined : new StoreSweep(paths, note);
   let exitCode = 0;
   try {
-    await runUntilStopped(options, dispatcher, async () => {
+    await runUntilStopped(options, dispatcher, halt.signal, async () => {
       sessions = (await router.sessions()).length;
       listeners.offerDue();
       sweep?.tick();
@@ -264,12 +268,14 @@ async function startWebConsole(
 async function runUntilStopped(
   options: ServerOptions,
   dispatcher: Dispatcher,
+  halt: AbortSignal,
   beforeTick: () => Promise<void>,
 ): Promise<void> {
   const { note } = options;
-  const stopping = new Promise<string>((resolve) => {
+  const stopping = new Promise<string>((resolve, reject) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
+    halt.addEventListener("abort", () => reject(halt.reason), { once: true });
   });
   if (options.once) {
     await dispatcher.tick();
@@ -287,8 +293,7 @@ async function runUntilStopped(
           ticking = false;
         });
     }, tickMs);
-    const signal = await stopping;
-    clearInterval(timer);
+    const signal = await stopping.finally(() => clearInterval(timer));
     note(`${signal}: stopping (sessions end, running tasks are requeued)`);
   }
 }

@@ -1,0 +1,96 @@
+import type { RosterPaths } from "../config/paths.ts";
+import { errorMessage } from "../errors.ts";
+import { describeExit, type EmbeddedGateway, launchEmbeddedGateway } from "./embedded.ts";
+import type { ListenAddress } from "./gateway.ts";
+
+/**
+ * The server's gateway: a child process (embedded.ts, role "server") rather
+ * than a part of the server's own event loop, so that nothing the server does
+ * — a run's bookkeeping, a box flooding its output, a snapshot pass, a console
+ * page — can delay another box's requests at the door. The server supervises
+ * it: a child that dies is started again in its place, on the addresses it had
+ * (its runs' doors are reopened, so running boxes find it again), and one that
+ * can't be kept up ends the server, since no box may run on without its door.
+ */
+export interface SupervisedGateway {
+  /** Where it listens (port 0 asked: the port it got, kept across restarts). */
+  addresses: ListenAddress[];
+  port: number;
+  /** The child's process id now (it changes when it is restarted). */
+  pid(): number;
+  /** Stops it for good (the server's last step); no restart follows. */
+  stop(): Promise<void>;
+}
+
+/** Restarts allowed within RESTART_WINDOW_MS before the server gives up on its gateway. */
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 60_000;
+/** The wait before a restart, doubled after each failed one (a port still held, a busy host). */
+const FIRST_DELAY_MS = 200;
+
+export async function superviseGateway(options: {
+  paths: RosterPaths;
+  listen: ListenAddress[];
+  env: NodeJS.ProcessEnv;
+  note: (text: string) => void;
+  /** The gateway can't be kept up: the server stops (with this reason). */
+  onGiveUp: (reason: string) => void;
+}): Promise<SupervisedGateway> {
+  const { paths, env, note } = options;
+  const launch = (listen: ListenAddress[]) =>
+    launchEmbeddedGateway({ paths, listen, env, role: "server" });
+  // the first start's failure is the server's own: it does not start without its door
+  let child: EmbeddedGateway = await launch(options.listen);
+  const addresses = child.addresses;
+  let stopping = false;
+  const restarts: number[] = [];
+
+  const restart = async (why: string): Promise<void> => {
+    let delay = FIRST_DELAY_MS;
+    while (!stopping) {
+      const now = Date.now();
+      while (restarts.length && (restarts[0] ?? now) < now - RESTART_WINDOW_MS) restarts.shift();
+      if (restarts.length >= MAX_RESTARTS) {
+        options.onGiveUp(
+          `the gateway died ${MAX_RESTARTS} times within ${RESTART_WINDOW_MS / 1000} s (last: ${why}); the server stops, and every box with it`,
+        );
+        return;
+      }
+      restarts.push(now);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      if (stopping) return;
+      try {
+        const next = await launch(addresses);
+        if (stopping) {
+          await next.stop();
+          return;
+        }
+        child = next;
+        watch(next);
+        note(`gateway restarted (pid ${next.pid}) after ${why}`);
+        return;
+      } catch (error) {
+        why = `a failed restart: ${errorMessage(error)}`;
+        delay *= 2;
+      }
+    }
+  };
+  const watch = (watched: EmbeddedGateway) =>
+    watched.onExit((exit) => {
+      if (stopping) return;
+      const why = `it exited (${describeExit(exit)})`;
+      note(`the gateway died: ${why}; starting it again`);
+      void restart(why);
+    });
+  watch(child);
+
+  return {
+    addresses,
+    port: addresses[0]?.port ?? 0,
+    pid: () => child.pid,
+    stop: async () => {
+      stopping = true;
+      await child.stop();
+    },
+  };
+}
