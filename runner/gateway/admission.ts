@@ -9,15 +9,11 @@ import type { ConfigSource } from "./config-source.ts";
 import { type Credentials, RETRY_AFTER_MS } from "./credentials.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
+import { speaksMcp } from "./mcp-hosts.ts";
+import { readMcp } from "./mcp-reading.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "./model-meter.ts";
 import { denied, type Refusal } from "./refusals.ts";
-import {
-  flattenHeaders,
-  liftMcp,
-  normalisePath,
-  type RequestFacts,
-  type Target,
-} from "./request-facts.ts";
+import { flattenHeaders, normalisePath, type RequestFacts, type Target } from "./request-facts.ts";
 import { findSsrfRefusal, literalRefusal } from "./ssrf.ts";
 import { UpstreamError } from "./upstreams.ts";
 import { isModelCall } from "./usage.ts";
@@ -136,7 +132,7 @@ export function admit(
   entry: Entry,
   body: Buffer,
 ): ConnectAdmission | Promise<RequestAdmission> {
-  return entry === "connect" ? admitConnect(deps, facts) : admitRequest(deps, facts, body);
+  return entry === "connect" ? admitConnect(deps, facts) : admitRequest(deps, facts, body, entry);
 }
 
 function admitConnect(deps: AdmissionDeps, facts: RequestFacts): ConnectAdmission {
@@ -156,6 +152,7 @@ async function admitRequest(
   deps: AdmissionDeps,
   facts: RequestFacts,
   body: Buffer,
+  entry: "request" | "upgrade",
 ): Promise<RequestAdmission> {
   const config = deps.config.get();
   const broken = deps.config.brokenReason(config);
@@ -170,8 +167,9 @@ async function admitRequest(
       refusal: denied("closed", closed, "denied by gateway (a host service no box may reach)"),
       decision: undefined,
     };
-  const mcp = liftMcp(facts.headers["content-type"], body);
-  if (mcp === "batch") {
+  const mcpHost = speaksMcp(config, facts.host);
+  const reading = readMcp(facts.headers, body, mcpHost);
+  if (reading.kind === "batch") {
     return {
       kind: "refuse",
       refusal: {
@@ -185,6 +183,18 @@ async function admitRequest(
       decision: undefined,
     };
   }
+  if (reading.kind === "unreadable") {
+    return {
+      kind: "refuse",
+      refusal: denied(
+        undefined,
+        `${facts.host} speaks MCP, and the gateway forwards there only what it has judged: ${reading.reason}`,
+        "denied by gateway (an MCP message it can't judge)",
+      ),
+      decision: undefined,
+    };
+  }
+  const mcp = reading.kind === "message" ? reading.mcp : null;
   facts.mcp = mcp;
   const decision = judge(config.grants, facts, "request");
   if (decision.verdict === "gate" && decision.rule) {
@@ -204,6 +214,17 @@ async function admitRequest(
     return { kind: "refuse", refusal: denied(decision.rule?.name, decision.hint), decision };
   }
   const grant = decision.rule;
+  // a WebSocket's messages pass unread: to a host that speaks MCP, only a grant that says so
+  if (entry === "upgrade" && mcpHost && !allowsUpgrade(grant)) {
+    return {
+      kind: "refuse",
+      decision,
+      refusal: denied(
+        grant.name,
+        `${facts.host} speaks MCP and a WebSocket's messages can't be judged: a grant must allow it explicitly (match.headerContains = { upgrade = "websocket" })`,
+      ),
+    };
+  }
   const spend = deps.budgets.spendFor({
     rule: grant.name,
     host: facts.host,
@@ -249,6 +270,13 @@ async function admitRequest(
     };
   }
   return { kind: "forward", decision, inject, spend, allowInternal: named, model };
+}
+
+/** Whether a grant names the upgrade it allows: `match.headerContains` has an `upgrade` entry. */
+function allowsUpgrade(grant: ScopedGrant): boolean {
+  return Object.keys(grant.match?.headerContains ?? {}).some(
+    (name) => name.toLowerCase() === "upgrade",
+  );
 }
 
 /** A credential the grant injects can't be had: 503, nothing sent, the credential named. */

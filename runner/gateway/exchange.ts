@@ -11,8 +11,8 @@ import type { DecisionLine } from "./audit.ts";
 import type { BodyBound, BodyBudget } from "./body-budget.ts";
 import { overBudgetRefusal, refuseAndLinger, tooLargeRefusal } from "./body-refusal.ts";
 import type { Identity } from "./identity.ts";
-import { bodyNeeded } from "./judge.ts";
 import { answerRefusal, holdCall } from "./mcp-exchange.ts";
+import { speaksMcp } from "./mcp-hosts.ts";
 import { McpOutcomeTap } from "./mcp-outcome.ts";
 import { meterFor, settleUsage } from "./model-meter.ts";
 import { type Refusal, sendRefusal } from "./refusals.ts";
@@ -64,7 +64,8 @@ export async function handleRequest(
     return refuseBody(deps, req, facts, tooLargeRefusal(deps.maxBodyBytes), "body too large");
   }
   // A body is read whole (within the body budget) when something must read it:
-  // the action host, a rule on its MCP facts, or its size when no Content-Length
+  // the action host, a host that speaks MCP (every body there is judged as
+  // JSON-RPC, mcp-reading.ts), or its size when no Content-Length
   // says it (an upload is never forwarded before it is known to be in bounds);
   // and a small one, as cheap to hold as to stream (a stalled upload is then
   // answered 408 before anything is forwarded). A large body no rule reads
@@ -77,7 +78,7 @@ export async function handleRequest(
     (actions ||
       declared === undefined ||
       declared <= STREAM_ABOVE_BYTES ||
-      bodyNeeded(deps.config.get().grants, facts));
+      speaksMcp(deps.config.get(), facts.host));
   // a request with no body is read to its (immediate) end here, as it always was: left
   // unread, Node dumps it when the response finishes, work and listeners on every request
   if (!hasBody) req.resume();

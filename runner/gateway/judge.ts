@@ -158,19 +158,6 @@ function methodHint(grants: ScopedGrant[], facts: RequestFacts, phase: Phase): s
 }
 
 /**
- * Whether judging needs the body read first: a grant that could decide this
- * request looks at its MCP facts (a JSON body). Its size is the declared one.
- */
-export function bodyNeeded(grants: ScopedGrant[], facts: RequestFacts): boolean {
-  if (!facts.headers["content-type"]?.includes("json")) return false;
-  return grants.some((grant) => {
-    if (grant.match?.mcp === undefined || !scopeApplies(grant.scope, facts.subject)) return false;
-    const hosts = list(grant.match.host);
-    return !hosts || hosts.some((pattern) => hostMatches(pattern, facts.host));
-  });
-}
-
-/**
  * Whether a grant names this host exactly (no wildcard): the operator's way of
  * saying "this internal address, on purpose", which lifts the SSRF guard.
  */

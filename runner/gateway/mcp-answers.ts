@@ -1,3 +1,4 @@
+import { readMcp } from "./mcp-reading.ts";
 import type { Refusal } from "./refusals.ts";
 import type { McpFacts } from "./request-facts.ts";
 
@@ -25,16 +26,17 @@ export interface JsonRpcRequest {
   arguments: Record<string, unknown>;
 }
 
-/** The request's id and arguments; undefined for a notification (no id) or a body that isn't one. */
-export function jsonRpcRequest(body: Buffer): JsonRpcRequest | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString("utf8"));
-  } catch {
-    return undefined;
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return undefined;
-  const message = parsed as { id?: unknown; params?: { arguments?: unknown } };
+/**
+ * The request's id and arguments, read as it was judged (mcp-reading.ts);
+ * undefined for a notification (no id) or a body that isn't one request.
+ */
+export function jsonRpcRequest(
+  headers: Record<string, string>,
+  body: Buffer,
+): JsonRpcRequest | undefined {
+  const read = readMcp(headers, body, true);
+  if (read.kind !== "message") return undefined;
+  const message = read.message as { id?: unknown; params?: { arguments?: unknown } };
   const id = message.id;
   if (typeof id !== "string" && typeof id !== "number") return undefined;
   const args = message.params?.arguments;

@@ -24,7 +24,7 @@ export function answerRefusal(
   body: Buffer,
 ): void {
   const outcome = refusalOutcome(ruling);
-  const request = facts.mcp ? jsonRpcRequest(body) : undefined;
+  const request = facts.mcp ? jsonRpcRequest(facts.headers, body) : undefined;
   if (!facts.mcp || !request) {
     line.write(outcome);
     sendRefusal(res, ruling.refusal);
@@ -45,7 +45,7 @@ export async function holdCall(
   facts: RequestFacts,
   identity: Identity | undefined,
 ): Promise<void> {
-  const request = jsonRpcRequest(held.body);
+  const request = jsonRpcRequest(facts.headers, held.body);
   const refuse = (hint: string) => {
     const ruling: Refused = {
       kind: "refuse",

@@ -62,37 +62,3 @@ export function flattenHeaders(
   }
   return out;
 }
-
-/**
- * Lifts JSON-RPC (MCP) facts from a body: the method, and for `tools/call` the
- * tool name. A batch (an array) is refused by the caller: judging one element
- * and forwarding many would let the rest through unjudged.
- */
-export function liftMcp(contentType: string | undefined, body: Buffer): McpFacts | null | "batch" {
-  if (!contentType?.includes("json") || body.length === 0) return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString("utf8"));
-  } catch {
-    return null;
-  }
-  if (Array.isArray(parsed)) {
-    return parsed.some((item) => isJsonRpc(item)) ? "batch" : null;
-  }
-  if (!isJsonRpc(parsed)) return null;
-  const message = parsed as { method: string; params?: { name?: unknown } };
-  const tool =
-    message.method === "tools/call" && typeof message.params?.name === "string"
-      ? message.params.name
-      : undefined;
-  return tool ? { method: message.method, tool } : { method: message.method };
-}
-
-function isJsonRpc(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return false;
-  const message = value as { jsonrpc?: unknown; method?: unknown };
-  return (
-    typeof message.method === "string" &&
-    (message.jsonrpc === "2.0" || message.method.includes("/"))
-  );
-}

@@ -19,7 +19,12 @@ export interface ClientResponse {
 export async function viaProxy(
   proxy: string,
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string; ca?: string } = {},
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    ca?: string;
+  } = {},
 ): Promise<ClientResponse> {
   const agent = new ProxyAgent({
     uri: proxy,
