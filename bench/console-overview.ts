@@ -80,10 +80,15 @@ const logMb = statSync(join(paths.audit, "decisions.jsonl")).size / 2 ** 20;
 const setupS = (performance.now() - setupStarted) / 1000;
 
 const key = consoleKey(paths);
-const cookie = `roster_console=${key.session}`;
+// the console answers its own address only, with the cookie made for its port
+const place = { host: "127.0.0.1", port: 7717 };
+const headers = { host: "127.0.0.1:7717", cookie: `roster_console_7717=${key.session(7717)}` };
 function overviewApp() {
   const feed = new ConsoleFeed(paths, () => WORKERS);
-  return { feed, app: consoleApp({ paths, key, feed, sessions: async () => [] }) };
+  return {
+    feed,
+    app: consoleApp({ paths, key, feed, sessions: async () => [], place: () => place }),
+  };
 }
 
 interface Measured {
@@ -94,7 +99,7 @@ interface Measured {
 async function render(app: ReturnType<typeof overviewApp>["app"]): Promise<Measured> {
   globalThis.gc?.();
   const started = performance.now();
-  const response = await app.request("/", { headers: { cookie } });
+  const response = await app.request("/", { headers });
   const body = await response.text();
   const ms = performance.now() - started;
   if (response.status !== 200 || !body.includes('data-chart="door-hosts"'))
@@ -131,7 +136,7 @@ const running = await render(restarted.app);
 // the door page, live-refreshed on every decision: the newest refusals of one worker
 const doorStarted = performance.now();
 const door = await restarted.app.request("/door?worker=worker3&verdict=refused&fragment=1", {
-  headers: { cookie },
+  headers,
 });
 const doorBody = await door.text();
 const doorMs = performance.now() - doorStarted;

@@ -12,6 +12,7 @@ import { type ConsoleEnv, WORKER_NAME } from "./env.ts";
 import type { ConsoleFeed } from "./feed.ts";
 import { CSS, type Html, live, page, plain, SCRIPT } from "./html.ts";
 import { type ConsoleKey, matches } from "./key.ts";
+import { type ConsolePlace, cookieName, hostGuard } from "./origin.ts";
 import { approvalsPart } from "./pages/approvals.ts";
 import { type DoorFilter, doorFilters, doorPart } from "./pages/door.ts";
 import { cardsPart, workerFacts } from "./pages/overview.ts";
@@ -31,13 +32,14 @@ import { workRoutes } from "./work-routes.ts";
 export interface ConsoleDeps {
   paths: RosterPaths;
   key: ConsoleKey;
+  /** Where the console listens (its port is known once it does): the Host and cookie it accepts. */
+  place: () => ConsolePlace;
   feed: ConsoleFeed;
   sessions: () => Promise<Session[]>;
 }
 
 type Env = ConsoleEnv;
 
-export const COOKIE = "roster_console";
 const NAME = WORKER_NAME;
 const GATE_ID = /^g-[0-9a-f]{4,64}$/;
 
@@ -54,14 +56,17 @@ const CSP = [
 
 export function consoleApp(deps: ConsoleDeps): Hono<Env> {
   const app = new Hono<Env>();
-  guard(app, deps.key);
+  guard(app, deps.key, deps.place);
   pageRoutes(app, deps);
   eventRoute(app, deps.feed);
   return app;
 }
 
-/** Headers on every answer, the login link, and the cookie and CSRF checks before any page. */
-function guard(app: Hono<Env>, key: ConsoleKey): void {
+/**
+ * Headers on every answer, the Host check before anything (origin.ts), the
+ * login link, and the cookie and CSRF checks before any page.
+ */
+function guard(app: Hono<Env>, key: ConsoleKey, place: () => ConsolePlace): void {
   app.use(async (c, next) => {
     await next();
     c.header("content-security-policy", CSP);
@@ -71,6 +76,7 @@ function guard(app: Hono<Env>, key: ConsoleKey): void {
     c.header("cache-control", "no-store");
     c.header("x-frame-options", "DENY");
   });
+  app.use(hostGuard(place));
 
   app.get("/console.css", (c) => c.body(CSS, 200, { "content-type": "text/css; charset=utf-8" }));
   app.get("/console.js", (c) =>
@@ -87,7 +93,8 @@ function guard(app: Hono<Env>, key: ConsoleKey): void {
         ),
         403,
       );
-    setCookie(c, COOKIE, key.session, {
+    const { port } = place();
+    setCookie(c, cookieName(port), key.session(port), {
       httpOnly: true,
       sameSite: "Strict",
       path: "/",
@@ -96,7 +103,8 @@ function guard(app: Hono<Env>, key: ConsoleKey): void {
   });
 
   app.use(async (c, next) => {
-    if (!matches(getCookie(c, COOKIE), key.session))
+    const { port } = place();
+    if (!matches(getCookie(c, cookieName(port)), key.session(port)))
       return c.html(
         plain(
           "Log in first",

@@ -5,16 +5,17 @@ import type { RosterPaths } from "../config/paths.ts";
 
 /**
  * The console's per-install secret. The login link carries it once; the
- * browser then holds a cookie derived from it (HttpOnly, SameSite=Strict),
- * and every state-changing request also carries a CSRF token derived from
- * it. Neither derived value reveals the key, and both change when the key
- * file is removed (a new key is made at the next start).
+ * browser then holds a cookie derived from it and the console's port
+ * (HttpOnly, SameSite=Strict; see origin.ts), and every state-changing
+ * request also carries a CSRF token derived from it. No derived value
+ * reveals the key, and all change when the key file is removed (a new key is
+ * made at the next start).
  */
 export interface ConsoleKey {
   /** The value the login link carries. */
   key: string;
-  /** The session cookie's value. */
-  session: string;
+  /** The session cookie's value for the console on `port`: another port's does not log in. */
+  session(port: number): string;
   /** The CSRF token forms and scripts send back. */
   csrf: string;
 }
@@ -36,7 +37,11 @@ export function consoleKey(paths: RosterPaths): ConsoleKey {
     writeFileSync(file, `${key}\n`, { mode: 0o600 });
     chmodSync(file, 0o600);
   }
-  return { key, session: derive(key, "session"), csrf: derive(key, "csrf") };
+  return {
+    key,
+    session: (port) => derive(key, `session ${port}`),
+    csrf: derive(key, "csrf"),
+  };
 }
 
 /** Constant-time comparison of a presented value with the expected one. */

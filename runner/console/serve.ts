@@ -37,7 +37,15 @@ export async function startConsole(options: {
   const key = consoleKey(options.paths);
   const feed = new ConsoleFeed(options.paths, options.workers);
   feed.start();
-  const app = consoleApp({ paths: options.paths, key, feed, sessions: options.sessions });
+  // the port is known once the server listens (0 asks for any); no request is served before
+  const place = { host, port: wanted };
+  const app = consoleApp({
+    paths: options.paths,
+    key,
+    feed,
+    sessions: options.sessions,
+    place: () => place,
+  });
   const timeoutMs = options.requestTimeoutMs ?? 10_000;
   // the stalled-request sweep runs often enough for the timeout to mean something
   const server = createServer(
@@ -57,6 +65,7 @@ export async function startConsole(options: {
     });
   });
   const port = (server.address() as AddressInfo).port;
+  place.port = port;
   const shown = host.includes(":") ? `[${host}]` : host === "0.0.0.0" ? "127.0.0.1" : host;
   const url = `http://${shown}:${port}`;
   return {

@@ -55,7 +55,11 @@ describe.skipIf(!docker || !browser)("the web console", () => {
     expect(new URL(page.url()).pathname).toBe("/");
     expect(page.url()).not.toContain("key="); // the key leaves the address bar
     const [cookie] = await page.context().cookies();
-    expect(cookie).toMatchObject({ name: "roster_console", httpOnly: true, sameSite: "Strict" });
+    expect(cookie).toMatchObject({
+      name: `roster_console_${new URL(base).port}`,
+      httpOnly: true,
+      sameSite: "Strict",
+    });
   });
 
   it("shows a gate a real box files without a reload, its markup as text, and approving sends once", async () => {
