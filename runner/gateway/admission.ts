@@ -9,7 +9,7 @@ import type { ConfigSource } from "./config-source.ts";
 import { type Credentials, RETRY_AFTER_MS } from "./credentials.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
-import { speaksMcp } from "./mcp-hosts.ts";
+import { mcpScope } from "./mcp-hosts.ts";
 import { readMcp } from "./mcp-reading.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "./model-meter.ts";
 import { denied, type Refusal } from "./refusals.ts";
@@ -167,8 +167,8 @@ async function admitRequest(
       refusal: denied("closed", closed, "denied by gateway (a host service no box may reach)"),
       decision: undefined,
     };
-  const mcpHost = speaksMcp(config, facts.host);
-  const reading = readMcp(facts.headers, body, mcpHost);
+  const scope = mcpScope(config, facts.host);
+  const reading = readMcp(facts.headers, body, scope);
   if (reading.kind === "batch") {
     return {
       kind: "refuse",
@@ -188,7 +188,9 @@ async function admitRequest(
       kind: "refuse",
       refusal: denied(
         undefined,
-        `${facts.host} speaks MCP, and the gateway forwards there only what it has judged: ${reading.reason}`,
+        scope === "mcp"
+          ? `${facts.host} speaks MCP, and the gateway forwards there only what it has judged: ${reading.reason}`
+          : `an MCP rule with no host reads every JSON body, and the gateway forwards only what it has judged: ${reading.reason}`,
         "denied by gateway (an MCP message it can't judge)",
       ),
       decision: undefined,
@@ -215,7 +217,7 @@ async function admitRequest(
   }
   const grant = decision.rule;
   // a WebSocket's messages pass unread: to a host that speaks MCP, only a grant that says so
-  if (entry === "upgrade" && mcpHost && !allowsUpgrade(grant)) {
+  if (entry === "upgrade" && scope === "mcp" && !allowsUpgrade(grant)) {
     return {
       kind: "refuse",
       decision,

@@ -12,8 +12,9 @@ import type { BodyBound, BodyBudget } from "./body-budget.ts";
 import { overBudgetRefusal, refuseAndLinger, tooLargeRefusal } from "./body-refusal.ts";
 import type { Identity } from "./identity.ts";
 import { answerRefusal, holdCall } from "./mcp-exchange.ts";
-import { speaksMcp } from "./mcp-hosts.ts";
+import { type McpScope, mcpScope } from "./mcp-hosts.ts";
 import { McpOutcomeTap } from "./mcp-outcome.ts";
+import { mightBeJson } from "./mcp-reading.ts";
 import { meterFor, settleUsage } from "./model-meter.ts";
 import { type Refusal, sendRefusal } from "./refusals.ts";
 import { relayBody } from "./relay.ts";
@@ -64,8 +65,8 @@ export async function handleRequest(
     return refuseBody(deps, req, facts, tooLargeRefusal(deps.maxBodyBytes), "body too large");
   }
   // A body is read whole (within the body budget) when something must read it:
-  // the action host, a host that speaks MCP (every body there is judged as
-  // JSON-RPC, mcp-reading.ts), or its size when no Content-Length
+  // the action host, MCP judging (every body on a host that speaks MCP, any
+  // that could be JSON where any host may: mcp-reading.ts), or its size when no Content-Length
   // says it (an upload is never forwarded before it is known to be in bounds);
   // and a small one, as cheap to hold as to stream (a stalled upload is then
   // answered 408 before anything is forwarded). A large body no rule reads
@@ -78,7 +79,7 @@ export async function handleRequest(
     (actions ||
       declared === undefined ||
       declared <= STREAM_ABOVE_BYTES ||
-      speaksMcp(deps.config.get(), facts.host));
+      mcpRead(mcpScope(deps.config.get(), facts.host), facts.headers));
   // a request with no body is read to its (immediate) end here, as it always was: left
   // unread, Node dumps it when the response finishes, work and listeners on every request
   if (!hasBody) req.resume();
@@ -111,6 +112,11 @@ export async function handleRequest(
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** Whether MCP judging needs this body whatever its size (mcp-hosts.ts says how each host is read). */
+function mcpRead(scope: McpScope, headers: Record<string, string>): boolean {
+  return scope === "mcp" || (scope === "maybe" && mightBeJson(headers));
+}
 
 /** Bodies up to this size are read whole before judging; larger ones stream when no rule reads them. */
 export const STREAM_ABOVE_BYTES = 1024 * 1024;

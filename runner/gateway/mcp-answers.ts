@@ -34,7 +34,7 @@ export function jsonRpcRequest(
   headers: Record<string, string>,
   body: Buffer,
 ): JsonRpcRequest | undefined {
-  const read = readMcp(headers, body, true);
+  const read = readMcp(headers, body, "mcp");
   if (read.kind !== "message") return undefined;
   const message = read.message as { id?: unknown; params?: { arguments?: unknown } };
   const id = message.id;

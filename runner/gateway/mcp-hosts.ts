@@ -3,52 +3,65 @@ import { hostMatches } from "../config/host-pattern.ts";
 import type { LoadedConfig } from "../config/load.ts";
 
 /**
- * The hosts that speak MCP, as far as the gateway must care: those an `mcp`
- * connection points at, and those a grant or a meter reads MCP facts for
- * (`match.mcp`). On such a host every request body is read as JSON-RPC
- * before judging, whatever its size or media type, and one that can't be
- * read as its server would read it is refused (mcp-reading.ts). A rule with
- * `match.mcp` and no host makes every host one; a meter without a host
- * counts on the hosts of the grants it names (`match.rule`), or on all.
+ * How a host's request bodies are read for MCP (mcp-reading.ts):
+ * - `mcp`: the host speaks MCP — an `mcp` connection points at it, or a grant
+ *   or a meter names it with `match.mcp` (a meter naming rules: their hosts).
+ *   Every body there is read whole and must be one JSON-RPC message the
+ *   gateway reads as its server would; anything else is refused.
+ * - `maybe`: a grant or meter with `match.mcp` names no host (say a meter on
+ *   `create_*` wherever it is called), so any host may be an MCP server.
+ *   Bodies that could be JSON are read; a message is judged; one that could
+ *   be JSON but can't be read as the server would is refused; the rest (a
+ *   model call, an upload) passes as no MCP message.
+ * - `no`: no rule reads MCP facts here; the reading only names what it finds
+ *   on the audit line.
  */
-export function speaksMcp(config: LoadedConfig, host: string): boolean {
-  let patterns = cache.get(config);
-  if (!patterns) {
-    patterns = mcpHostPatterns(config);
-    cache.set(config, patterns);
+export type McpScope = "mcp" | "maybe" | "no";
+
+export function mcpScope(config: LoadedConfig, host: string): McpScope {
+  let hosts = cache.get(config);
+  if (!hosts) {
+    hosts = mcpHosts(config);
+    cache.set(config, hosts);
   }
-  return patterns.some((pattern) => hostMatches(pattern, host));
+  if (hosts.named.some((pattern) => hostMatches(pattern, host))) return "mcp";
+  return hosts.anywhere ? "maybe" : "no";
 }
 
-const cache = new WeakMap<LoadedConfig, string[]>();
+interface McpHosts {
+  named: string[];
+  anywhere: boolean;
+}
+
+const cache = new WeakMap<LoadedConfig, McpHosts>();
 
 const list = <T>(value: T | T[] | undefined): T[] | undefined =>
   value === undefined ? undefined : Array.isArray(value) ? value : [value];
 
-function mcpHostPatterns(config: LoadedConfig): string[] {
-  const patterns: string[] = [];
+function mcpHosts(config: LoadedConfig): McpHosts {
+  const named: string[] = [];
+  let anywhere = false;
+  const add = (hosts: string[] | undefined) => {
+    if (hosts) named.push(...hosts);
+    else anywhere = true;
+  };
   for (const connection of config.connections.values()) {
-    if (connection.kind === "mcp") patterns.push(...(serviceReach(connection)?.hosts ?? []));
+    if (connection.kind === "mcp") named.push(...(serviceReach(connection)?.hosts ?? []));
   }
   for (const grant of config.grants) {
-    if (grant.match?.mcp !== undefined) patterns.push(...(list(grant.match.host) ?? ["*"]));
+    if (grant.match?.mcp !== undefined) add(list(grant.match.host));
   }
   for (const meter of config.meters) {
     const match = meter.match;
     if (match?.mcp === undefined) continue;
-    const hosts = list(match.host);
-    if (hosts) {
-      patterns.push(...hosts);
-      continue;
-    }
     const rules = list(match.rule);
-    if (!rules) {
-      patterns.push("*");
+    if (match.host !== undefined || !rules) {
+      add(list(match.host));
       continue;
     }
     for (const grant of config.grants) {
-      if (rules.includes(grant.name)) patterns.push(...(list(grant.match?.host) ?? ["*"]));
+      if (rules.includes(grant.name)) add(list(grant.match?.host));
     }
   }
-  return [...new Set(patterns)];
+  return { named: [...new Set(named)], anywhere };
 }

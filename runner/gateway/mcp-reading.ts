@@ -1,6 +1,7 @@
 import { MIMEType } from "node:util";
 import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib";
 import { firstDuplicateKey } from "./json-duplicate-keys.ts";
+import type { McpScope } from "./mcp-hosts.ts";
 import type { McpFacts } from "./request-facts.ts";
 
 /**
@@ -13,7 +14,7 @@ import type { McpFacts } from "./request-facts.ts";
  * with its byte-order mark dropped; an express.json() server inflates a
  * Content-Encoding and decodes utf-16 when the charset says so; Python's
  * json.loads guesses UTF-16 and UTF-32 from the bytes. So on a host that
- * speaks MCP (mcp-hosts.ts) every body is read whatever its media type says:
+ * may speak MCP (mcp-hosts.ts) a body is read whatever its media type says:
  * decoded from gzip, deflate or br (within DECODED_MAX_BYTES), a UTF-8 BOM
  * dropped, then strictly UTF-8 and strictly JSON with no key twice. Whatever
  * would need another reading (another charset, another encoding, invalid
@@ -29,35 +30,75 @@ export type McpReading =
   | { kind: "none" }
   /** An array of messages: refused whole, since judging one and forwarding many lets the rest by. */
   | { kind: "batch" }
-  /** On a host that speaks MCP: a body the gateway can't read as its server would. */
+  /** Where MCP is judged: a body the gateway can't read as its server would. */
   | { kind: "unreadable"; reason: string };
 
 /** The most an encoded body may decode to: the MCP SDK's own bound on a request body. */
 export const DECODED_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
- * Reads `body` (as sent, with the request's lower-cased headers). `speaksMcp`:
- * the host has an MCP rule or connection, so an unreadable body is refused
- * rather than passed on as no MCP message at all.
+ * Reads `body` (as sent, with the request's lower-cased headers) for a host
+ * of the given scope (mcp-hosts.ts): on a host that speaks MCP, what can't be
+ * read is refused; where any host may, what could be JSON but can't be read
+ * is refused; elsewhere it only goes unnamed.
  */
 export function readMcp(
   headers: Record<string, string>,
   body: Buffer,
-  speaksMcp: boolean,
+  scope: McpScope,
 ): McpReading {
   if (body.length === 0) return { kind: "none" };
-  if (!speaksMcp) {
-    // elsewhere nothing is judged by the reading, only the audit line names what it finds
-    if (!mediaTypeIsJson(headers["content-type"])) return { kind: "none" };
-    const read = readJsonRpc(headers, body);
-    if (read.kind === "batch" && !read.anyJsonRpc) return { kind: "none" };
-    if (read.kind === "unreadable" || read.kind === "other") return { kind: "none" };
-    return read.kind === "batch" ? { kind: "batch" } : read;
-  }
+  if (scope === "no" && !mediaTypeIsJson(headers["content-type"])) return { kind: "none" };
   const read = readJsonRpc(headers, body);
-  if (read.kind === "batch") return { kind: "batch" };
-  if (read.kind === "other") return { kind: "unreadable", reason: read.reason };
+  if (scope === "mcp") {
+    if (read.kind === "batch") return { kind: "batch" };
+    if (read.kind === "other") return { kind: "unreadable", reason: read.reason };
+    return read;
+  }
+  if (read.kind === "batch") return read.anyJsonRpc ? { kind: "batch" } : { kind: "none" };
+  if (read.kind === "other") return { kind: "none" };
+  if (read.kind === "unreadable")
+    return scope === "maybe" && couldBeJson(headers, body) ? read : { kind: "none" };
   return read;
+}
+
+/**
+ * Whether a request could carry JSON, from its headers alone: what decides
+ * whether a body too large to hold by default is read, where any host may
+ * speak MCP. A media type that names something else (an upload) streams.
+ */
+export function mightBeJson(headers: Record<string, string>): boolean {
+  const type = headers["content-type"];
+  if (!type || mediaTypeIsJson(type) || /charset/i.test(type)) return true;
+  if (encoded(headers)) return true;
+  try {
+    new MIMEType(type);
+    return false;
+  } catch {
+    // a media type no parser agrees on: read as a server that guesses might
+    return true;
+  }
+}
+
+/** From its headers or its first bytes, the body could be JSON to some server. */
+function couldBeJson(headers: Record<string, string>, body: Buffer): boolean {
+  if (mediaTypeIsJson(headers["content-type"]) || /charset/i.test(headers["content-type"] ?? ""))
+    return true;
+  if (encoded(headers)) return true;
+  // UTF-16 or UTF-32, with a byte-order mark or without (a NUL among the first bytes)
+  if (body[0] === 0xff || body[0] === 0xfe || body[0] === 0 || body[1] === 0) return true;
+  const start = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
+  for (let index = start; index < body.length; index++) {
+    const byte = body[index];
+    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+    return byte === 0x7b || byte === 0x5b;
+  }
+  return false;
+}
+
+function encoded(headers: Record<string, string>): boolean {
+  const coding = headers["content-encoding"];
+  return coding !== undefined && coding.trim() !== "" && coding.trim().toLowerCase() !== "identity";
 }
 
 type Read =

@@ -30,7 +30,7 @@ let ca: string;
 
 const orgToml = (caFile: string) => `
 [gateway]
-resolve = { "mcp.test" = "127.0.0.1", "ws.test" = "127.0.0.1" }
+resolve = { "mcp.test" = "127.0.0.1", "ws.test" = "127.0.0.1", "any.test" = "127.0.0.1" }
 upstream_ca = ["${caFile}"]
 
 [[grant]]
@@ -48,6 +48,17 @@ inject = { credential = "mcp", headers = [{ header = "authorization", value = "B
 name = "mcp-rest"
 verdict = "allow"
 match = { host = "mcp.test" }
+inject = { credential = "mcp", headers = [{ header = "authorization", value = "Bearer {token}" }] }
+
+[[grant]]
+name = "no-delete-anywhere"
+verdict = "deny"
+match = { mcp = { tool = "delete_*" } }
+
+[[grant]]
+name = "any-host"
+verdict = "allow"
+match = { host = "any.test" }
 inject = { credential = "mcp", headers = [{ header = "authorization", value = "Bearer {token}" }] }
 
 [[grant]]
@@ -74,7 +85,10 @@ max = 1000
 `;
 
 beforeAll(async () => {
-  readers = await McpReaders.start({ names: ["mcp.test", "ws.test"], token: SECRET });
+  readers = await McpReaders.start({
+    names: ["mcp.test", "ws.test", "any.test"],
+    token: SECRET,
+  });
   dir = await mkdtemp(join(tmpdir(), "roster-mcp-enc-"));
   const caFile = join(dir, "mcp-ca.pem");
   await writeFile(caFile, readers.certificate.caPem);
@@ -122,9 +136,14 @@ const ENCODINGS: Encoding[] = [
 const READERS = ["/sdk", "/inflating"];
 
 /** Sends `body` as a box would; resolves to the answer and the request's audit line. */
-async function send(path: string, headers: Record<string, string>, body: Buffer) {
+async function send(
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer,
+  host = "mcp.test",
+) {
   const tag = randomUUID();
-  const answer = await viaProxy(proxy, `https://mcp.test:${readers.port}${path}`, {
+  const answer = await viaProxy(proxy, `https://${host}:${readers.port}${path}`, {
     ca,
     method: "POST",
     headers: { accept: "application/json, text/event-stream", "x-case": tag, ...headers },
@@ -239,5 +258,34 @@ describe("what the gateway can't read as the server would, on a host that speaks
       (record) => record.request.headers["x-case"] === "ws.test",
     );
     expect(allowed).toMatchObject({ verdict: "allow", rule: "ws-explicit" });
+  });
+});
+
+describe("a rule with `match.mcp` and no host, so any host may be an MCP server", () => {
+  it("judges a call written any way on a host no rule names, and lets other JSON through", async () => {
+    const before = readers.ran();
+    const bom = Buffer.concat([BOM, Buffer.from(call("delete_repo"))]);
+    const denied = await send("/sdk", { "content-type": "Application/JSON" }, bom, "any.test");
+    expect(denied.line).toMatchObject({ verdict: "deny", rule: "no-delete-anywhere" });
+    expect(denied.line.request.mcp?.tool).toBe("delete_repo");
+    const utf16 = Buffer.from(call("delete_repo"), "utf16le");
+    const unread = await send(
+      "/inflating",
+      { "content-type": "application/json; charset=utf-16le" },
+      utf16,
+      "any.test",
+    );
+    expect(unread.answer.status).toBe(403);
+    expect(JSON.parse(unread.answer.body).hint).toMatch(/an MCP rule with no host/);
+    expect(readers.ran()).toBe(before);
+    // JSON that is no JSON-RPC message (a model call, a REST API) goes on as before
+    const other = await send(
+      "/inflating",
+      { "content-type": "application/json" },
+      Buffer.from('{"model":"m"}'),
+      "any.test",
+    );
+    expect(other.line).toMatchObject({ verdict: "allow", rule: "any-host" });
+    expect(other.line.request.mcp).toBeNull();
   });
 });

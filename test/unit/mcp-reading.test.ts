@@ -1,7 +1,7 @@
 import { deflateSync, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { firstDuplicateKey } from "../../runner/gateway/json-duplicate-keys.ts";
-import { DECODED_MAX_BYTES, readMcp } from "../../runner/gateway/mcp-reading.ts";
+import { DECODED_MAX_BYTES, mightBeJson, readMcp } from "../../runner/gateway/mcp-reading.ts";
 
 /**
  * The gateway's one reading of a JSON-RPC body, by table: every way a box may
@@ -24,7 +24,7 @@ describe("reading an MCP message as its server would", () => {
   ])("reads a tools/call sent as %j", (type, extra) => {
     const headers: Record<string, string> = { ...extra };
     if (type) headers["content-type"] = type;
-    const read = readMcp(headers, Buffer.from(call("delete_repo")), true);
+    const read = readMcp(headers, Buffer.from(call("delete_repo")), "mcp");
     expect(read).toMatchObject({
       kind: "message",
       mcp: { method: "tools/call", tool: "delete_repo" },
@@ -41,7 +41,7 @@ describe("reading an MCP message as its server would", () => {
       [{ ...json, "content-encoding": "identity" }, body],
     ];
     for (const [headers, bytes] of cases) {
-      expect(readMcp(headers, bytes, true)).toMatchObject({ mcp: { tool: "delete_repo" } });
+      expect(readMcp(headers, bytes, "mcp")).toMatchObject({ mcp: { tool: "delete_repo" } });
     }
   });
 
@@ -119,29 +119,69 @@ describe("reading an MCP message as its server would", () => {
       /without a tool name/,
     ],
   ])("refuses %s on a host that speaks MCP", (_name, headers, body, reason) => {
-    const read = readMcp(headers, body, true);
+    const read = readMcp(headers, body, "mcp");
     expect(read.kind).toBe("unreadable");
     expect(read.kind === "unreadable" ? read.reason : "").toMatch(reason);
   });
 
   it("passes a JSON-RPC response and flags a batch", () => {
-    expect(readMcp(json, Buffer.from('{"jsonrpc":"2.0","id":3,"result":{}}'), true)).toEqual({
+    expect(readMcp(json, Buffer.from('{"jsonrpc":"2.0","id":3,"result":{}}'), "mcp")).toEqual({
       kind: "response",
     });
-    expect(readMcp(json, Buffer.from(`[${call("echo")}]`), true)).toEqual({ kind: "batch" });
-    expect(readMcp(json, Buffer.from("[]"), true)).toEqual({ kind: "batch" });
+    expect(readMcp(json, Buffer.from(`[${call("echo")}]`), "mcp")).toEqual({ kind: "batch" });
+    expect(readMcp(json, Buffer.from("[]"), "mcp")).toEqual({ kind: "batch" });
   });
 
   it("elsewhere reads JSON bodies for the audit line and lets the rest pass", () => {
-    expect(
-      readMcp({ "content-type": "TEXT/JSON" }, Buffer.from(call("echo")), false),
-    ).toMatchObject({ mcp: { tool: "echo" } });
-    expect(readMcp({ "content-type": "text/plain" }, Buffer.from(call("echo")), false)).toEqual({
+    expect(readMcp({ "content-type": "TEXT/JSON" }, Buffer.from(call("echo")), "no")).toMatchObject(
+      { mcp: { tool: "echo" } },
+    );
+    expect(readMcp({ "content-type": "text/plain" }, Buffer.from(call("echo")), "no")).toEqual({
       kind: "none",
     });
-    expect(readMcp(json, Buffer.from("not json"), false)).toEqual({ kind: "none" });
-    expect(readMcp(json, Buffer.from("[1,2]"), false)).toEqual({ kind: "none" });
-    expect(readMcp(json, Buffer.from(`[${call("echo")}]`), false)).toEqual({ kind: "batch" });
+    expect(readMcp(json, Buffer.from("not json"), "no")).toEqual({ kind: "none" });
+    expect(readMcp(json, Buffer.from("[1,2]"), "no")).toEqual({ kind: "none" });
+    expect(readMcp(json, Buffer.from(`[${call("echo")}]`), "no")).toEqual({ kind: "batch" });
+  });
+});
+
+describe("where an MCP rule names no host, so any host may speak MCP", () => {
+  it("judges a message, passes what is no message, and refuses what could be JSON but can't be read", () => {
+    const model = Buffer.from(
+      JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+    );
+    expect(readMcp(json, model, "maybe")).toEqual({ kind: "none" });
+    expect(readMcp({ "content-type": "image/png" }, Buffer.from([0x89, 0x50]), "maybe")).toEqual({
+      kind: "none",
+    });
+    expect(
+      readMcp({ "content-type": "text/plain" }, Buffer.from(call("delete_repo")), "maybe"),
+    ).toMatchObject({
+      mcp: { tool: "delete_repo" },
+    });
+    for (const [headers, body] of [
+      [{ "content-type": "application/json; charset=utf-16le" }, Buffer.from(call("x"), "utf16le")],
+      [{ "content-type": "text/plain" }, Buffer.from(call("x"), "utf16le")],
+      [
+        { "content-type": "application/octet-stream", "content-encoding": "zstd" },
+        Buffer.from("x"),
+      ],
+      [
+        { "content-type": "text/plain" },
+        Buffer.from(' {"jsonrpc":"2.0","method":"tools/call","params":{"name":"a","name":"b"}}'),
+      ],
+    ] as Array<[Record<string, string>, Buffer]>) {
+      expect(readMcp(headers, body, "maybe").kind).toBe("unreadable");
+    }
+  });
+
+  it("reads large bodies that could be JSON and lets uploads stream", () => {
+    expect(mightBeJson({})).toBe(true);
+    expect(mightBeJson({ "content-type": "Application/Json" })).toBe(true);
+    expect(mightBeJson({ "content-type": "text/plain; charset=utf-16" })).toBe(true);
+    expect(mightBeJson({ "content-type": "image/png", "content-encoding": "gzip" })).toBe(true);
+    expect(mightBeJson({ "content-type": "image/png" })).toBe(false);
+    expect(mightBeJson({ "content-type": "multipart/form-data; boundary=x" })).toBe(false);
   });
 });
 
