@@ -1,4 +1,4 @@
-import { isIP } from "node:net";
+import { BlockList, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { hostName } from "../config/host-name.ts";
 import { DEFAULT_GATEWAY_PORT } from "./defaults.ts";
@@ -45,24 +45,30 @@ const WHAT: Record<Service, string> = {
 
 const HOST_NAMES = new Set(["localhost", "host.docker.internal", "gateway.docker.internal"]);
 
-function ownAddresses(): Set<string> {
-  const own = new Set<string>();
-  for (const list of Object.values(networkInterfaces()))
-    for (const entry of list ?? []) own.add(hostName(entry.address));
-  return own;
-}
+/** Loopback and the unspecified addresses, which Linux connects to the host itself. */
+const THIS_HOST = new BlockList();
+THIS_HOST.addSubnet("127.0.0.0", 8, "ipv4");
+THIS_HOST.addSubnet("0.0.0.0", 8, "ipv4");
+THIS_HOST.addAddress("::1", "ipv6");
+THIS_HOST.addAddress("::", "ipv6");
 
 /**
- * An address that reaches a listener on this machine: loopback, the
- * unspecified address (which Linux connects to the host itself), or one of
- * the host's own interface addresses (bridges included).
+ * An address that reaches a listener on this machine: loopback, unspecified,
+ * or one of the host's own interface addresses (bridges included, read each
+ * time: they come and go). BlockList compares any spelling, IPv4 mapped into
+ * IPv6 included.
  */
 export function isHostAddress(address: string): boolean {
-  let bare = hostName(address);
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
-  if (mapped?.[1]) bare = mapped[1];
-  if (/^(127|0)\./.test(bare) || bare === "::1" || bare === "::") return true;
-  return ownAddresses().has(bare);
+  const bare = hostName(address);
+  const family = isIP(bare);
+  if (family === 0) return false;
+  const type = family === 6 ? "ipv6" : "ipv4";
+  if (THIS_HOST.check(bare, type)) return true;
+  const own = new BlockList();
+  for (const list of Object.values(networkInterfaces()))
+    for (const entry of list ?? [])
+      own.addAddress(entry.address.replace(/%.*$/, ""), entry.family === "IPv6" ? "ipv6" : "ipv4");
+  return own.check(bare, type);
 }
 
 export class ClosedPorts {

@@ -41,12 +41,17 @@ beforeAll(async () => {
 listen = "127.0.0.1:${consolePort}"
 
 [gateway]
-resolve = { "svc.internal" = "127.0.0.1", "raw.internal" = "127.0.0.1" }
+resolve = { "svc.internal" = "127.0.0.1", "raw.internal" = "127.0.0.1", "mapped.internal" = "::ffff:127.0.0.1" }
 
 [[grant]]
 name = "svc"
 verdict = "allow"
 match = { host = "svc.internal" }
+
+[[grant]]
+name = "mapped"
+verdict = "allow"
+match = { host = "mapped.internal" }
 
 [[grant]]
 name = "raw"
@@ -161,11 +166,13 @@ describe("roster's own ports, closed by the address a name resolves to", () => {
     expect(line?.note).toContain("svc.internal resolves to 127.0.0.1 (this host)");
   });
 
-  it("a box can't read the gateway's health check (the host's config path) that way", async () => {
-    const health = await viaDoor("run-b", "GET", `http://svc.internal:${env.gateway.port}/healthz`);
-    expect(health.status).toBe(403);
-    expect(health.body).not.toContain(env.paths.config);
-    expect(health.body).not.toContain("config_root");
+  it("a box can't read the gateway's health check (the host's config path) that way, however the address is spelt", async () => {
+    for (const name of ["svc.internal", "mapped.internal"]) {
+      const health = await viaDoor("run-b", "GET", `http://${name}:${env.gateway.port}/healthz`);
+      expect(health.status, name).toBe(403);
+      expect(health.body).not.toContain(env.paths.config);
+      expect(health.body).not.toContain("config_root");
+    }
   });
 
   it("nor inside a tunnel the gateway opens and judges, nor through a raw tunnel a grant passes", async () => {
