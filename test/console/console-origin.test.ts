@@ -123,6 +123,27 @@ describe("the console's session, bound to its origin", () => {
     ).toBe(421);
   });
 
+  it("on every address (0.0.0.0) it answers to address literals and localhost, never to a name", async () => {
+    const wide = await startConsole({
+      paths,
+      listen: { host: "0.0.0.0", port: 0 },
+      workers: () => ["elf"],
+      sessions: async () => [],
+    });
+    try {
+      const cookie = (await login(wide)).split(";")[0] ?? "";
+      for (const host of [`127.0.0.1:${wide.port}`, `localhost:${wide.port}`, `[::1]:${wide.port}`])
+        expect((await ask(wide, "/approvals", { host, cookie })).status, host).toBe(200);
+      const rebound = await ask(wide, "/approvals", {
+        host: `rebound.example:${wide.port}`,
+        cookie,
+      });
+      expect(rebound.status).toBe(421);
+    } finally {
+      await wide.close();
+    }
+  });
+
   it("a cookie made for another port's console does not log in here, under either name", async () => {
     const theirs = (await login(one)).split(";")[0] ?? "";
     const value = theirs.slice(theirs.indexOf("=") + 1);
