@@ -1,5 +1,5 @@
-import { chownSync, renameSync, rmSync } from "node:fs";
-import { chown, rename, rm } from "node:fs/promises";
+import { renameSync, rmSync } from "node:fs";
+import { rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { writeNewDurably, writeNewDurablySync } from "./durable-write.ts";
 
@@ -33,10 +33,8 @@ export async function replaceFile(
 ): Promise<void> {
   const temporary = temporaryFor(file);
   try {
-    await writeNewDurably(temporary, content, options.mode ?? 0o600);
-    // best effort, as a copy into a store whose owner we may not be able to name
-    if (options.owner)
-      await chown(temporary, options.owner.uid, options.owner.gid).catch(() => undefined);
+    // the owner is given through the new file's descriptor, never its name
+    await writeNewDurably(temporary, content, options.mode ?? 0o600, options.owner);
     await rename(temporary, file);
   } catch (error) {
     await rm(temporary, { force: true }).catch(() => undefined);
@@ -51,14 +49,7 @@ export function replaceFileSync(
 ): void {
   const temporary = temporaryFor(file);
   try {
-    writeNewDurablySync(temporary, content, options.mode ?? 0o600);
-    if (options.owner) {
-      try {
-        chownSync(temporary, options.owner.uid, options.owner.gid);
-      } catch {
-        // best effort, as above
-      }
-    }
+    writeNewDurablySync(temporary, content, options.mode ?? 0o600, options.owner);
     renameSync(temporary, file);
   } catch (error) {
     rmSync(temporary, { force: true });

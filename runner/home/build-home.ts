@@ -7,6 +7,7 @@ import type { WorkerView } from "../config/load.ts";
 import { piAgentConfig } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { type ClonedRepos, cloneRunRepos } from "../repos/clone.ts";
+import { chownStoreLocks } from "../store/store-lock.ts";
 import { readLive, scheduleView } from "../tasks/store.ts";
 
 /**
@@ -127,7 +128,8 @@ export async function buildRunHome(options: {
     for (const repo of cloned.repos) await chownTree(join(runDir, "repos", repo.connection), user);
     await chownTree(home, user);
     await chown(store, user.uid, user.gid);
-    await chownTree(join(store, ".locks"), user);
+    // boxes write .locks: walked through open folders, never by a path (store-lock.ts)
+    await chownStoreLocks(store, user);
   }
 
   const mounts: BoxMount[] = [

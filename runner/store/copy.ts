@@ -1,6 +1,5 @@
 import { constants } from "node:fs";
 import {
-  chown,
   type FileHandle,
   mkdir,
   open,
@@ -96,8 +95,13 @@ async function walk(
           throw await why(dir, name, storePath);
         }
         await mkdir(at(dir, name), { mode: 0o755 });
-        await chown(at(dir, name), create.uid, create.gid).catch(() => undefined);
-        next = await open(at(dir, name), DIR_FLAGS);
+        // opened without following before it is handed over: a folder a box
+        // swapped for a symlink meanwhile is refused, and the chown goes to
+        // the folder we hold, never to a path
+        next = await open(at(dir, name), DIR_FLAGS).catch(async () => {
+          throw await why(dir, name, storePath);
+        });
+        await next.chown(create.uid, create.gid).catch(() => undefined);
       }
       await dir.close();
       dir = next;

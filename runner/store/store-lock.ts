@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { chown, type FileHandle, mkdir, open, stat } from "node:fs/promises";
+import { type FileHandle, lchown, mkdir, open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { RosterError } from "../errors.ts";
+import { flockFd } from "../files/flock.ts";
 
 /**
  * The store's whole-store lock, taken on the host: the same flock a box takes
@@ -13,9 +13,10 @@ import { RosterError } from "../errors.ts";
  * The lock file lives in a folder a box writes, so it is opened the way every
  * store path is (store/copy.ts): each step without following a symlink, the
  * file non-blocking (a fifo planted there must not hang the host) and checked
- * to be a regular file before it is locked. Node has no flock(2), so
- * util-linux `flock` locks the open file description we hand it as fd 3 and
- * exits; the lock stays with our descriptor until we close it.
+ * to be a regular file before it is locked (files/flock.ts). What the host
+ * makes there is handed to the store's owner through the open descriptor or
+ * with lchown relative to an open folder, never by a path a box can swap for
+ * a symlink in between.
  */
 export const STORE_LOCK_NAME = "store";
 
@@ -49,8 +50,14 @@ async function openLockFile(lockStore: string): Promise<FileHandle> {
           `${join(lockStore, ".locks")} is not a folder of the store (a symlink or a file): the store lock can't be taken there`,
         );
       await mkdir(at(store, ".locks"), { mode: 0o755 });
-      await chown(at(store, ".locks"), owner.uid, owner.gid).catch(() => undefined);
-      locks = await open(at(store, ".locks"), DIR_FLAGS);
+      // opened without following first: a box that swapped the new folder for a
+      // symlink meanwhile gets a refusal, and the chown goes to what we opened
+      locks = await open(at(store, ".locks"), DIR_FLAGS).catch(() => {
+        throw new RosterError(
+          `${join(lockStore, ".locks")} was swapped for something else as it was made: the store lock can't be taken there`,
+        );
+      });
+      await locks.chown(owner.uid, owner.gid).catch(() => undefined);
     }
     try {
       const file = await open(
@@ -79,24 +86,6 @@ async function openLockFile(lockStore: string): Promise<FileHandle> {
   }
 }
 
-/** flock(2) on our descriptor through util-linux `flock`: true when taken, false when busy past waitMs. */
-function flockFd(file: FileHandle, waitMs: number): Promise<boolean> {
-  const wait = waitMs > 0 ? ["-w", String(Math.max(0.01, waitMs / 1000))] : ["-n"];
-  return new Promise((resolve, reject) => {
-    const child = spawn("flock", ["-x", ...wait, "3"], {
-      stdio: ["ignore", "ignore", "pipe", file.fd],
-    });
-    const stderr: Buffer[] = [];
-    child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      if (code === 0) resolve(true);
-      else if (code === 1 && !Buffer.concat(stderr).length) resolve(false);
-      else reject(new RosterError(`flock failed: ${Buffer.concat(stderr).toString().trim()}`));
-    });
-  });
-}
-
 /**
  * Runs `body` holding the whole-store lock of `lockStore` (a worker's store:
  * channel stores are written by the same boxes and locked by the same file).
@@ -109,11 +98,53 @@ export async function withStoreLock<T>(
 ): Promise<T> {
   const file = await openLockFile(lockStore);
   try {
-    if (!(await flockFd(file, waitMs)))
+    if (!(await flockFd(file, "exclusive", waitMs)))
       throw new StoreLockBusy(join(lockStore, ".locks", STORE_LOCK_NAME), waitMs);
     return await body();
   } finally {
     // closing our only descriptor releases the lock
     await file.close();
+  }
+}
+
+/**
+ * Hands the store's `.locks` tree to the box's user (a run's $HOME is built
+ * by root). Boxes write that tree, so it is walked through open folders: each
+ * entry is given by lchown relative to its folder's descriptor (a symlink gets
+ * a new owner itself, never the file it names), and a folder is descended into
+ * only once opened without following a link.
+ */
+export async function chownStoreLocks(
+  lockStore: string,
+  user: { uid: number; gid: number },
+): Promise<void> {
+  const store = await open(lockStore, DIR_FLAGS);
+  try {
+    await lchown(at(store, ".locks"), user.uid, user.gid).catch(() => undefined);
+    const locks = await open(at(store, ".locks"), DIR_FLAGS).catch(() => undefined);
+    if (locks) await chownInside(locks, user, 0);
+  } finally {
+    await store.close();
+  }
+}
+
+/** How deep the walk goes: a box can nest folders past any stack. */
+const LOCKS_DEPTH_MAX = 16;
+
+async function chownInside(
+  dir: FileHandle,
+  user: { uid: number; gid: number },
+  depth: number,
+): Promise<void> {
+  try {
+    const entries = await readdir(`/proc/self/fd/${dir.fd}`).catch(() => []);
+    for (const name of entries) {
+      await lchown(at(dir, name), user.uid, user.gid).catch(() => undefined);
+      if (depth >= LOCKS_DEPTH_MAX) continue;
+      const inner = await open(at(dir, name), DIR_FLAGS).catch(() => undefined);
+      if (inner) await chownInside(inner, user, depth + 1);
+    }
+  } finally {
+    await dir.close();
   }
 }
