@@ -3,8 +3,9 @@ import { boxContainerName } from "../box/layout.ts";
 import { ceilingProblem } from "../config/ceiling.ts";
 import type { WorkerView } from "../config/load.ts";
 import { RosterError } from "../errors.ts";
+import { withStartLock } from "../store/start-lock.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
-import { newRunId, type RunRecord, runDir } from "./run-record.ts";
+import { newRunId, type RunRecord, runDir, writeRecord } from "./run-record.ts";
 import type { RunRequest } from "./run-request.ts";
 
 /** The run owner's (run.ts) first steps: the record it starts with, and the checks before it. */
@@ -52,6 +53,34 @@ export function firstRecord(request: RunRequest, worker: WorkerView, readyId?: s
       ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
     },
   };
+}
+
+/** How long a start waits for a restore of its worker's store: two passes at their deadline, and more. */
+const START_WAITS_FOR_RESTORE_MS = 25 * 60_000;
+
+/**
+ * Writes the run's first record under the worker's start lock (store/start-lock.ts):
+ * once written the run is live and a restore refuses; while a restore copies,
+ * the start waits for it. Every start, a ready box's hand-off included, passes here.
+ */
+export async function writeStartRecord(request: RunRequest, starting: Starting): Promise<void> {
+  await withStartLock(
+    request.paths,
+    starting.record.worker,
+    "start",
+    {
+      waitMs: START_WAITS_FOR_RESTORE_MS,
+      onWait: () =>
+        request.note(
+          `${starting.record.worker}'s store is being restored: the run starts once it is done`,
+        ),
+    },
+    () => {
+      // a start that waited for a restore began once it was done (--before reads this)
+      starting.record = { ...starting.record, started_at: new Date().toISOString() };
+      return writeRecord(starting.dir, starting.record);
+    },
+  );
 }
 
 export function assertCeiling(minutes: number): void {

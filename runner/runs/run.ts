@@ -23,7 +23,14 @@ import { type Provisioned, provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
 import { finished, type RunRecord, writeRecord } from "./run-record.ts";
 import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
-import { assertCeiling, commandOf, engineOf, firstRecord, type Starting } from "./run-start.ts";
+import {
+  assertCeiling,
+  commandOf,
+  engineOf,
+  firstRecord,
+  type Starting,
+  writeStartRecord,
+} from "./run-start.ts";
 import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
 
 /**
@@ -86,7 +93,7 @@ export class Run {
     const starting = firstRecord(request, box.worker, ready?.id);
     try {
       assertCeiling(starting.record.ceiling_min ?? 0);
-      await writeRecord(starting.dir, starting.record);
+      await writeStartRecord(request, starting);
       await writeRunContext(request.paths, starting.dir, starting.record);
       await request.onRecord?.(starting.record);
       return await Run.launch(request, box, starting);

@@ -18,6 +18,7 @@ import {
   snapshotsToKeep,
   storeDir,
 } from "./snapshots.ts";
+import { withStartLock } from "./start-lock.ts";
 import { StoreLockBusy, withStoreLock } from "./store-lock.ts";
 
 /**
@@ -25,7 +26,8 @@ import { StoreLockBusy, withStoreLock } from "./store-lock.ts";
  * under the store lock, the store as it is now is snapshotted first (or found
  * equal to the newest snapshot), so restoring that one undoes this. Refused
  * while a run of the worker is live (its box writes the store) or while
- * anything holds the store lock. The copy back never hard-links: a store file
+ * anything holds the store lock; the whole copy holds the worker's start
+ * lock, so no run starts until it is done. The copy back never hard-links: a store file
  * a box later changes in place must not change a snapshot with it.
  */
 function refuse(message: string, hint?: string): RosterError {
@@ -50,6 +52,38 @@ export interface RestoreResult {
 
 /** An rsync filter pattern matching exactly this path (its wildcards taken literally). */
 const escapePattern = (path: string) => path.replace(/[[*?\\]/g, "\\$&");
+
+/** A run start holds the start lock only while it writes its first record. */
+const RESTORE_WAITS_FOR_START_MS = 10_000;
+
+/** The copy itself, both locks held: the store as it is is kept first, then the snapshot goes back. */
+async function copyBack(
+  paths: RosterPaths,
+  target: StoreTarget,
+  chosen: SnapshotMeta,
+): Promise<RestoreResult> {
+  const store = storeDir(paths, target);
+  const now = await snapshotLocked(paths, target, { reason: "before-restore" });
+  // what no snapshot can hold (a fifo, a file over the cap) would be lost for
+  // good if --delete removed it: it stays in place, and the result says so
+  const kept = now.changes.skipped.map((entry) => entry.path);
+  const keepFile = join(snapshotsDir(paths, target), `.restore-keep-${process.pid}`);
+  try {
+    await writeFile(keepFile, kept.map((path) => `/${escapePattern(path)}\n`).join(""));
+    await storeRsync(
+      [
+        "--delete",
+        // every file copied whatever its size and time say: a restore is byte for byte
+        "--ignore-times",
+        `--exclude-from=${keepFile}`,
+      ],
+      { from: `${join(snapshotsDir(paths, target), chosen.name)}/`, toStore: store },
+    );
+  } finally {
+    await rm(keepFile, { force: true });
+  }
+  return { target, restored: chosen, undo: now.current, kept };
+}
 
 /** The snapshot a restore puts back, chosen as the options say. */
 export function chooseSnapshot(
@@ -104,42 +138,34 @@ export async function restoreStore(
 ): Promise<RestoreResult> {
   const store = storeDir(paths, target);
   if (!existsSync(store)) throw refuse(`${describeTarget(target)} does not exist (${store})`);
-  const live = liveRuns(paths, target.worker);
-  if (live.length)
-    throw refuse(
-      `${target.worker} has a run going: ${live.join(", ")}; its box writes the store, so nothing was restored`,
-      "wait for it to end (roster runs ls), then restore",
-    );
   // chosen before the current state is snapshotted, so a second restore undoes the first
   const chosen = chooseSnapshot(paths, target, choice);
-  const result = await withStoreLock(lockStoreOf(paths, target), 0, async () => {
-    const now = await snapshotLocked(paths, target, { reason: "before-restore" });
-    // what no snapshot can hold (a fifo, a file over the cap) would be lost for
-    // good if --delete removed it: it stays in place, and the result says so
-    const kept = now.changes.skipped.map((entry) => entry.path);
-    const keepFile = join(snapshotsDir(paths, target), `.restore-keep-${process.pid}`);
-    try {
-      await writeFile(keepFile, kept.map((path) => `/${escapePattern(path)}\n`).join(""));
-      await storeRsync([
-        "--delete",
-        // every file copied whatever its size and time say: a restore is byte for byte
-        "--ignore-times",
-        `--exclude-from=${keepFile}`,
-        `${join(snapshotsDir(paths, target), chosen.name)}/`,
-        `${store}/`,
-      ]);
-    } finally {
-      await rm(keepFile, { force: true });
-    }
-    return { target, restored: chosen, undo: now.current, kept };
-  }).catch((error: unknown) => {
-    if (error instanceof StoreLockBusy)
-      throw refuse(
-        `${error.message}, though no run of it is recorded as going (a box left by a crashed run?); nothing was restored`,
-        "wait for that box to leave the lock, or stop it, then restore",
-      );
-    throw error;
-  });
+  // the whole copy holds the worker's start lock: no run starts (a cron fire, a
+  // ready box's hand-off) until it is done, and none began since the check below
+  const result = await withStartLock(
+    paths,
+    target.worker,
+    "restore",
+    { waitMs: RESTORE_WAITS_FOR_START_MS },
+    async () => {
+      const live = liveRuns(paths, target.worker);
+      if (live.length)
+        throw refuse(
+          `${target.worker} has a run going: ${live.join(", ")}; its box writes the store, so nothing was restored`,
+          "wait for it to end (roster runs ls), then restore",
+        );
+      return withStoreLock(lockStoreOf(paths, target), 0, () =>
+        copyBack(paths, target, chosen),
+      ).catch((error: unknown) => {
+        if (error instanceof StoreLockBusy)
+          throw refuse(
+            `${error.message}, though no run of it is recorded as going (a box left by a crashed run?); nothing was restored`,
+            "wait for that box to leave the lock, or stop it, then restore",
+          );
+        throw error;
+      });
+    },
+  );
   // rotation after the copy, so it never takes the snapshot being restored
   const keep = snapshotsToKeep(paths);
   if (keep > 0) await rotateSnapshots(paths, target, keep);

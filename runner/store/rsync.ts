@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { RosterError } from "../errors.ts";
+import { confineToStore } from "./confine.ts";
 
 /**
  * rsync as the host runs it over a store (a snapshot, a comparison, a
@@ -16,6 +17,9 @@ import { RosterError } from "../errors.ts";
  *   a 10 GB sparse file neither fills the disk nor takes the pass's time;
  *   `--sparse` keeps the holes of smaller sparse files.
  * - `/.locks` is never copied nor deleted: it is where boxes take their locks.
+ * - the store's side runs chrooted into the store (confine.ts): a folder a
+ *   live box swaps for a symlink mid-pass can't lead it to a host file or
+ *   let it write outside the store.
  * - a deadline: the whole rsync process group is killed when it passes.
  */
 export const STORE_SNAPSHOT_FILE_MAX = 1024 ** 3;
@@ -24,6 +28,8 @@ export const STORE_PASS_DEADLINE_MS = 10 * 60_000;
 export const STORE_RSYNC_OPTIONS = [
   "-rlpt",
   ...(process.getuid?.() === 0 ? ["-go"] : []),
+  // a box's uids are numbers: never mapped through a name
+  "--numeric-ids",
   "--sparse",
   // times compared to the nanosecond: a file rewritten at its old size within
   // the same second as the snapshot before is still seen as changed
@@ -97,14 +103,31 @@ export interface RsyncResult extends Itemized {
 /** Exit codes after which the pass is whole but for the files it named (23 partial, 24 vanished). */
 const COMPLETE = new Set([0, 23, 24]);
 
+/** One copy between a store and a host folder: which end is the store. */
+export type Transfer = { from: string; toStore: string } | { fromStore: string; to: string };
+
 /**
- * Runs rsync with the store options and `args`; resolves with what it did,
- * rejects when it failed or outlived `deadlineMs` (its process group killed).
+ * Runs rsync with the store options and `args` over `transfer`, the store's
+ * end confined to the store; resolves with what it did, rejects when it
+ * failed or outlived `deadlineMs` (its process group killed).
  */
-export function storeRsync(
+export async function storeRsync(
   args: string[],
+  transfer: Transfer,
   deadlineMs = STORE_PASS_DEADLINE_MS,
 ): Promise<RsyncResult> {
+  const store = "toStore" in transfer ? transfer.toStore : transfer.fromStore;
+  const confined = await confineToStore(store, "toStore" in transfer ? "write" : "read");
+  try {
+    const ends =
+      "toStore" in transfer ? [transfer.from, confined.address] : [confined.address, transfer.to];
+    return await runRsync([...args, ...confined.args, ...ends], deadlineMs);
+  } finally {
+    await confined.dispose();
+  }
+}
+
+function runRsync(args: string[], deadlineMs: number): Promise<RsyncResult> {
   return new Promise((resolve, reject) => {
     const child = spawn("rsync", [...STORE_RSYNC_OPTIONS, ...args], {
       stdio: ["ignore", "pipe", "pipe"],

@@ -20,7 +20,8 @@ import { withStoreLock } from "./store-lock.ts";
  * A pass first compares the store with the newest snapshot (a dry run): an
  * unchanged store makes no snapshot. The whole pass holds the worker's store
  * lock (store-lock.ts); the host only ever reads the store with rsync's safe
- * options (rsync.ts).
+ * options, chrooted into the store (rsync.ts, confine.ts), so a box of the
+ * worker that is still running can't point the pass at a host file.
  */
 export const DEFAULT_SNAPSHOTS = 14;
 
@@ -177,7 +178,10 @@ export async function snapshotLocked(
   }
   const newest = listSnapshots(paths, target).at(-1)?.name;
   const previous = newest ? join(dir, newest) : join(dir, ".none");
-  const compared = await storeRsync(["--dry-run", "--delete", `${store}/`, `${previous}/`]);
+  const compared = await storeRsync(["--dry-run", "--delete"], {
+    fromStore: store,
+    to: `${previous}/`,
+  });
   compared.skipped = await describeSkipped(store, compared.skipped);
   const changed = compared.added.length + compared.changed.length + compared.removed.length;
   if (changed === 0) return { target, snapshot: undefined, current: newest, changes: compared };
@@ -185,11 +189,10 @@ export async function snapshotLocked(
   const name = freshName(dir, newest);
   const partial = join(dir, `${name}.partial`);
   try {
-    const copied = await storeRsync([
-      ...(newest ? [`--link-dest=${join(dir, newest)}`] : []),
-      `${store}/`,
-      `${partial}/`,
-    ]);
+    const copied = await storeRsync(newest ? [`--link-dest=${join(dir, newest)}`] : [], {
+      fromStore: store,
+      to: `${partial}/`,
+    });
     compared.errors.push(...copied.errors);
     const meta: SnapshotMeta = {
       name,
