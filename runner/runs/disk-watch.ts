@@ -1,5 +1,6 @@
+import { statfs } from "node:fs/promises";
 import { describeSize, type StoreLimits } from "../config/store-limits.ts";
-import { diskUsage, freeShare } from "../files/disk-usage.ts";
+import { diskUsage } from "../files/disk-usage.ts";
 import type { DurableFolder } from "../home/build-home.ts";
 
 /**
@@ -15,10 +16,18 @@ import type { DurableFolder } from "../home/build-home.ts";
  * waits at least five times as long as the last took, so a 100,000-file store
  * is never measured back to back; and while nothing grows the looks slow down
  * (to DISK_QUIET_MS), back to every DISK_LOOK_MS the moment something does.
+ * A folder growing fast is looked at sooner: at half the time it would take,
+ * at the rate it grew, to reach its limit or the reserve (down to
+ * DISK_FAST_MS), so a box writing at disk speed is caught close to the bound
+ * rather than one whole interval past it. Polling still overshoots by what the
+ * box writes between two looks and while it is being killed: docs/store.md
+ * says how much.
  */
 export const DISK_LOOK_MS = 500;
 /** A quiet box is looked at less often, down to this: an idle session costs next to nothing. */
-export const DISK_QUIET_MS = 2_000;
+export const DISK_QUIET_MS = 1_000;
+/** The soonest a look follows another, for a folder about to reach a bound. */
+export const DISK_FAST_MS = 50;
 
 export interface DiskWatchOptions {
   folders: DurableFolder[];
@@ -33,12 +42,18 @@ export class DiskWatch {
   private stopped = false;
   private previous: number[] | undefined;
   private delayMs = DISK_LOOK_MS;
+  /** When `previous` was measured: growth over this time is the folder's rate. */
+  private previousAt = 0;
 
   constructor(private readonly options: DiskWatchOptions) {}
 
   async start(): Promise<void> {
+    this.previousAt = Date.now();
     this.previous = await this.measure();
-    this.schedule(this.options.everyMs ?? DISK_LOOK_MS);
+    // the first look comes at once: a box may write at disk speed from its first moment,
+    // and from there the looks slow down only while nothing grows
+    this.delayMs = DISK_FAST_MS;
+    this.schedule(DISK_FAST_MS);
   }
 
   /** Bytes on disk of each folder, those measured with it included: one `du` for all. */
@@ -80,18 +95,32 @@ export class DiskWatch {
     );
     const full = folders[over];
     if (full) return this.over(this.overLimit(full, sizes[over] ?? 0));
-    const grew = folders.filter((_, index) => (sizes[index] ?? 0) > (this.previous?.[index] ?? 0));
+    const elapsedMs = Math.max(1, began - this.previousAt);
+    const growth = folders.map((_, index) => (sizes[index] ?? 0) - (this.previous?.[index] ?? 0));
     this.previous = sizes;
-    for (const folder of grew) {
+    this.previousAt = began;
+    // how soon, at the rate it grew, a growing folder could reach a bound
+    let soonestMs = Number.POSITIVE_INFINITY;
+    for (const [index, folder] of folders.entries()) {
+      const grown = growth[index] ?? 0;
+      if (grown <= 0) continue;
+      const rate = grown / elapsedMs;
+      soonestMs = Math.min(soonestMs, (this.limitOf(folder).bytes - (sizes[index] ?? 0)) / rate);
       // the filesystem the growing folder is on: the data filesystem, unless a store is mounted apart
-      const free = await freeShare(folder.path).catch(() => 1);
+      const disk = await statfs(folder.path).catch(() => undefined);
+      if (!disk || disk.blocks <= 0) continue;
+      const free = disk.bavail / disk.blocks;
       if (free < limits.reserve)
         return this.over(
           `${folder.filesystem ?? "the data filesystem"} is down to ${(free * 100).toFixed(1)}% free, under the ${(limits.reserve * 100).toFixed(0)}% kept for every worker ([store] reserve), and this box was writing to it`,
         );
+      const aboveReserve = (disk.bavail - limits.reserve * disk.blocks) * disk.bsize;
+      soonestMs = Math.min(soonestMs, aboveReserve / rate);
     }
     const base = this.options.everyMs ?? DISK_LOOK_MS;
-    this.delayMs = grew.length ? base : Math.min(DISK_QUIET_MS, Math.round(this.delayMs * 1.5));
+    this.delayMs = Number.isFinite(soonestMs)
+      ? Math.max(DISK_FAST_MS, Math.min(base, Math.round(soonestMs / 2)))
+      : Math.min(DISK_QUIET_MS, Math.round(this.delayMs * 1.5));
     this.schedule(Math.max(this.delayMs, 5 * (Date.now() - began)));
   }
 
