@@ -14,7 +14,7 @@ import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
 import { locateLine } from "./locate.ts";
 import { formatMemory, parseMemory } from "./memory.ts";
 import { modelDestination } from "./model.ts";
-import { STORE_DEFAULTS } from "./store-limits.ts";
+import { homeSize, STORE_DEFAULTS } from "./store-limits.ts";
 import { workerSubject } from "./subject.ts";
 
 /**
@@ -272,9 +272,11 @@ export function checkNarrowing(
     tooMuch("/box/memory", box.memory, effectiveBox.memory, orgBox.memory === undefined);
   for (const key of ["max_size", "home_max_size"] as const) {
     const store = worker.store?.[key];
-    const orgStore = org.store?.[key] ?? STORE_DEFAULTS[key];
+    // an org's $HOME limit unset is its store's (store-limits.ts)
+    const orgSet = key === "home_max_size" ? homeSize(org.store) : org.store?.[key];
+    const orgStore = orgSet ?? STORE_DEFAULTS[key];
     if (store !== undefined && parseMemory(store) > parseMemory(orgStore))
-      tooMuch(`/store/${key}`, store, orgStore, org.store?.[key] === undefined);
+      tooMuch(`/store/${key}`, store, orgStore, orgSet === undefined);
   }
   if (
     box.max_output !== undefined &&

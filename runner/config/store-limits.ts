@@ -4,9 +4,10 @@ import { formatMemory, parseMemory } from "./memory.ts";
  * How large a worker's store may grow, how large a run's own folder ($HOME
  * and its repo clones) may grow, and the share of the data filesystem kept
  * free for every worker: org.toml's `[store]`, a worker's own sizes only ever
- * lower. Both have a limit by default, so one box can't take the host's disk
- * before anyone has written a config. How long a finished run's $HOME and
- * clones are kept (`scratch_keep`) is the host's alone.
+ * lower; a $HOME's limit unset is the store's. Both have a limit by default,
+ * so one box can't take the host's disk before anyone has written a config.
+ * How long a finished run's $HOME and clones are kept (`scratch_keep`) is the
+ * host's alone.
  */
 export const STORE_DEFAULTS = {
   max_size: "10g",
@@ -39,13 +40,25 @@ function narrowestSize(
   return own > 0 && own < base ? own : base;
 }
 
+/**
+ * `home_max_size` where a file leaves it unset: its `max_size`, so a worker
+ * given a small store gets a $HOME no larger without saying so twice.
+ */
+export function homeSize(store: { max_size?: string; home_max_size?: string } | undefined) {
+  return store?.home_max_size ?? store?.max_size;
+}
+
 export function narrowestStore(
   org: { max_size?: string; home_max_size?: string; reserve?: number } | undefined,
   worker: { max_size?: string; home_max_size?: string } | undefined,
 ): StoreLimits {
+  const home = (store: typeof worker) => {
+    const size = homeSize(store);
+    return size === undefined ? {} : { home_max_size: size };
+  };
   return {
     maxBytes: narrowestSize("max_size", org, worker),
-    homeMaxBytes: narrowestSize("home_max_size", org, worker),
+    homeMaxBytes: narrowestSize("home_max_size", home(org), home(worker)),
     reserve: org?.reserve ?? STORE_DEFAULTS.reserve,
   };
 }

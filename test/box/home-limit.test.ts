@@ -39,6 +39,7 @@ describe.skipIf(!docker)("the $HOME and clones limit", () => {
       elf: '[store]\nhome_max_size = "20m"\n',
       gnome: '[store]\nhome_max_size = "20m"\n',
       bob: "",
+      imp: '[store]\nmax_size = "20m"\n',
     };
     for (const [worker, extra] of Object.entries(workers)) {
       await mkdir(join(deployment.paths.config, "workers", worker), { recursive: true });
@@ -87,6 +88,21 @@ describe.skipIf(!docker)("the $HOME and clones limit", () => {
     const [size] = await diskUsage([join(dir, "home")]);
     expect(size).toBeGreaterThan(20 * MB);
     expect(size).toBeLessThan(50 * MB);
+  });
+
+  it("bounds $HOME by the store's max_size where home_max_size is unset: the issue's 3 GB dd is stopped", async () => {
+    const { envelope } = await exec(
+      "imp",
+      "dd if=/dev/zero of=$HOME/fill.bin bs=1M count=3000 status=none; echo wrote",
+    );
+    expect(envelope).toMatchObject({ status: "failed", reason: "disk" });
+    expect(envelope.stdout).not.toContain("wrote");
+    expect(envelope.error).toMatch(HOME_OVER);
+    const dir = runFolder("imp", envelope.run_id);
+    expect(readRecord(dir)).toMatchObject({ ended_by: "disk", state: "failed" });
+    // at disk speed polling overshoots (docs/store.md), but nowhere near 3 GB
+    const [size] = await diskUsage([join(dir, "home")]);
+    expect(size).toBeLessThan(600 * MB);
   });
 
   it("counts what a box writes in its repo clones toward the same limit", async () => {
