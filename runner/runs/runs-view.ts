@@ -4,6 +4,7 @@ import type { DecisionRecord } from "../gateway/audit.ts";
 import { readDecisions } from "../gateway/audit-view.ts";
 import { columns } from "../text/table.ts";
 import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
+import { SCRATCH_NOTE } from "./retention.ts";
 import { listRuns, type RunLocation, type RunRecord, readRecord } from "./run-record.ts";
 
 /** `roster runs ls` and `roster runs show`: run records made readable. */
@@ -145,6 +146,9 @@ export function showRun(run: RunLocation, auditDir?: string): string {
     ),
     `path      ${run.dir}`,
   ];
+  // its $HOME and clones gone by retention (retention.ts): say so before anyone looks for them
+  const dropped = join(run.dir, SCRATCH_NOTE);
+  if (existsSync(dropped)) lines.push(`scratch   ${readFileSync(dropped, "utf8").trim()}`);
   const input = join(run.dir, "prompt/input.md");
   if (existsSync(input)) lines.push("", "task:", readFileSync(input, "utf8").trim());
   const talk = conversation(run.dir);

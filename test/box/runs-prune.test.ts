@@ -88,6 +88,9 @@ describe.skipIf(!docker)("run folder retention", () => {
     const shown = await deployment.roster(["runs", "show", second.split("/").pop() ?? ""]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain("done");
+    expect(shown.stdout).toMatch(
+      /^scratch +\S+: home\/ and repos\/ dropped by roster runs prune, /m,
+    );
     // a second pass finds nothing left to drop
     expect((await prune("--older-than", "0s")).pruned).toEqual([]);
   });
