@@ -46,6 +46,11 @@ export interface EmbeddedGateway {
   onExit(listener: (exit: GatewayExit) => void): void;
   /** Asks the child to stop (closing the channel), then kills it if it lingers. */
   stop(): Promise<void>;
+  /**
+   * Kills the child at once, as a death its onExit listeners hear of: a
+   * supervisor's answer to a gateway that is alive but no longer answers.
+   */
+  kill(): void;
 }
 
 const ROSTER_BIN = join(PROJECT_ROOT, "bin/roster.mjs");
@@ -117,6 +122,9 @@ export async function launchEmbeddedGateway(options: {
     stop: async () => {
       stopping = true;
       await stopChild(child, exited);
+    },
+    kill: () => {
+      child.kill("SIGKILL");
     },
   };
 }

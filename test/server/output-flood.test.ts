@@ -17,7 +17,9 @@ import { stopProcess } from "../support/stop-process.ts";
  *   "output", while another box's requests through the door keep their latency
  *   (the bound below) and a third run, started during the flood, completes;
  * - pi's event stream carrying one line past its bound stops that run
- *   (`ended_by: output`), and the run's events.jsonl holds no more than the bound.
+ *   (`ended_by: output`), and the run's events.jsonl holds no more than the bound;
+ * - the server's gateway is a child process it supervises: killed, or stopped
+ *   so it no longer answers, it is started again and a running box is served again.
  */
 const docker = await testDocker();
 
@@ -184,7 +186,7 @@ describe.skipIf(!docker)("one box's output can't stop the server", () => {
     expect(log.trimEnd().split("\n").at(-1)).toContain("roster_output_stopped");
   });
 
-  it("the server's gateway is a child it restarts: a running box finds its door again", async () => {
+  it("the server's gateway is a child it restarts, dead or silent: a running box finds its door again", async () => {
     const gatewayPid = () =>
       (
         JSON.parse(readFileSync(join(deployment.paths.state, "gateway.json"), "utf8")) as {
@@ -220,6 +222,22 @@ describe.skipIf(!docker)("one box's output can't stop the server", () => {
     await until(
       () => codes().slice(answered).includes("200"),
       "the box's requests to be answered again",
+      30_000,
+    );
+
+    // alive but not answering (its loop stuck): killed and started again, the box served again
+    const second = gatewayPid();
+    process.kill(second, "SIGSTOP");
+    await until(
+      () => new RegExp(`gateway \\(pid ${second}\\) did not answer`).test(said),
+      "the server to find its gateway silent",
+      30_000,
+    );
+    await until(() => gatewayPid() !== second, "the silent gateway to be replaced", 30_000);
+    const beforeThird = codes().length;
+    await until(
+      () => codes().slice(beforeThird).includes("200"),
+      "the box's requests to be answered by the third gateway",
       30_000,
     );
     await writeFile(join(run.dir, "home", STOP), "");
