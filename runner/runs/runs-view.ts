@@ -3,6 +3,8 @@ import { join } from "node:path";
 import type { DecisionRecord } from "../gateway/audit.ts";
 import { readDecisions } from "../gateway/audit-view.ts";
 import { columns } from "../text/table.ts";
+import { BoxLines } from "./box-lines.ts";
+import { LINE_MAX } from "./box-output.ts";
 import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
 import { SCRATCH_NOTE } from "./retention.ts";
 import { listRuns, type RunLocation, type RunRecord, readRecord } from "./run-record.ts";
@@ -56,13 +58,21 @@ export function formatRows(rows: RunRow[]): string {
   return columns([header, ...lines]);
 }
 
+/**
+ * The run's events, read as the run read them (box-lines.ts): the box wrote the
+ * log, up to `[box] max_output`, which may be more than one string can hold.
+ */
 function eventsOf(dir: string): PiEvent[] {
   const file = join(dir, "events.jsonl");
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .map(parseEvent)
-    .filter((event): event is PiEvent => event !== undefined);
+  const events: PiEvent[] = [];
+  const lines = new BoxLines(LINE_MAX, (line) => {
+    const event = parseEvent(line);
+    if (event) events.push(event);
+  });
+  lines.push(readFileSync(file));
+  lines.flush();
+  return events;
 }
 
 /** The conversation from the event stream: user, assistant text, tool calls and their results. */

@@ -184,6 +184,10 @@ describe.skipIf(!docker)("one box's output can't stop the server", () => {
     // the log ends where the box was stopped, and says why
     expect(log.length).toBeLessThan(20 * 1024 * 1024);
     expect(log.trimEnd().split("\n").at(-1)).toContain("roster_output_stopped");
+    // and the run still reads back: its record, and the conversation up to the flood
+    const shown = await deployment.roster(["runs", "show", record?.id ?? "?"]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain("ended by output");
   });
 
   it("the server's gateway is a child it restarts, dead or silent: a running box finds its door again", async () => {
