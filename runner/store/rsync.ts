@@ -30,6 +30,10 @@ export const STORE_RSYNC_OPTIONS = [
   ...(process.getuid?.() === 0 ? ["-go"] : []),
   // a box's uids are numbers: never mapped through a name
   "--numeric-ids",
+  // whole files, as a local copy always was: no delta against a basis file a
+  // box can swap away between its checksums and its reading (which rsync
+  // calls a protocol error), and no checksum work on either side
+  "--whole-file",
   "--sparse",
   // times compared to the nanosecond: a file rewritten at its old size within
   // the same second as the snapshot before is still seen as changed
