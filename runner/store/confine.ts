@@ -18,8 +18,9 @@ import { RosterError } from "../errors.ts";
  * store's end is `rsync --server --daemon` with a one-module config whose path
  * is the store, read-only for a snapshot and writable only for a restore; the
  * host's end (the snapshots) stays a plain rsync. A chroot needs root, or,
- * for a runner that is not root, a user namespace of its own (`unshare`);
- * with neither, the pass is refused rather than taken unconfined.
+ * for a runner that is not root, a user namespace of its own (`unshare`,
+ * keeping our uid); with neither, the pass is refused rather than taken
+ * unconfined.
  */
 export interface Confined {
   /** The rsync address of the store: `localhost::store/`. */
@@ -31,13 +32,20 @@ export interface Confined {
 
 type Mode = "root" | "namespace";
 
+/**
+ * A user namespace where we keep our own uid (so rsync's daemon does not take
+ * itself for root and change groups, which a namespace refuses) and the
+ * capabilities the namespace gives (so its chroot works).
+ */
+const NAMESPACE = ["--user", "--map-current-user", "--keep-caps"];
+
 let probed: Promise<Mode | undefined> | undefined;
 
 /** How this process can chroot: as root, or in a user namespace of its own (probed once). */
 function chrootMode(): Promise<Mode | undefined> {
   if (process.getuid?.() === 0) return Promise.resolve("root");
   probed ??= new Promise((resolve) => {
-    const child = spawn("unshare", ["--user", "--map-root-user", "--root=/", "true"], {
+    const child = spawn("unshare", [...NAMESPACE, "--root=/", "true"], {
       stdio: "ignore",
     });
     child.on("error", () => resolve(undefined));
@@ -58,7 +66,7 @@ export async function confineToStore(store: string, access: "read" | "write"): P
   const mode = await chrootMode();
   if (!mode)
     throw new RosterError(
-      "the store can't be copied safely: rsync must run chrooted into it, which needs roster to run as root or unprivileged user namespaces (unshare --user) to be allowed",
+      "the store can't be copied safely: rsync must run chrooted into it, which needs roster to run as root or unprivileged user namespaces to be allowed (unshare --user --map-current-user --keep-caps, util-linux 2.38 or later)",
     );
   const dir = await mkdtemp(join(tmpdir(), "roster-rsync-"));
   try {
@@ -71,8 +79,7 @@ export async function confineToStore(store: string, access: "read" | "write"): P
         "numeric ids = yes",
         "munge symlinks = no",
         // stay who we are (root keeps the owners a box gave its files)
-        "uid = 0",
-        "gid = 0",
+        ...(mode === "root" ? ["uid = 0", "gid = 0"] : []),
         "reverse lookup = no",
         "[store]",
         `path = ${store}`,
@@ -85,7 +92,7 @@ export async function confineToStore(store: string, access: "read" | "write"): P
       { mode: 0o600 },
     );
     // rsync calls it as `<shell> <host> rsync --server --daemon .`: the host is ignored
-    const unshare = mode === "namespace" ? "unshare --user --map-root-user " : "";
+    const unshare = mode === "namespace" ? `unshare ${NAMESPACE.join(" ")} ` : "";
     await writeFile(
       shell,
       `#!/bin/sh\nwhile [ "$#" -gt 0 ] && [ "$1" != --server ]; do shift; done\nexec ${unshare}rsync --config=${quote(config)} "$@"\n`,
