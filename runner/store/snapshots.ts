@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { chmod, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
+import { constants, existsSync, readdirSync, readFileSync, type Stats } from "node:fs";
+import { chmod, type FileHandle, lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
@@ -136,12 +136,40 @@ function freshName(dir: string, newest: string | undefined): string {
   }
 }
 
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+/**
+ * lstat of a path in the store, each folder on the way opened without
+ * following a link: a folder a live box swapped for a symlink meanwhile gives
+ * nothing, never the kind of a host file.
+ */
+async function lstatInStore(store: string, path: string): Promise<Stats | undefined> {
+  const parts = path.split("/").filter((part) => part && part !== "." && part !== "..");
+  const name = parts.pop();
+  if (!name) return undefined;
+  let dir = await open(store, DIR_FLAGS).catch(() => undefined);
+  try {
+    for (const part of parts) {
+      if (!dir) return undefined;
+      const next: FileHandle | undefined = await open(
+        `/proc/self/fd/${dir.fd}/${part}`,
+        DIR_FLAGS,
+      ).catch(() => undefined);
+      await dir.close();
+      dir = next;
+    }
+    return dir ? await lstat(`/proc/self/fd/${dir.fd}/${name}`).catch(() => undefined) : undefined;
+  } finally {
+    await dir?.close();
+  }
+}
+
 /** Names what a skipped entry is, looked at without following it. */
 async function describeSkipped(store: string, skipped: Skipped[]): Promise<Skipped[]> {
   return Promise.all(
     skipped.map(async (entry) => {
       if (!entry.why.startsWith("not a file")) return entry;
-      const kind = await lstat(join(store, entry.path)).catch(() => undefined);
+      const kind = await lstatInStore(store, entry.path);
       const what = kind?.isFIFO()
         ? "a fifo"
         : kind?.isSocket()
