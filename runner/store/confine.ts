@@ -72,6 +72,9 @@ export async function confineToStore(store: string, access: "read" | "write"): P
   try {
     const config = join(dir, "rsyncd.conf");
     const shell = join(dir, "rsh");
+    // rsync splits --rsh on spaces, honouring quotes: the script's path is single-quoted
+    if (shell.includes("'"))
+      throw new RosterError(`the temporary folder ${dir} has a quote in its name`);
     await writeFile(
       config,
       [
@@ -98,9 +101,8 @@ export async function confineToStore(store: string, access: "read" | "write"): P
       `#!/bin/sh\nwhile [ "$#" -gt 0 ] && [ "$1" != --server ]; do shift; done\nexec ${unshare}rsync --config=${quote(config)} "$@"\n`,
       { mode: 0o700 },
     );
+    // the mode given to writeFile is narrowed by the umask: it must be runnable
     await chmod(shell, 0o700);
-    if (shell.includes("'"))
-      throw new RosterError(`the temporary folder ${dir} has a quote in its name`);
     return {
       address: "localhost::store/",
       args: ["--rsh", `'${shell}'`],
