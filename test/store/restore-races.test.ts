@@ -26,7 +26,8 @@ import { treeOf } from "../support/store-tree.ts";
  * while a restore copies waits for it and finds the whole restored store;
  * and a box that swaps a store folder for a symlink to a host folder in a
  * tight loop, all through snapshots and restores, never gets a host file
- * into a snapshot nor makes the host write outside the store.
+ * into a snapshot nor makes the host write outside the store, nor gets what
+ * a pass skipped described as the host file a link reached.
  */
 const docker = await testDocker();
 
@@ -129,6 +130,9 @@ describe.skipIf(!docker)("restores and snapshots racing live boxes", () => {
     for (let file = 0; file < 50; file++)
       writeFileSync(join(store, "swapped", `f${file}`), `store ${file}\n`);
     writeFileSync(join(store, "swapped", "sub", "x"), "store\n");
+    // a fifo the pass skips and names, in a folder swapped for a link to the host's /dev
+    mkdirSync(join(store, "devs"));
+    execFileSync("mkfifo", [join(store, "devs", "null")]);
     writeFileSync(join(store, "swapper.py"), SWAPPER, { mode: 0o644 });
 
     const swapper = deployment.spawnRoster([
@@ -137,7 +141,7 @@ describe.skipIf(!docker)("restores and snapshots racing live boxes", () => {
       "elf",
       "--",
       // how it ended, where no restore removes it (.locks is never copied nor deleted)
-      `python3 ~/store/swapper.py ${secret} 2>~/store/.locks/swapper-stderr; echo $? >~/store/.locks/swapper-exit`,
+      `python3 ~/store/swapper.py swapped=${secret} devs=/dev@0.001 2>~/store/.locks/swapper-stderr; echo $? >~/store/.locks/swapper-exit`,
     ]);
     children.push(swapper);
     await waitFor(() => existsSync(join(store, "swapper-ready")) || undefined);
@@ -150,13 +154,15 @@ describe.skipIf(!docker)("restores and snapshots racing live boxes", () => {
 
     // snapshots while the box swaps: each pass finds the folder changed again
     let passes = 0;
+    const named: string[] = [];
     const snapshotsUntil = Date.now() + 4_000;
     while (passes < 10 || Date.now() < snapshotsUntil) {
-      await takeSnapshot(
+      const pass = await takeSnapshot(
         deployment.paths,
         { worker: "elf" },
         { reason: "sweep", keep: 100, waitMs: 5_000 },
       );
+      named.push(...(pass?.changes.skipped ?? []).map((entry) => `${entry.path} (${entry.why})`));
       passes += 1;
     }
 
@@ -197,31 +203,47 @@ describe.skipIf(!docker)("restores and snapshots racing live boxes", () => {
     expect(leaked).toBe(0);
     // nothing written, removed or changed outside the store
     expect(treeOf(secret)).toEqual(secretBefore);
+    // what a pass skipped is named as the store holds it, never as the host file a link reached
+    for (const meta of listSnapshots(deployment.paths, { worker: "elf" }))
+      named.push(...meta.skipped.map((entry) => `${entry.path} (${entry.why})`));
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((entry) => entry.includes("device"))).toEqual([]);
   }, 180_000);
 });
 
 /**
- * The box's side: swaps ~/store/swapped for a symlink to a host folder and
- * back, as fast as it can, until its box is removed; it survives a restore
- * taking the folder or the link away.
+ * The box's side: swaps each named store folder for a symlink to a host
+ * folder and back (`name=target`, each in a thread of its own), as fast as it
+ * can or holding each state a while (`@seconds`: a pass then often lists a
+ * folder and looks again once it is a link), until its box is removed; it
+ * survives a restore taking a folder or a link away.
  */
 const SWAPPER = `
-import os, sys, time
-S = os.path.expanduser("~/store"); T = sys.argv[1]
+import os, sys, threading, time
+S = os.path.expanduser("~/store")
 os.chdir(S)
 def attempt(step):
     try: step()
     except OSError: pass
-n = 0
+def swap(name, target, hold):
+    n = 0
+    while True:
+        attempt(lambda: os.rename(name, name + ".away"))
+        attempt(lambda: os.symlink(target, name))
+        if hold: time.sleep(hold)
+        attempt(lambda: os.unlink(name))
+        attempt(lambda: os.rename(name + ".away", name))
+        if hold: time.sleep(hold)
+        n += 1
+        if n % 20000 == 0:
+            attempt(lambda: open("swapper-count", "w").write(str(n)))
+# name=target[@seconds each state is held; none: as fast as it can]
+for arg in sys.argv[1:]:
+    name, rest = arg.split("=", 1)
+    target, _, hold = rest.partition("@")
+    threading.Thread(target=swap, args=(name, target, float(hold or 0)), daemon=True).start()
 open("swapper-ready", "w").close()
-while True:
-    attempt(lambda: os.rename("swapped", "swapped.away"))
-    attempt(lambda: os.symlink(T, "swapped"))
-    attempt(lambda: os.unlink("swapped"))
-    attempt(lambda: os.rename("swapped.away", "swapped"))
-    n += 1
-    if n % 20000 == 0:
-        attempt(lambda: open("swapper-count", "w").write(str(n)))
+while True: time.sleep(60)
 `;
 
 function grepCount(text: string, dir: string): number {
