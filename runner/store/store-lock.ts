@@ -49,7 +49,10 @@ async function openLockFile(lockStore: string): Promise<FileHandle> {
         throw new RosterError(
           `${join(lockStore, ".locks")} is not a folder of the store (a symlink or a file): the store lock can't be taken there`,
         );
-      await mkdir(at(store, ".locks"), { mode: 0o755 });
+      // a box may make it first: then it is its own, opened the same way below
+      await mkdir(at(store, ".locks"), { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== "EEXIST") throw error;
+      });
       // opened without following first: a box that swapped the new folder for a
       // symlink meanwhile gets a refusal, and the chown goes to what we opened
       locks = await open(at(store, ".locks"), DIR_FLAGS).catch(() => {
