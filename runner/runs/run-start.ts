@@ -70,6 +70,7 @@ export async function writeStartRecord(request: RunRequest, starting: Starting):
     "start",
     {
       waitMs: START_WAITS_FOR_RESTORE_MS,
+      signal: request.signal,
       onWait: () =>
         request.note(
           `${starting.record.worker}'s store is being restored: the run starts once it is done`,

@@ -49,13 +49,14 @@ async function openStartLock(paths: RosterPaths, worker: string): Promise<FileHa
 /**
  * Runs `body` holding the worker's start lock: shared for a run start,
  * exclusive for a restore. When it is not free at once, `onWait` is told
- * (a run says it waits for a restore) and the lock is waited for up to waitMs.
+ * (a run says it waits for a restore) and the lock is waited for up to waitMs,
+ * or until `signal` aborts (the server stopping).
  */
 export async function withStartLock<T>(
   paths: RosterPaths,
   worker: string,
   mode: StartLockMode,
-  options: { waitMs: number; onWait?: () => void },
+  options: { waitMs: number; onWait?: () => void; signal?: AbortSignal | undefined },
   body: () => Promise<T>,
 ): Promise<T> {
   const file = await openStartLock(paths, worker);
@@ -63,7 +64,7 @@ export async function withStartLock<T>(
     const kind = mode === "start" ? "shared" : "exclusive";
     if (!(await flockFd(file, kind, 0))) {
       options.onWait?.();
-      if (!(await flockFd(file, kind, options.waitMs)))
+      if (!(await flockFd(file, kind, options.waitMs, options.signal)))
         throw new StartLockBusy(worker, mode, options.waitMs);
     }
     return await body();
