@@ -40,6 +40,8 @@ export const SOLO_SUITES = {
   "test/server/attest.test.ts": "a ceiling of seconds",
   "test/listeners/chat-approvals.test.ts": "an offer that lapses in under a second",
   "test/console/overview.test.ts": "a live page held to a second",
+  // 600 MB to a box's stdout while another box's door is held to a latency bound
+  "test/server/output-flood.test.ts": "floods a box's output; door latency held to a bound",
 };
 
 /** The suites of a list, each checked to be there (a renamed one would quietly run two at a time). */

@@ -23,6 +23,14 @@ export const BUDGETS = {
     seconds: 40,
     why: "seven turns through the server and the Socket Mode stand-in, with a dropped link and its reconnects",
   },
+  "test/server/output-flood.test.ts": {
+    seconds: 45,
+    why: "a 600 MB flood read to its bound, and a gateway frozen until the server's health checks (about 10 s) call it dead",
+  },
+  "test/store/restore-races.test.ts": {
+    seconds: 45,
+    why: "a 30,000-file restore raced by a run start, and snapshot passes raced by a box swapping folders for links",
+  },
   "test/security/escape.test.ts": {
     seconds: 30,
     passes: { runsc: 90 },
