@@ -40,6 +40,8 @@ export const SOLO_SUITES = {
   "test/server/attest.test.ts": "a ceiling of seconds",
   "test/listeners/chat-approvals.test.ts": "an offer that lapses in under a second",
   "test/console/overview.test.ts": "a live page held to a second",
+  // a box outlives its killed runner while restores race it: any roster starting beside it reaps it
+  "test/store/restore-races.test.ts": "keeps an orphaned box running",
   // 600 MB to a box's stdout while another box's door is held to a latency bound
   "test/server/output-flood.test.ts": "floods a box's output; door latency held to a bound",
 };
