@@ -29,8 +29,14 @@ const UPLOAD_BYTES = 60 * MiB;
  * holding every body would be 2.4 GB).
  */
 const RSS_BOUND = 512 * MiB;
-/** What it must come back under once a burst is over (it starts near 90 MiB). */
-const RSS_AFTER = 160 * MiB;
+/**
+ * What it must come back under once a burst is over: it starts near 90 MiB,
+ * and Node 24's allocator keeps up to about 110 MiB of freed socket buffers
+ * mapped for a while after 2.4 GB has passed (settled at 169–201 MiB on the
+ * commit before this bound, in two runs of three). Holding even four of the
+ * 60 MB bodies would be past it.
+ */
+const RSS_AFTER = 256 * MiB;
 
 let root: string;
 let gateway: EmbeddedGateway;
