@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { EngineKind } from "../config/config-schema.ts";
 import type { BoxSpec } from "./container-spec.ts";
 
 /**
@@ -12,9 +13,7 @@ import type { BoxSpec } from "./container-spec.ts";
  * is said once, as a BoxSpec; each engine turns it into its own options and
  * may only add to the hardening, never drop any of it.
  */
-export type EngineKind = "docker" | "podman";
-
-export const ENGINE_KINDS: readonly EngineKind[] = ["docker", "podman"];
+export type { EngineKind };
 
 export interface EngineRuntimeEntry {
   name: string;

@@ -1,3 +1,10 @@
+/**
+ * Builds the box image: picks its base (the configured image, else the
+ * Debian-built one, built when missing or made from another recipe),
+ * assembles the build context (extensions, engine, Dockerfile) and has the
+ * engine build it, labelled with the hash of its sources so a run can tell a
+ * current image from a stale one (current-image.ts).
+ */
 import { rm } from "node:fs/promises";
 import { errorMessage, RosterError } from "../errors.ts";
 import { ENGINE_PIN } from "../version.ts";

@@ -10,7 +10,6 @@ import { RosterError } from "../errors.ts";
  * subcommands, or its options after a `-`, or files where it takes none.
  */
 export const SHELLS = ["bash", "zsh", "fish"] as const;
-export type Shell = (typeof SHELLS)[number];
 
 interface Entry {
   name: string;

@@ -52,13 +52,17 @@ export const BudgetSection = Type.Object(
   { additionalProperties: false },
 );
 
+/** The container engines roster drives: the one list, read by the config and by runner/box. */
+export const EngineKind = Type.Union([Type.Literal("docker"), Type.Literal("podman")]);
+export type EngineKind = Static<typeof EngineKind>;
+
 export const EngineSection = Type.Object(
   {
     /**
      * Which container engine runs the boxes; when unset, what the socket is
      * (DOCKER_HOST, else Docker's socket, else Podman's).
      */
-    kind: Type.Optional(Type.Union([Type.Literal("docker"), Type.Literal("podman")])),
+    kind: Type.Optional(EngineKind),
     /** The box image (a local tag by default). */
     image: Type.Optional(Type.String({ minLength: 1 })),
     /**

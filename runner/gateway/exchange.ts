@@ -305,7 +305,3 @@ async function forward(
     meter ? (chunk) => meter.push(chunk) : tap && ((chunk) => tap.push(chunk)),
   );
 }
-
-export function bracket(host: string): string {
-  return host.includes(":") ? `[${host}]` : host;
-}
