@@ -1,0 +1,170 @@
+/**
+ * What `roster box build | doctor | prune` do: build the box and toolchain
+ * images, report on the engine and runtime, and drop toolchains no worker uses.
+ * The CLI only declares these commands; this module is loaded when one runs.
+ */
+
+import { configuredEngine } from "../cli/configured-engine.ts";
+import { RosterError } from "../errors.ts";
+import type { EngineKind } from "./engine.ts";
+import { BOX_IMAGE } from "./layout.ts";
+
+export interface BuildFlags {
+  worker?: string;
+  base: string;
+  tag: string;
+  rebuildBase?: boolean;
+  cache: boolean;
+  verbose?: boolean;
+  json?: boolean;
+}
+
+export interface DoctorFlags {
+  image: string;
+  json?: boolean;
+  fix?: boolean;
+}
+
+/**
+ * What doctor reads of this root's config: `[gateway] upstream_ca`, and the
+ * runtime each worker's box gets (nothing, and runc, when there is no root or
+ * it can't be read).
+ */
+async function doctorConfig(): Promise<{
+  upstreamCa: string[];
+  runtimes: { org: string; workers: Record<string, string> };
+  kind?: EngineKind;
+}> {
+  const { rosterPaths } = await import("../config/paths.ts");
+  const { loadConfig } = await import("../config/load.ts");
+  const { narrowestBox } = await import("../config/narrowing.ts");
+  try {
+    const config = loadConfig(rosterPaths().config);
+    const workers: Record<string, string> = {};
+    for (const [name, worker] of config.workers)
+      workers[name] = narrowestBox(config.org.box, worker.box).runtime;
+    const kind = config.org.engine?.kind;
+    return {
+      upstreamCa: config.org.gateway?.upstream_ca ?? [],
+      runtimes: { org: narrowestBox(config.org.box, undefined).runtime, workers },
+      ...(kind ? { kind } : {}),
+    };
+  } catch {
+    return { upstreamCa: [], runtimes: { org: "runc", workers: {} } };
+  }
+}
+
+/** `--fix`: the set-up gVisor needs, done before the report so the report shows its result. */
+async function fixRunsc(
+  kind: EngineKind | undefined,
+): Promise<{ text: string; json: { fix: object } }> {
+  const { connectEngine } = await import("./connect.ts");
+  const { formatSetup, setUpRunsc } = await import("./runtime-setup.ts");
+  const setup = await setUpRunsc(await connectEngine(kind ? { kind } : {}));
+  return { text: formatSetup(setup), json: { fix: setup } };
+}
+
+/** `roster box build`: the box image, or with --worker that worker's toolchain image on it. */
+export async function buildImageCommand(flags: BuildFlags): Promise<void> {
+  const { connectEngine } = await import("./connect.ts");
+  const { buildBoxImage, formatBytes } = await import("./image-build.ts");
+  const { consoleProgress } = await import("./progress.ts");
+  const engine = await connectEngine(await configuredEngine());
+  if (flags.worker) {
+    const { rosterPaths } = await import("../config/paths.ts");
+    const { loadWorker } = await import("../runs/provision.ts");
+    const { ensureToolchainImage } = await import("./toolchain-image.ts");
+    const { deploymentKey } = await import("./tools-volume.ts");
+    const { projectToolchains, withProjects } = await import("../config/project-toolchain.ts");
+    const { worker, config } = await loadWorker(rosterPaths(), flags.worker);
+    const image = config.org.engine?.image ?? BOX_IMAGE;
+    const progress = consoleProgress({ verbose: flags.verbose ?? false });
+    if (!(await engine.image(image)))
+      await buildBoxImage({ engine, progress, base: flags.base, tag: image });
+    const toolchain = await ensureToolchainImage({
+      engine,
+      baseImage: image,
+      worker: worker.name,
+      toolchain: withProjects(worker.toolchain, (await projectToolchains(worker.mounts)).toolchain),
+      progress,
+      deployment: deploymentKey(config.root),
+    });
+    process.stdout.write(
+      flags.json
+        ? `${JSON.stringify({ worker: worker.name, ...toolchain, toolchain: worker.toolchain })}\n`
+        : toolchain.tag === image
+          ? `${worker.name} declares no [toolchain]: its runs use ${image}\n`
+          : toolchain.built
+            ? `built ${toolchain.tag} in ${toolchain.seconds.toFixed(1)}s\n`
+            : `${toolchain.tag} is current (neither the box image nor the declaration changed)\n`,
+    );
+    return;
+  }
+  const built = await buildBoxImage({
+    engine,
+    progress: consoleProgress({ verbose: flags.verbose ?? false }),
+    base: flags.base,
+    tag: flags.tag,
+    rebuildBase: flags.rebuildBase ?? false,
+    noCache: !flags.cache,
+  });
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(built)}\n`);
+    return;
+  }
+  process.stdout.write(
+    [
+      `built ${built.tag} in ${built.seconds.toFixed(1)}s`,
+      `  image    ${built.id}`,
+      `  size     ${formatBytes(built.sizeBytes)}`,
+      `  engine   pi ${built.engineVersion}`,
+      `  base     ${built.base}`,
+      `  tools    ${built.extensions.length ? built.extensions.join(", ") : "(no extensions)"}`,
+      "",
+    ].join("\n"),
+  );
+}
+
+/** `roster box doctor`: the report, after `--fix` when asked so the report shows its result. */
+export async function doctorCommand(flags: DoctorFlags): Promise<void> {
+  const { boxDoctor, formatDoctor } = await import("./doctor.ts");
+  const config = await doctorConfig();
+  const fix = flags.fix ? await fixRunsc(config.kind) : undefined;
+  const report = await boxDoctor({ image: flags.image, ...config });
+  if (flags.json) process.stdout.write(`${JSON.stringify({ ...report, ...fix?.json })}\n`);
+  else process.stdout.write(`${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n`);
+  if (!report.engine.ok || !report.image.present || report.runtime?.ok === false)
+    process.exitCode = 1;
+}
+
+/** `roster box prune`: toolchain images and volumes no current worker uses. */
+export async function pruneToolchainsCommand(flags: { json?: boolean }): Promise<void> {
+  const { rosterPaths } = await import("../config/paths.ts");
+  const { formatConfigError, loadConfig } = await import("../config/load.ts");
+  const { connectEngine } = await import("./connect.ts");
+  const { pruneToolchains } = await import("./prune.ts");
+  const { formatBytes } = await import("./image-build.ts");
+  const paths = rosterPaths();
+  const config = loadConfig(paths.config, { vaultDir: paths.vault });
+  // pruning by a config that can't be read could remove what a worker still uses
+  if (config.errors.length)
+    throw new RosterError(
+      `config is invalid, nothing was pruned:\n${config.errors.map(formatConfigError).join("\n")}`,
+      { exitCode: 2 },
+    );
+  const engine = await connectEngine(
+    config.org.engine?.kind ? { kind: config.org.engine.kind } : {},
+  );
+  const report = await pruneToolchains(engine, config, config.org.engine?.image ?? BOX_IMAGE);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(report)}\n`);
+    return;
+  }
+  for (const item of report.removed)
+    process.stdout.write(`removed ${item.kind} ${item.name} (${formatBytes(item.bytes)})\n`);
+  for (const item of report.kept)
+    process.stdout.write(`kept ${item.kind} ${item.name}: ${item.why}\n`);
+  process.stdout.write(
+    `${report.removed.length ? `freed ${formatBytes(report.freedBytes)}` : "nothing to prune"}\n`,
+  );
+}
