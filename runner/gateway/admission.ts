@@ -9,8 +9,8 @@ import type { ConfigSource } from "./config-source.ts";
 import { type Credentials, RETRY_AFTER_MS } from "./credentials.ts";
 import type { Identity } from "./identity.ts";
 import { type Decision, grantNamesHost, judge } from "./judge.ts";
-import { mcpScope } from "./mcp-hosts.ts";
-import { readMcp } from "./mcp-reading.ts";
+import { type McpScope, mcpScope } from "./mcp-hosts.ts";
+import { type McpReading, readMcp } from "./mcp-reading.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "./model-meter.ts";
 import { denied, type Refusal } from "./refusals.ts";
 import { flattenHeaders, normalisePath, type RequestFacts, type Target } from "./request-facts.ts";
@@ -169,33 +169,8 @@ async function admitRequest(
     };
   const scope = mcpScope(config, facts.host);
   const reading = readMcp(facts.headers, body, scope);
-  if (reading.kind === "batch") {
-    return {
-      kind: "refuse",
-      refusal: {
-        status: 400,
-        verdict: "deny",
-        body: {
-          error: "JSON-RPC batch refused",
-          hint: "send one JSON-RPC message per request so each can be judged",
-        },
-      },
-      decision: undefined,
-    };
-  }
-  if (reading.kind === "unreadable") {
-    return {
-      kind: "refuse",
-      refusal: denied(
-        undefined,
-        scope === "mcp"
-          ? `${facts.host} speaks MCP, and the gateway forwards there only what it has judged: ${reading.reason}`
-          : `an MCP rule with no host reads every JSON body, and the gateway forwards only what it has judged: ${reading.reason}`,
-        "denied by gateway (an MCP message it can't judge)",
-      ),
-      decision: undefined,
-    };
-  }
+  const unjudged = unjudgedRefusal(reading, scope, facts.host);
+  if (unjudged) return unjudged;
   const mcp = reading.kind === "message" ? reading.mcp : null;
   facts.mcp = mcp;
   const decision = judge(config.grants, facts, "request");
@@ -217,16 +192,8 @@ async function admitRequest(
   }
   const grant = decision.rule;
   // a WebSocket's messages pass unread: to a host that speaks MCP, only a grant that says so
-  if (entry === "upgrade" && scope === "mcp" && !allowsUpgrade(grant)) {
-    return {
-      kind: "refuse",
-      decision,
-      refusal: denied(
-        grant.name,
-        `${facts.host} speaks MCP and a WebSocket's messages can't be judged: a grant must allow it explicitly (match.headerContains = { upgrade = "websocket" })`,
-      ),
-    };
-  }
+  if (entry === "upgrade" && scope === "mcp" && !allowsUpgrade(grant))
+    return { kind: "refuse", decision, refusal: upgradeRefusal(grant.name, facts.host) };
   const spend = deps.budgets.spendFor({
     rule: grant.name,
     host: facts.host,
@@ -241,27 +208,8 @@ async function admitRequest(
   const over = modelOver ?? (facts.subject ? deps.budgets.charge(facts.subject, spend) : undefined);
   if (over)
     return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, over) };
-  let inject = new Map<string, string>();
-  if (grant.inject) {
-    const name = grant.inject.credential;
-    const ready = await deps.credentials.ready(name);
-    if (ready.kind === "ok")
-      inject = renderInjection(templatesFor(grant.inject), ready.credential, facts.host);
-    if (ready.kind === "refresh-failed")
-      return credentialOutage(
-        decision,
-        grant.name,
-        `credential "${name}" could not be refreshed: ${ready.reason}`,
-        `nothing was sent; the gateway asks again in ${RETRY_AFTER_MS / 1000} s, and at once when data/vault/${name}.json gets a new refresh token (a revoked one needs the operator to sign in again)`,
-      );
-    if (inject.size === 0)
-      return credentialOutage(
-        decision,
-        grant.name,
-        `credential "${name}" is not available`,
-        `the operator has to store it (roster login, or data/vault/${name}.json); nothing was sent`,
-      );
-  }
+  const inject = await injectionFor(deps, decision, grant, facts.host);
+  if (!(inject instanceof Map)) return inject;
   const named = grantNamesHost(grant, facts.host);
   const literal = literalRefusal(facts.host, named);
   if (literal) {
@@ -274,11 +222,82 @@ async function admitRequest(
   return { kind: "forward", decision, inject, spend, allowInternal: named, model };
 }
 
+/** A body the gateway won't forward because it can't judge it: a batch, or one it can't read. */
+function unjudgedRefusal(reading: McpReading, scope: McpScope, host: string): Refused | undefined {
+  if (reading.kind === "batch") {
+    return {
+      kind: "refuse",
+      refusal: {
+        status: 400,
+        verdict: "deny",
+        body: {
+          error: "JSON-RPC batch refused",
+          hint: "send one JSON-RPC message per request so each can be judged",
+        },
+      },
+      decision: undefined,
+    };
+  }
+  if (reading.kind !== "unreadable") return undefined;
+  const where =
+    scope === "mcp" ? `${host} speaks MCP` : "an MCP rule with no host reads every JSON body";
+  return {
+    kind: "refuse",
+    refusal: denied(
+      undefined,
+      `${where}, and the gateway forwards only what it has judged: ${reading.reason}`,
+      "denied by gateway (an MCP message it can't judge)",
+    ),
+    decision: undefined,
+  };
+}
+
+function upgradeRefusal(rule: string, host: string): Refusal {
+  return denied(
+    rule,
+    `${host} speaks MCP and a WebSocket's messages can't be judged: a grant must allow it explicitly (match.headerContains = { upgrade = "websocket" })`,
+  );
+}
+
 /** Whether a grant names the upgrade it allows: `match.headerContains` has an `upgrade` entry. */
 function allowsUpgrade(grant: ScopedGrant): boolean {
   return Object.keys(grant.match?.headerContains ?? {}).some(
     (name) => name.toLowerCase() === "upgrade",
   );
+}
+
+/**
+ * The headers the grant injects, its credential read (refreshed first when it
+ * is about to expire); a refusal when the credential can't be had.
+ */
+async function injectionFor(
+  deps: AdmissionDeps,
+  decision: Decision,
+  grant: ScopedGrant,
+  host: string,
+): Promise<Map<string, string> | Refused> {
+  if (!grant.inject) return new Map();
+  const name = grant.inject.credential;
+  const ready = await deps.credentials.ready(name);
+  if (ready.kind === "refresh-failed")
+    return credentialOutage(
+      decision,
+      grant.name,
+      `credential "${name}" could not be refreshed: ${ready.reason}`,
+      `nothing was sent; the gateway asks again in ${RETRY_AFTER_MS / 1000} s, and at once when data/vault/${name}.json gets a new refresh token (a revoked one needs the operator to sign in again)`,
+    );
+  const inject =
+    ready.kind === "ok"
+      ? renderInjection(templatesFor(grant.inject), ready.credential, host)
+      : new Map<string, string>();
+  if (inject.size === 0)
+    return credentialOutage(
+      decision,
+      grant.name,
+      `credential "${name}" is not available`,
+      `the operator has to store it (roster login, or data/vault/${name}.json); nothing was sent`,
+    );
+  return inject;
 }
 
 /** A credential the grant injects can't be had: 503, nothing sent, the credential named. */
