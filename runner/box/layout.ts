@@ -12,7 +12,6 @@ export const ENGINE_DIR = "/opt/roster/engine";
 export const RUN_PI = `${ENGINE_DIR}/run-pi`;
 /** What a ready box for `box exec` runs until its command comes (box/roster-ready). */
 export const READY_WAITER = "/usr/local/bin/roster-ready";
-export const BOX_USER = "worker";
 export const BOX_UID = 1000;
 export const BOX_GID = 1000;
 export const BOX_HOME = "/home/worker";
@@ -71,10 +70,11 @@ export function backstopContainerName(runId: string, connection: string): string
 /**
  * The gateway's door inside a box. A box has no network (Docker's `none`: only
  * loopback); the runner mounts the folder holding its gateway's Unix socket
- * here, read-only, and box/roster-door opens DOOR_PORT on the box's loopback
- * onto it. Both numbers are written into box/roster-door too.
+ * (DOOR_SOCKET, named by the gateway that opens it) here, read-only, and
+ * box/roster-door opens DOOR_PORT on the box's loopback onto it. Both numbers
+ * are written into box/roster-door too.
  */
 export const DOOR_MOUNT = "/run/roster/door";
-export const DOOR_SOCKET = "gateway.sock";
+export { DOOR_SOCKET } from "../gateway/door.ts";
 export const DOOR_PORT = 7300;
 export const ROSTER_DOOR = "/usr/local/bin/roster-door";

@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ensureKnowledgeRepo } from "../repos/knowledge.ts";
 import { PROJECT_ROOT } from "../version.ts";
 import { knowledgePath } from "./knowledge.ts";
+import { ensureKnowledgeRepo } from "./knowledge-repo.ts";
 import type { RosterPaths } from "./paths.ts";
 
 /**

@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { knowledgePath } from "../config/knowledge.ts";
-import type { RosterPaths } from "../config/paths.ts";
 import { git } from "../git/git.ts";
+import { knowledgePath } from "./knowledge.ts";
+import type { RosterPaths } from "./paths.ts";
 
 /**
  * Makes a worker's knowledge repo (data/workers/<w>/knowledge.git) when it has

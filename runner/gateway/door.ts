@@ -1,7 +1,6 @@
 import { chmod, mkdir, readdir, rm, rmdir } from "node:fs/promises";
 import { connect, type Server } from "node:net";
 import { basename, dirname, join } from "node:path";
-import { DOOR_SOCKET } from "../box/layout.ts";
 import { processAlive } from "../files/process-alive.ts";
 
 /**
@@ -21,6 +20,12 @@ import { processAlive } from "../files/process-alive.ts";
 export function doorDir(stateRoot: string, owner: string): string {
   return join(stateRoot, "doors", owner);
 }
+
+/**
+ * The socket's name inside a door's folder. box/roster-door opens it by this
+ * name too, so the two change together (box/layout.ts hands it on to the box side).
+ */
+export const DOOR_SOCKET = "gateway.sock";
 
 /** The door of a standalone gateway (`roster gateway start`, the server). */
 export const STANDALONE_DOOR = "gateway";

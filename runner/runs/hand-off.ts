@@ -1,10 +1,9 @@
 import { stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { DOOR_SOCKET } from "../box/layout.ts";
 import type { BoxHandle, BoxWatch } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
-import { answers, runDoorDir } from "../gateway/door.ts";
+import { answers, DOOR_SOCKET, runDoorDir } from "../gateway/door.ts";
 import { bindToken } from "../gateway/identity.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { readLive, scheduleView } from "../tasks/store.ts";

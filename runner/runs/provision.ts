@@ -10,6 +10,7 @@ import { reapOrphans } from "../box/orphans.ts";
 import { ensureToolchainImage } from "../box/toolchain-image.ts";
 import { deploymentKey, ensureToolsVolume, toolsVolumePath } from "../box/tools-volume.ts";
 import { type WorkerBoxInput, workerBoxSpec } from "../box/worker-box.ts";
+import { ensureKnowledgeRepo } from "../config/knowledge-repo.ts";
 import {
   formatConfigError,
   type LoadedConfig,
@@ -27,7 +28,6 @@ import { revokeRunTokens } from "../gateway/identity.ts";
 import { readCredential } from "../gateway/vault.ts";
 import { settleAfterCrash, settleRunRepos } from "../repos/backstop.ts";
 import { gatedRepos } from "../repos/clone.ts";
-import { ensureKnowledgeRepo } from "../repos/knowledge.ts";
 import { storeCredential } from "./credentials.ts";
 import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
 import { autoPrune } from "./retention.ts";

@@ -3,12 +3,12 @@ import { chown, mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { boxUser } from "../box/layout.ts";
 import { knowledgePath } from "../config/knowledge.ts";
+import { ensureKnowledgeRepo } from "../config/knowledge-repo.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { refuseUnlessValid, tryConfigChange } from "../config/trial.ts";
 import { workerNameProblem } from "../config/worker-name.ts";
 import { RosterError } from "../errors.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
-import { ensureKnowledgeRepo } from "../repos/knowledge.ts";
 import { storeDir, workerDir } from "../store/snapshots.ts";
 
 /**
