@@ -1,48 +1,14 @@
-import type { Command } from "commander";
-import type { Designation, Designations } from "../channels/designations.ts";
-import type { MessageRecord } from "../channels/store.ts";
-import type { RosterPaths } from "../config/paths.ts";
-import { rosterPaths } from "../config/paths.ts";
-import { columns } from "../text/table.ts";
-
 /**
- * `roster channel ls | show | trust | untrust | set`: the channels workers
- * talk in, and the operator's word on each — whether sends there run unasked
- * and whether every message wakes the worker or only a mention.
+ * `roster channel ls | show | trust | untrust | set`: declares the commands for
+ * the channels workers talk in, and the operator's word on each — whether sends
+ * there run unasked and whether every message wakes the worker or only a
+ * mention. What each does lives in channel-actions.ts and runner/channels/.
  */
-const trustedText = (designation: Designation) =>
-  `${designation.trusted ? "yes" : "no"}${
-    designation.trustedBy === "default"
-      ? " (default)"
-      : designation.trustedBy === "unreadable"
-        ? " (settings unreadable)"
-        : ""
-  }`;
+import type { Command } from "commander";
 
-const modeText = (designation: Designation) =>
-  `${designation.mode}${designation.modeBy === "default" ? " (default)" : ""}`;
-
-const when = (ts: string | undefined) => (ts ? ts.slice(0, 16).replace("T", " ") : "-");
-
-const oneLine = (text: string) => text.replace(/\s+/g, " ").trim();
-
-function designationJson(designation: Designation) {
-  return {
-    id: designation.id,
-    trusted: designation.trusted,
-    trusted_by: designation.trustedBy,
-    mode: designation.mode,
-    mode_by: designation.modeBy,
-  };
-}
-
-/** Said on stderr so the table stays clean: why nothing shows as trusted. */
-function warnUnreadable(designations: Designations, file: string): void {
-  if (designations.unreadable !== undefined)
-    process.stderr.write(
-      `roster: ${file} can't be read (${designations.unreadable}); no channel is trusted\n`,
-    );
-}
+// Implementations load when a command runs, so `roster --help` stays instant.
+const channelActions = () => import("./channel-actions.ts");
+const channelCommands = () => import("../channels/commands.ts");
 
 export function registerChannelCommands(program: Command): void {
   const channel = program
@@ -53,110 +19,18 @@ export function registerChannelCommands(program: Command): void {
     .command("ls")
     .description("every channel with its trust, wake mode and activity")
     .option("--json", "one JSON object per channel")
-    .action(async (flags: { json?: boolean }) => {
-      const paths = rosterPaths();
-      const { isChannelId } = await import("../channels/ids.ts");
-      const { listChannels, readMessages } = await import("../channels/store.ts");
-      const { designationOf, readDesignations, settingsFile } = await import(
-        "../channels/designations.ts"
-      );
-      const designations = readDesignations(paths);
-      warnUnreadable(designations, settingsFile(paths));
-      // a channel the operator designated before anyone spoke there is listed too
-      const named = [
-        ...designations.trusted,
-        ...designations.untrusted,
-        ...designations.modes.keys(),
-      ];
-      const ids = [...new Set([...listChannels(paths), ...named.filter(isChannelId)])].sort();
-      const rows = ids.map((id) => {
-        const messages = readMessages(paths, id);
-        return {
-          designation: designationOf(designations, id),
-          messages: messages.length,
-          last: messages.at(-1)?.ts,
-        };
-      });
-      if (flags.json) {
-        for (const row of rows)
-          process.stdout.write(
-            `${JSON.stringify({ ...designationJson(row.designation), messages: row.messages, last_ts: row.last ?? null })}\n`,
-          );
-        return;
-      }
-      process.stdout.write(await botsSection(paths));
-      if (!rows.length) {
-        process.stdout.write("no channels\n");
-        return;
-      }
-      const header = ["ID", "TRUSTED", "MODE", "MESSAGES", "LAST"];
-      const body = rows.map((row) => [
-        row.designation.id,
-        trustedText(row.designation),
-        modeText(row.designation),
-        String(row.messages),
-        when(row.last),
-      ]);
-      process.stdout.write(`${columns([header, ...body])}\n`);
-    });
+    .action(async (flags: { json?: boolean }) =>
+      (await channelActions()).listChannelsCommand(flags),
+    );
 
   channel
     .command("show <id>")
     .description("one channel: its designation, purpose and latest messages")
     .option("--json", "the same as JSON")
     .option("--last <n>", "how many of the latest messages", "20")
-    .action(async (id: string, flags: { json?: boolean; last: string }) => {
-      const paths = rosterPaths();
-      const { RosterError } = await import("../errors.ts");
-      const { assertChannelId } = await import("../channels/ids.ts");
-      const { listChannels, readMessages, readPurpose } = await import("../channels/store.ts");
-      const { designationOf, readDesignations, settingsFile } = await import(
-        "../channels/designations.ts"
-      );
-      assertChannelId(id);
-      const last = Number(flags.last);
-      if (!Number.isInteger(last) || last < 0)
-        throw new RosterError(`--last ${flags.last}: a whole number of messages, 0 or more`, {
-          exitCode: 2,
-        });
-      const designations = readDesignations(paths);
-      const known =
-        listChannels(paths).includes(id) ||
-        designations.trusted.has(id) ||
-        designations.untrusted.has(id) ||
-        designations.modes.has(id);
-      if (!known)
-        throw new RosterError(`no channel "${id}"`, {
-          exitCode: 2,
-          hint: "`roster channel ls` lists them",
-        });
-      warnUnreadable(designations, settingsFile(paths));
-      const designation = designationOf(designations, id);
-      const purpose = readPurpose(paths, id);
-      const messages: MessageRecord[] = readMessages(paths, id, { last });
-      if (flags.json) {
-        process.stdout.write(
-          `${JSON.stringify({ ...designationJson(designation), purpose: purpose ?? null, messages }, null, 2)}\n`,
-        );
-        return;
-      }
-      const lines = [
-        `channel   ${id}`,
-        `trusted   ${trustedText(designation)}`,
-        `mode      ${modeText(designation)}`,
-        "",
-        purpose ? purpose.trimEnd() : "(no purpose.md)",
-        "",
-        ...(messages.length
-          ? messages.map(
-              (message) =>
-                `${message.ts.slice(0, 19)}Z ${message.author} (${message.role}): ${oneLine(message.content)}`,
-            )
-          : ["no messages"]),
-        "",
-      ];
-      process.stdout.write(lines.join("\n"));
-    });
+    .action(async (id: string, flags: { json?: boolean; last: string }) =>
+      (await channelActions()).showChannelCommand(id, flags),
+    );
 
   for (const verb of ["trust", "untrust"] as const) {
     channel
@@ -166,63 +40,13 @@ export function registerChannelCommands(program: Command): void {
           ? "sends and purpose edits there run without a gate"
           : "sends and purpose edits there wait for approval (even a terminal or DM)",
       )
-      .action(async (id: string) => {
-        const { setTrusted } = await import("../channels/designations.ts");
-        const designation = await setTrusted(rosterPaths(), id, verb === "trust");
-        process.stdout.write(
-          designation.trusted
-            ? `${id} is trusted: sends and purpose edits there run without a gate\n`
-            : `${id} is untrusted: sends and purpose edits there wait for approval\n`,
-        );
-      });
+      .action(async (id: string) => (await channelCommands()).trustChannelCommand(verb, id));
   }
 
   channel
     .command("set <id> <key> <value>")
     .description("change a setting: mode all|mention (which messages wake the worker)")
-    .action(async (id: string, key: string, value: string) => {
-      const { RosterError } = await import("../errors.ts");
-      const { assertChannelId } = await import("../channels/ids.ts");
-      const { isWakeMode, setMode, WAKE_MODES } = await import("../channels/designations.ts");
-      assertChannelId(id);
-      if (key !== "mode")
-        throw new RosterError(
-          `unknown setting "${key}": the only one is mode (${WAKE_MODES.join("|")})`,
-          { exitCode: 2 },
-        );
-      if (!isWakeMode(value))
-        throw new RosterError(`mode must be ${WAKE_MODES.join(" or ")}, not "${value}"`, {
-          exitCode: 2,
-        });
-      const designation = await setMode(rosterPaths(), id, value);
-      process.stdout.write(
-        designation.mode === "all"
-          ? `${id}: every message wakes the worker\n`
-          : `${id}: only messages that mention the worker wake it\n`,
-      );
-    });
-}
-
-/** The bots bound in worker.toml files, and how each listener is doing (while a server runs). */
-async function botsSection(paths: RosterPaths): Promise<string> {
-  const { loadConfig } = await import("../config/load.ts");
-  const { botBindings } = await import("../config/bot-bindings.ts");
-  const { readServerState } = await import("../server/state.ts");
-  const { readListenerStatuses } = await import("../listeners/supervisor.ts");
-  const bindings = botBindings(loadConfig(paths.config, { vaultDir: paths.vault }).workers);
-  if (!bindings.length) return "";
-  const running = readServerState(paths) !== undefined;
-  const statuses = running ? readListenerStatuses(paths) : [];
-  const lines = bindings.map((binding) => {
-    const status = statuses.find(
-      (s) => s.worker === binding.worker && s.platform === binding.platform,
+    .action(async (id: string, key: string, value: string) =>
+      (await channelCommands()).setChannelCommand(id, key, value),
     );
-    const state = !running
-      ? "not listening (no server running)"
-      : status
-        ? `${status.state} since ${status.since}${status.detail ? ` (${status.detail})` : ""}${status.last_event ? `, last event ${status.last_event}` : ""}`
-        : "not listening (server started with --no-listen?)";
-    return `  ${binding.worker} on ${binding.platform} (bot "${binding.credential}"): ${state}`;
-  });
-  return `bots:\n${lines.join("\n")}\n\n`;
 }
