@@ -1,4 +1,4 @@
-import type { Gate } from "../actions/gates.ts";
+import type { Gate } from "../gates/gate-record.ts";
 import { type BudgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
 import type { RunRecord } from "../runs/run-record.ts";
 import type { TaskState } from "./store.ts";

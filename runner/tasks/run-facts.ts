@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { listGates } from "../actions/gates.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { listGates } from "../gates/gate-record.ts";
 import { budgetStopIn } from "../runs/budget-stop.ts";
 import { refusedModelCall, runDecisions } from "../runs/run-decisions.ts";
 import { readRecord, runDir } from "../runs/run-record.ts";

@@ -1,6 +1,6 @@
-import type { Gate } from "../actions/gates.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { workerOfSubject } from "../config/subject.ts";
+import type { Gate } from "../gates/gate-record.ts";
 import { type Attestation, attest } from "./attest.ts";
 import { runFacts } from "./run-facts.ts";
 import { type Task, updateList } from "./store.ts";
