@@ -1,16 +1,13 @@
-import { existsSync, readdirSync } from "node:fs";
-import { userInfo } from "node:os";
-import { join } from "node:path";
+/**
+ * `roster task add | ls | show | rm | requeue`: declares the commands for a
+ * worker's task list and its recurring templates (the server dispatches them)
+ * — their arguments, flags and help. What each does lives in task-actions.ts.
+ */
 import type { Command } from "commander";
-import { rosterPaths } from "../config/paths.ts";
 import type { AddFlags } from "./task-add.ts";
 
-/**
- * `roster task add | ls | show | rm | requeue`: a worker's task list and its
- * recurring templates (the server dispatches them). What the operator files
- * has owner standing.
- */
-const operator = () => `cli:${process.env.USER ?? userInfo().username}`;
+// Implementations load when a command runs, so `roster --help` stays instant.
+const taskActions = () => import("./task-actions.ts");
 
 export function registerTaskCommands(program: Command): void {
   const task = program.command("task").description("a worker's task list and recurring tasks");
@@ -28,92 +25,33 @@ export function registerTaskCommands(program: Command): void {
     .option("--window <HH:MM-HH:MM>", "recurring: never start outside this host-local window")
     .option("--after <ids>", "start only when these tasks are done (comma-separated ids)")
     .option("--json", "the task or template as JSON")
-    .action(async (worker: string, prompt: string[], flags: AddFlags) => {
-      const { addFromCli } = await import("./task-add.ts");
-      process.stdout.write(
-        await addFromCli(rosterPaths(), worker, prompt.join(" "), flags, operator()),
-      );
-    });
+    .action(async (worker: string, prompt: string[], flags: AddFlags) =>
+      (await taskActions()).addTaskCommand(worker, prompt, flags),
+    );
 
   task
     .command("ls [worker]")
     .description("tasks, newest first, then recurring templates and their next fires")
     .option("--json", "one JSON task (or template, with kind) per line")
-    .action(async (worker: string | undefined, flags: { json?: boolean }) => {
-      const { allTasks, readTasks } = await import("../tasks/store.ts");
-      const { taskLine, templateLine } = await import("../tasks/list-view.ts");
-      const paths = rosterPaths();
-      const tasks = allTasks(paths, worker);
-      const workers = [...new Set([...(worker ? [worker] : []), ...listedWorkers(paths)])];
-      const templates = workers.flatMap((name) =>
-        (readTasks(paths, name).recurring ?? []).map((one) => ({ ...one, worker: name })),
-      );
-      if (flags.json) {
-        for (const one of tasks) process.stdout.write(`${JSON.stringify(one)}\n`);
-        for (const one of templates)
-          process.stdout.write(`${JSON.stringify({ kind: "template", ...one })}\n`);
-        return;
-      }
-      if (!tasks.length) process.stdout.write("no tasks\n");
-      for (const one of tasks) process.stdout.write(`${taskLine(one)}\n`);
-      if (templates.length) {
-        process.stdout.write("\nrecurring:\n");
-        for (const one of templates) process.stdout.write(`${templateLine(one)}\n`);
-      }
-    });
+    .action(async (worker: string | undefined, flags: { json?: boolean }) =>
+      (await taskActions()).listTasksCommand(worker, flags),
+    );
 
   task
     .command("show <id>")
     .description("one task (t-…) or template (r-…) in full, by any unique id prefix")
     .option("--json", "as JSON")
-    .action(async (id: string, flags: { json?: boolean }) => {
-      const { findTask } = await import("../tasks/store.ts");
-      const { findTemplate } = await import("../tasks/operator-edits.ts");
-      const { taskDetail, templateDetail } = await import("../tasks/list-view.ts");
-      const paths = rosterPaths();
-      const template = id.startsWith("r-");
-      const one = template ? findTemplate(paths, id) : findTask(paths, id);
-      if (flags.json) process.stdout.write(`${JSON.stringify(one, null, 2)}\n`);
-      else if (template) process.stdout.write(templateDetail(findTemplate(paths, id)));
-      else {
-        const task = findTask(paths, id);
-        const { readRecord, runDir } = await import("../runs/run-record.ts");
-        const { readReport } = await import("../tasks/run-facts.ts");
-        const run = task.run_id
-          ? {
-              ended_by: readRecord(runDir(paths.state, task.worker, task.run_id))?.ended_by,
-              report: readReport(paths, task.worker, task.run_id),
-            }
-          : undefined;
-        process.stdout.write(taskDetail(task, run));
-      }
-    });
+    .action(async (id: string, flags: { json?: boolean }) =>
+      (await taskActions()).showTaskCommand(id, flags),
+    );
 
   task
     .command("rm <id>")
     .description("retire a recurring template (r-…), or cancel a task (t-…) that has not started")
-    .action(async (id: string) => {
-      const { findTask } = await import("../tasks/store.ts");
-      const { cancelTask, retireTemplate } = await import("../tasks/operator-edits.ts");
-      const paths = rosterPaths();
-      const said = id.startsWith("r-")
-        ? await retireTemplate(paths, id)
-        : await cancelTask(paths, findTask(paths, id), operator());
-      process.stdout.write(`${said}\n`);
-    });
+    .action(async (id: string) => (await taskActions()).removeTaskCommand(id));
 
   task
     .command("requeue <id>")
     .description("put a finished, failed, blocked or cancelled task back on the list as pending")
-    .action(async (id: string) => {
-      const { findTask } = await import("../tasks/store.ts");
-      const { requeueTask } = await import("../tasks/operator-edits.ts");
-      const paths = rosterPaths();
-      process.stdout.write(`${await requeueTask(paths, findTask(paths, id), operator())}\n`);
-    });
-}
-
-function listedWorkers(paths: ReturnType<typeof rosterPaths>): string[] {
-  const root = join(paths.data, "workers");
-  return existsSync(root) ? readdirSync(root).sort() : [];
+    .action(async (id: string) => (await taskActions()).requeueTaskCommand(id));
 }
