@@ -8,7 +8,7 @@ import { piAgentConfig } from "../config/model.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { type ClonedRepos, cloneRunRepos } from "../repos/clone.ts";
 import { chownStoreLocks } from "../store/store-lock.ts";
-import { readLive, scheduleView } from "../tasks/store.ts";
+import { readLive, scheduleView } from "../task-list/store.ts";
 
 /**
  * The run's $HOME: one tree, where who wrote it decides the mode.

@@ -6,7 +6,7 @@ import { errorMessage } from "../errors.ts";
 import { answers, DOOR_SOCKET, runDoorDir } from "../gateway/door.ts";
 import { bindToken } from "../gateway/identity.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
-import { readLive, scheduleView } from "../tasks/store.ts";
+import { readLive, scheduleView } from "../task-list/store.ts";
 import { BoxLines } from "./box-lines.ts";
 import { LINE_MAX } from "./box-output.ts";
 import type { EngineDrive } from "./engine-prompt.ts";

@@ -6,7 +6,7 @@ import { isChannelId } from "../channels/ids.ts";
 import { readMessages } from "../channels/store.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
-import { readTasks } from "../tasks/store.ts";
+import { readTasks } from "../task-list/store.ts";
 import { type RunRecord, readRecord, runDir } from "./run-record.ts";
 
 /**

@@ -1,7 +1,7 @@
 import type { Gate } from "../gates/gate-record.ts";
 import { type BudgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
 import type { RunRecord } from "../runs/run-record.ts";
-import type { TaskState } from "./store.ts";
+import type { TaskState } from "../task-list/store.ts";
 
 /**
  * Host-attested outcomes: how a task ended is the host's call, not the

@@ -1,5 +1,5 @@
+import type { Task, Template } from "../task-list/store.ts";
 import type { Report } from "./attest.ts";
-import type { Task, Template } from "./store.ts";
 
 /**
  * `roster task ls` as a person reads it: one line per task, then the

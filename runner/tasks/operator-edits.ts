@@ -9,7 +9,7 @@ import {
   type Template,
   updateList,
   updateTasks,
-} from "./store.ts";
+} from "../task-list/store.ts";
 import { HEARTBEAT_ID } from "./templates.ts";
 
 /**

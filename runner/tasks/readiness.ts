@@ -1,6 +1,6 @@
 import type { LimitStanding } from "../gateway/budget.ts";
+import { standingOf, type Task } from "../task-list/store.ts";
 import { inWindow } from "./schedule.ts";
-import { standingOf, type Task } from "./store.ts";
 
 /**
  * Whether a pending task may start now, and if not, why: not before its

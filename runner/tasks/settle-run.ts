@@ -1,9 +1,9 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { workerOfSubject } from "../config/subject.ts";
 import type { Gate } from "../gates/gate-record.ts";
+import { type Task, updateList } from "../task-list/store.ts";
 import { type Attestation, attest } from "./attest.ts";
 import { runFacts } from "./run-facts.ts";
-import { type Task, updateList } from "./store.ts";
 
 /**
  * Where a task is settled from its run, on every path: the dispatcher when

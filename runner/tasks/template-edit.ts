@@ -1,7 +1,7 @@
 import { ceilingProblem } from "../config/ceiling.ts";
 import { RosterError } from "../errors.ts";
+import type { Standing, Template } from "../task-list/store.ts";
 import { type Cadence, cronProblem, intervalMs, nextFire, WINDOW_PATTERN } from "./schedule.ts";
-import type { Standing, Template } from "./store.ts";
 import { HEARTBEAT_ID, newTemplate } from "./templates.ts";
 
 /**

@@ -1,5 +1,4 @@
 import type { Heartbeat } from "../config/heartbeat.ts";
-import { type Cadence, firesBetween, nextFire } from "./schedule.ts";
 import {
   newTaskId,
   OPEN_STATES,
@@ -7,7 +6,8 @@ import {
   type TaskList,
   TEMPLATE_CEILING_MIN,
   type Template,
-} from "./store.ts";
+} from "../task-list/store.ts";
+import { type Cadence, firesBetween, nextFire } from "./schedule.ts";
 
 /**
  * Recurring templates fired: every template whose cursor has passed files one
