@@ -24,31 +24,7 @@ export function registerConnectionCommands(program: Command): void {
       (await connectionCommands()).catalogCommand(flags),
     );
 
-  connection
-    .command("add <name>")
-    .description(
-      "write connections/<name>.toml from a recipe and store its secret (from stdin, --secret-env, or asked for)",
-    )
-    .requiredOption("--from <recipe>", "the recipe (roster connection catalog)")
-    .option("--host <host>", "the API's host, instead of the recipe's (repeatable)", repeat)
-    .option("--url <url>", "mcp: the server's https:// endpoint")
-    .option("--path <folder>", "host-dir / host-repo: the folder on the host")
-    .option("--rw", "host-dir: mounted read-write")
-    .option("--worker <worker>", "grant it to this worker (repeatable)", repeat)
-    .option("--org", "grant it to every worker")
-    .option(
-      "--field <name=value>",
-      "a non-secret vault field beside the secret (smtp: port, user, from)",
-      repeat,
-    )
-    .option("--secret-env <VAR>", "read the secret from this environment variable")
-    .option("--verify", "then make one real call through the gateway and say whether it works")
-    .option("--verify-path <path>", "the path --verify asks for (bearer: default /)")
-    .option("--as <worker>", "verify as this grantee (default: the first)")
-    .addOption(new Option("--secret <value>").hideHelp())
-    .action(async (name: string, flags: AddFlags) =>
-      (await connectionCommands()).addConnectionCommand(name, flags),
-    );
+  declareAddCommand(connection);
 
   connection
     .command("secret <name>")
@@ -105,5 +81,34 @@ export function registerConnectionCommands(program: Command): void {
     .option("--yes", "really remove them")
     .action(async (name: string, flags: { yes?: boolean }) =>
       (await connectionCommands()).removeConnectionCommand(name, flags),
+    );
+}
+
+/** `roster connection add`: the most flags of any command, one for each thing a recipe may need. */
+function declareAddCommand(connection: Command): void {
+  connection
+    .command("add <name>")
+    .description(
+      "write connections/<name>.toml from a recipe and store its secret (from stdin, --secret-env, or asked for)",
+    )
+    .requiredOption("--from <recipe>", "the recipe (roster connection catalog)")
+    .option("--host <host>", "the API's host, instead of the recipe's (repeatable)", repeat)
+    .option("--url <url>", "mcp: the server's https:// endpoint")
+    .option("--path <folder>", "host-dir / host-repo: the folder on the host")
+    .option("--rw", "host-dir: mounted read-write")
+    .option("--worker <worker>", "grant it to this worker (repeatable)", repeat)
+    .option("--org", "grant it to every worker")
+    .option(
+      "--field <name=value>",
+      "a non-secret vault field beside the secret (smtp: port, user, from)",
+      repeat,
+    )
+    .option("--secret-env <VAR>", "read the secret from this environment variable")
+    .option("--verify", "then make one real call through the gateway and say whether it works")
+    .option("--verify-path <path>", "the path --verify asks for (bearer: default /)")
+    .option("--as <worker>", "verify as this grantee (default: the first)")
+    .addOption(new Option("--secret <value>").hideHelp())
+    .action(async (name: string, flags: AddFlags) =>
+      (await connectionCommands()).addConnectionCommand(name, flags),
     );
 }
