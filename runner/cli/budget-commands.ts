@@ -1,3 +1,7 @@
+/**
+ * `roster budget`: declares the command that shows each budget limit's spend
+ * and what is left in its window, as the gateway counts it.
+ */
 import type { Command } from "commander";
 import { rosterPaths } from "../config/paths.ts";
 import { workerSubject } from "../config/subject.ts";

@@ -1,3 +1,8 @@
+/**
+ * `roster gateway start | log`: declares the commands for the one door out of
+ * every box — running it in the foreground (or as a run's or the server's
+ * child) and reading what it decided.
+ */
 import { type Command, Option } from "commander";
 import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";

@@ -1,3 +1,7 @@
+/**
+ * `roster server …`: declares the commands for the daemon that holds the
+ * gateway, the action host, chat sessions and task dispatch.
+ */
 import { type Command, Option } from "commander";
 import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";

@@ -1,3 +1,7 @@
+/**
+ * `roster talk`: declares the command that talks to a worker from this
+ * terminal, turn by turn in one warm box.
+ */
 import type { Command } from "commander";
 import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";

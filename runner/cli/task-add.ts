@@ -1,3 +1,7 @@
+/**
+ * `roster task add`: turns the command's flags into a task or a recurring
+ * template, checked field by field before anything is written.
+ */
 import { ceilingProblem } from "../config/ceiling.ts";
 import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
