@@ -19,6 +19,7 @@ import { REPO_DEFAULTS } from "../runner/config/connections.ts";
 import { rosterPaths } from "../runner/config/paths.ts";
 import { cloneRunRepos } from "../runner/repos/clone.ts";
 import { checkAndHold, incomingRef } from "../runner/repos/push.ts";
+import { readRunContext } from "../runner/runs/run-context.ts";
 import { readRecord, runDir, writeRecord } from "../runner/runs/run-record.ts";
 
 const FILES = 10_000;
@@ -193,6 +194,7 @@ try {
       confirmBulkDelete: false,
       runDir: dir,
       cloneMode: readRecord(dir)?.repos?.app?.mode,
+      readRunContext,
     });
     checks.push(performance.now() - start);
     git(canonical, "update-ref", "-d", incomingRef("bench", runId, head));

@@ -1,6 +1,6 @@
 import type { RepoPolicy } from "../config/connections.ts";
 import { git } from "../git/git.ts";
-import { carriesConversation, type Participant, type RunContext } from "../runs/run-context.ts";
+import { carriesConversation, type Participant, type RunContext } from "./provenance.ts";
 
 /**
  * The clean-room rule. What people say in a conversation stays out of shared

@@ -6,10 +6,10 @@ import { loadConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { withFileLockWaiting } from "../files/file-lock.ts";
 import { git, isAncestor, resolveRef } from "../git/git.ts";
-import { type RunContext, readRunContext } from "../runs/run-context.ts";
 import { CLEAN_ROOM, cleanRoomRefusal, participantFindings } from "./clean-room.ts";
 import { cloneDir, type RepoRecord, runBranch } from "./clone.ts";
 import { IntakeError, takeBoxFile } from "./intake.ts";
+import type { RunContext } from "./provenance.ts";
 import { rangeProblems } from "./push-rules.ts";
 import { BundleRefused, keepInCanonical, openBundle } from "./quarantine.ts";
 import { secretFindings } from "./secrets.ts";
@@ -43,6 +43,12 @@ export interface PushRequest {
   runDir: string | undefined;
   /** How the run cloned `repo`, from its record: only a "write" clone can push. */
   cloneMode: RepoRecord["mode"] | undefined;
+  /**
+   * The run's provenance as it stands now (runs/run-context.ts), handed in by
+   * the caller that knows the runs: asked when the push is checked and again
+   * when it lands, so someone who spoke meanwhile counts.
+   */
+  readRunContext: (paths: RosterPaths, worker: string, runId: string) => RunContext;
 }
 
 export interface GatedTarget {
@@ -85,7 +91,7 @@ export async function checkAndHold(
   if (!runId) throw new PushRefused("only a run can push: this proposal has no run");
   const target = gatedTarget(paths, worker, repo);
   // the clean-room rule first: a run that may not push here at all is told so before any work
-  const context = readRunContext(paths, worker, runId);
+  const context = request.readRunContext(paths, worker, runId);
   const outOfRoom = cleanRoomRefusal(repo, target.policy, context);
   if (outOfRoom) throw new PushRefused(outOfRoom);
   if (!request.runDir || request.cloneMode !== "write")
@@ -216,7 +222,7 @@ export async function land(request: PushRequest): Promise<Landed> {
     let facts: Awaited<ReturnType<typeof checkRange>>;
     try {
       // the rule again as config and the conversation stand now (approval may come much later)
-      const context = readRunContext(paths, worker, runId);
+      const context = request.readRunContext(paths, worker, runId);
       const outOfRoom = cleanRoomRefusal(repo, target.policy, context);
       if (outOfRoom) throw new PushRefused(outOfRoom);
       facts = await checkRange(target.canonical, target, head, request.confirmBulkDelete);

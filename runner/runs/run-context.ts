@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { isChannelId } from "../channels/ids.ts";
 import { readMessages } from "../channels/store.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
+import { type Participant, RunContext } from "../repos/provenance.ts";
 import { readTasks } from "../task-list/store.ts";
 import { type RunRecord, readRecord, runDir } from "./run-record.ts";
 
@@ -17,29 +17,10 @@ import { type RunRecord, readRecord, runDir } from "./run-record.ts";
  * none. The clean-room rule (repos/clean-room.ts) reads it: a run with any
  * channel carried conversation content. Written by the host in a folder no
  * box can write; the people are read again from the channels' records when a
- * push is judged, so someone who spoke after the run began counts too.
+ * push is judged, so someone who spoke after the run began counts too. Its
+ * shape is repos/provenance.ts, beside the rule that judges it.
  */
 export const RUN_CONTEXT = "run-context.json";
-
-export const Participant = Type.Object({
-  /** The display name the channel record keeps (`author`). */
-  name: Type.String(),
-  /** The handle: `author_id` without its provider (`term:alice` → `alice`). */
-  handle: Type.String(),
-});
-export type Participant = Static<typeof Participant>;
-
-export const RunContext = Type.Object({
-  run: Type.String(),
-  kind: Type.String(),
-  channels: Type.Array(Type.String()),
-  people: Type.Array(Participant),
-});
-export type RunContext = Static<typeof RunContext>;
-
-/** A run that carried conversation content: what the clean-room rule keys on. */
-export const carriesConversation = (context: Pick<RunContext, "channels">) =>
-  context.channels.length > 0;
 
 /** The people who spoke in these channels (people only: workers and bots are not participants). */
 export function participants(paths: RosterPaths, channels: readonly string[]): Participant[] {

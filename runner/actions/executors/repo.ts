@@ -1,6 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { checkAndHold, land, PushRefused, type PushRequest } from "../../repos/push.ts";
 import { renderPush } from "../../repos/render.ts";
+import { readRunContext } from "../../runs/run-context.ts";
 import { readRecord, runDir } from "../../runs/run-record.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
 
@@ -35,6 +36,7 @@ function pushRequest(payload: Payload, context: Omit<ExecutionContext, "key">): 
     confirmBulkDelete: payload.confirm_bulk_delete ?? false,
     runDir: dir,
     cloneMode: dir ? readRecord(dir)?.repos?.[payload.repo]?.mode : undefined,
+    readRunContext,
   };
 }
 
