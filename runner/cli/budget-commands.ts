@@ -3,10 +3,8 @@
  * and what is left in its window, as the gateway counts it.
  */
 import type { Command } from "commander";
-import { rosterPaths } from "../config/paths.ts";
-import { workerSubject } from "../config/subject.ts";
-import { RosterError } from "../errors.ts";
-import type { LimitStanding } from "../gateway/budget.ts";
+
+// The implementation loads when the command runs, so `roster --help` stays instant.
 
 /** `roster budget`: every budget limit, what its window has spent and what is left. */
 export function registerBudgetCommands(program: Command): void {
@@ -15,47 +13,7 @@ export function registerBudgetCommands(program: Command): void {
     .description("each budget limit's spend and what is left in its window (tokens, usd, …)")
     .option("--worker <worker>", "only the limits that bind this worker")
     .option("--json", "one JSON object per limit")
-    .action(async (flags: { worker?: string; json?: boolean }) => {
-      const { formatConfigError, loadConfig } = await import("../config/load.ts");
-      const paths = rosterPaths();
-      const config = loadConfig(paths.config, { vaultDir: paths.vault });
-      if (config.errors.length)
-        throw new RosterError(
-          `config is invalid:\n${config.errors.map(formatConfigError).join("\n")}`,
-          { exitCode: 2 },
-        );
-      if (flags.worker && !config.workers.has(flags.worker))
-        throw new RosterError(`no worker named "${flags.worker}"`, { exitCode: 2 });
-      const { Budgets } = await import("../gateway/budget.ts");
-      const budgets = new Budgets(
-        paths.audit,
-        config.meters,
-        config.limits,
-        config.org.budget?.price ?? [],
-      );
-      const standing = budgets.standing(flags.worker ? workerSubject(flags.worker) : undefined);
-      if (flags.json) {
-        for (const limit of standing) process.stdout.write(`${JSON.stringify(limit)}\n`);
-        return;
-      }
-      process.stdout.write(formatStanding(standing));
-    });
-}
-
-const amount = (currency: string, value: number) =>
-  currency === "usd"
-    ? `$${value.toFixed(4)}`
-    : Number.isInteger(value)
-      ? String(value)
-      : value.toFixed(4);
-
-function formatStanding(standing: LimitStanding[]): string {
-  if (standing.length === 0)
-    return "no budget limits ([[budget.limit]] in org.toml or worker.toml)\n";
-  return `${standing
-    .map(
-      (limit) =>
-        `${limit.scope.padEnd(14)} ${limit.currency.padEnd(7)} ${limit.window.padEnd(6)} ${amount(limit.currency, limit.used)} of ${amount(limit.currency, limit.max)} used, ${amount(limit.currency, limit.remaining)} left; resets ${limit.resets_at.slice(0, 16).replace("T", " ")} UTC`,
-    )
-    .join("\n")}\n`;
+    .action(async (flags: { worker?: string; json?: boolean }) =>
+      (await import("./budget-actions.ts")).budgetCommand(flags),
+    );
 }
