@@ -3,10 +3,12 @@
  * gateway, the action host, chat sessions and task dispatch.
  */
 import { type Command, Option } from "commander";
-import { rosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
-import type { ListenAddress } from "../gateway/gateway.ts";
 import { parseAddr } from "../gateway/listen.ts";
+import type { ServerStartFlags } from "../server/commands.ts";
+
+// Implementations load when a command runs, so `roster --help` stays instant.
+const serverCommands = () => import("../server/commands.ts");
 
 function parseCap(value: string): number {
   const cap = Number(value);
@@ -30,51 +32,21 @@ export function registerServerCommands(program: Command): void {
     .option("--no-listen", "start no chat listeners")
     .option("--addr <host:port>", "where the gateway listens (repeatable)", parseAddr)
     .option("--no-console", "serve no web console ([console] in org.toml says where it listens)")
-    .action(
-      async (flags: {
-        cap: number;
-        once?: boolean;
-        listen: boolean;
-        console: boolean;
-        addr?: ListenAddress[];
-      }) => {
-        const { startServer } = await import("../server/daemon.ts");
-        process.exitCode = await startServer({
-          paths: rosterPaths(),
-          cap: flags.cap,
-          once: flags.once ?? false,
-          noListen: !flags.listen,
-          noConsole: !flags.console,
-          ...(flags.addr ? { listen: flags.addr } : {}),
-          note: (text) => process.stderr.write(`roster: ${text}\n`),
-        });
-      },
-    );
+    .action(async (flags: ServerStartFlags) => (await serverCommands()).startServerCommand(flags));
 
   // one chat listener, started and supervised by the server (runner/listeners/)
   server
     .command("listener <worker> <platform>", { hidden: true })
     .addOption(new Option("--internal").hideHelp())
-    .action(async (worker: string, platform: string) => {
-      const { PLATFORMS } = await import("../config/bot-bindings.ts");
-      const match = PLATFORMS.find((name) => name === platform);
-      if (!match)
-        throw new RosterError(`unknown platform ${platform} (${PLATFORMS.join(", ")})`, {
-          exitCode: 2,
-        });
-      const { serveListener } = await import("../listeners/child.ts");
-      const { ADAPTERS } = await import("../listeners/adapters.ts");
-      await serveListener(rosterPaths(), worker, match, ADAPTERS);
-    });
+    .action(async (worker: string, platform: string) =>
+      (await serverCommands()).listenerCommand(worker, platform),
+    );
 
   server
     .command("status")
     .description("is the server running, does its gateway answer, what is it doing")
     .option("--json", "the same as JSON")
-    .action(async (flags: { json?: boolean }) => {
-      const { formatStatus, serverStatus } = await import("../server/status.ts");
-      const status = await serverStatus(rosterPaths());
-      process.stdout.write(flags.json ? `${JSON.stringify(status)}\n` : formatStatus(status));
-      if (!status.running) process.exitCode = 1;
-    });
+    .action(async (flags: { json?: boolean }) =>
+      (await serverCommands()).serverStatusCommand(flags),
+    );
 }
