@@ -8,13 +8,13 @@ import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { isAncestor, resolveRef } from "../git/git.ts";
 import { appendJournal } from "../journal/journal.ts";
+import type { RepoRecord } from "../run-records/run-record.ts";
 import {
   cloneDir,
   cloneMountpoint,
   type GatedRepo,
   gatedRepos,
   originMountpoint,
-  type RepoRecord,
 } from "./clone.ts";
 import { refsFingerprint } from "./clone-refs.ts";
 import { takeBoxFile } from "./intake.ts";

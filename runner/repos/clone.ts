@@ -5,6 +5,7 @@ import { BOX_HOME } from "../box/layout.ts";
 import type { ConnectionMount, RepoPolicy } from "../config/connections.ts";
 import { RosterError } from "../errors.ts";
 import { git, resolveRef } from "../git/git.ts";
+import type { RepoRecord } from "../run-records/run-record.ts";
 import { refsFingerprint } from "./clone-refs.ts";
 
 /**
@@ -26,18 +27,6 @@ export interface RunRepo {
   /** The branch pushes land on in the canonical repo. */
   target: string;
   mode: "write";
-}
-
-/** A repo's line in the run record; `state` ends as pushed, unchanged, quarantined or backstop-failed. */
-export interface RepoRecord {
-  base_commit: string;
-  mode: "write";
-  state: "active" | "pushed" | "unchanged" | "quarantined" | "backstop-failed";
-  produced_commit?: string;
-  quarantine_ref?: string;
-  error?: string;
-  /** The clone's refs when it was made (clone-refs.ts): unchanged after the run, nothing to back up. */
-  refs?: string;
 }
 
 export interface GatedRepo {

@@ -3,8 +3,8 @@ import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
-import { liveRuns } from "../runs/live-runs.ts";
-import { findRun, readRecord } from "../runs/run-record.ts";
+import { liveRuns } from "../run-records/live-runs.ts";
+import { findRun, readRecord } from "../run-records/run-record.ts";
 import { storeRsync } from "./rsync.ts";
 import {
   describeTarget,

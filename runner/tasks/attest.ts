@@ -1,6 +1,6 @@
 import type { Gate } from "../gates/gate-record.ts";
+import type { RunRecord } from "../run-records/run-record.ts";
 import { type BudgetStop, describeBudgetStop } from "../runs/budget-stop.ts";
-import type { RunRecord } from "../runs/run-record.ts";
 import type { TaskState } from "../task-list/store.ts";
 
 /**

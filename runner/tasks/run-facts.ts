@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { listGates } from "../gates/gate-record.ts";
+import { readRecord, runDir } from "../run-records/run-record.ts";
 import { budgetStopIn } from "../runs/budget-stop.ts";
 import { refusedModelCall, runDecisions } from "../runs/run-decisions.ts";
-import { readRecord, runDir } from "../runs/run-record.ts";
 import type { Report, RunFacts } from "./attest.ts";
 
 /**
