@@ -6,7 +6,7 @@
 
 import { configuredEngine } from "../cli/configured-engine.ts";
 import { RosterError } from "../errors.ts";
-import type { EngineKind } from "./engine.ts";
+import type { BoxEngine, EngineKind } from "./engine.ts";
 import { BOX_IMAGE } from "./layout.ts";
 
 export interface BuildFlags {
@@ -70,36 +70,7 @@ export async function buildImageCommand(flags: BuildFlags): Promise<void> {
   const { buildBoxImage, formatBytes } = await import("./image-build.ts");
   const { consoleProgress } = await import("./progress.ts");
   const engine = await connectEngine(await configuredEngine());
-  if (flags.worker) {
-    const { rosterPaths } = await import("../config/paths.ts");
-    const { loadWorker } = await import("../runs/provision.ts");
-    const { ensureToolchainImage } = await import("./toolchain-image.ts");
-    const { deploymentKey } = await import("./tools-volume.ts");
-    const { projectToolchains, withProjects } = await import("../config/project-toolchain.ts");
-    const { worker, config } = await loadWorker(rosterPaths(), flags.worker);
-    const image = config.org.engine?.image ?? BOX_IMAGE;
-    const progress = consoleProgress({ verbose: flags.verbose ?? false });
-    if (!(await engine.image(image)))
-      await buildBoxImage({ engine, progress, base: flags.base, tag: image });
-    const toolchain = await ensureToolchainImage({
-      engine,
-      baseImage: image,
-      worker: worker.name,
-      toolchain: withProjects(worker.toolchain, (await projectToolchains(worker.mounts)).toolchain),
-      progress,
-      deployment: deploymentKey(config.root),
-    });
-    process.stdout.write(
-      flags.json
-        ? `${JSON.stringify({ worker: worker.name, ...toolchain, toolchain: worker.toolchain })}\n`
-        : toolchain.tag === image
-          ? `${worker.name} declares no [toolchain]: its runs use ${image}\n`
-          : toolchain.built
-            ? `built ${toolchain.tag} in ${toolchain.seconds.toFixed(1)}s\n`
-            : `${toolchain.tag} is current (neither the box image nor the declaration changed)\n`,
-    );
-    return;
-  }
+  if (flags.worker) return buildToolchainImage(engine, flags.worker, flags);
   const built = await buildBoxImage({
     engine,
     progress: consoleProgress({ verbose: flags.verbose ?? false }),
@@ -135,6 +106,43 @@ export async function doctorCommand(flags: DoctorFlags): Promise<void> {
   else process.stdout.write(`${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n`);
   if (!report.engine.ok || !report.image.present || report.runtime?.ok === false)
     process.exitCode = 1;
+}
+
+/** `roster box build --worker`: that worker's toolchain image, on the box image (built first if missing). */
+async function buildToolchainImage(
+  engine: BoxEngine,
+  workerName: string,
+  flags: BuildFlags,
+): Promise<void> {
+  const { buildBoxImage } = await import("./image-build.ts");
+  const { consoleProgress } = await import("./progress.ts");
+  const { rosterPaths } = await import("../config/paths.ts");
+  const { loadWorker } = await import("../runs/provision.ts");
+  const { ensureToolchainImage } = await import("./toolchain-image.ts");
+  const { deploymentKey } = await import("./tools-volume.ts");
+  const { projectToolchains, withProjects } = await import("../config/project-toolchain.ts");
+  const { worker, config } = await loadWorker(rosterPaths(), workerName);
+  const image = config.org.engine?.image ?? BOX_IMAGE;
+  const progress = consoleProgress({ verbose: flags.verbose ?? false });
+  if (!(await engine.image(image)))
+    await buildBoxImage({ engine, progress, base: flags.base, tag: image });
+  const toolchain = await ensureToolchainImage({
+    engine,
+    baseImage: image,
+    worker: worker.name,
+    toolchain: withProjects(worker.toolchain, (await projectToolchains(worker.mounts)).toolchain),
+    progress,
+    deployment: deploymentKey(config.root),
+  });
+  process.stdout.write(
+    flags.json
+      ? `${JSON.stringify({ worker: worker.name, ...toolchain, toolchain: worker.toolchain })}\n`
+      : toolchain.tag === image
+        ? `${worker.name} declares no [toolchain]: its runs use ${image}\n`
+        : toolchain.built
+          ? `built ${toolchain.tag} in ${toolchain.seconds.toFixed(1)}s\n`
+          : `${toolchain.tag} is current (neither the box image nor the declaration changed)\n`,
+  );
 }
 
 /** `roster box prune`: toolchain images and volumes no current worker uses. */
