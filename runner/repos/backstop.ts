@@ -59,7 +59,7 @@ export interface SettleInput {
   runtime?: string;
 }
 
-/** What the backstop reads of a run's record (runs/run-record.ts holds the whole). */
+/** What the backstop reads of a run's record (run-records/run-record.ts holds the whole). */
 export interface CrashedRun {
   id: string;
   worker: string;

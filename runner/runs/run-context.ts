@@ -6,8 +6,8 @@ import { readMessages } from "../channels/store.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
 import { type Participant, RunContext } from "../repos/provenance.ts";
+import { type RunRecord, readRecord, runDir } from "../run-records/run-record.ts";
 import { readTasks } from "../task-list/store.ts";
-import { type RunRecord, readRecord, runDir } from "./run-record.ts";
 
 /**
  * A run's provenance, `run-context.json` in its record folder: the channels
