@@ -3,13 +3,13 @@
  * arguments, flags and help. What each does lives in runner/box/.
  */
 import type { Command } from "commander";
-import type { BuildFlags, DoctorFlags } from "../box/commands.ts";
 import { BOX_IMAGE, DEFAULT_BASE } from "../box/layout.ts";
-import type { ExecFlags } from "../box/worker-box-commands.ts";
+import type { BuildFlags, DoctorFlags } from "./box-actions.ts";
+import type { ExecFlags } from "./worker-box-actions.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const boxCommands = () => import("../box/commands.ts");
-const workerBoxCommands = () => import("../box/worker-box-commands.ts");
+const boxCommands = () => import("./box-actions.ts");
+const workerBoxCommands = () => import("./worker-box-actions.ts");
 
 export function registerBoxCommands(program: Command): void {
   const box = program.command("box").description("the box image and the container engine");

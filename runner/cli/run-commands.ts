@@ -5,11 +5,11 @@
  */
 import type { Command } from "commander";
 import { rosterPaths } from "../config/paths.ts";
-import type { RunFlags } from "../runs/commands.ts";
+import type { RunFlags } from "./run-actions.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const configCommands = () => import("../config/commands.ts");
-const runCommands = () => import("../runs/commands.ts");
+const configCommands = () => import("./config-actions.ts");
+const runCommands = () => import("./run-actions.ts");
 
 export function registerRunCommands(program: Command): void {
   program

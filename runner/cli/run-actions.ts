@@ -58,7 +58,7 @@ export async function runCommand(worker: string, words: string[], flags: RunFlag
         return;
       }
     }
-    const { runOneShot } = await import("./oneshot.ts");
+    const { runOneShot } = await import("../runs/oneshot.ts");
     const result = await runOneShot({
       paths,
       worker,
@@ -91,22 +91,22 @@ export async function listRunsCommand(flags: {
   const paths = rosterPaths();
   try {
     const { connectEngine } = await import("../box/connect.ts");
-    const { configuredEngine } = await import("../cli/configured-engine.ts");
-    const { reapAndRecord } = await import("./provision.ts");
+    const { configuredEngine } = await import("../config/configured-engine.ts");
+    const { reapAndRecord } = await import("../runs/provision.ts");
     const engine = await connectEngine(await configuredEngine());
     await reapAndRecord(engine, paths, (text) => process.stderr.write(`${text}\n`));
   } catch {
     // without an engine the records are still worth showing
   }
-  const { formatRows, runRows } = await import("./runs-view.ts");
+  const { formatRows, runRows } = await import("../runs/runs-view.ts");
   const rows = runRows(paths.state, flags.worker, Number(flags.limit) || 20);
   process.stdout.write(flags.json ? `${JSON.stringify(rows)}\n` : `${formatRows(rows)}\n`);
 }
 
 /** `roster runs show`: one run, found by any unique prefix of its id. */
 export async function showRunCommand(prefix: string): Promise<void> {
-  const { findRun } = await import("./run-record.ts");
-  const { showRun } = await import("./runs-view.ts");
+  const { findRun } = await import("../runs/run-record.ts");
+  const { showRun } = await import("../runs/runs-view.ts");
   const paths = rosterPaths();
   const found = findRun(paths.state, prefix);
   if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });

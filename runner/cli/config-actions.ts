@@ -4,13 +4,13 @@
  * commands; this module is loaded when one runs.
  */
 import { createInterface } from "node:readline/promises";
+import { rosterPaths } from "../config/paths.ts";
+import { knownProvider } from "../config/providers.ts";
 import { RosterError } from "../errors.ts";
-import { rosterPaths } from "./paths.ts";
-import { knownProvider } from "./providers.ts";
 
 /** `roster init`: the config, data and state roots, never overwriting what is there. */
 export async function initCommand(): Promise<void> {
-  const { initRoots } = await import("./init.ts");
+  const { initRoots } = await import("../config/init.ts");
   const paths = rosterPaths();
   const created = await initRoots(paths);
   process.stdout.write(
@@ -22,8 +22,8 @@ export async function initCommand(): Promise<void> {
 
 /** `roster validate`: every problem as file:line: field: message, and the toolchains repos declare. */
 export async function validateCommand(flags: { json?: boolean }): Promise<void> {
-  const { formatConfigError, loadConfig, workerView } = await import("./load.ts");
-  const { projectToolchains } = await import("./project-toolchain.ts");
+  const { formatConfigError, loadConfig, workerView } = await import("../config/load.ts");
+  const { projectToolchains } = await import("../config/project-toolchain.ts");
   const paths = rosterPaths();
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   // the toolchains projects declare in the repos workers mount, each repo once

@@ -1,4 +1,4 @@
-import type { EngineKind } from "../box/engine.ts";
+import type { EngineKind } from "./config-schema.ts";
 
 /**
  * `[engine] kind` of this root's org.toml, for commands that reach the engine
@@ -6,8 +6,8 @@ import type { EngineKind } from "../box/engine.ts";
  * is no root, it can't be read, or it names no kind: the socket decides then.
  */
 export async function configuredEngine(): Promise<{ kind?: EngineKind }> {
-  const { rosterPaths } = await import("../config/paths.ts");
-  const { loadConfig } = await import("../config/load.ts");
+  const { rosterPaths } = await import("./paths.ts");
+  const { loadConfig } = await import("./load.ts");
   try {
     const kind = loadConfig(rosterPaths().config).org.engine?.kind;
     return kind ? { kind } : {};

@@ -4,10 +4,10 @@
  * The CLI only declares these commands; this module is loaded when one runs.
  */
 
-import { configuredEngine } from "../cli/configured-engine.ts";
+import type { BoxEngine, EngineKind } from "../box/engine.ts";
+import { BOX_IMAGE } from "../box/layout.ts";
+import { configuredEngine } from "../config/configured-engine.ts";
 import { RosterError } from "../errors.ts";
-import type { BoxEngine, EngineKind } from "./engine.ts";
-import { BOX_IMAGE } from "./layout.ts";
 
 export interface BuildFlags {
   worker?: string;
@@ -58,17 +58,17 @@ async function doctorConfig(): Promise<{
 async function fixRunsc(
   kind: EngineKind | undefined,
 ): Promise<{ text: string; json: { fix: object } }> {
-  const { connectEngine } = await import("./connect.ts");
-  const { formatSetup, setUpRunsc } = await import("./runtime-setup.ts");
+  const { connectEngine } = await import("../box/connect.ts");
+  const { formatSetup, setUpRunsc } = await import("../box/runtime-setup.ts");
   const setup = await setUpRunsc(await connectEngine(kind ? { kind } : {}));
   return { text: formatSetup(setup), json: { fix: setup } };
 }
 
 /** `roster box build`: the box image, or with --worker that worker's toolchain image on it. */
 export async function buildImageCommand(flags: BuildFlags): Promise<void> {
-  const { connectEngine } = await import("./connect.ts");
-  const { buildBoxImage, formatBytes } = await import("./image-build.ts");
-  const { consoleProgress } = await import("./progress.ts");
+  const { connectEngine } = await import("../box/connect.ts");
+  const { buildBoxImage, formatBytes } = await import("../box/image-build.ts");
+  const { consoleProgress } = await import("../box/progress.ts");
   const engine = await connectEngine(await configuredEngine());
   if (flags.worker) return buildToolchainImage(engine, flags.worker, flags);
   const built = await buildBoxImage({
@@ -98,7 +98,7 @@ export async function buildImageCommand(flags: BuildFlags): Promise<void> {
 
 /** `roster box doctor`: the report, after `--fix` when asked so the report shows its result. */
 export async function doctorCommand(flags: DoctorFlags): Promise<void> {
-  const { boxDoctor, formatDoctor } = await import("./doctor.ts");
+  const { boxDoctor, formatDoctor } = await import("../box/doctor.ts");
   const config = await doctorConfig();
   const fix = flags.fix ? await fixRunsc(config.kind) : undefined;
   const report = await boxDoctor({ image: flags.image, ...config });
@@ -114,12 +114,12 @@ async function buildToolchainImage(
   workerName: string,
   flags: BuildFlags,
 ): Promise<void> {
-  const { buildBoxImage } = await import("./image-build.ts");
-  const { consoleProgress } = await import("./progress.ts");
+  const { buildBoxImage } = await import("../box/image-build.ts");
+  const { consoleProgress } = await import("../box/progress.ts");
   const { rosterPaths } = await import("../config/paths.ts");
   const { loadWorker } = await import("../runs/provision.ts");
-  const { ensureToolchainImage } = await import("./toolchain-image.ts");
-  const { deploymentKey } = await import("./tools-volume.ts");
+  const { ensureToolchainImage } = await import("../box/toolchain-image.ts");
+  const { deploymentKey } = await import("../box/tools-volume.ts");
   const { projectToolchains, withProjects } = await import("../config/project-toolchain.ts");
   const { worker, config } = await loadWorker(rosterPaths(), workerName);
   const image = config.org.engine?.image ?? BOX_IMAGE;
@@ -149,9 +149,9 @@ async function buildToolchainImage(
 export async function pruneToolchainsCommand(flags: { json?: boolean }): Promise<void> {
   const { rosterPaths } = await import("../config/paths.ts");
   const { formatConfigError, loadConfig } = await import("../config/load.ts");
-  const { connectEngine } = await import("./connect.ts");
-  const { pruneToolchains } = await import("./prune.ts");
-  const { formatBytes } = await import("./image-build.ts");
+  const { connectEngine } = await import("../box/connect.ts");
+  const { pruneToolchains } = await import("../box/prune.ts");
+  const { formatBytes } = await import("../box/image-build.ts");
   const paths = rosterPaths();
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   // pruning by a config that can't be read could remove what a worker still uses
