@@ -25,7 +25,7 @@ import { consoleKey } from "../runner/console/key.ts";
 import { AuditLog } from "../runner/gateway/audit.ts";
 import { readDecisions } from "../runner/gateway/audit-view.ts";
 import { Budgets } from "../runner/gateway/budget.ts";
-import { newRunId, type RunRecord, writeRecord } from "../runner/runs/run-record.ts";
+import { newRunId, type RunRecord, writeRecord } from "../runner/run-records/run-record.ts";
 import { writeDecisions } from "./audit-lines.ts";
 
 const RUNS = Number(process.env.RUNS ?? 10_000);

@@ -19,8 +19,8 @@ import { REPO_DEFAULTS } from "../runner/config/connections.ts";
 import { rosterPaths } from "../runner/config/paths.ts";
 import { cloneRunRepos } from "../runner/repos/clone.ts";
 import { checkAndHold, incomingRef } from "../runner/repos/push.ts";
+import { readRecord, runDir, writeRecord } from "../runner/run-records/run-record.ts";
 import { readRunContext } from "../runner/runs/run-context.ts";
-import { readRecord, runDir, writeRecord } from "../runner/runs/run-record.ts";
 
 const FILES = 10_000;
 const RUNS = 5;

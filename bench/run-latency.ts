@@ -23,7 +23,7 @@ import { connectEngine } from "../runner/box/connect.ts";
 import type { DockerEngine } from "../runner/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/box/layout.ts";
 import { readReadyStatus } from "../runner/ready/server-pool.ts";
-import { listRuns, readRecord } from "../runner/runs/run-record.ts";
+import { listRuns, readRecord } from "../runner/run-records/run-record.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
 import { ModelServer } from "../test/support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../test/support/roster-root.ts";

@@ -10,7 +10,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Dispatcher } from "../runner/server/dispatch.ts";
-import { readTasks, type Task, type Template, updateList } from "../runner/tasks/store.ts";
+import { readTasks, type Task, type Template, updateList } from "../runner/task-list/store.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
 
 const WORKERS = 50;

@@ -4,8 +4,8 @@ import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { replaceFileSync } from "../files/atomic-replace.ts";
 import { appendJournal } from "../journal/journal.ts";
+import { newTaskId, type Task, updateTasks } from "../task-list/store.ts";
 import { settleAfterGate } from "../tasks/settle-run.ts";
-import { newTaskId, type Task, updateTasks } from "../tasks/store.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { EXECUTOR_TABLE } from "./executors/index.ts";
 import {

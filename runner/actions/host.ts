@@ -17,7 +17,7 @@ import type { ConfigSource } from "../gateway/config-source.ts";
 import type { Identity } from "../gateway/identity.ts";
 import { scopeApplies } from "../gateway/judge.ts";
 import { appendJournal, readJournal } from "../journal/journal.ts";
-import { runDir } from "../runs/run-record.ts";
+import { runDir } from "../run-records/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { executorFor } from "./desk.ts";
 import { deskFull, heldCallTooBig } from "./desk-bounds.ts";

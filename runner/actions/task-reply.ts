@@ -4,7 +4,7 @@ import { errorMessage } from "../errors.ts";
 import { ConfigSource } from "../gateway/config-source.ts";
 import { scopeApplies } from "../gateway/judge.ts";
 import { appendJournal } from "../journal/journal.ts";
-import type { Task } from "../tasks/store.ts";
+import type { Task } from "../task-list/store.ts";
 import { ActionHost } from "./host.ts";
 
 /**

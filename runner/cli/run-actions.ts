@@ -105,7 +105,7 @@ export async function listRunsCommand(flags: {
 
 /** `roster runs show`: one run, found by any unique prefix of its id. */
 export async function showRunCommand(prefix: string): Promise<void> {
-  const { findRun } = await import("../runs/run-record.ts");
+  const { findRun } = await import("../run-records/run-record.ts");
   const { showRun } = await import("../runs/runs-view.ts");
   const paths = rosterPaths();
   const found = findRun(paths.state, prefix);

@@ -28,7 +28,7 @@ export async function listTasksCommand(
   worker: string | undefined,
   flags: { json?: boolean },
 ): Promise<void> {
-  const { allTasks, readTasks } = await import("../tasks/store.ts");
+  const { allTasks, readTasks } = await import("../task-list/store.ts");
   const { taskLine, templateLine } = await import("../tasks/list-view.ts");
   const paths = rosterPaths();
   const tasks = allTasks(paths, worker);
@@ -52,7 +52,7 @@ export async function listTasksCommand(
 
 /** `roster task show`: one task (t-…) or template (r-…) in full, with its run's outcome. */
 export async function showTaskCommand(id: string, flags: { json?: boolean }): Promise<void> {
-  const { findTask } = await import("../tasks/store.ts");
+  const { findTask } = await import("../task-list/store.ts");
   const { findTemplate } = await import("../tasks/operator-edits.ts");
   const { taskDetail, templateDetail } = await import("../tasks/list-view.ts");
   const paths = rosterPaths();
@@ -62,7 +62,7 @@ export async function showTaskCommand(id: string, flags: { json?: boolean }): Pr
   else if (template) process.stdout.write(templateDetail(findTemplate(paths, id)));
   else {
     const task = findTask(paths, id);
-    const { readRecord, runDir } = await import("../runs/run-record.ts");
+    const { readRecord, runDir } = await import("../run-records/run-record.ts");
     const { readReport } = await import("../tasks/run-facts.ts");
     const run = task.run_id
       ? {
@@ -76,7 +76,7 @@ export async function showTaskCommand(id: string, flags: { json?: boolean }): Pr
 
 /** `roster task rm`: retire a template, or cancel a task that has not started. */
 export async function removeTaskCommand(id: string): Promise<void> {
-  const { findTask } = await import("../tasks/store.ts");
+  const { findTask } = await import("../task-list/store.ts");
   const { cancelTask, retireTemplate } = await import("../tasks/operator-edits.ts");
   const paths = rosterPaths();
   const said = id.startsWith("r-")
@@ -87,7 +87,7 @@ export async function removeTaskCommand(id: string): Promise<void> {
 
 /** `roster task requeue`: a finished, failed, blocked or cancelled task pending again. */
 export async function requeueTaskCommand(id: string): Promise<void> {
-  const { findTask } = await import("../tasks/store.ts");
+  const { findTask } = await import("../task-list/store.ts");
   const { requeueTask } = await import("../tasks/operator-edits.ts");
   const paths = rosterPaths();
   process.stdout.write(`${await requeueTask(paths, findTask(paths, id), operator())}\n`);

@@ -7,8 +7,8 @@ import { loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { scheduleZone } from "../config/time-zone.ts";
 import { RosterError } from "../errors.ts";
+import { newTaskId, type Task, updateList, updateTasks } from "../task-list/store.ts";
 import { dependencyProblem } from "../tasks/readiness.ts";
-import { newTaskId, type Task, updateList, updateTasks } from "../tasks/store.ts";
 import { applyTemplates } from "../tasks/template-edit.ts";
 
 /** `roster task add`'s flags, as commander hands them over. */

@@ -3,7 +3,7 @@ import { existsSync, type FSWatcher, mkdirSync, readdirSync, watch } from "node:
 import { join } from "node:path";
 import { channelsDir } from "../channels/store.ts";
 import type { RosterPaths } from "../config/paths.ts";
-import { readRecord, runDir } from "../runs/run-record.ts";
+import { readRecord, runDir } from "../run-records/run-record.ts";
 
 /**
  * What the console's open pages hear about, as it happens: a gateway

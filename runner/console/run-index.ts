@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { replaceFileSync } from "../files/atomic-replace.ts";
-import { readRecord } from "../runs/run-record.ts";
+import { readRecord } from "../run-records/run-record.ts";
 import { type RunRow, runRow } from "../runs/runs-view.ts";
 
 /**

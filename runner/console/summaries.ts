@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import type { DecisionRecord } from "../gateway/audit.ts";
 import { readDecisions, runDecisionsFrom } from "../gateway/audit-view.ts";
-import type { RunRecord } from "../runs/run-record.ts";
+import type { RunRecord } from "../run-records/run-record.ts";
 import { DoorSummary } from "./door-summary.ts";
 import { RunIndex } from "./run-index.ts";
 import { SpendSummary } from "./spend-summary.ts";

@@ -9,7 +9,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { workerOfSubject } from "../config/subject.ts";
 import { errorMessage } from "../errors.ts";
 import { replaceFileSync } from "../files/atomic-replace.ts";
-import { readRecord, runDir } from "../runs/run-record.ts";
+import { readRecord, runDir } from "../run-records/run-record.ts";
 
 /**
  * Approvals from chat. A pending gate proposed from a session is offered in

@@ -7,8 +7,8 @@ import { workerSubject } from "../config/subject.ts";
 import { closeDoor, runDoorDir } from "../gateway/door.ts";
 import { mintReadyToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
+import { newRunId, runDir } from "../run-records/run-record.ts";
 import { provision } from "../runs/provision.ts";
-import { newRunId, runDir } from "../runs/run-record.ts";
 import type { ReadyStart } from "../runs/run-request.ts";
 import { readyKey } from "./ready-key.ts";
 

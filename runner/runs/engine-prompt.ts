@@ -8,7 +8,7 @@ import { outcomesSince } from "../journal/journal.ts";
 import { readMemory } from "../memory/read.ts";
 import { type CompiledPrompt, compilePrompt, type TaskOrigin } from "../prompt/compile.ts";
 import { readPurpose } from "../prompt/purpose.ts";
-import { listRuns, readRecord } from "./run-record.ts";
+import { listRuns, readRecord } from "../run-records/run-record.ts";
 
 /**
  * What the run owner (run.ts) hands pi: the prompt compiled for this run and

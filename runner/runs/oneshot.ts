@@ -1,10 +1,10 @@
 import type { RosterPaths } from "../config/paths.ts";
 import { RosterError } from "../errors.ts";
 import type { TaskOrigin } from "../prompt/compile.ts";
+import type { EndedBy, RunRecord } from "../run-records/run-record.ts";
 import { describeBudgetStop } from "./budget-stop.ts";
 import { assistantText, describeEvent, modelErrorOf, parseEvent } from "./pi-events.ts";
 import { Run } from "./run.ts";
-import type { EndedBy, RunRecord } from "./run-record.ts";
 import type { ReadyStart } from "./run-request.ts";
 
 /**

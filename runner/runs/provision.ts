@@ -28,10 +28,16 @@ import { revokeRunTokens } from "../gateway/identity.ts";
 import { readCredential } from "../gateway/vault.ts";
 import { settleAfterCrash, settleRunRepos } from "../repos/backstop.ts";
 import { gatedRepos } from "../repos/clone.ts";
+import {
+  finished,
+  type RunRecord,
+  readRecord,
+  runDir,
+  writeRecord,
+} from "../run-records/run-record.ts";
 import { storeCredential } from "./credentials.ts";
 import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
 import { autoPrune } from "./retention.ts";
-import { finished, type RunRecord, readRecord, runDir, writeRecord } from "./run-record.ts";
 
 /**
  * The fail-closed preconditions every box needs, once, for every kind of run:

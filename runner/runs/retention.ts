@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { diskUsage } from "../files/disk-usage.ts";
-import { listRuns, readRecord } from "./run-record.ts";
+import { listRuns, readRecord } from "../run-records/run-record.ts";
 
 /**
  * Retention for run folders. A run's $HOME and its repo clones are scratch:

@@ -1,9 +1,9 @@
 import type { BoxHandle } from "../box/lifecycle.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import type { RunHome } from "../home/build-home.ts";
+import type { EndedBy, RunRecord } from "../run-records/run-record.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
 import type { Provisioned } from "./provision.ts";
-import type { EndedBy, RunRecord } from "./run-record.ts";
 
 /** What a caller asks of the run owner (run.ts), and what it says back about the end. */
 export type RunKind = RunRecord["kind"];

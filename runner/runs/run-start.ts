@@ -3,9 +3,9 @@ import { boxContainerName } from "../box/layout.ts";
 import { ceilingProblem } from "../config/ceiling.ts";
 import type { WorkerView } from "../config/load.ts";
 import { RosterError } from "../errors.ts";
+import { newRunId, type RunRecord, runDir, writeRecord } from "../run-records/run-record.ts";
 import { withStartLock } from "../store/start-lock.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
-import { newRunId, type RunRecord, runDir, writeRecord } from "./run-record.ts";
 import type { RunRequest } from "./run-request.ts";
 
 /** The run owner's (run.ts) first steps: the record it starts with, and the checks before it. */

@@ -13,6 +13,7 @@ import { runDoorDir } from "../gateway/door.ts";
 import { mintToken, revokeToken } from "../gateway/identity.ts";
 import { buildRunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
+import { finished, type RunRecord, writeRecord } from "../run-records/run-record.ts";
 import { snapshotAfterRun } from "../store/passes.ts";
 import { BoxOutput } from "./box-output.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
@@ -21,7 +22,6 @@ import { piCommand, writePrompt } from "./engine-prompt.ts";
 import { handOver, takeOver } from "./hand-off.ts";
 import { type Provisioned, provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
-import { finished, type RunRecord, writeRecord } from "./run-record.ts";
 import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
 import {
   assertCeiling,

@@ -2,12 +2,17 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { DecisionRecord } from "../gateway/audit.ts";
 import { readDecisions } from "../gateway/audit-view.ts";
+import {
+  listRuns,
+  type RunLocation,
+  type RunRecord,
+  readRecord,
+} from "../run-records/run-record.ts";
 import { columns } from "../text/table.ts";
 import { BoxLines } from "./box-lines.ts";
 import { LINE_MAX } from "./box-output.ts";
 import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
 import { SCRATCH_NOTE } from "./retention.ts";
-import { listRuns, type RunLocation, type RunRecord, readRecord } from "./run-record.ts";
 
 /** `roster runs ls` and `roster runs show`: run records made readable. */
 export interface RunRow {

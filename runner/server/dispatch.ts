@@ -4,8 +4,8 @@ import type { RosterPaths } from "../config/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { runOneShot } from "../runs/oneshot.ts";
 import type { ReadyStart } from "../runs/run-request.ts";
+import { type Task, updateTasks } from "../task-list/store.ts";
 import { settleFromRun } from "../tasks/settle-run.ts";
-import { type Task, updateTasks } from "../tasks/store.ts";
 import { readyTasks } from "./ready-tasks.ts";
 import { fireDueTemplates } from "./recurring.ts";
 

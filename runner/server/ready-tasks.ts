@@ -5,7 +5,8 @@ import type { RosterPaths } from "../config/paths.ts";
 import { workerSubject } from "../config/subject.ts";
 import { scheduleZone } from "../config/time-zone.ts";
 import { Budgets } from "../gateway/budget.ts";
-import { finishedStates } from "../tasks/finished.ts";
+import { finishedStates } from "../task-list/finished.ts";
+import { readLive, type Task, updateTasks } from "../task-list/store.ts";
 import {
   budgetPressure,
   DEFAULT_SOFT_STOP,
@@ -13,7 +14,6 @@ import {
   type Readiness,
   readiness,
 } from "../tasks/readiness.ts";
-import { readLive, type Task, updateTasks } from "../tasks/store.ts";
 
 /**
  * The tasks that may start now, oldest filed first, across every worker

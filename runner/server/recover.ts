@@ -7,9 +7,9 @@ import type { RosterPaths } from "../config/paths.ts";
 import { processAlive } from "../files/process-alive.ts";
 import { revokeRunTokens } from "../gateway/identity.ts";
 import { settleAfterCrash } from "../repos/backstop.ts";
-import { finished, listRuns, readRecord, runDir, writeRecord } from "../runs/run-record.ts";
+import { finished, listRuns, readRecord, runDir, writeRecord } from "../run-records/run-record.ts";
+import { allTasks } from "../task-list/store.ts";
 import { settleFromRun } from "../tasks/settle-run.ts";
-import { allTasks } from "../tasks/store.ts";
 
 /**
  * What a server start finds after the last one died (SIGKILL, a crash, the

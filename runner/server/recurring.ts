@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type LoadedConfig, workerView } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
 import { scheduleZone } from "../config/time-zone.ts";
-import { readLive, updateList } from "../tasks/store.ts";
+import { readLive, updateList } from "../task-list/store.ts";
 import { fireTemplates, HEARTBEAT_ID, syncHeartbeat } from "../tasks/templates.ts";
 
 /**

@@ -3,8 +3,8 @@ import { askHealth } from "../gateway/health.ts";
 import { type ListenerStatus, readListenerStatuses } from "../listeners/supervisor.ts";
 import type { ReadyEntry } from "../ready/pool.ts";
 import { readReadyStatus } from "../ready/server-pool.ts";
-import { listRuns, readRecord } from "../runs/run-record.ts";
-import { allTasks } from "../tasks/store.ts";
+import { listRuns, readRecord } from "../run-records/run-record.ts";
+import { allTasks } from "../task-list/store.ts";
 import { readServerState } from "./state.ts";
 
 /**

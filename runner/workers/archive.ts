@@ -5,7 +5,7 @@ import type { RosterPaths } from "../config/paths.ts";
 import { refuseUnlessValid, tryConfigChange } from "../config/trial.ts";
 import { workerNameProblem } from "../config/worker-name.ts";
 import { RosterError } from "../errors.ts";
-import { liveRuns } from "../runs/live-runs.ts";
+import { liveRuns } from "../run-records/live-runs.ts";
 import { lockStoreOf, workerDir } from "../store/snapshots.ts";
 import { StoreLockBusy, withStoreLock } from "../store/store-lock.ts";
 

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import type { RosterPaths } from "../config/paths.ts";
 import { workerSubject } from "../config/subject.ts";
 import { spentSince, windowStart } from "../gateway/budget.ts";
-import { liveRecords } from "../runs/live-runs.ts";
-import { listRuns, readRecord } from "../runs/run-record.ts";
-import { readLive } from "../tasks/store.ts";
+import { liveRecords } from "../run-records/live-runs.ts";
+import { listRuns, readRecord } from "../run-records/run-record.ts";
+import { readLive } from "../task-list/store.ts";
 import { columns } from "../text/table.ts";
 
 /**

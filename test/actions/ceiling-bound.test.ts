@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_CEILING_MIN } from "../../runner/config/ceiling.ts";
 import { type RunSocket, serveRuns } from "../../runner/server/run-socket.ts";
 import { runSocketPath } from "../../runner/server/state.ts";
-import { readTasks } from "../../runner/tasks/store.ts";
+import { readTasks } from "../../runner/task-list/store.ts";
 import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";

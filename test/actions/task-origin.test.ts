@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listGates } from "../../runner/actions/gates.ts";
 import { replyFromTask } from "../../runner/actions/task-reply.ts";
 import { readJournal } from "../../runner/journal/journal.ts";
-import { runDir, writeRecord } from "../../runner/runs/run-record.ts";
-import { readTasks } from "../../runner/tasks/store.ts";
+import { runDir, writeRecord } from "../../runner/run-records/run-record.ts";
+import { readTasks } from "../../runner/task-list/store.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 

@@ -8,7 +8,7 @@ import { findGate } from "../../runner/actions/gates.ts";
 import { loadConfig } from "../../runner/config/load.ts";
 import { readJournal } from "../../runner/journal/journal.ts";
 import { readyTasks } from "../../runner/server/ready-tasks.ts";
-import { readTasks, updateList, updateTasks } from "../../runner/tasks/store.ts";
+import { readTasks, updateList, updateTasks } from "../../runner/task-list/store.ts";
 import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";

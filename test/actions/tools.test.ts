@@ -12,7 +12,7 @@ import { ActionsUnreachable, callActions } from "../../extensions/lib/actions-cl
 import { denyGate } from "../../runner/actions/desk.ts";
 import { findGate } from "../../runner/actions/gates.ts";
 import { readJournal } from "../../runner/journal/journal.ts";
-import { runDir } from "../../runner/runs/run-record.ts";
+import { runDir } from "../../runner/run-records/run-record.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 
 /**

@@ -4,8 +4,8 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diskUsage } from "../../runner/files/disk-usage.ts";
+import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
 import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 

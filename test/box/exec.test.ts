@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "../../runner/box/layout.ts";
+import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
 import type { ExecEnvelope as Envelope } from "../../runner/runs/exec-envelope.ts";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
 import { testDocker, testEngine } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 

@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { CONTAINER_LABELS } from "../../runner/box/layout.ts";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SENTINEL } from "../../runner/box/box-env.ts";
 import { BOX_OPEN_FILES } from "../../runner/box/container-spec.ts";
 import { liveRuns } from "../../runner/gateway/identity.ts";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

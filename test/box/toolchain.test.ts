@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_IMAGE } from "../../runner/box/layout.ts";
 import { TOOLCHAIN_LABEL } from "../../runner/box/toolchain-image.ts";
-import { listRuns } from "../../runner/runs/run-record.ts";
+import { listRuns } from "../../runner/run-records/run-record.ts";
 import { RUN_LIMITS, testDocker } from "../support/docker.ts";
 import { makeCanonical, sh, writeRepoConnection } from "../support/repos.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

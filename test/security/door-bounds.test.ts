@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_HOME, DOOR_MOUNT, DOOR_SOCKET } from "../../runner/box/layout.ts";
 import { readDecisions } from "../../runner/gateway/audit-view.ts";
 import { DOOR_CAP_RULE, DOOR_CONNECTION_CAP } from "../../runner/gateway/run-doors.ts";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";

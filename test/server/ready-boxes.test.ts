@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { proxyUrl } from "../../runner/gateway/identity.ts";
 import { readReadyStatus, readyStatusFile } from "../../runner/ready/server-pool.ts";
-import { readRecord, runDir } from "../../runner/runs/run-record.ts";
+import { readRecord, runDir } from "../../runner/run-records/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import { textOf } from "../support/model-server.ts";
 import { viaProxy } from "../support/proxy-clients.ts";

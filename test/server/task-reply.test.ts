@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { termChannelId } from "../../runner/channels/ids.ts";
 import { talkUser } from "../../runner/talk/talk.ts";
-import { readTasks } from "../../runner/tasks/store.ts";
+import { readTasks } from "../../runner/task-list/store.ts";
 import { ROSTER_BIN } from "../support/cli.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type RecordedRequest, textOf } from "../support/model-server.ts";

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { boxContainerName, boxUser } from "../../runner/box/layout.ts";
 import { processAlive } from "../../runner/files/process-alive.ts";
-import { listRuns, readRecord } from "../../runner/runs/run-record.ts";
+import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
 import { restoreStore } from "../../runner/store/restore.ts";
 import { listSnapshots, takeSnapshot } from "../../runner/store/snapshots.ts";
 import { testDocker } from "../support/docker.ts";

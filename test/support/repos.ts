@@ -12,7 +12,7 @@ import { join, resolve } from "node:path";
 import { REPO_DEFAULTS } from "../../runner/config/connections.ts";
 import type { RosterPaths } from "../../runner/config/paths.ts";
 import { cloneRunRepos } from "../../runner/repos/clone.ts";
-import { runDir, writeRecord } from "../../runner/runs/run-record.ts";
+import { runDir, writeRecord } from "../../runner/run-records/run-record.ts";
 
 const GIT_ENV = {
   ...process.env,

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { deploymentKey, TOOLS_LABELS } from "../../runner/box/tools-volume.ts";
 import { initRoots } from "../../runner/config/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { listRuns, type RunRecord, readRecord } from "../../runner/run-records/run-record.ts";
 import { storeCredential } from "../../runner/runs/credentials.ts";
-import { listRuns, type RunRecord, readRecord } from "../../runner/runs/run-record.ts";
 import { runRoster, spawnRoster } from "./cli.ts";
 
 /** A throwaway deployment (ROSTER_ROOT) made by `roster init`, pointed at the scripted model. */

@@ -8,9 +8,9 @@ import {
   participantFindings,
   participantMatcher,
 } from "../../runner/repos/clean-room.ts";
+import { runDir, writeRecord } from "../../runner/run-records/run-record.ts";
 import { readRunContext, writeRunContext } from "../../runner/runs/run-context.ts";
-import { runDir, writeRecord } from "../../runner/runs/run-record.ts";
-import { updateTasks } from "../../runner/tasks/store.ts";
+import { updateTasks } from "../../runner/task-list/store.ts";
 import { mainOf, makeCanonical, sh } from "../support/repos.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { Task, TaskList, Template } from "../../runner/task-list/store.ts";
 import { dependencyProblem, readiness } from "../../runner/tasks/readiness.ts";
 import { cronProblem, firesBetween, inWindow, nextFire } from "../../runner/tasks/schedule.ts";
-import type { Task, TaskList, Template } from "../../runner/tasks/store.ts";
 import { applyTemplates } from "../../runner/tasks/template-edit.ts";
 import { fireTemplates, HEARTBEAT_ID, syncHeartbeat } from "../../runner/tasks/templates.ts";
 

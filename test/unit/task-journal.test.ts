@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { rosterPaths } from "../../runner/config/paths.ts";
-import { finishedStates, journalFile } from "../../runner/tasks/finished.ts";
-import { readLive, readTasks, type Task, updateTasks } from "../../runner/tasks/store.ts";
+import { finishedStates, journalFile } from "../../runner/task-list/finished.ts";
+import { readLive, readTasks, type Task, updateTasks } from "../../runner/task-list/store.ts";
 
 /** Finished tasks leave the list file for the journal; every reader still sees them. */
 const roots: string[] = [];

@@ -9,7 +9,7 @@ import { rosterPaths } from "../../runner/config/paths.ts";
 import { workerSubject } from "../../runner/config/subject.ts";
 import { Budgets } from "../../runner/gateway/budget.ts";
 import { git } from "../../runner/git/git.ts";
-import { newRunId, runDir, writeRecord } from "../../runner/runs/run-record.ts";
+import { newRunId, runDir, writeRecord } from "../../runner/run-records/run-record.ts";
 import { runRoster } from "../support/cli.ts";
 
 /**

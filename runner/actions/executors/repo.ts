@@ -1,8 +1,8 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { checkAndHold, land, PushRefused, type PushRequest } from "../../repos/push.ts";
 import { renderPush } from "../../repos/render.ts";
+import { readRecord, runDir } from "../../run-records/run-record.ts";
 import { readRunContext } from "../../runs/run-context.ts";
-import { readRecord, runDir } from "../../runs/run-record.ts";
 import type { ExecutionContext, Executor } from "./executor.ts";
 
 /**

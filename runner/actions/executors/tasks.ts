@@ -5,9 +5,8 @@ import { ceilingProblem } from "../../config/ceiling.ts";
 import { loadConfig } from "../../config/load.ts";
 import { scheduleZone } from "../../config/time-zone.ts";
 import { RosterError } from "../../errors.ts";
+import { readRecord, runDir } from "../../run-records/run-record.ts";
 import { readRunContext } from "../../runs/run-context.ts";
-import { readRecord, runDir } from "../../runs/run-record.ts";
-import { dependencyProblem } from "../../tasks/readiness.ts";
 import {
   newTaskId,
   readLive,
@@ -19,7 +18,8 @@ import {
   taskCeiling,
   updateList,
   updateTasks,
-} from "../../tasks/store.ts";
+} from "../../task-list/store.ts";
+import { dependencyProblem } from "../../tasks/readiness.ts";
 import { applyTemplates, templateProblem } from "../../tasks/template-edit.ts";
 import { trustedChannels } from "../trusted-channels.ts";
 import { oneLine } from "./chat-text.ts";

@@ -4,7 +4,7 @@ import type { LoadedConfig } from "../../config/load.ts";
 import type { RosterPaths } from "../../config/paths.ts";
 import { workerSubject } from "../../config/subject.ts";
 import type { LimitStanding } from "../../gateway/budget.ts";
-import { readTasks } from "../../tasks/store.ts";
+import { readTasks } from "../../task-list/store.ts";
 import type { DoorWindow } from "../door-summary.ts";
 import { type Html, when } from "../html.ts";
 import type { RunFact } from "../run-index.ts";

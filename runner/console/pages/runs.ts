@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { html } from "hono/html";
 import type { RosterPaths } from "../../config/paths.ts";
 import type { DecisionRecord } from "../../gateway/audit.ts";
-import { type RunRecord, readRecord, runDir } from "../../runs/run-record.ts";
+import { type RunRecord, readRecord, runDir } from "../../run-records/run-record.ts";
 import { conversation, formatUsage, runRows, runUsage } from "../../runs/runs-view.ts";
 import { duration, type Html, when } from "../html.ts";
 import { decisionRows } from "./door.ts";

@@ -1,7 +1,7 @@
 import { html } from "hono/html";
 import type { RosterPaths } from "../../config/paths.ts";
+import { OPEN_STATES, readTasks, type Task, type Template } from "../../task-list/store.ts";
 import { cadenceText } from "../../tasks/list-view.ts";
-import { OPEN_STATES, readTasks, type Task, type Template } from "../../tasks/store.ts";
 import { type Html, when } from "../html.ts";
 
 /**
