@@ -8,6 +8,9 @@
  */
 export const DEFAULT_CEILING_MIN = 30;
 
+/** A recurring template's default: a chore that comes back is meant to be short. */
+export const TEMPLATE_CEILING_MIN = 20;
+
 /** One day: the longest any run, task or session may be given. */
 export const MAX_CEILING_MIN = 24 * 60;
 

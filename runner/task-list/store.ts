@@ -51,11 +51,6 @@ export interface TaskList {
   recurring?: Template[];
 }
 
-/** A template's default ceiling: a recurring chore is meant to be short. */
-export const TEMPLATE_CEILING_MIN = 20;
-
-export const newTemplateId = () => `r-${randomBytes(4).toString("hex")}`;
-
 export const OPEN_STATES: ReadonlySet<TaskState> = new Set(["pending", "claimed"]);
 
 /** A task's standing as filed, or what a task from before standing existed is read as. */

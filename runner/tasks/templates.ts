@@ -1,10 +1,10 @@
+import { TEMPLATE_CEILING_MIN } from "../config/ceiling.ts";
 import type { Heartbeat } from "../config/heartbeat.ts";
 import {
   newTaskId,
   OPEN_STATES,
   type Task,
   type TaskList,
-  TEMPLATE_CEILING_MIN,
   type Template,
 } from "../task-list/store.ts";
 import { type Cadence, firesBetween, nextFire } from "./schedule.ts";
