@@ -63,17 +63,10 @@ export async function decideGateCommand(
 /** `roster trust`: what each of a worker's proposals would do, refused on an invalid config. */
 export async function trustCommand(worker: string, flags: { json?: boolean }): Promise<void> {
   const paths = rosterPaths();
-  const { formatConfigError, loadConfig } = await import("../config/load.ts");
+  const { loadValidConfig } = await import("../config/valid-config.ts");
   const { formatTrust, trustOf } = await import("./trust-view.ts");
   const { RosterError } = await import("../errors.ts");
-  const config = loadConfig(paths.config, { vaultDir: paths.vault });
-  if (config.errors.length)
-    throw new RosterError(
-      `config is invalid:\n${config.errors.map(formatConfigError).join("\n")}`,
-      {
-        exitCode: 2,
-      },
-    );
+  const config = loadValidConfig(paths);
   if (!config.workers.has(worker))
     throw new RosterError(`no worker named "${worker}"`, { exitCode: 2 });
   const intents = trustOf(paths, config, worker);

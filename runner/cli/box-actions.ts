@@ -7,7 +7,6 @@
 import type { BoxEngine, EngineKind } from "../box/engine.ts";
 import { BOX_IMAGE } from "../box/layout.ts";
 import { configuredEngine } from "../config/configured-engine.ts";
-import { RosterError } from "../errors.ts";
 
 export interface BuildFlags {
   worker?: string;
@@ -148,18 +147,13 @@ async function buildToolchainImage(
 /** `roster box prune`: toolchain images and volumes no current worker uses. */
 export async function pruneToolchainsCommand(flags: { json?: boolean }): Promise<void> {
   const { rosterPaths } = await import("../config/paths.ts");
-  const { formatConfigError, loadConfig } = await import("../config/load.ts");
+  const { loadValidConfig } = await import("../config/valid-config.ts");
   const { connectEngine } = await import("../box/connect.ts");
   const { pruneToolchains } = await import("../box/prune.ts");
   const { formatBytes } = await import("../box/image-build.ts");
   const paths = rosterPaths();
-  const config = loadConfig(paths.config, { vaultDir: paths.vault });
   // pruning by a config that can't be read could remove what a worker still uses
-  if (config.errors.length)
-    throw new RosterError(
-      `config is invalid, nothing was pruned:\n${config.errors.map(formatConfigError).join("\n")}`,
-      { exitCode: 2 },
-    );
+  const config = loadValidConfig(paths, "nothing was pruned");
   const engine = await connectEngine(
     config.org.engine?.kind ? { kind: config.org.engine.kind } : {},
   );

@@ -10,14 +10,9 @@ import type { LimitStanding } from "../gateway/budget.ts";
 
 /** `roster budget`: refused on an invalid config or a worker that does not exist. */
 export async function budgetCommand(flags: { worker?: string; json?: boolean }): Promise<void> {
-  const { formatConfigError, loadConfig } = await import("../config/load.ts");
+  const { loadValidConfig } = await import("../config/valid-config.ts");
   const paths = rosterPaths();
-  const config = loadConfig(paths.config, { vaultDir: paths.vault });
-  if (config.errors.length)
-    throw new RosterError(
-      `config is invalid:\n${config.errors.map(formatConfigError).join("\n")}`,
-      { exitCode: 2 },
-    );
+  const config = loadValidConfig(paths);
   if (flags.worker && !config.workers.has(flags.worker))
     throw new RosterError(`no worker named "${flags.worker}"`, { exitCode: 2 });
   const { Budgets } = await import("../gateway/budget.ts");

@@ -17,13 +17,11 @@ export async function pruneRunsCommand(
   let age = flags.olderThan;
   if (age === undefined) {
     // the config's whole schema costs most of a second to load: only when it is needed
-    const { formatConfigError, loadConfig } = await import("../config/load.ts");
-    const config = loadConfig(paths.config, { vaultDir: paths.vault });
-    if (config.errors.length)
-      throw new RosterError(
-        `config is invalid, so [store] scratch_keep can't be read (or give --older-than):\n${config.errors.map(formatConfigError).join("\n")}`,
-        { exitCode: 2 },
-      );
+    const { loadValidConfig } = await import("../config/valid-config.ts");
+    const config = loadValidConfig(
+      paths,
+      "so [store] scratch_keep can't be read (or give --older-than)",
+    );
     age = config.org.store?.scratch_keep ?? STORE_DEFAULTS.scratch_keep;
   }
   const olderThanMs = ageMs(age);

@@ -1,9 +1,9 @@
 import { mkdir, rm } from "node:fs/promises";
 import { connectEngine } from "../box/connect.ts";
 import { botBindings } from "../config/bot-bindings.ts";
-import { formatConfigError } from "../config/config-error.ts";
 import { type LoadedConfig, loadConfig } from "../config/load.ts";
 import type { RosterPaths } from "../config/paths.ts";
+import { loadValidConfig } from "../config/valid-config.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { errorMessage, RosterError } from "../errors.ts";
 import { replaceFile } from "../files/atomic-replace.ts";
@@ -52,13 +52,7 @@ export interface ServerOptions {
 
 export async function startServer(options: ServerOptions): Promise<number> {
   const { paths } = options;
-  const config = loadConfig(paths.config, { vaultDir: paths.vault });
-  if (config.errors.length) {
-    throw new RosterError(
-      `config is invalid, the server did not start:\n${config.errors.map(formatConfigError).join("\n")}`,
-      { exitCode: 2 },
-    );
-  }
+  const config = loadValidConfig(paths, "the server did not start");
   // one server per deployment, decided atomically before anything is touched:
   // two starts at once would both recover, and each would treat what the other
   // is starting as left over. A lock left by a dead server is taken over.

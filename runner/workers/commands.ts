@@ -58,14 +58,9 @@ export async function listWorkersCommand(flags: { json?: boolean }): Promise<voi
 /** `roster worker show`: one worker as the gateway sees it, refused on an invalid config. */
 export async function showWorkerCommand(name: string, flags: { json?: boolean }): Promise<void> {
   checkName(name);
-  const { formatConfigError, loadConfig } = await import("../config/load.ts");
+  const { loadValidConfig } = await import("../config/valid-config.ts");
   const paths = rosterPaths();
-  const config = loadConfig(paths.config, { vaultDir: paths.vault });
-  if (config.errors.length)
-    throw new RosterError(
-      `config is invalid:\n${config.errors.map(formatConfigError).join("\n")}`,
-      { exitCode: 2 },
-    );
+  const config = loadValidConfig(paths);
   const { formatWorkerDetail, workerDetail } = await import("./show.ts");
   const detail = workerDetail(paths, config, name);
   if (!detail)
