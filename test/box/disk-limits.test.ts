@@ -1,6 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diskUsage } from "../../runner/files/disk-usage.ts";
@@ -8,6 +7,7 @@ import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
 import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
 import { testDocker } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { mountSmallDisk, setStoreReserve } from "../support/small-disk.ts";
 
 /**
  * A store can't fill the host's disk. A box writing past its store's limit is
@@ -28,7 +28,7 @@ const writer = (chunks: number) =>
 
 describe.skipIf(!docker)("disk limits", () => {
   let deployment: RosterRoot;
-  let mounted: string | undefined;
+  let unmount: (() => void) | undefined;
 
   beforeAll(async () => {
     deployment = await makeRosterRoot("http://127.0.0.1:9/v1");
@@ -45,7 +45,7 @@ describe.skipIf(!docker)("disk limits", () => {
     );
   });
   afterAll(async () => {
-    if (mounted) execFileSync("umount", ["-l", mounted]);
+    unmount?.();
     await deployment?.cleanup();
   });
 
@@ -93,19 +93,9 @@ describe.skipIf(!docker)("disk limits", () => {
     "stops the box filling the disk toward the reserve; another worker's box goes on",
     async () => {
       // a 160 MB data filesystem for the workers' folders, half of it kept free
-      const org = join(deployment.paths.config, "org.toml");
-      // into the [store] table the example config may already have, or a new one
-      const text = await readFile(org, "utf8");
-      await writeFile(
-        org,
-        /^\[store\]$/m.test(text)
-          ? text.replace(/^\[store\]$/m, "[store]\nreserve = 0.5")
-          : `${text}\n[store]\nreserve = 0.5\n`,
-      );
+      await setStoreReserve(deployment.paths, 0.5);
       const workers = join(deployment.paths.data, "workers");
-      await mkdir(workers, { recursive: true });
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=160m", "tmpfs", workers]);
-      mounted = workers;
+      unmount = await mountSmallDisk(workers, "160m");
       // two boxes at once, each with its run's own gateway
       const results = await Promise.all([
         exec("gnome", writer(70)),

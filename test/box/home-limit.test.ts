@@ -1,5 +1,4 @@
-import { execFileSync } from "node:child_process";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diskUsage } from "../../runner/files/disk-usage.ts";
@@ -8,6 +7,7 @@ import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
 import { testDocker } from "../support/docker.ts";
 import { makeCanonical, writeRepoConnection } from "../support/repos.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { mountSmallDisk, setStoreReserve } from "../support/small-disk.ts";
 
 /**
  * A box can't fill the host's disk through its own $HOME or its repo clones:
@@ -31,7 +31,7 @@ const HOME_OVER =
 
 describe.skipIf(!docker)("the $HOME and clones limit", () => {
   let deployment: RosterRoot;
-  let mounted: string | undefined;
+  let unmount: (() => void) | undefined;
 
   beforeAll(async () => {
     deployment = await makeRosterRoot("http://127.0.0.1:9/v1");
@@ -56,7 +56,7 @@ describe.skipIf(!docker)("the $HOME and clones limit", () => {
     );
   });
   afterAll(async () => {
-    if (mounted) execFileSync("umount", ["-l", mounted]);
+    unmount?.();
     await deployment?.cleanup();
   });
 
@@ -120,19 +120,10 @@ describe.skipIf(!docker)("the $HOME and clones limit", () => {
   it.skipIf(!root)(
     "stops a box filling the run folders' disk toward the reserve; another worker's box goes on",
     async () => {
-      const org = join(deployment.paths.config, "org.toml");
-      const text = await readFile(org, "utf8");
-      await writeFile(
-        org,
-        /^\[store\]$/m.test(text)
-          ? text.replace(/^\[store\]$/m, "[store]\nreserve = 0.5")
-          : `${text}\n[store]\nreserve = 0.5\n`,
-      );
       // a 160 MB filesystem for the run folders, half of it kept free; bob's $HOME has the default 10g limit
+      await setStoreReserve(deployment.paths, 0.5);
       const runs = join(deployment.paths.state, "runs");
-      await mkdir(runs, { recursive: true });
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=160m", "tmpfs", runs]);
-      mounted = runs;
+      unmount = await mountSmallDisk(runs, "160m");
       const [filler, bystander] = await Promise.all([
         exec("bob", writer("$HOME", 70)),
         exec("elf", "sleep 6; echo still-here"),
