@@ -38,12 +38,18 @@ const dgram = require("node:dgram");
 const fs = require("node:fs");
 const log = process.argv[1];
 const note = (line) => fs.appendFileSync(log, line + "\\n");
-net.createServer((socket) => { note("tcp " + socket.remoteAddress); socket.end("outside\\n"); })
-  .listen(${OUTSIDE_TCP_PORT}, "0.0.0.0");
+// ready only once both listen: listen() and bind() finish after this script's last line
+let bound = 0;
+const ready = () => { if (++bound === 2) fs.writeFileSync(log + ".ready", ""); };
+net.createServer((socket) => {
+  // a peer that resets must not take the listener down: later attempts would look held
+  socket.on("error", () => {});
+  note("tcp " + socket.remoteAddress);
+  socket.end("outside\\n");
+}).listen(${OUTSIDE_TCP_PORT}, "0.0.0.0", ready);
 const udp = dgram.createSocket("udp4");
 udp.on("message", (message, from) => note("udp " + from.address + " " + message.toString().trim()));
-udp.bind(${OUTSIDE_UDP_PORT}, "0.0.0.0");
-fs.writeFileSync(log + ".ready", "");
+udp.bind(${OUTSIDE_UDP_PORT}, "0.0.0.0", ready);
 `;
 
 /** Connects from the host as a box would try to, and expects the listener's greeting. */
@@ -64,7 +70,35 @@ async function answersFromHost(): Promise<void> {
     );
 }
 
+/**
+ * An outside host left by a run that was killed before its stop() keeps this
+ * pass's addresses: the host would route to its dead namespace and every check
+ * aimed at the new one would fail. One with no process left is removed; one
+ * still in use is another run of this pass, and this one refuses to share.
+ */
+function clearStaleOutsideHosts(): void {
+  const held = execFileSync("ip", ["-o", "-4", "addr", "show", "to", `${HOST_SIDE}/32`], {
+    encoding: "utf8",
+  });
+  for (const link of held.matchAll(/^\d+:\s+ro([0-9a-f]{6})h\b/gm)) {
+    const ns = `roster-out-${link[1]}`;
+    let pids = "";
+    try {
+      pids = execFileSync("ip", ["netns", "pids", ns], { encoding: "utf8", stdio: "pipe" }).trim();
+    } catch {
+      // its namespace is gone already: only the link is left
+    }
+    if (pids)
+      throw new Error(
+        `another run's outside host (${ns}, processes ${pids.split("\n").join(" ")}) holds ${HOST_SIDE}: two runs of one engine pass can't share it`,
+      );
+    execFileSync("ip", ["link", "delete", `ro${link[1]}h`], { stdio: "ignore" });
+    execFileSync("ip", ["netns", "delete", ns], { stdio: "ignore" });
+  }
+}
+
 export async function startOutsideHost(): Promise<OutsideHost> {
+  clearStaleOutsideHosts();
   const id = randomBytes(3).toString("hex");
   const ns = `roster-out-${id}`;
   const hostEnd = `ro${id}h`;
