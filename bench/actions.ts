@@ -16,9 +16,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ProxyAgent, request } from "undici";
-import { rosterPaths } from "../runner/config/paths.ts";
-import { mintToken } from "../runner/gateway/identity.ts";
-import { PROJECT_ROOT } from "../runner/version.ts";
+import { mintToken } from "../runner/boundary/gateway/identity.ts";
+import { rosterPaths } from "../runner/ground/config/paths.ts";
+import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { freePort } from "../test/support/roster-root.ts";
 import { makeServerCertificate } from "../test/support/test-ca.ts";
 

@@ -16,7 +16,7 @@ import { writeFile } from "node:fs/promises";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { PROJECT_ROOT } from "../runner/version.ts";
+import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { corpusAvailable } from "../test/support/corpus.ts";
 
 interface Bench {

@@ -7,11 +7,11 @@
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectEngine } from "../runner/box/connect.ts";
-import type { DockerEngine } from "../runner/box/docker-engine.ts";
-import { buildBoxImage, formatBytes } from "../runner/box/image-build.ts";
-import { silentProgress } from "../runner/box/progress.ts";
-import { PROJECT_ROOT } from "../runner/version.ts";
+import { connectEngine } from "../runner/boundary/box/connect.ts";
+import type { DockerEngine } from "../runner/boundary/box/docker-engine.ts";
+import { buildBoxImage, formatBytes } from "../runner/boundary/box/image-build.ts";
+import { silentProgress } from "../runner/boundary/box/progress.ts";
+import { PROJECT_ROOT } from "../runner/ground/version.ts";
 
 const tag = "roster-box:bench";
 const engine = await connectEngine();

@@ -17,15 +17,15 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { initRoots } from "../runner/config/init.ts";
-import { rosterPaths } from "../runner/config/paths.ts";
-import { consoleApp } from "../runner/console/app.ts";
-import { ConsoleFeed } from "../runner/console/feed.ts";
-import { consoleKey } from "../runner/console/key.ts";
-import { AuditLog } from "../runner/gateway/audit.ts";
-import { readDecisions } from "../runner/gateway/audit-view.ts";
-import { Budgets } from "../runner/gateway/budget.ts";
-import { newRunId, type RunRecord, writeRecord } from "../runner/run-records/run-record.ts";
+import { AuditLog } from "../runner/boundary/gateway/audit.ts";
+import { readDecisions } from "../runner/boundary/gateway/audit-view.ts";
+import { Budgets } from "../runner/boundary/gateway/budget.ts";
+import { initRoots } from "../runner/ground/config/init.ts";
+import { rosterPaths } from "../runner/ground/config/paths.ts";
+import { newRunId, type RunRecord, writeRecord } from "../runner/records/run-records/run-record.ts";
+import { consoleApp } from "../runner/services/console/app.ts";
+import { ConsoleFeed } from "../runner/services/console/feed.ts";
+import { consoleKey } from "../runner/services/console/key.ts";
 import { writeDecisions } from "./audit-lines.ts";
 
 const RUNS = Number(process.env.RUNS ?? 10_000);

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { type Gate, newGateId, writeGate } from "../runner/actions/gates.ts";
+import { type Gate, newGateId, writeGate } from "../runner/services/actions/gates.ts";
 import { testBrowser } from "../test/support/browser.ts";
 import { freePort, makeRosterRoot } from "../test/support/roster-root.ts";
 import { median } from "./timing.ts";

@@ -12,9 +12,9 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { diskUsage } from "../runner/files/disk-usage.ts";
-import { listRuns } from "../runner/run-records/run-record.ts";
-import type { ExecEnvelope } from "../runner/runs/exec-envelope.ts";
+import { diskUsage } from "../runner/ground/files/disk-usage.ts";
+import { listRuns } from "../runner/records/run-records/run-record.ts";
+import type { ExecEnvelope } from "../runner/work/runs/exec-envelope.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
 
 const MB = 1024 * 1024;

@@ -14,10 +14,10 @@ import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { initRoots } from "../runner/config/init.ts";
-import { rosterPaths } from "../runner/config/paths.ts";
-import { mintToken } from "../runner/gateway/identity.ts";
-import { PROJECT_ROOT } from "../runner/version.ts";
+import { mintToken } from "../runner/boundary/gateway/identity.ts";
+import { initRoots } from "../runner/ground/config/init.ts";
+import { rosterPaths } from "../runner/ground/config/paths.ts";
+import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { freePort } from "../test/support/roster-root.ts";
 
 const other = process.argv[2] ? resolve(process.argv[2]) : undefined;

@@ -1,5 +1,5 @@
 /**
- * The door's running counts (runner/console/door-summary.ts) against reading
+ * The door's running counts (runner/services/console/door-summary.ts) against reading
  * the whole audit log, side by side in one run, on a log of 1,000,000 lines
  * written by the gateway's own AuditLog: the whole-log read the door page does
  * today (gateway/audit-view.ts readDecisions), the summary's first count of
@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { DoorSummary } from "../runner/console/door-summary.ts";
-import { AuditLog } from "../runner/gateway/audit.ts";
-import { readDecisions } from "../runner/gateway/audit-view.ts";
+import { AuditLog } from "../runner/boundary/gateway/audit.ts";
+import { readDecisions } from "../runner/boundary/gateway/audit-view.ts";
+import { DoorSummary } from "../runner/services/console/door-summary.ts";
 import { HOSTS, writeDecisions } from "./audit-lines.ts";
 
 const LINES = Number(process.env.LINES ?? 1_000_000);

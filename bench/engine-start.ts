@@ -10,7 +10,7 @@
  */
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { BOX_IMAGE } from "../runner/box/layout.ts";
+import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
 import { ModelServer } from "../test/support/model-server.ts";
 import { piFloor } from "./pi-floor.ts";
 

@@ -14,9 +14,9 @@ import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { rosterPaths } from "../runner/config/paths.ts";
-import { mintToken } from "../runner/gateway/identity.ts";
-import { PROJECT_ROOT } from "../runner/version.ts";
+import { mintToken } from "../runner/boundary/gateway/identity.ts";
+import { rosterPaths } from "../runner/ground/config/paths.ts";
+import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { freePort } from "../test/support/roster-root.ts";
 import { makeServerCertificate } from "../test/support/test-ca.ts";
 

@@ -7,9 +7,9 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SENTINEL } from "../runner/box/box-env.ts";
-import { RUN_PI } from "../runner/box/layout.ts";
-import { piAgentConfig } from "../runner/config/model.ts";
+import { SENTINEL } from "../runner/boundary/box/box-env.ts";
+import { RUN_PI } from "../runner/boundary/box/layout.ts";
+import { piAgentConfig } from "../runner/ground/config/model.ts";
 
 export interface PiFloor {
   /** `docker run …` argv; `extra` goes before the image, `prefix` before run-pi. */

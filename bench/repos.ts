@@ -15,12 +15,12 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { REPO_DEFAULTS } from "../runner/config/connections.ts";
-import { rosterPaths } from "../runner/config/paths.ts";
-import { cloneRunRepos } from "../runner/repos/clone.ts";
-import { checkAndHold, incomingRef } from "../runner/repos/push.ts";
-import { readRecord, runDir, writeRecord } from "../runner/run-records/run-record.ts";
-import { readRunContext } from "../runner/runs/run-context.ts";
+import { REPO_DEFAULTS } from "../runner/ground/config/connections.ts";
+import { rosterPaths } from "../runner/ground/config/paths.ts";
+import { readRecord, runDir, writeRecord } from "../runner/records/run-records/run-record.ts";
+import { cloneRunRepos } from "../runner/work/repos/clone.ts";
+import { checkAndHold, incomingRef } from "../runner/work/repos/push.ts";
+import { readRunContext } from "../runner/work/runs/run-context.ts";
 
 const FILES = 10_000;
 const RUNS = 5;

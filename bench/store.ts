@@ -13,8 +13,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { rosterPaths } from "../runner/config/paths.ts";
-import { listSnapshots, takeSnapshot } from "../runner/store/snapshots.ts";
+import { listSnapshots, takeSnapshot } from "../runner/boundary/store/snapshots.ts";
+import { rosterPaths } from "../runner/ground/config/paths.ts";
 
 const FILES = 10_000;
 const FILE_BYTES = 20_000; // 200 MB in all

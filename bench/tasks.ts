@@ -9,8 +9,13 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { Dispatcher } from "../runner/server/dispatch.ts";
-import { readTasks, type Task, type Template, updateList } from "../runner/task-list/store.ts";
+import {
+  readTasks,
+  type Task,
+  type Template,
+  updateList,
+} from "../runner/records/task-list/store.ts";
+import { Dispatcher } from "../runner/services/server/dispatch.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
 
 const WORKERS = 50;

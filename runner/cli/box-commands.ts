@@ -1,9 +1,9 @@
 /**
  * `roster box …`: declares the box image and container engine commands — their
- * arguments, flags and help. What each does lives in runner/box/.
+ * arguments, flags and help. What each does lives in runner/boundary/box/.
  */
 import type { Command } from "commander";
-import { BOX_IMAGE, DEFAULT_BASE } from "../box/layout.ts";
+import { BOX_IMAGE, DEFAULT_BASE } from "../boundary/box/layout.ts";
 import type { BuildFlags, DoctorFlags } from "./box-actions.ts";
 import type { ExecFlags } from "./worker-box-actions.ts";
 

@@ -2,13 +2,13 @@
  * `roster channel ls | show | trust | untrust | set`: declares the commands for
  * the channels workers talk in, and the operator's word on each — whether sends
  * there run unasked and whether every message wakes the worker or only a
- * mention. What each does lives in channel-actions.ts and runner/channels/.
+ * mention. What each does lives in channel-actions.ts and runner/records/channels/.
  */
 import type { Command } from "commander";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 const channelActions = () => import("./channel-actions.ts");
-const channelCommands = () => import("../channels/commands.ts");
+const channelCommands = () => import("../records/channels/commands.ts");
 
 export function registerChannelCommands(program: Command): void {
   const channel = program

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { RosterError } from "../errors.ts";
+import { RosterError } from "../ground/errors.ts";
 
 /**
  * `roster completion bash|zsh|fish`: tab completion for every command and

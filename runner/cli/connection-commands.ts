@@ -1,12 +1,12 @@
 /**
  * `roster connection …`: declares the commands for what workers may reach —
- * their arguments, flags and help. What each does lives in runner/connections/.
+ * their arguments, flags and help. What each does lives in runner/work/connections/.
  */
 import { type Command, Option } from "commander";
-import type { AddFlags, SecretFlags } from "../connections/commands.ts";
+import type { AddFlags, SecretFlags } from "../work/connections/commands.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const connectionCommands = () => import("../connections/commands.ts");
+const connectionCommands = () => import("../work/connections/commands.ts");
 
 const repeat = (value: string, previous: string[] = []) => [...previous, value];
 

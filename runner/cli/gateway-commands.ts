@@ -4,11 +4,11 @@
  * child) and reading what it decided.
  */
 import { type Command, Option } from "commander";
-import type { GatewayStartFlags } from "../gateway/commands.ts";
-import { parseAddr } from "../gateway/listen.ts";
+import type { GatewayStartFlags } from "../boundary/gateway/commands.ts";
+import { parseAddr } from "../boundary/gateway/listen.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const gatewayCommands = () => import("../gateway/commands.ts");
+const gatewayCommands = () => import("../boundary/gateway/commands.ts");
 
 export function registerGatewayCommands(program: Command): void {
   const gateway = program.command("gateway").description("the one door out of every box");
@@ -17,9 +17,9 @@ export function registerGatewayCommands(program: Command): void {
     .command("start")
     .description("run the gateway in the foreground")
     .option("--addr <host:port>", "address to listen on (repeatable)", parseAddr)
-    // roster run's own gateway, a child of the run (runner/gateway/embedded.ts)
+    // roster run's own gateway, a child of the run (runner/boundary/gateway/embedded.ts)
     .addOption(new Option("--embedded").hideHelp())
-    // the server's gateway, its supervised child (runner/gateway/supervised.ts)
+    // the server's gateway, its supervised child (runner/boundary/gateway/supervised.ts)
     .addOption(new Option("--for-server").hideHelp())
     .action(async (flags: GatewayStartFlags) =>
       (await gatewayCommands()).startGatewayCommand(flags),

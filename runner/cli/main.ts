@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
-import { userFailure } from "../errors.ts";
-import { ROSTER_VERSION } from "../version.ts";
+import { userFailure } from "../ground/errors.ts";
+import { ROSTER_VERSION } from "../ground/version.ts";
 import { registerActionCommands } from "./action-commands.ts";
 import { withOurSpelling } from "./aliases.ts";
 import { registerBoxCommands } from "./box-commands.ts";

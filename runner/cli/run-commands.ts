@@ -1,10 +1,10 @@
 /**
  * `roster init | validate | login | run | runs …`: declares the commands that set
  * up a root and run workers — their arguments, flags and help. What each does
- * lives in runner/config/ and runner/runs/.
+ * lives in runner/ground/config/ and runner/work/runs/.
  */
 import type { Command } from "commander";
-import { rosterPaths } from "../config/paths.ts";
+import { rosterPaths } from "../ground/config/paths.ts";
 import type { RunFlags } from "./run-actions.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
@@ -66,7 +66,7 @@ export function registerRunCommands(program: Command): void {
     .option("--worker <worker>", "only this worker's runs")
     .option("--json", "print what was dropped as JSON")
     .action(async (flags: { olderThan?: string; worker?: string; json?: boolean }) => {
-      const { pruneRunsCommand } = await import("../runs/prune-command.ts");
+      const { pruneRunsCommand } = await import("../work/runs/prune-command.ts");
       await pruneRunsCommand(rosterPaths(), flags);
     });
   runs

@@ -3,12 +3,12 @@
  * gateway, the action host, chat sessions and task dispatch.
  */
 import { type Command, Option } from "commander";
-import { RosterError } from "../errors.ts";
-import { parseAddr } from "../gateway/listen.ts";
-import type { ServerStartFlags } from "../server/commands.ts";
+import { parseAddr } from "../boundary/gateway/listen.ts";
+import { RosterError } from "../ground/errors.ts";
+import type { ServerStartFlags } from "../services/server/commands.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const serverCommands = () => import("../server/commands.ts");
+const serverCommands = () => import("../services/server/commands.ts");
 
 function parseCap(value: string): number {
   const cap = Number(value);
@@ -34,7 +34,7 @@ export function registerServerCommands(program: Command): void {
     .option("--no-console", "serve no web console ([console] in org.toml says where it listens)")
     .action(async (flags: ServerStartFlags) => (await serverCommands()).startServerCommand(flags));
 
-  // one chat listener, started and supervised by the server (runner/listeners/)
+  // one chat listener, started and supervised by the server (runner/services/listeners/)
   server
     .command("listener <worker> <platform>", { hidden: true })
     .addOption(new Option("--internal").hideHelp())

@@ -3,8 +3,8 @@
  * terminal, turn by turn in one warm box.
  */
 import type { Command } from "commander";
-import { rosterPaths } from "../config/paths.ts";
-import { RosterError } from "../errors.ts";
+import { rosterPaths } from "../ground/config/paths.ts";
+import { RosterError } from "../ground/errors.ts";
 
 function parseSecs(value: string): number {
   const secs = Number(value);
@@ -25,7 +25,7 @@ export function registerTalkCommands(program: Command): void {
       parseSecs,
     )
     .action(async (worker: string, flags: { idle?: number }) => {
-      const { talk } = await import("../talk/talk.ts");
+      const { talk } = await import("../services/talk/talk.ts");
       process.exitCode = await talk({
         paths: rosterPaths(),
         worker,

@@ -2,14 +2,14 @@
  * `roster task add`: turns the command's flags into a task or a recurring
  * template, checked field by field before anything is written.
  */
-import { ceilingProblem } from "../config/ceiling.ts";
-import { loadConfig } from "../config/load.ts";
-import type { RosterPaths } from "../config/paths.ts";
-import { scheduleZone } from "../config/time-zone.ts";
-import { RosterError } from "../errors.ts";
-import { newTaskId, type Task, updateList, updateTasks } from "../task-list/store.ts";
-import { dependencyProblem } from "../tasks/readiness.ts";
-import { applyTemplates } from "../tasks/template-edit.ts";
+import { ceilingProblem } from "../ground/config/ceiling.ts";
+import { loadConfig } from "../ground/config/load.ts";
+import type { RosterPaths } from "../ground/config/paths.ts";
+import { scheduleZone } from "../ground/config/time-zone.ts";
+import { RosterError } from "../ground/errors.ts";
+import { newTaskId, type Task, updateList, updateTasks } from "../records/task-list/store.ts";
+import { dependencyProblem } from "../work/tasks/readiness.ts";
+import { applyTemplates } from "../work/tasks/template-edit.ts";
 
 /** `roster task add`'s flags, as commander hands them over. */
 export interface AddFlags {

@@ -1,12 +1,12 @@
 /**
  * `roster worker …`: declares the commands for the workers themselves — their
- * arguments, flags and help. What each does lives in runner/workers/.
+ * arguments, flags and help. What each does lives in runner/services/workers/.
  */
 import type { Command } from "commander";
-import type { RestoreFlags } from "../workers/restore-command.ts";
+import type { RestoreFlags } from "../services/workers/restore-command.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const workerCommands = () => import("../workers/commands.ts");
+const workerCommands = () => import("../services/workers/commands.ts");
 
 /** `roster worker …`: the workers themselves — add, list, show, remove — and their stores' snapshots. */
 export function registerWorkerCommands(program: Command): void {
@@ -66,6 +66,6 @@ export function registerWorkerCommands(program: Command): void {
     .option("--channel <id>", "the worker's store for that channel (~/channel/store) instead")
     .option("--json", "print the result as JSON")
     .action(async (name: string, flags: RestoreFlags) =>
-      (await import("../workers/restore-command.ts")).restoreStoreCommand(name, flags),
+      (await import("../services/workers/restore-command.ts")).restoreStoreCommand(name, flags),
     );
 }

@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { approveGate } from "../../runner/actions/desk.ts";
-import { slackParts } from "../../runner/actions/executors/slack.ts";
-import { findGate } from "../../runner/actions/gates.ts";
+import { approveGate } from "../../runner/services/actions/desk.ts";
+import { slackParts } from "../../runner/services/actions/executors/slack.ts";
+import { findGate } from "../../runner/services/actions/gates.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { SlackStandIn } from "../support/slack-stand-in.ts";

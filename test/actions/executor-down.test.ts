@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { approveGate } from "../../runner/actions/desk.ts";
-import { findGate, readGate } from "../../runner/actions/gates.ts";
+import { approveGate } from "../../runner/services/actions/desk.ts";
+import { findGate, readGate } from "../../runner/services/actions/gates.ts";
 import { startEmailDesk, submitAction } from "../support/action-host.ts";
 import type { GatewayEnv } from "../support/gateway-env.ts";
 import type { SmtpSink } from "../support/smtp.ts";

@@ -2,15 +2,15 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { approveGate, denyGate } from "../../runner/actions/desk.ts";
+import { readJournal } from "../../runner/records/journal/journal.ts";
+import { approveGate, denyGate } from "../../runner/services/actions/desk.ts";
 import {
   findGate,
   listGates,
   readGate,
   resultMarker,
   writeGate,
-} from "../../runner/actions/gates.ts";
-import { readJournal } from "../../runner/journal/journal.ts";
+} from "../../runner/services/actions/gates.ts";
 import { submitAction } from "../support/action-host.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";

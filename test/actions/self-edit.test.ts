@@ -2,11 +2,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { approveGate } from "../../runner/actions/desk.ts";
-import { showGate } from "../../runner/actions/desk-view.ts";
-import { sha256 } from "../../runner/actions/executors/self-edit.ts";
-import { findGate } from "../../runner/actions/gates.ts";
-import { readJournal } from "../../runner/journal/journal.ts";
+import { readJournal } from "../../runner/records/journal/journal.ts";
+import { approveGate } from "../../runner/services/actions/desk.ts";
+import { showGate } from "../../runner/services/actions/desk-view.ts";
+import { sha256 } from "../../runner/services/actions/executors/self-edit.ts";
+import { findGate } from "../../runner/services/actions/gates.ts";
 import { postAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 

@@ -2,11 +2,11 @@ import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listGates } from "../../runner/actions/gates.ts";
-import { replyFromTask } from "../../runner/actions/task-reply.ts";
-import { readJournal } from "../../runner/journal/journal.ts";
-import { runDir, writeRecord } from "../../runner/run-records/run-record.ts";
-import { readTasks } from "../../runner/task-list/store.ts";
+import { readJournal } from "../../runner/records/journal/journal.ts";
+import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
+import { readTasks } from "../../runner/records/task-list/store.ts";
+import { listGates } from "../../runner/services/actions/gates.ts";
+import { replyFromTask } from "../../runner/services/actions/task-reply.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 

@@ -9,10 +9,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import registerActions from "../../extensions/actions.ts";
 import { gatesReport, propose } from "../../extensions/lib/action-words.ts";
 import { ActionsUnreachable, callActions } from "../../extensions/lib/actions-client.ts";
-import { denyGate } from "../../runner/actions/desk.ts";
-import { findGate } from "../../runner/actions/gates.ts";
-import { readJournal } from "../../runner/journal/journal.ts";
-import { runDir } from "../../runner/run-records/run-record.ts";
+import { readJournal } from "../../runner/records/journal/journal.ts";
+import { runDir } from "../../runner/records/run-records/run-record.ts";
+import { denyGate } from "../../runner/services/actions/desk.ts";
+import { findGate } from "../../runner/services/actions/gates.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 
 /**

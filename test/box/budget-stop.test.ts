@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SessionError } from "../../runner/sessions/session.ts";
-import { readTasks, type Task } from "../../runner/task-list/store.ts";
+import { readTasks, type Task } from "../../runner/records/task-list/store.ts";
+import { SessionError } from "../../runner/work/sessions/session.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

@@ -2,7 +2,7 @@ import { chmod, cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 import { configureModel, makeHome, type TestHome } from "../support/box-home.ts";
 import { testDocker, testEngine } from "../support/docker.ts";
 import { relayDoor } from "../support/door-relay.ts";

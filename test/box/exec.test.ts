@@ -3,9 +3,9 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "../../runner/box/layout.ts";
-import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
-import type { ExecEnvelope as Envelope } from "../../runner/runs/exec-envelope.ts";
+import { BOX_CONTRACT, BOX_IMAGE, LABELS } from "../../runner/boundary/box/layout.ts";
+import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
+import type { ExecEnvelope as Envelope } from "../../runner/work/runs/exec-envelope.ts";
 import { testDocker, testEngine } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 

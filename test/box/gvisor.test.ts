@@ -2,11 +2,11 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOX_IMAGE } from "../../runner/box/layout.ts";
-import { startBox } from "../../runner/box/lifecycle.ts";
-import { engineRuntime } from "../../runner/box/runtime-check.ts";
-import { DAEMON_JSON, findRunsc, setUpRunsc } from "../../runner/box/runtime-setup.ts";
-import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
+import { BOX_IMAGE } from "../../runner/boundary/box/layout.ts";
+import { startBox } from "../../runner/boundary/box/lifecycle.ts";
+import { engineRuntime } from "../../runner/boundary/box/runtime-check.ts";
+import { DAEMON_JSON, findRunsc, setUpRunsc } from "../../runner/boundary/box/runtime-setup.ts";
+import type { ExecEnvelope } from "../../runner/work/runs/exec-envelope.ts";
 import { isCI, testDocker, testEngine } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 

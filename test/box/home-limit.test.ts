@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { diskUsage } from "../../runner/files/disk-usage.ts";
-import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
-import type { ExecEnvelope } from "../../runner/runs/exec-envelope.ts";
+import { diskUsage } from "../../runner/ground/files/disk-usage.ts";
+import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
+import type { ExecEnvelope } from "../../runner/work/runs/exec-envelope.ts";
 import { testDocker } from "../support/docker.ts";
 import { makeCanonical, writeRepoConnection } from "../support/repos.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

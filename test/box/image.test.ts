@@ -1,12 +1,12 @@
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { describe, expect, it } from "vitest";
-import { listExtensions } from "../../runner/box/build-context.ts";
-import { buildBoxImage } from "../../runner/box/image-build.ts";
-import { BOX_IMAGE, LABELS, OFFLINE_BASE } from "../../runner/box/layout.ts";
-import { silentProgress } from "../../runner/box/progress.ts";
-import { RosterError } from "../../runner/errors.ts";
-import { ENGINE_PIN, PROJECT_ROOT } from "../../runner/version.ts";
+import { listExtensions } from "../../runner/boundary/box/build-context.ts";
+import { buildBoxImage } from "../../runner/boundary/box/image-build.ts";
+import { BOX_IMAGE, LABELS, OFFLINE_BASE } from "../../runner/boundary/box/layout.ts";
+import { silentProgress } from "../../runner/boundary/box/progress.ts";
+import { RosterError } from "../../runner/ground/errors.ts";
+import { ENGINE_PIN, PROJECT_ROOT } from "../../runner/ground/version.ts";
 import { makeHome } from "../support/box-home.ts";
 import { testDocker, testEngine } from "../support/docker.ts";
 import { runInBox } from "../support/pi-box.ts";

@@ -6,7 +6,7 @@
 import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { storeCredential } from "../../runner/runs/credentials.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { testDocker } from "../support/docker.ts";
 import { type HostileMcp, startHostileMcp } from "../support/mcp-hostile.ts";
 import { type McpTestServer, startMcpServer } from "../support/mcp-server.ts";

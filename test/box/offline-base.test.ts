@@ -2,10 +2,10 @@ import { execFileSync } from "node:child_process";
 import type Docker from "dockerode";
 import type { ImageInfo } from "dockerode";
 import { describe, expect, inject, it } from "vitest";
-import { BOX_IMAGE, LABELS, OFFLINE_BASE } from "../../runner/box/layout.ts";
-import { baseRecipeHash, NODE_PACKAGE_VERSION } from "../../runner/box/offline-base.ts";
-import { onPath } from "../../runner/box/run-command.ts";
-import { ENGINE_PIN } from "../../runner/version.ts";
+import { BOX_IMAGE, LABELS, OFFLINE_BASE } from "../../runner/boundary/box/layout.ts";
+import { baseRecipeHash, NODE_PACKAGE_VERSION } from "../../runner/boundary/box/offline-base.ts";
+import { onPath } from "../../runner/boundary/box/run-command.ts";
+import { ENGINE_PIN } from "../../runner/ground/version.ts";
 import { runRoster } from "../support/cli.ts";
 import { testDocker } from "../support/docker.ts";
 
@@ -17,7 +17,7 @@ import { testDocker } from "../support/docker.ts";
  * makes must run pi. Minutes long (a whole Debian and a whole box image), so
  * it is made once per recipe: on a machine where the test setup had to build
  * the base itself (no registry, and no base made by this recipe: CI's first
- * run, or any run after runner/box/offline-base.ts or its Node pin changed),
+ * run, or any run after runner/boundary/box/offline-base.ts or its Node pin changed),
  * that build is the one checked, with every assertion but the CLI's own JSON,
  * rather than made a second time; where a base made by this very recipe is
  * cached (its label says so, and the box image stands on it), that base is the

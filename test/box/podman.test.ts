@@ -4,11 +4,11 @@ import { chmod, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { connectEngine } from "../../runner/box/connect.ts";
-import { BOX_IMAGE } from "../../runner/box/layout.ts";
-import { runBox } from "../../runner/box/lifecycle.ts";
-import { importTree } from "../../runner/box/offline-base.ts";
-import { silentProgress } from "../../runner/box/progress.ts";
+import { connectEngine } from "../../runner/boundary/box/connect.ts";
+import { BOX_IMAGE } from "../../runner/boundary/box/layout.ts";
+import { runBox } from "../../runner/boundary/box/lifecycle.ts";
+import { importTree } from "../../runner/boundary/box/offline-base.ts";
+import { silentProgress } from "../../runner/boundary/box/progress.ts";
 import { isCI } from "../support/docker.ts";
 
 /**

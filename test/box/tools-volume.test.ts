@@ -2,8 +2,8 @@ import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TOOLCHAIN_LABEL } from "../../runner/box/toolchain-image.ts";
-import { deploymentKey, TOOLS_LABELS } from "../../runner/box/tools-volume.ts";
+import { TOOLCHAIN_LABEL } from "../../runner/boundary/box/toolchain-image.ts";
+import { deploymentKey, TOOLS_LABELS } from "../../runner/boundary/box/tools-volume.ts";
 import { testDocker } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 

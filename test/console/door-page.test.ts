@@ -2,10 +2,10 @@ import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { rosterPaths } from "../../runner/config/paths.ts";
-import { doorPart } from "../../runner/console/pages/door.ts";
-import { linesFromEnd } from "../../runner/files/tail-lines.ts";
-import { AuditLog } from "../../runner/gateway/audit.ts";
+import { AuditLog } from "../../runner/boundary/gateway/audit.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { linesFromEnd } from "../../runner/ground/files/tail-lines.ts";
+import { doorPart } from "../../runner/services/console/pages/door.ts";
 import { facts } from "../support/facts.ts";
 
 /**

@@ -2,13 +2,13 @@ import { appendFileSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DoorSummary } from "../../runner/console/door-summary.ts";
-import { AuditLog } from "../../runner/gateway/audit.ts";
-import { readDecisions, runDecisionsFrom } from "../../runner/gateway/audit-view.ts";
+import { AuditLog } from "../../runner/boundary/gateway/audit.ts";
+import { readDecisions, runDecisionsFrom } from "../../runner/boundary/gateway/audit-view.ts";
+import { DoorSummary } from "../../runner/services/console/door-summary.ts";
 import { facts as requestFacts } from "../support/facts.ts";
 
 /**
- * The door's running counts (runner/console/door-summary.ts) over an audit
+ * The door's running counts (runner/services/console/door-summary.ts) over an audit
  * log written by the gateway's own AuditLog: each refresh reads only what was
  * appended, a half-written line waits, a replaced log is counted again, and
  * the counts survive a new process. No page reads the whole log for them.

@@ -2,12 +2,12 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ScopedLimit } from "../../runner/config/grant-schema.ts";
-import { SpendSummary } from "../../runner/console/spend-summary.ts";
-import { Budgets } from "../../runner/gateway/budget.ts";
+import { Budgets } from "../../runner/boundary/gateway/budget.ts";
+import type { ScopedLimit } from "../../runner/ground/config/grant-schema.ts";
+import { SpendSummary } from "../../runner/services/console/spend-summary.ts";
 
 /**
- * The console's running sums of spend (runner/console/spend-summary.ts) over
+ * The console's running sums of spend (runner/services/console/spend-summary.ts) over
  * a usage log the gateway's own Budgets wrote: every limit's window shows
  * what `roster budget` shows (Budgets.standing), per day per worker sums add
  * up, and a refresh reads only what was appended.

@@ -5,10 +5,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rosterPaths } from "../../runner/config/paths.ts";
-import { readDecisions } from "../../runner/gateway/audit-view.ts";
-import { type EmbeddedGateway, launchEmbeddedGateway } from "../../runner/gateway/embedded.ts";
-import { mintToken } from "../../runner/gateway/identity.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
+import {
+  type EmbeddedGateway,
+  launchEmbeddedGateway,
+} from "../../runner/boundary/gateway/embedded.ts";
+import { mintToken } from "../../runner/boundary/gateway/identity.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
 import { uploadBurst } from "../support/upload-burst.ts";
 
 /**

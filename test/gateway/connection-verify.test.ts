@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { type BearerApi, startBearerApi } from "../support/bearer-api.ts";
 import { runRoster, runRosterWithInput } from "../support/cli.ts";
 import { pointAtScriptedModel } from "../support/roster-root.ts";

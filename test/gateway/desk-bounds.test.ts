@@ -2,9 +2,12 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { denyGate } from "../../runner/actions/desk.ts";
-import { MAX_HELD_CALL_BYTES, MAX_PENDING_GATES } from "../../runner/actions/desk-bounds.ts";
-import { listGates } from "../../runner/actions/gates.ts";
+import { denyGate } from "../../runner/services/actions/desk.ts";
+import {
+  MAX_HELD_CALL_BYTES,
+  MAX_PENDING_GATES,
+} from "../../runner/services/actions/desk-bounds.ts";
+import { listGates } from "../../runner/services/actions/gates.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 

@@ -4,9 +4,9 @@ import { mkdir, readFile } from "node:fs/promises";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOOR_SOCKET } from "../../runner/box/layout.ts";
-import { doorDir, embeddedDoor, openDoor, sweepDoors } from "../../runner/gateway/door.ts";
-import { Gateway } from "../../runner/gateway/gateway.ts";
+import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
+import { doorDir, embeddedDoor, openDoor, sweepDoors } from "../../runner/boundary/gateway/door.ts";
+import { Gateway } from "../../runner/boundary/gateway/gateway.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { Upstream } from "../support/upstream.ts";
 

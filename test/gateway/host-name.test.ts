@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { hostName } from "../../runner/config/host-name.ts";
-import { hostMatches } from "../../runner/config/host-pattern.ts";
-import { ClosedPorts } from "../../runner/gateway/closed-ports.ts";
-import { grantNamesHost } from "../../runner/gateway/judge.ts";
+import { ClosedPorts } from "../../runner/boundary/gateway/closed-ports.ts";
+import { grantNamesHost } from "../../runner/boundary/gateway/judge.ts";
+import { hostName } from "../../runner/ground/config/host-name.ts";
+import { hostMatches } from "../../runner/ground/config/host-pattern.ts";
 
 /**
  * One form for a host wherever one is compared: a grant, the SSRF guard's

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readJournal } from "../../runner/journal/journal.ts";
+import { readJournal } from "../../runner/records/journal/journal.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { connectMcp, type McpConnection, resultText } from "../support/mcp-clients.ts";

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DecisionRecord } from "../../runner/gateway/audit.ts";
-import { runDir, writeRecord } from "../../runner/run-records/run-record.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
+import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { viaProxy } from "../support/proxy-clients.ts";

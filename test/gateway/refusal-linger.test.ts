@@ -3,7 +3,7 @@ import { open } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOOR_SOCKET } from "../../runner/box/layout.ts";
+import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { Upstream } from "../support/upstream.ts";
 

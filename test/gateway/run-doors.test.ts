@@ -5,18 +5,18 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOOR_SOCKET } from "../../runner/box/layout.ts";
-import { rosterPaths } from "../../runner/config/paths.ts";
-import { readDecisions } from "../../runner/gateway/audit-view.ts";
-import { doorDir, runDoorDir } from "../../runner/gateway/door.ts";
+import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
+import { doorDir, runDoorDir } from "../../runner/boundary/gateway/door.ts";
 import {
   bindToken,
   mintReadyToken,
   mintToken,
   revokeToken,
-} from "../../runner/gateway/identity.ts";
-import { DOOR_CAP_RULE, DOOR_CONNECTION_CAP } from "../../runner/gateway/run-doors.ts";
-import { type GatewayLease, leaseGateway } from "../../runner/runs/gateway-lease.ts";
+} from "../../runner/boundary/gateway/identity.ts";
+import { DOOR_CAP_RULE, DOOR_CONNECTION_CAP } from "../../runner/boundary/gateway/run-doors.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { type GatewayLease, leaseGateway } from "../../runner/work/runs/gateway-lease.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { Upstream } from "../support/upstream.ts";
 

@@ -2,9 +2,12 @@ import { readFileSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { askHealth } from "../../runner/gateway/health.ts";
-import { type ListenerStatus, readListenerStatuses } from "../../runner/listeners/supervisor.ts";
-import { storeCredential } from "../../runner/runs/credentials.ts";
+import { askHealth } from "../../runner/boundary/gateway/health.ts";
+import {
+  type ListenerStatus,
+  readListenerStatuses,
+} from "../../runner/services/listeners/supervisor.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { chatWorker, lazyServer, messageOf, until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";

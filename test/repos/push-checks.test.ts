@@ -2,12 +2,12 @@ import { generateKeyPairSync } from "node:crypto";
 import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { approveGate } from "../../runner/actions/desk.ts";
-import { showGate } from "../../runner/actions/desk-view.ts";
-import { findGate } from "../../runner/actions/gates.ts";
-import { withFileLock } from "../../runner/files/file-lock.ts";
-import { readJournal } from "../../runner/journal/journal.ts";
-import { incomingRef, laneLock } from "../../runner/repos/push.ts";
+import { withFileLock } from "../../runner/ground/files/file-lock.ts";
+import { readJournal } from "../../runner/records/journal/journal.ts";
+import { approveGate } from "../../runner/services/actions/desk.ts";
+import { showGate } from "../../runner/services/actions/desk-view.ts";
+import { findGate } from "../../runner/services/actions/gates.ts";
+import { incomingRef, laneLock } from "../../runner/work/repos/push.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import {

@@ -3,13 +3,13 @@ import { writeFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { readJournal } from "../../runner/journal/journal.ts";
+import { readJournal } from "../../runner/records/journal/journal.ts";
 import {
   type RunRecord,
   readRecord,
   runDir,
   writeRecord,
-} from "../../runner/run-records/run-record.ts";
+} from "../../runner/records/run-records/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import {
   ModelServer,

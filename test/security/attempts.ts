@@ -20,7 +20,7 @@ export interface Outcome {
   detail?: string;
 }
 
-export type { ExecEnvelope as Envelope } from "../../runner/runs/exec-envelope.ts";
+export type { ExecEnvelope as Envelope } from "../../runner/work/runs/exec-envelope.ts";
 
 const encode = (text: string) => Buffer.from(text, "utf8").toString("base64");
 

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 import { runRoster } from "../support/cli.ts";
 
 /**

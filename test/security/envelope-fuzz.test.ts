@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listGates } from "../../runner/actions/gates.ts";
+import { listGates } from "../../runner/services/actions/gates.ts";
 import { postAction, startEmailDesk, submitAction } from "../support/action-host.ts";
 import type { GatewayEnv } from "../support/gateway-env.ts";
 import type { SmtpSink } from "../support/smtp.ts";

@@ -5,11 +5,11 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listGates } from "../../runner/actions/gates.ts";
-import { BOX_IMAGE, DOOR_PORT } from "../../runner/box/layout.ts";
-import { appendMessage, ensureChannel } from "../../runner/channels/store.ts";
-import { mintToken, revokeToken } from "../../runner/gateway/identity.ts";
-import { storeCredential } from "../../runner/runs/credentials.ts";
+import { BOX_IMAGE, DOOR_PORT } from "../../runner/boundary/box/layout.ts";
+import { mintToken, revokeToken } from "../../runner/boundary/gateway/identity.ts";
+import { appendMessage, ensureChannel } from "../../runner/records/channels/store.ts";
+import { listGates } from "../../runner/services/actions/gates.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import {
   aimAt,
   containerAddress,

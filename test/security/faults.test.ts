@@ -4,7 +4,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
+import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import { bridgeGateway, hostBridgeAddress, testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { readRecord, runDir } from "../../runner/run-records/run-record.ts";
-import { readTasks, type Task } from "../../runner/task-list/store.ts";
+import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
+import { readTasks, type Task } from "../../runner/records/task-list/store.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type Turn } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

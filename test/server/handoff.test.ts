@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { listRuns, readRecord, runDir } from "../../runner/run-records/run-record.ts";
-import { readTasks } from "../../runner/task-list/store.ts";
+import { listRuns, readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
+import { readTasks } from "../../runner/records/task-list/store.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";

@@ -3,8 +3,12 @@ import { readdirSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readDecisions } from "../../runner/gateway/audit-view.ts";
-import { listRuns, type RunRecord, readRecord } from "../../runner/run-records/run-record.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
+import {
+  listRuns,
+  type RunRecord,
+  readRecord,
+} from "../../runner/records/run-records/run-record.ts";
 import { ROSTER_BIN } from "../support/cli.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type RecordedRequest, type Turn, textOf } from "../support/model-server.ts";

@@ -3,7 +3,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listRuns, readRecord } from "../../runner/run-records/run-record.ts";
+import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type RecordedRequest, textOf } from "../support/model-server.ts";

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readTasks } from "../../runner/task-list/store.ts";
+import { readTasks } from "../../runner/records/task-list/store.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type RecordedRequest, type Turn, textOf } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

@@ -11,9 +11,9 @@ import {
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { proxyUrl } from "../../runner/gateway/identity.ts";
-import { readReadyStatus, readyStatusFile } from "../../runner/ready/server-pool.ts";
-import { readRecord, runDir } from "../../runner/run-records/run-record.ts";
+import { proxyUrl } from "../../runner/boundary/gateway/identity.ts";
+import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
+import { readReadyStatus, readyStatusFile } from "../../runner/work/ready/server-pool.ts";
 import { testDocker } from "../support/docker.ts";
 import { textOf } from "../support/model-server.ts";
 import { viaProxy } from "../support/proxy-clients.ts";

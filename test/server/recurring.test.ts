@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { listRuns, runDir } from "../../runner/run-records/run-record.ts";
-import { Dispatcher } from "../../runner/server/dispatch.ts";
-import { readTasks, type Task } from "../../runner/task-list/store.ts";
+import { listRuns, runDir } from "../../runner/records/run-records/run-record.ts";
+import { readTasks, type Task } from "../../runner/records/task-list/store.ts";
+import { Dispatcher } from "../../runner/services/server/dispatch.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type Turn } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

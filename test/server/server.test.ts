@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { readRecord, runDir } from "../../runner/run-records/run-record.ts";
-import { readTasks, type Task } from "../../runner/task-list/store.ts";
+import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
+import { readTasks, type Task } from "../../runner/records/task-list/store.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type RecordedRequest, type Turn, textOf } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

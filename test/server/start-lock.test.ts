@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import { existsSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readTasks } from "../../runner/task-list/store.ts";
+import { readTasks } from "../../runner/records/task-list/store.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

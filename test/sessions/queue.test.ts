@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SessionRouter } from "../../runner/sessions/router.ts";
-import { SessionError } from "../../runner/sessions/session.ts";
+import { SessionRouter } from "../../runner/work/sessions/router.ts";
+import { SessionError } from "../../runner/work/sessions/session.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serverReadyPool } from "../../runner/ready/server-pool.ts";
-import { readRecord, runDir } from "../../runner/run-records/run-record.ts";
+import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
+import { serverReadyPool } from "../../runner/work/ready/server-pool.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";

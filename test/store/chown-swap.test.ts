@@ -4,8 +4,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { copyIntoStore } from "../../runner/store/copy.ts";
-import { withStoreLock } from "../../runner/store/store-lock.ts";
+import { copyIntoStore } from "../../runner/boundary/store/copy.ts";
+import { withStoreLock } from "../../runner/boundary/store/store-lock.ts";
 import { testDocker } from "../support/docker.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { storeRsync } from "../../runner/store/rsync.ts";
+import { storeRsync } from "../../runner/boundary/store/rsync.ts";
 import { treeOf } from "../support/store-tree.ts";
 
 /**

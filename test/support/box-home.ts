@@ -1,7 +1,7 @@
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BOX_GID, BOX_UID } from "../../runner/box/layout.ts";
+import { BOX_GID, BOX_UID } from "../../runner/boundary/box/layout.ts";
 
 /**
  * A throwaway $HOME for a test box, owned by the box user the way the runner

@@ -4,7 +4,7 @@
  * the scripted model (model-server.ts); nothing here stands in for roster.
  */
 import type { ChildProcess } from "node:child_process";
-import { readListenerStatuses } from "../../runner/listeners/supervisor.ts";
+import { readListenerStatuses } from "../../runner/services/listeners/supervisor.ts";
 import { type RecordedRequest, type Turn, textOf } from "./model-server.ts";
 import type { RosterRoot } from "./roster-root.ts";
 

@@ -1,7 +1,7 @@
 /** Runs the real `roster` command (bin/roster.mjs) as a child process, the way a user does. */
 import { execFile, spawn } from "node:child_process";
 import { join } from "node:path";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 
 export const ROSTER_BIN = join(PROJECT_ROOT, "bin/roster.mjs");
 

@@ -1,4 +1,4 @@
-import { storeCredential } from "../../runner/runs/credentials.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { until } from "./chat-turns.ts";
 import { ModelServer } from "./model-server.ts";
 import { freePort, makeRosterRoot, type RosterRoot } from "./roster-root.ts";

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as cheerio from "cheerio";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 
 /** Where the shared corpus lives: beside the project root, never inside it. */
 const SHARED_CORPUS = "../shared/corpus";

@@ -1,9 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { isIPv4 } from "node:net";
 import type Docker from "dockerode";
-import { connectEngine } from "../../runner/box/connect.ts";
-import type { DockerEngine } from "../../runner/box/docker-engine.ts";
-import type { BoxEngine } from "../../runner/box/engine.ts";
+import { connectEngine } from "../../runner/boundary/box/connect.ts";
+import type { DockerEngine } from "../../runner/boundary/box/docker-engine.ts";
+import type { BoxEngine } from "../../runner/boundary/box/engine.ts";
 
 /**
  * The container engine for tests: the one roster itself would connect to
@@ -15,7 +15,7 @@ export const isCI = process.env.CI === "true";
 
 let connected: Promise<BoxEngine | undefined> | undefined;
 
-/** roster's own engine client (runner/box/engine.ts), for helpers that start boxes as roster does. */
+/** roster's own engine client (runner/boundary/box/engine.ts), for helpers that start boxes as roster does. */
 export function testEngine(): Promise<BoxEngine | undefined> {
   connected ??= connectEngine().catch((error: unknown) => {
     if (isCI) throw error;

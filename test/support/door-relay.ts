@@ -2,8 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DOOR_PORT } from "../../runner/box/layout.ts";
-import { openDoor } from "../../runner/gateway/door.ts";
+import { DOOR_PORT } from "../../runner/boundary/box/layout.ts";
+import { openDoor } from "../../runner/boundary/gateway/door.ts";
 
 /**
  * A door that leads straight to one TCP service on the host, with no gateway

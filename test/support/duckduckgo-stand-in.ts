@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 import { Upstream } from "./upstream.ts";
 
 const fixture = (name: string) =>

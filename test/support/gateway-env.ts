@@ -1,10 +1,14 @@
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
-import { doorDir } from "../../runner/gateway/door.ts";
-import { Gateway, type GatewayOptions, type ListenAddress } from "../../runner/gateway/gateway.ts";
-import { mintToken } from "../../runner/gateway/identity.ts";
+import { doorDir } from "../../runner/boundary/gateway/door.ts";
+import {
+  Gateway,
+  type GatewayOptions,
+  type ListenAddress,
+} from "../../runner/boundary/gateway/gateway.ts";
+import { mintToken } from "../../runner/boundary/gateway/identity.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 
 /** A throwaway roster root with an org.toml, and the real gateway started on it. */
 export interface GatewayEnv {

@@ -7,8 +7,8 @@ import type { ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
-import { mintToken } from "../../runner/gateway/identity.ts";
+import { mintToken } from "../../runner/boundary/gateway/identity.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { spawnRoster } from "./cli.ts";
 
 /** A throwaway root holding only an org.toml. */

@@ -1,10 +1,10 @@
 import { writeFile } from "node:fs/promises";
 import type { TestProject } from "vitest/node";
-import { connectEngine } from "../../runner/box/connect.ts";
-import { ensureCurrentImage } from "../../runner/box/current-image.ts";
-import type { BoxEngine } from "../../runner/box/engine.ts";
-import { BOX_IMAGE, OFFLINE_BASE } from "../../runner/box/layout.ts";
-import { consoleProgress, type Progress } from "../../runner/box/progress.ts";
+import { connectEngine } from "../../runner/boundary/box/connect.ts";
+import { ensureCurrentImage } from "../../runner/boundary/box/current-image.ts";
+import type { BoxEngine } from "../../runner/boundary/box/engine.ts";
+import { BOX_IMAGE, OFFLINE_BASE } from "../../runner/boundary/box/layout.ts";
+import { consoleProgress, type Progress } from "../../runner/boundary/box/progress.ts";
 import { isCI } from "./docker.ts";
 
 /**

@@ -1,7 +1,7 @@
-import type { BoxMount } from "../../runner/box/container-spec.ts";
-import type { BoxEngine } from "../../runner/box/engine.ts";
-import { BOX_HOME, BOX_IMAGE, ENGINE_DIR, RUN_PI } from "../../runner/box/layout.ts";
-import { runBox } from "../../runner/box/lifecycle.ts";
+import type { BoxMount } from "../../runner/boundary/box/container-spec.ts";
+import type { BoxEngine } from "../../runner/boundary/box/engine.ts";
+import { BOX_HOME, BOX_IMAGE, ENGINE_DIR, RUN_PI } from "../../runner/boundary/box/layout.ts";
+import { runBox } from "../../runner/boundary/box/lifecycle.ts";
 
 /** Runs a command in a hardened box (the runner's own container spec) and collects its output. */
 export interface BoxRun {

@@ -9,10 +9,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { REPO_DEFAULTS } from "../../runner/config/connections.ts";
-import type { RosterPaths } from "../../runner/config/paths.ts";
-import { cloneRunRepos } from "../../runner/repos/clone.ts";
-import { runDir, writeRecord } from "../../runner/run-records/run-record.ts";
+import { REPO_DEFAULTS } from "../../runner/ground/config/connections.ts";
+import type { RosterPaths } from "../../runner/ground/config/paths.ts";
+import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
+import { cloneRunRepos } from "../../runner/work/repos/clone.ts";
 
 const GIT_ENV = {
   ...process.env,

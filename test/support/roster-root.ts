@@ -3,11 +3,15 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { deploymentKey, TOOLS_LABELS } from "../../runner/box/tools-volume.ts";
-import { initRoots } from "../../runner/config/init.ts";
-import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
-import { listRuns, type RunRecord, readRecord } from "../../runner/run-records/run-record.ts";
-import { storeCredential } from "../../runner/runs/credentials.ts";
+import { deploymentKey, TOOLS_LABELS } from "../../runner/boundary/box/tools-volume.ts";
+import { initRoots } from "../../runner/ground/config/init.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
+import {
+  listRuns,
+  type RunRecord,
+  readRecord,
+} from "../../runner/records/run-records/run-record.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { runRoster, spawnRoster } from "./cli.ts";
 
 /** A throwaway deployment (ROSTER_ROOT) made by `roster init`, pointed at the scripted model. */

@@ -6,7 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { RosterPaths } from "../../runner/config/paths.ts";
+import type { RosterPaths } from "../../runner/ground/config/paths.ts";
 
 /** `[store] reserve = fraction`, into the [store] table the example config may already have. */
 export async function setStoreReserve(paths: RosterPaths, fraction: number): Promise<void> {

@@ -3,8 +3,8 @@
  * terminal channels, the operator as author. Used by tests that drive warm
  * sessions without a pty; the router and its sessions are roster's own.
  */
-import type { ReadySessions } from "../../runner/runs/run-request.ts";
-import { type Delivered, SessionRouter } from "../../runner/sessions/router.ts";
+import type { ReadySessions } from "../../runner/work/runs/run-request.ts";
+import { type Delivered, SessionRouter } from "../../runner/work/sessions/router.ts";
 import type { RosterRoot } from "./roster-root.ts";
 
 export function termRouter(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { DecisionRecord } from "../../runner/gateway/audit.ts";
-import { refusedModelCall } from "../../runner/runs/run-decisions.ts";
-import { attest, type RunFacts } from "../../runner/tasks/attest.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
+import { refusedModelCall } from "../../runner/work/runs/run-decisions.ts";
+import { attest, type RunFacts } from "../../runner/work/tasks/attest.ts";
 
 /** The host's rules for how a task ended, fact by fact (attest.ts). */
 const complete = { status: "completed", note: "summary written" } as const;

@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { botBindings } from "../../runner/config/bot-bindings.ts";
-import { formatConfigError, loadConfig } from "../../runner/config/load.ts";
+import { botBindings } from "../../runner/ground/config/bot-bindings.ts";
+import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
 
 /** `[channels]` binds a bot to one worker; a second worker binding the same bot is refused. */
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BoxLines } from "../../runner/runs/box-lines.ts";
+import { BoxLines } from "../../runner/work/runs/box-lines.ts";
 
 /** The box's stream as the engine hands it over: pieces of 64 KiB. */
 const CHUNK = 64 * 1024;

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BoxOutput } from "../../runner/runs/box-output.ts";
+import { BoxOutput } from "../../runner/work/runs/box-output.ts";
 
 describe("a run's bounds on what its box writes", () => {
   let dir: string;

@@ -2,7 +2,7 @@ import { appendFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { budgetStop, describeBudgetStop } from "../../runner/runs/budget-stop.ts";
+import { budgetStop, describeBudgetStop } from "../../runner/work/runs/budget-stop.ts";
 
 /** Reading why a run stopped from the gateway's audit log: its last decision, from the log's tail. */
 const line = (runId: string, status: number, extra: Record<string, unknown> = {}) =>

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assembleContext, hostExtraCa } from "../../runner/box/build-context.ts";
+import { assembleContext, hostExtraCa } from "../../runner/boundary/box/build-context.ts";
 
 let dir: string;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildReader } from "../../runner/box/build-output.ts";
-import { blamedPackage } from "../../runner/box/toolchain-image.ts";
+import { buildReader } from "../../runner/boundary/box/build-output.ts";
+import { blamedPackage } from "../../runner/boundary/box/toolchain-image.ts";
 
 /**
  * A classic build's output as the engine sends it: stderr coloured and one

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { appendMessage, ensureChannel } from "../../runner/channels/store.ts";
+import { appendMessage, ensureChannel } from "../../runner/records/channels/store.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /** `roster channel …` as an operator uses it: what they see, and what the next send would do. */

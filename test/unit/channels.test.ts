@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { term } from "../../runner/actions/executors/term.ts";
-import { trustedChannels } from "../../runner/actions/trusted-channels.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
+import { RosterError } from "../../runner/ground/errors.ts";
 import {
   designationOf,
   isTrusted,
@@ -11,14 +11,14 @@ import {
   setMode,
   setTrusted,
   wakeMode,
-} from "../../runner/channels/designations.ts";
-import { historyBlock, messageBlock, turnInput } from "../../runner/channels/history.ts";
+} from "../../runner/records/channels/designations.ts";
+import { historyBlock, messageBlock, turnInput } from "../../runner/records/channels/history.ts";
 import {
   assertChannelId,
   isChannelId,
   isDirectChannel,
   termChannelId,
-} from "../../runner/channels/ids.ts";
+} from "../../runner/records/channels/ids.ts";
 import {
   appendMessage,
   channelDir,
@@ -26,9 +26,9 @@ import {
   listChannels,
   type MessageRecord,
   readMessages,
-} from "../../runner/channels/store.ts";
-import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
-import { RosterError } from "../../runner/errors.ts";
+} from "../../runner/records/channels/store.ts";
+import { term } from "../../runner/services/actions/executors/term.ts";
+import { trustedChannels } from "../../runner/services/actions/trusted-channels.ts";
 
 /** Channels: ids, the per-channel record, the operator's designations, first-turn history. */
 const roots: string[] = [];

@@ -2,15 +2,15 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { rosterPaths } from "../../runner/config/paths.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
+import { updateTasks } from "../../runner/records/task-list/store.ts";
 import {
   cleanRoomRefusal,
   participantFindings,
   participantMatcher,
-} from "../../runner/repos/clean-room.ts";
-import { runDir, writeRecord } from "../../runner/run-records/run-record.ts";
-import { readRunContext, writeRunContext } from "../../runner/runs/run-context.ts";
-import { updateTasks } from "../../runner/task-list/store.ts";
+} from "../../runner/work/repos/clean-room.ts";
+import { readRunContext, writeRunContext } from "../../runner/work/runs/run-context.ts";
 import { mainOf, makeCanonical, sh } from "../support/repos.ts";
 
 /**

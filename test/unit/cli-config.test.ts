@@ -3,7 +3,7 @@ import { appendFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 import { runRoster } from "../support/cli.ts";
 
 const roots: string[] = [];

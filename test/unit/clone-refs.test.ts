@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { refsFingerprint } from "../../runner/repos/clone-refs.ts";
+import { refsFingerprint } from "../../runner/work/repos/clone-refs.ts";
 
 /** The backstop's fast path: a clone whose refs did not move has nothing to back up. */
 const dirs: string[] = [];

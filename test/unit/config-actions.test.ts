@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideTrust, fieldMatches } from "../../runner/actions/trust.ts";
-import { formatConfigError, loadConfig } from "../../runner/config/load.ts";
+import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
+import { decideTrust, fieldMatches } from "../../runner/services/actions/trust.ts";
 
 /** [[action]] and [[trust]]: org.toml grants, a worker.toml may only make more things wait. */
 const roots: string[] = [];

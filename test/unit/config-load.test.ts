@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { formatConfigError, loadConfig } from "../../runner/config/load.ts";
-import { locateLine } from "../../runner/config/locate.ts";
+import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
+import { locateLine } from "../../runner/ground/config/locate.ts";
 
 const roots: string[] = [];
 async function configRoot(files: Record<string, string>): Promise<string> {

@@ -2,14 +2,14 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { judge } from "../../runner/boundary/gateway/judge.ts";
 import {
   formatConfigError,
   type LoadedConfig,
   loadConfig,
   workerView,
-} from "../../runner/config/load.ts";
-import { parseMemory } from "../../runner/config/memory.ts";
-import { judge } from "../../runner/gateway/judge.ts";
+} from "../../runner/ground/config/load.ts";
+import { parseMemory } from "../../runner/ground/config/memory.ts";
 import { facts } from "../support/facts.ts";
 
 /** A worker.toml may only narrow org.toml: every widening is an error, and none takes effect. */

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { ROSTER_BIN, runRoster, runRosterWithInput } from "../support/cli.ts";
 import { spawnInPty } from "../support/pty.ts";
 

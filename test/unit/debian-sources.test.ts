@@ -6,7 +6,7 @@ import {
   baseSourcesFile,
   debianSources,
   parseAptSources,
-} from "../../runner/box/debian-sources.ts";
+} from "../../runner/boundary/box/debian-sources.ts";
 
 const roots: string[] = [];
 async function hostRoot(files: Record<string, string>): Promise<string> {

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { buildProgram } from "../../runner/cli/main.ts";
 import { REFERENCE_BEGIN, REFERENCE_END, renderReference } from "../../runner/cli/reference.ts";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 
 /**
  * docs/cli.md and `roster --help` say the same thing: every command and option

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 
 type Manifest = { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
 const read = (path: string) =>

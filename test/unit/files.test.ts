@@ -10,9 +10,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { userFailure } from "../../runner/errors.ts";
-import { replaceFile, replaceFileSync } from "../../runner/files/atomic-replace.ts";
-import { withFileLock } from "../../runner/files/file-lock.ts";
+import { userFailure } from "../../runner/ground/errors.ts";
+import { replaceFile, replaceFileSync } from "../../runner/ground/files/atomic-replace.ts";
+import { withFileLock } from "../../runner/ground/files/file-lock.ts";
 
 /**
  * The ground floor every saved file goes through: a reader sees the old bytes

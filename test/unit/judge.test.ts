@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { ScopedGrant } from "../../runner/config/grant-schema.ts";
-import { hostMatches, hostPatternProblem } from "../../runner/config/host-pattern.ts";
-import { globMatches, judge } from "../../runner/gateway/judge.ts";
-import { normalisePath } from "../../runner/gateway/request-facts.ts";
-import { addressProblem } from "../../runner/gateway/ssrf.ts";
-import { renderInjection, renderTemplate } from "../../runner/gateway/vault.ts";
+import { globMatches, judge } from "../../runner/boundary/gateway/judge.ts";
+import { normalisePath } from "../../runner/boundary/gateway/request-facts.ts";
+import { addressProblem } from "../../runner/boundary/gateway/ssrf.ts";
+import { renderInjection, renderTemplate } from "../../runner/boundary/gateway/vault.ts";
+import type { ScopedGrant } from "../../runner/ground/config/grant-schema.ts";
+import { hostMatches, hostPatternProblem } from "../../runner/ground/config/host-pattern.ts";
 import { facts } from "../support/facts.ts";
 
 const grant = (g: Partial<ScopedGrant> & { name: string }): ScopedGrant => ({

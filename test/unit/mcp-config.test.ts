@@ -7,10 +7,10 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { boxEnvironment } from "../../runner/box/box-env.ts";
-import { formatConfigError, loadConfig, workerView } from "../../runner/config/load.ts";
-import { rosterPaths } from "../../runner/config/paths.ts";
-import { addConnection } from "../../runner/connections/manage.ts";
+import { boxEnvironment } from "../../runner/boundary/box/box-env.ts";
+import { formatConfigError, loadConfig, workerView } from "../../runner/ground/config/load.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { addConnection } from "../../runner/work/connections/manage.ts";
 
 const roots: string[] = [];
 async function configRoot(files: Record<string, string>): Promise<string> {

@@ -3,19 +3,19 @@ import { mkdir, mkdtemp, open, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { storeRoot } from "../../runner/boundary/store/copy.ts";
 import {
   formatConfigError,
   loadConfig,
   type WorkerView,
   workerView,
-} from "../../runner/config/load.ts";
-import { CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/config/narrowing.ts";
-import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
-import { NOTE_MAX_CHARS, parseMemory, pickNotes } from "../../runner/memory/notes.ts";
-import { MEMORY_READ_BYTES, type MemoryRead, readMemory } from "../../runner/memory/read.ts";
-import { compilePrompt } from "../../runner/prompt/compile.ts";
-import { memoryTurnBlock } from "../../runner/prompt/memory.ts";
-import { storeRoot } from "../../runner/store/copy.ts";
+} from "../../runner/ground/config/load.ts";
+import { CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/ground/config/narrowing.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
+import { NOTE_MAX_CHARS, parseMemory, pickNotes } from "../../runner/work/memory/notes.ts";
+import { MEMORY_READ_BYTES, type MemoryRead, readMemory } from "../../runner/work/memory/read.ts";
+import { compilePrompt } from "../../runner/work/prompt/compile.ts";
+import { memoryTurnBlock } from "../../runner/work/prompt/memory.ts";
 import { defaultWorkerView } from "../support/worker-view.ts";
 
 /**

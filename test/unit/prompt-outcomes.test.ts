@@ -2,9 +2,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { rosterPaths } from "../../runner/config/paths.ts";
-import { appendJournal, outcomesSince } from "../../runner/journal/journal.ts";
-import { compilePrompt, OUTCOMES_MAX_CHARS } from "../../runner/prompt/compile.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { appendJournal, outcomesSince } from "../../runner/records/journal/journal.ts";
+import { compilePrompt, OUTCOMES_MAX_CHARS } from "../../runner/work/prompt/compile.ts";
 import { defaultWorkerView } from "../support/worker-view.ts";
 
 /** A worker learns what became of its proposals at its next run, in a bounded block. */

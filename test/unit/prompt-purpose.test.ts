@@ -2,12 +2,12 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { WorkerView } from "../../runner/config/load.ts";
-import { CONTEXT_DEFAULTS } from "../../runner/config/narrowing.ts";
-import { rosterPaths } from "../../runner/config/paths.ts";
-import { compilePrompt } from "../../runner/prompt/compile.ts";
-import { cutPurpose } from "../../runner/prompt/purpose.ts";
-import { PurposeWatch } from "../../runner/sessions/purpose-watch.ts";
+import type { WorkerView } from "../../runner/ground/config/load.ts";
+import { CONTEXT_DEFAULTS } from "../../runner/ground/config/narrowing.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { compilePrompt } from "../../runner/work/prompt/compile.ts";
+import { cutPurpose } from "../../runner/work/prompt/purpose.ts";
+import { PurposeWatch } from "../../runner/work/sessions/purpose-watch.ts";
 import { defaultWorkerView } from "../support/worker-view.ts";
 
 /** A channel's purpose in the prompt: bounded, cut with a marker, never a reason to refuse a run. */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { Task, TaskList, Template } from "../../runner/task-list/store.ts";
-import { dependencyProblem, readiness } from "../../runner/tasks/readiness.ts";
-import { cronProblem, firesBetween, inWindow, nextFire } from "../../runner/tasks/schedule.ts";
-import { applyTemplates } from "../../runner/tasks/template-edit.ts";
-import { fireTemplates, HEARTBEAT_ID, syncHeartbeat } from "../../runner/tasks/templates.ts";
+import type { Task, TaskList, Template } from "../../runner/records/task-list/store.ts";
+import { dependencyProblem, readiness } from "../../runner/work/tasks/readiness.ts";
+import { cronProblem, firesBetween, inWindow, nextFire } from "../../runner/work/tasks/schedule.ts";
+import { applyTemplates } from "../../runner/work/tasks/template-edit.ts";
+import { fireTemplates, HEARTBEAT_ID, syncHeartbeat } from "../../runner/work/tasks/templates.ts";
 
 const at = (iso: string) => new Date(iso);
 const template = (fields: Partial<Template>): Template => ({

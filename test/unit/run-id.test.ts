@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newRunId } from "../../runner/run-records/run-record.ts";
+import { newRunId } from "../../runner/records/run-records/run-record.ts";
 
 /**
  * Run ids sort by when their run started, to the millisecond: `runs ls` and

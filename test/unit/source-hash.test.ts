@@ -2,9 +2,9 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assembleContext } from "../../runner/box/build-context.ts";
-import { sourceHash } from "../../runner/box/source-hash.ts";
-import { PROJECT_ROOT } from "../../runner/version.ts";
+import { assembleContext } from "../../runner/boundary/box/build-context.ts";
+import { sourceHash } from "../../runner/boundary/box/source-hash.ts";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
 
 let dir: string;
 let extensions: string;

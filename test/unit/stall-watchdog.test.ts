@@ -2,7 +2,7 @@ import { mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BUSY_MARK, StallWatchdog } from "../../runner/runs/stall-watchdog.ts";
+import { BUSY_MARK, StallWatchdog } from "../../runner/work/runs/stall-watchdog.ts";
 
 /** The watchdog on real timers and a real $HOME folder: short windows, generous margins. */
 const WINDOW = 300;

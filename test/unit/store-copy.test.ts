@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { storeRoot } from "../../runner/store/copy.ts";
+import { storeRoot } from "../../runner/boundary/store/copy.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**

@@ -14,10 +14,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { initRoots } from "../../runner/config/init.ts";
-import { type RosterPaths, rosterPaths } from "../../runner/config/paths.ts";
-import { StoreSweep } from "../../runner/store/passes.ts";
-import { listSnapshots, snapshotsToKeep, takeSnapshot } from "../../runner/store/snapshots.ts";
+import { StoreSweep } from "../../runner/boundary/store/passes.ts";
+import {
+  listSnapshots,
+  snapshotsToKeep,
+  takeSnapshot,
+} from "../../runner/boundary/store/snapshots.ts";
+import { initRoots } from "../../runner/ground/config/init.ts";
+import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { runRoster } from "../support/cli.ts";
 
 /**

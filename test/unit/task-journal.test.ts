@@ -2,9 +2,14 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "no
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { rosterPaths } from "../../runner/config/paths.ts";
-import { finishedStates, journalFile } from "../../runner/task-list/finished.ts";
-import { readLive, readTasks, type Task, updateTasks } from "../../runner/task-list/store.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { finishedStates, journalFile } from "../../runner/records/task-list/finished.ts";
+import {
+  readLive,
+  readTasks,
+  type Task,
+  updateTasks,
+} from "../../runner/records/task-list/store.ts";
 
 /** Finished tasks leave the list file for the journal; every reader still sees them. */
 const roots: string[] = [];

@@ -3,7 +3,7 @@ import {
   blamedPackage,
   toolchainDockerfile,
   toolchainTag,
-} from "../../runner/box/toolchain-image.ts";
+} from "../../runner/boundary/box/toolchain-image.ts";
 
 /** The derived image's name follows its recipe; a failed build names the package it failed on. */
 const BASE = "sha256:1111111111111111111111111111111111111111111111111111111111111111";

@@ -4,12 +4,12 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig, workerView } from "../../runner/config/load.ts";
-import { rosterPaths } from "../../runner/config/paths.ts";
-import { workerSubject } from "../../runner/config/subject.ts";
-import { Budgets } from "../../runner/gateway/budget.ts";
-import { git } from "../../runner/git/git.ts";
-import { newRunId, runDir, writeRecord } from "../../runner/run-records/run-record.ts";
+import { Budgets } from "../../runner/boundary/gateway/budget.ts";
+import { loadConfig, workerView } from "../../runner/ground/config/load.ts";
+import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { workerSubject } from "../../runner/ground/config/subject.ts";
+import { git } from "../../runner/ground/git/git.ts";
+import { newRunId, runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { runRoster } from "../support/cli.ts";
 
 /**

@@ -1,0 +1,42 @@
+import type { Identity } from "./identity.ts";
+
+/**
+ * Requests to actions.roster.internal never leave the gateway: they go to the
+ * action host through this interface, with the caller's identity taken from
+ * the run token (never from the body). The action host itself lives in
+ * runner/services/actions/.
+ */
+export const ACTIONS_HOST = "actions.roster.internal";
+
+export interface ActionRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  caller: Identity | undefined;
+}
+
+export interface ActionResponse {
+  status: number;
+  body: unknown;
+}
+
+/**
+ * An MCP `tools/call` a `verdict = "gate"` grant held for a human: what the
+ * gateway judged (server, tool, arguments as the box sent them) and the grant
+ * that held it, whose credential the desk injects on approval.
+ */
+export interface HeldMcpCall {
+  caller: Identity;
+  rule: string;
+  /** The server's origin and path, e.g. https://mcp.example.com:443/mcp. */
+  url: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+export interface ActionHandler {
+  handle(request: ActionRequest): Promise<ActionResponse>;
+  /** Files a held MCP call on the approval desk; resolves to its gate id. */
+  holdMcpCall?(call: HeldMcpCall): Promise<{ gateId: string }>;
+}

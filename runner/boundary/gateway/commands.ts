@@ -1,0 +1,64 @@
+/**
+ * What `roster gateway start | log` do: run the gateway in the foreground (or
+ * as the child of a run or of the server), and print what it decided. The CLI
+ * only declares these commands; this module is loaded when one runs.
+ */
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { RosterError } from "../../ground/errors.ts";
+import type { ListenAddress } from "./gateway.ts";
+import { defaultListen } from "./listen.ts";
+
+export interface GatewayStartFlags {
+  addr?: ListenAddress[];
+  embedded?: boolean;
+  forServer?: boolean;
+}
+
+/** `roster gateway start`: until SIGINT or SIGTERM, then a clean stop. */
+export async function startGatewayCommand(flags: GatewayStartFlags): Promise<void> {
+  const paths = rosterPaths();
+  if (flags.embedded) {
+    if (!flags.addr) throw new RosterError("--embedded needs --addr", { exitCode: 2 });
+    const { serveEmbedded } = await import("./embedded-child.ts");
+    return serveEmbedded(paths, flags.addr, flags.forServer ? "server" : "run");
+  }
+  const listen = flags.addr ?? (await defaultListen(paths.config));
+  const { Gateway } = await import("./gateway.ts");
+  const { doorDir, STANDALONE_DOOR } = await import("./door.ts");
+  const door = doorDir(paths.state, STANDALONE_DOOR);
+  const running = await Gateway.start({ paths, listen, door });
+  process.stdout.write(
+    `gateway listening on ${running.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}, boxes' door ${door} (config ${paths.config})\n`,
+  );
+  running.warm();
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  await running.stop();
+  process.stdout.write("gateway stopped\n");
+}
+
+/** `roster gateway log`: which hosts runs reached and which they were refused. */
+export async function gatewayLogCommand(flags: {
+  run?: string;
+  denied?: boolean;
+  json?: boolean;
+}): Promise<void> {
+  const { formatDecision, readDecisions, summarise } = await import("./audit-view.ts");
+  const records = readDecisions(rosterPaths().audit, {
+    ...(flags.run ? { run: flags.run } : {}),
+    deniedOnly: flags.denied ?? false,
+  });
+  if (flags.json) {
+    for (const record of records) process.stdout.write(`${JSON.stringify(record)}\n`);
+    return;
+  }
+  if (records.length === 0) {
+    process.stdout.write("no decisions recorded\n");
+    return;
+  }
+  for (const record of records) process.stdout.write(`${formatDecision(record)}\n`);
+  process.stdout.write(`\nhosts:\n${summarise(records).join("\n")}\n`);
+}

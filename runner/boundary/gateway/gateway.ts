@@ -1,0 +1,278 @@
+import { mkdir, rm } from "node:fs/promises";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { replaceFile } from "../../ground/files/atomic-replace.ts";
+import type { ActionHandler } from "./action-host.ts";
+import { requestFacts } from "./admission.ts";
+import { AuditLog } from "./audit.ts";
+import { bodyBudgetFor } from "./body-budget.ts";
+import { Budgets } from "./budget.ts";
+import { CertificateAuthority } from "./ca.ts";
+import { ClosedPorts } from "./closed-ports.ts";
+import { ConfigSource } from "./config-source.ts";
+import { Credentials } from "./credentials.ts";
+import { type GatewayTimeouts, resolveTimeouts } from "./defaults.ts";
+import { closeDoor, openDoor } from "./door.ts";
+import { DOOR_CAP_RULE, RunDoors } from "./run-doors.ts";
+import { createProxyServers, type ServerDeps } from "./server.ts";
+import { type Upstreams, upstreamsFor } from "./upstreams.ts";
+
+/**
+ * The gateway as one object: start it (the CLI's `roster gateway start`, the
+ * daemon, or `roster run` embedding it for one run), ask where it listens, stop
+ * it. Its binding is recorded in state/gateway.json for the CLI and the runner.
+ */
+export { DEFAULT_GATEWAY_PORT } from "./defaults.ts";
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export interface GatewayOptions {
+  paths: RosterPaths;
+  listen: ListenAddress[];
+  actions?: ActionHandler;
+  /** Overrides over `[gateway.timeouts]` and the defaults (tests use short ones). */
+  timeouts?: Partial<GatewayTimeouts>;
+  /** Write state/gateway.json (off for throwaway embedded gateways in tests). */
+  recordState?: boolean;
+  /** Ports of host services no box may reach (the console's), refused before any grant. */
+  closedPorts?: number[];
+  /** The folder of the door boxes use (door.ts): listen on its socket too. */
+  door?: string;
+  /** The process that supervises this one (the server, for its gateway child): written to the state. */
+  supervisor?: number;
+}
+
+export interface GatewayState {
+  port: number;
+  addrs: string[];
+  config_root: string;
+  pid: number;
+  /** The folder holding the door's socket, mounted into every box this gateway serves. */
+  door?: string;
+  /** The server whose child this gateway is: it restarts it, and its runs need not ask /healthz. */
+  supervisor?: number;
+}
+
+export class Gateway {
+  private constructor(
+    private readonly servers: Server[],
+    private readonly inner: Server,
+    private readonly upstreams: Upstreams,
+    private readonly audit: AuditLog,
+    readonly ca: CertificateAuthority,
+    readonly addresses: ListenAddress[],
+    /** Where the door's socket is (undefined: this gateway serves no box). */
+    readonly door: string | undefined,
+    /** Each run's own door (undefined: this gateway serves no box). */
+    readonly runDoors: RunDoors | undefined,
+    private readonly stateFile: string | undefined,
+  ) {}
+
+  static async start(options: GatewayOptions): Promise<Gateway> {
+    const { paths } = options;
+    const config = new ConfigSource(paths.config, paths.vault);
+    const loaded = config.get();
+    const section = loaded.org.gateway ?? {};
+    const ca = await CertificateAuthority.open(paths.ca);
+    const audit = new AuditLog(paths.audit);
+    const budgets = new Budgets(
+      paths.audit,
+      loaded.meters,
+      loaded.limits,
+      loaded.org.budget?.price ?? [],
+    );
+    config.onChange((next) =>
+      budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
+    );
+    const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
+    // the console's and the gateway's own ports are closed by every gateway (embedded ones
+    // too), by name and by the address a name resolves to
+    const closed = ClosedPorts.forConfig(loaded.org, options.closedPorts);
+    const upstreams = upstreamsFor(section, timeouts, closed);
+    const resolve = upstreams.options.resolve;
+    const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
+    const deps: ServerDeps = {
+      config,
+      audit,
+      budgets,
+      upstreams,
+      actions: options.actions ?? lazyActionHost(paths, config),
+      credentials: new Credentials({ vaultDir: paths.vault, auditDir: paths.audit, upstreams }),
+      maxBodyBytes,
+      bodies: bodyBudgetFor(maxBodyBytes),
+      closed,
+      ca,
+      identityDir: paths.identity,
+      configRoot: paths.config,
+      resolve,
+      timeouts,
+    };
+
+    const servers: Server[] = [];
+    const bound: ListenAddress[] = [];
+    let inner: Server | undefined;
+    let runDoors: RunDoors | undefined;
+    try {
+      for (const address of options.listen) {
+        const { outer, inner: innerServer } = createProxyServers(deps);
+        inner = innerServer;
+        await new Promise<void>((resolveListen, reject) => {
+          outer.once("error", reject);
+          // port 0 on later addresses reuses the first one's port: one port, several addresses
+          const port = address.port === 0 && bound[0] ? bound[0].port : address.port;
+          // a deep accept queue: a burst of boxes connecting at once is queued, not dropped
+          outer.listen({ port, host: address.host, backlog: 4096 }, () => {
+            outer.off("error", reject);
+            resolveListen();
+          });
+        });
+        servers.push(outer, innerServer);
+        const info = outer.address() as AddressInfo;
+        bound.push({ host: address.host, port: info.port });
+        closed.closeGatewayPort(info.port);
+      }
+      if (options.door) {
+        const { outer, inner: innerServer } = createProxyServers(deps);
+        inner = innerServer;
+        await openDoor(outer, options.door);
+        servers.push(outer, innerServer);
+        const proxy = createProxyServers(deps);
+        servers.push(proxy.outer, proxy.inner);
+        runDoors = openRunDoors(deps, proxy.outer, options.door, paths.identity);
+        deps.doors = runDoors;
+        await runDoors.reopen();
+      }
+    } catch (error) {
+      await runDoors?.closeAll(false);
+      // a door this gateway opened goes with its server (closing it unlinks the
+      // socket); one it found taken is another gateway's, and stays
+      for (const server of servers) server.close();
+      throw error;
+    }
+    if (!inner) throw new Error("the gateway needs at least one address to listen on");
+
+    let stateFile: string | undefined;
+    if (options.recordState ?? true) {
+      stateFile = join(paths.state, "gateway.json");
+      const state: GatewayState = {
+        port: bound[0]?.port ?? 0,
+        addrs: bound.map((entry) => entry.host),
+        config_root: paths.config,
+        pid: process.pid,
+        ...(options.door ? { door: options.door } : {}),
+        ...(options.supervisor ? { supervisor: options.supervisor } : {}),
+      };
+      await mkdir(paths.state, { recursive: true });
+      await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
+    }
+    return new Gateway(
+      servers,
+      inner,
+      upstreams,
+      audit,
+      ca,
+      bound,
+      options.door,
+      runDoors,
+      stateFile,
+    );
+  }
+
+  get port(): number {
+    return this.addresses[0]?.port ?? 0;
+  }
+
+  /**
+   * Loads, after the fact, what only a box's first request needs (the leaf
+   * minter, the upstream trust store): whoever started the gateway calls this
+   * once it has said the gateway is up, so nobody waits for it.
+   */
+  warm(): void {
+    this.ca.warm();
+    this.upstreams.warm();
+  }
+
+  /**
+   * Stops serving. Run doors' folders stay (running boxes have them mounted, and
+   * a gateway restarted in place reopens them) unless `removeRunDoors`: an
+   * embedded gateway's runs end with it.
+   */
+  async stop(options: { removeRunDoors?: boolean } = {}): Promise<void> {
+    await this.runDoors?.closeAll(options.removeRunDoors ?? false);
+    for (const server of this.servers) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    this.inner.closeAllConnections();
+    await this.upstreams.close();
+    await this.audit.close();
+    if (this.stateFile) await rm(this.stateFile, { force: true });
+    if (this.door) await closeDoor(this.door);
+  }
+}
+
+/**
+ * The run doors, served by a proxy of their own: a connection is handed to it
+ * once its door has admitted it, and a box reaching its cap is audited once.
+ */
+function openRunDoors(
+  deps: ServerDeps,
+  outer: Server,
+  ownerDir: string,
+  identityDir: string,
+): RunDoors {
+  return new RunDoors({
+    ownerDir,
+    identityDir,
+    accept: (socket) => outer.emit("connection", socket),
+    onCap: (door, cap) =>
+      deps.audit.record(
+        requestFacts({
+          target: { protocol: "http", host: "door", port: 0 },
+          method: "OPEN",
+          rawPath: "/",
+          headers: {},
+          identity: { subject: door.subject, runId: door.runId },
+          bodySize: 0,
+        }),
+        {
+          verdict: "deny",
+          rule: DOOR_CAP_RULE,
+          status: 503,
+          note: `the box holds ${cap} connections to its door, the most one box may: further ones are closed at once (written once per run)`,
+        },
+      ),
+  });
+}
+
+/**
+ * The action host, loaded at its first request: its executors bring chat and
+ * mail clients and a secret scanner that a gateway serving only model calls
+ * never needs, and every run that embeds a gateway would wait for them.
+ */
+function lazyActionHost(paths: RosterPaths, config: ConfigSource): ActionHandler {
+  let host: Promise<ActionHandler> | undefined;
+  return {
+    handle: async (request) => {
+      host ??= import("../../services/actions/host.ts").then(
+        ({ ActionHost }) => new ActionHost(paths, config),
+      );
+      return (await host).handle(request);
+    },
+    holdMcpCall: async (call) => {
+      host ??= import("../../services/actions/host.ts").then(
+        ({ ActionHost }) => new ActionHost(paths, config),
+      );
+      const loaded = await host;
+      if (!loaded.holdMcpCall)
+        throw new Error("this action host has no approval desk for MCP calls");
+      return loaded.holdMcpCall(call);
+    },
+  };
+}

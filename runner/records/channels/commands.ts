@@ -1,0 +1,40 @@
+/**
+ * What `roster channel trust | untrust | set` do: the operator's word on a
+ * channel — whether sends there run unasked, and which messages wake the
+ * worker. The CLI only declares these commands; this module is loaded when one runs.
+ */
+import { rosterPaths } from "../../ground/config/paths.ts";
+
+/** `roster channel trust` / `untrust`: sends and purpose edits there run unasked, or wait for approval. */
+export async function trustChannelCommand(verb: "trust" | "untrust", id: string): Promise<void> {
+  const { setTrusted } = await import("./designations.ts");
+  const designation = await setTrusted(rosterPaths(), id, verb === "trust");
+  process.stdout.write(
+    designation.trusted
+      ? `${id} is trusted: sends and purpose edits there run without a gate\n`
+      : `${id} is untrusted: sends and purpose edits there wait for approval\n`,
+  );
+}
+
+/** `roster channel set`: the one setting there is, mode all|mention. */
+export async function setChannelCommand(id: string, key: string, value: string): Promise<void> {
+  const { RosterError } = await import("../../ground/errors.ts");
+  const { assertChannelId } = await import("./ids.ts");
+  const { isWakeMode, setMode, WAKE_MODES } = await import("./designations.ts");
+  assertChannelId(id);
+  if (key !== "mode")
+    throw new RosterError(
+      `unknown setting "${key}": the only one is mode (${WAKE_MODES.join("|")})`,
+      { exitCode: 2 },
+    );
+  if (!isWakeMode(value))
+    throw new RosterError(`mode must be ${WAKE_MODES.join(" or ")}, not "${value}"`, {
+      exitCode: 2,
+    });
+  const designation = await setMode(rosterPaths(), id, value);
+  process.stdout.write(
+    designation.mode === "all"
+      ? `${id}: every message wakes the worker\n`
+      : `${id}: only messages that mention the worker wake it\n`,
+  );
+}

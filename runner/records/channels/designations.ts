@@ -1,0 +1,189 @@
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Static, Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { errorMessage, RosterError } from "../../ground/errors.ts";
+import { replaceFileSync } from "../../ground/files/atomic-replace.ts";
+import { withFileLock } from "../../ground/files/file-lock.ts";
+import { assertChannelId, isDirectChannel } from "./ids.ts";
+import { channelsDir } from "./store.ts";
+
+/**
+ * The operator's word on each channel, data/channels/settings.json:
+ *   { "trusted": [ids], "untrusted": [ids], "modes": { id: "all" | "mention" } }
+ * Every key is optional, so the older `{ "trusted": [...] }` still reads.
+ *
+ * Trusted: a worker's sends and purpose edits there run without a gate, since
+ * the people in that room are the ones who would approve them. A channel starts
+ * untrusted, except a direct one (a terminal or a DM, where the only other
+ * party is the person who would approve); an `untrusted` entry overrides that
+ * default and a `trusted` entry trusts any channel. An id in both lists is
+ * untrusted: when the operator contradicts themselves, the answer is the safe one.
+ *
+ * Mode: whether every message wakes the worker ("all") or only ones that
+ * mention it ("mention"); direct channels default to all, rooms to mention.
+ *
+ * A file that exists but can't be read trusts nothing, not even direct
+ * channels: a mangled edit must never widen what runs unasked. Writes refuse
+ * it rather than replace what the operator wrote.
+ */
+export const WakeMode = Type.Union([Type.Literal("all"), Type.Literal("mention")]);
+export type WakeMode = Static<typeof WakeMode>;
+
+export const WAKE_MODES: readonly WakeMode[] = ["all", "mention"];
+
+export function isWakeMode(value: string): value is WakeMode {
+  return (WAKE_MODES as readonly string[]).includes(value);
+}
+
+// unknown keys are allowed through: a newer roster's settings must survive an older one's write
+const SettingsDocument = Type.Object({
+  trusted: Type.Optional(Type.Array(Type.String())),
+  untrusted: Type.Optional(Type.Array(Type.String())),
+  modes: Type.Optional(Type.Record(Type.String(), WakeMode)),
+});
+type SettingsDocument = Static<typeof SettingsDocument> & Record<string, unknown>;
+
+export interface Designations {
+  trusted: ReadonlySet<string>;
+  untrusted: ReadonlySet<string>;
+  modes: ReadonlyMap<string, WakeMode>;
+  /** Why settings.json couldn't be read; while set, no channel is trusted. */
+  unreadable?: string;
+}
+
+/** One channel's standing and where it came from (the operator's entry, or the default). */
+export interface Designation {
+  id: string;
+  trusted: boolean;
+  trustedBy: "operator" | "default" | "unreadable";
+  mode: WakeMode;
+  modeBy: "operator" | "default";
+}
+
+export function settingsFile(paths: RosterPaths): string {
+  return join(channelsDir(paths), "settings.json");
+}
+
+type Parsed = { document: SettingsDocument } | { problem: string };
+
+function parseSettings(file: string): Parsed {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { document: {} };
+    return { problem: errorMessage(error) };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { problem: `not JSON: ${errorMessage(error)}` };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { problem: "not a JSON object" };
+  if (!Value.Check(SettingsDocument, value)) {
+    const first = Value.Errors(SettingsDocument, value).First();
+    return {
+      problem: first ? `${first.path || "/"}: ${first.message}` : "not a settings document",
+    };
+  }
+  return { document: value as SettingsDocument };
+}
+
+export function readDesignations(paths: RosterPaths): Designations {
+  const parsed = parseSettings(settingsFile(paths));
+  if ("problem" in parsed)
+    return {
+      trusted: new Set(),
+      untrusted: new Set(),
+      modes: new Map(),
+      unreadable: parsed.problem,
+    };
+  const { document } = parsed;
+  return {
+    trusted: new Set(document.trusted ?? []),
+    untrusted: new Set(document.untrusted ?? []),
+    modes: new Map(Object.entries(document.modes ?? {})),
+  };
+}
+
+/**
+ * A channel's standing under these designations. Ids are matched exactly, so
+ * an older file's entries (say a Slack id in capitals) keep working for
+ * action trust even though they aren't channel ids roster would make.
+ */
+export function designationOf(designations: Designations, id: string): Designation {
+  const direct = isDirectChannel(id);
+  const explicitMode = designations.modes.get(id);
+  const mode = {
+    mode: explicitMode ?? (direct ? "all" : "mention"),
+    modeBy: explicitMode ? "operator" : "default",
+  } as const;
+  if (designations.unreadable !== undefined)
+    return { id, trusted: false, trustedBy: "unreadable", ...mode };
+  if (designations.untrusted.has(id)) return { id, trusted: false, trustedBy: "operator", ...mode };
+  if (designations.trusted.has(id)) return { id, trusted: true, trustedBy: "operator", ...mode };
+  return { id, trusted: direct, trustedBy: "default", ...mode };
+}
+
+export function isTrusted(paths: RosterPaths, id: string): boolean {
+  return designationOf(readDesignations(paths), id).trusted;
+}
+
+export function wakeMode(paths: RosterPaths, id: string): WakeMode {
+  return designationOf(readDesignations(paths), id).mode;
+}
+
+/** Read, change and rewrite settings.json under its lock; the change sees every key the file had. */
+async function updateSettings(
+  paths: RosterPaths,
+  id: string,
+  change: (document: SettingsDocument) => void,
+): Promise<Designation> {
+  assertChannelId(id);
+  const file = settingsFile(paths);
+  mkdirSync(channelsDir(paths), { recursive: true, mode: 0o755 });
+  return withFileLock(`${file}.lock`, "the channel settings", async () => {
+    const parsed = parseSettings(file);
+    if ("problem" in parsed)
+      throw new RosterError(`${file} can't be read (${parsed.problem}); no channel is trusted`, {
+        exitCode: 2,
+        hint: "fix or remove the file by hand, then try again",
+      });
+    change(parsed.document);
+    // not secret, and host-side tools running as another user may read it
+    replaceFileSync(file, `${JSON.stringify(parsed.document, null, 2)}\n`, { mode: 0o644 });
+    return designationOf(readDesignations(paths), id);
+  });
+}
+
+const without = (list: string[] | undefined, id: string) =>
+  (list ?? []).filter((entry) => entry !== id);
+
+/** Trust or untrust a channel explicitly; the entry moves from one list to the other. */
+export function setTrusted(paths: RosterPaths, id: string, trusted: boolean): Promise<Designation> {
+  return updateSettings(paths, id, (document) => {
+    const trustedList = without(document.trusted, id);
+    const untrustedList = without(document.untrusted, id);
+    (trusted ? trustedList : untrustedList).push(id);
+    document.trusted = trustedList;
+    document.untrusted = untrustedList;
+  });
+}
+
+export async function setMode(
+  paths: RosterPaths,
+  id: string,
+  mode: WakeMode,
+): Promise<Designation> {
+  if (!isWakeMode(mode))
+    throw new RosterError(`mode must be one of ${WAKE_MODES.join(", ")}, not "${mode}"`, {
+      exitCode: 2,
+    });
+  return updateSettings(paths, id, (document) => {
+    document.modes = { ...document.modes, [id]: mode };
+  });
+}

@@ -1,0 +1,74 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { workerOfSubject } from "../../ground/config/subject.ts";
+
+/**
+ * A gate's record and how it is read: the JSON file per gate in
+ * data/workers/<w>/gates/. Filing and deciding gates is the action desk's
+ * (actions/gates.ts); reading them is here, below both the desk and the task
+ * settlement that reports a run's gates, so neither reaches up for the other.
+ */
+export type GateState = "pending" | "approved" | "executing" | "executed" | "failed" | "denied";
+
+export interface Gate {
+  id: string;
+  worker: string;
+  intent: string;
+  executor: string;
+  /** Frozen at filing: what is approved is exactly what runs. */
+  payload: unknown;
+  rationale: string;
+  run_id: string | null;
+  task_id: string | null;
+  state: GateState;
+  filed_at: string;
+  decided_by?: string;
+  decided_at?: string;
+  decision_note?: string;
+  executed_at?: string;
+  result?: unknown;
+  error?: string;
+  /** Frozen from the grant at filing: a decided gate files a continuation task. */
+  wake_on_resolve?: boolean;
+}
+
+export const TERMINAL: ReadonlySet<GateState> = new Set(["executed", "denied"]);
+
+export function gatesDir(paths: RosterPaths, worker: string): string {
+  return join(paths.data, "workers", worker, "gates");
+}
+
+export function gateFile(paths: RosterPaths, worker: string, id: string): string {
+  return join(gatesDir(paths, worker), `${id}.json`);
+}
+
+/** The worker's folder name from a gate's subject ("org/elf" → "elf"). */
+export function gateWorker(gate: Pick<Gate, "worker">): string {
+  return workerOfSubject(gate.worker);
+}
+
+export function readGate(paths: RosterPaths, worker: string, id: string): Gate | undefined {
+  try {
+    return JSON.parse(readFileSync(gateFile(paths, worker, id), "utf8")) as Gate;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every gate (of one worker, or of all), oldest first. */
+export function listGates(paths: RosterPaths, worker?: string): Gate[] {
+  const workersDir = join(paths.data, "workers");
+  const workers = worker ? [worker] : existsSync(workersDir) ? readdirSync(workersDir) : [];
+  const gates: Gate[] = [];
+  for (const name of workers) {
+    const dir = gatesDir(paths, name);
+    if (!existsSync(dir)) continue;
+    for (const entry of readdirSync(dir)) {
+      if (!/^g-[0-9a-f]+\.json$/.test(entry)) continue;
+      const gate = readGate(paths, name, entry.slice(0, -".json".length));
+      if (gate) gates.push(gate);
+    }
+  }
+  return gates.sort((a, b) => a.filed_at.localeCompare(b.filed_at) || a.id.localeCompare(b.id));
+}

@@ -1,0 +1,27 @@
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { processAlive } from "../../ground/files/process-alive.ts";
+import { listRuns, type RunRecord, readRecord } from "./run-record.ts";
+
+/**
+ * Runs of a worker still going: their record says running and the process
+ * that governs them lives (a record left running by a runner that died is a
+ * crash the next start settles, not a live run). What refuses a restore or a
+ * removal while a box of the worker writes its store, and what `worker ls`
+ * calls running.
+ */
+export function liveRecords(paths: RosterPaths, worker: string): RunRecord[] {
+  return listRuns(paths.state, worker).flatMap((run) => {
+    const record = readRecord(run.dir);
+    if (record?.state !== "running") return [];
+    if (record.runner_pid !== undefined && !processAlive(record.runner_pid)) return [];
+    return [record];
+  });
+}
+
+/** The live runs, each as a person reads it: `<id> (<kind>[ in <channel>])`. */
+export function liveRuns(paths: RosterPaths, worker: string): string[] {
+  return liveRecords(paths, worker).map(
+    (record) =>
+      `${record.id} (${record.kind}${record.channel_id ? ` in ${record.channel_id}` : ""})`,
+  );
+}

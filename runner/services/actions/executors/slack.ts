@@ -1,0 +1,183 @@
+import { type Static, Type } from "@sinclair/typebox";
+import {
+  LogLevel,
+  WebAPIHTTPError,
+  WebAPIPlatformError,
+  WebAPIRequestError,
+  WebClient,
+} from "@slack/web-api";
+import { type Credential, readCredential } from "../../../boundary/gateway/vault.ts";
+import { slackTarget } from "../../../records/channels/ids.ts";
+import { boundBot, recordSent } from "./bound-bot.ts";
+import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
+import type { Executor } from "./executor.ts";
+import { hostCa, trustingFetch } from "./host-trust.ts";
+import { type SentParts, sentParts } from "./sent-parts.ts";
+
+/**
+ * slack: a message to a Slack channel (or a reply in a thread) with Slack's
+ * own client, @slack/web-api (chat.postMessage). The vault credential "slack"
+ * holds `bot_token` (and, for tests, `api_base`, the client's slackApiUrl).
+ * A long text goes as several messages in order, split on line breaks; a
+ * rate-limit reply (429 + Retry-After) is waited out and retried by the client.
+ * Each part is recorded as it is accepted (sent-parts.ts), so approving a send
+ * that failed part-way again posts only the parts that did not go out.
+ */
+/** Slack advises at most 4,000 characters a message (it truncates past 40,000). */
+export const SLACK_MESSAGE_LIMIT = 4000;
+
+const Payload = Type.Object(
+  {
+    /**
+     * A conversation id (C…, G…, D…, or a user id U… for the app's DM; never a
+     * #name), or a roster channel id as a session's messages name it:
+     * slack-<team>-<channel>, or slack-<team>-dm-<user> for a DM.
+     */
+    channel_id: Type.String({
+      pattern: "^([A-Z][A-Z0-9]{2,31}|slack-[a-z0-9]{2,32}-(dm-)?[a-z0-9]{2,32})$",
+    }),
+    text: Type.String({ minLength: 1, maxLength: 10 * SLACK_MESSAGE_LIMIT, pattern: VISIBLE }),
+    thread_ts: Type.Optional(Type.String({ pattern: "^[0-9]{1,12}\\.[0-9]{1,8}$" })),
+  },
+  { additionalProperties: false },
+);
+type Payload = Static<typeof Payload>;
+
+const REQUEST_TIMEOUT_MS = 20_000;
+/** A few quick retries (each 429 first waits out its Retry-After), not the client's default 30 minutes. */
+const RETRY = { retries: 3, factor: 2, minTimeout: 200, maxTimeout: 2000, randomize: false };
+
+const AUTH_ERRORS = new Set([
+  "invalid_auth",
+  "not_authed",
+  "token_revoked",
+  "token_expired",
+  "account_inactive",
+]);
+
+export interface SlackBot {
+  client: WebClient;
+  credential: Credential;
+}
+
+/** The client for a Slack bot's vault credential ("slack" unless a worker binds another), or a legible reason there is none. */
+export function slackBot(vault: string, name = "slack"): SlackBot {
+  const credential = readCredential(vault, name);
+  const token = credential?.bot_token;
+  if (!credential || typeof token !== "string" || !token)
+    throw new Error(
+      'no Slack credential: store the bot token as field "bot_token" of the vault credential "slack" (roster login slack --field bot_token=…)',
+    );
+  const ca = hostCa();
+  const client = new WebClient(token, {
+    fetch: trustingFetch(ca),
+    ...(typeof credential.api_base === "string" ? { slackApiUrl: credential.api_base } : {}),
+    allowAbsoluteUrls: false,
+    logLevel: LogLevel.ERROR,
+    retryConfig: RETRY,
+    timeout: REQUEST_TIMEOUT_MS,
+  });
+  return { client, credential };
+}
+
+/** A Slack failure in words an operator can act on. */
+export function slackProblem(method: string, target: string, error: unknown): string {
+  if (error instanceof WebAPIPlatformError) {
+    const code = error.data.error;
+    const hint = AUTH_ERRORS.has(code)
+      ? 'the bot_token of the vault credential "slack" was refused (roster login slack --field bot_token=…)'
+      : code === "channel_not_found"
+        ? "no such conversation visible to the bot: check the id, or add the app to the channel"
+        : code === "not_in_channel"
+          ? "the bot is not a member: invite the app to the channel"
+          : code === "user_not_found"
+            ? 'owner_id of the vault credential "slack" names no user'
+            : undefined;
+    return `Slack ${method} for ${target} refused: ${code}${hint ? `: ${hint}` : ""}`;
+  }
+  if (error instanceof WebAPIHTTPError)
+    return `Slack ${method} for ${target} failed: HTTP ${error.statusCode} ${error.statusMessage}`;
+  if (error instanceof WebAPIRequestError) {
+    const cause = error.original.cause;
+    const detail = cause instanceof Error ? `${error.original.message} (${cause.message})` : "";
+    return `Slack ${method} for ${target}: could not reach Slack: ${detail || error.original.message}`;
+  }
+  return `Slack ${method} for ${target} failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/**
+ * Posts the parts in order, to a thread when `threadTs` is given. Returns each
+ * part's ts; on a failure part-way, the error says how many went out. With
+ * `ledger`, each part is recorded as Slack accepts it and a part already
+ * recorded is not posted again (a retry resumes after the last one).
+ */
+export async function postSlackParts(
+  client: WebClient,
+  channel: string,
+  parts: string[],
+  threadTs?: string,
+  ledger?: SentParts,
+): Promise<string[]> {
+  const stamps: string[] = [];
+  const target = threadTs ? `${channel}/${threadTs}` : channel;
+  for (const [index, text] of parts.entries()) {
+    const already = ledger?.sent(index, target, text);
+    if (already) {
+      stamps.push(already);
+      continue;
+    }
+    let ts: string;
+    try {
+      const posted = await client.chat.postMessage({
+        channel,
+        text,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+      });
+      if (typeof posted.ts !== "string")
+        throw new Error("chat.postMessage answered ok without a message ts");
+      ts = posted.ts;
+    } catch (error) {
+      const sent = index > 0 ? ` after ${index} of ${parts.length} messages were posted` : "";
+      throw new Error(`${slackProblem("chat.postMessage", channel, error)}${sent}`, {
+        cause: error,
+      });
+    }
+    stamps.push(ts);
+    ledger?.record(index, target, text, ts);
+  }
+  return stamps;
+}
+
+export const slackParts = (text: string) => splitText(text, SLACK_MESSAGE_LIMIT);
+
+export const slack: Executor<Payload> = {
+  schema: Payload,
+  summary: (payload) =>
+    `Slack ${payload.channel_id}${payload.thread_ts ? ` (thread ${payload.thread_ts})` : ""}: ${oneLine(payload.text, 70)}`,
+  render: (payload) =>
+    renderParts(
+      `To: Slack channel ${payload.channel_id}${payload.thread_ts ? `, in thread ${payload.thread_ts}` : ""}`,
+      slackParts(payload.text),
+    ),
+  async run(payload, context) {
+    // the worker's own bot when it has one bound, so its words come from the bot people talk to
+    const { client } = slackBot(
+      context.paths.vault,
+      boundBot(context.paths, context.worker, "slack"),
+    );
+    const parts = slackParts(payload.text);
+    // a roster id names Slack's own ids in lower case: a DM is addressed by its user
+    const roster = slackTarget(payload.channel_id);
+    const target = roster ?? payload.channel_id;
+    const ledger = sentParts(context.paths, context.worker, context.key);
+    const stamps = await postSlackParts(client, target, parts, payload.thread_ts, ledger);
+    if (roster) recordSent(context.paths, payload.channel_id, context.worker, payload.text);
+    // the first message's ts: where the text starts, and the thread to reply in
+    return {
+      sent: true,
+      channel_id: payload.channel_id,
+      message_ts: stamps[0],
+      parts: stamps.length,
+    };
+  },
+};

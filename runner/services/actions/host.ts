@@ -1,0 +1,414 @@
+import { rmSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { type Static, Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import type {
+  ActionHandler,
+  ActionRequest,
+  ActionResponse,
+  HeldMcpCall,
+} from "../../boundary/gateway/action-host.ts";
+import type { ConfigSource } from "../../boundary/gateway/config-source.ts";
+import type { Identity } from "../../boundary/gateway/identity.ts";
+import { scopeApplies } from "../../boundary/gateway/judge.ts";
+import type { ActionGrant, Scoped } from "../../ground/config/action-schema.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { workerOfSubject } from "../../ground/config/subject.ts";
+import { errorMessage } from "../../ground/errors.ts";
+import { appendJournal, readJournal } from "../../records/journal/journal.ts";
+import { runDir } from "../../records/run-records/run-record.ts";
+import { appendActionAudit } from "./action-audit.ts";
+import { executorFor } from "./desk.ts";
+import { deskFull, heldCallTooBig } from "./desk-bounds.ts";
+import { mcpCall } from "./executors/mcp.ts";
+import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
+import { decideTrust } from "./trust.ts";
+import { trustedChannels } from "./trusted-channels.ts";
+
+/**
+ * The action host behind https://actions.roster.internal (the gateway hands it
+ * every request for that name). The worker and run come from the caller's
+ * token, never from the body. A proposal needs an `[[action]]` grant in scope
+ * (else it is refused, not gated); trust then runs it at once or files a gate
+ * for the approval desk.
+ */
+const MAX_ENVELOPE_BYTES = 256 * 1024;
+
+const Envelope = Type.Object(
+  {
+    intent: Type.String({ minLength: 1, maxLength: 64 }),
+    payload: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    rationale: Type.Optional(Type.String({ maxLength: 4000 })),
+    task_id: Type.Optional(Type.Union([Type.String({ maxLength: 128 }), Type.Null()])),
+    // the box may send a run id; the token's wins (kept so old tools still validate)
+    run_id: Type.Optional(Type.Union([Type.String({ maxLength: 128 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+type Envelope = Static<typeof Envelope>;
+
+const Outcome = Type.Object(
+  {
+    status: Type.Union([Type.Literal("completed"), Type.Literal("failed")]),
+    note: Type.String({ maxLength: 8000 }),
+  },
+  { additionalProperties: false },
+);
+
+const reply = (status: number, body: Record<string, unknown>): ActionResponse => ({ status, body });
+
+/** A proposal that passed admission. */
+interface Admitted {
+  envelope: Envelope;
+  grant: Scoped<ActionGrant>;
+  executor: NonNullable<ReturnType<typeof executorFor>>;
+  payload: Record<string, unknown>;
+  config: ReturnType<ConfigSource["get"]>;
+}
+
+/** The first schema problem as "field: message", for a 400 a model can act on. */
+export function firstProblem(
+  schema: Parameters<typeof Value.Errors>[0],
+  value: unknown,
+  prefix: string,
+): string | undefined {
+  const first = Value.Errors(schema, value).First();
+  if (!first) return undefined;
+  const field = [prefix, ...first.path.split("/").filter(Boolean)].filter(Boolean).join(".");
+  return `${field || "(envelope)"}: ${first.message}`;
+}
+
+export class ActionHost implements ActionHandler {
+  constructor(
+    private readonly paths: RosterPaths,
+    private readonly config: ConfigSource,
+  ) {}
+
+  async handle(request: ActionRequest): Promise<ActionResponse> {
+    const caller = request.caller;
+    if (!caller)
+      return reply(403, {
+        status: "denied",
+        reason: "no run token: only a box's own run may propose",
+      });
+    const worker = workerOfSubject(caller.subject);
+    const route = `${request.method} ${request.path}`;
+    if (route === "POST /submit")
+      return this.submit(request.body, caller.subject, worker, caller.runId);
+    if (route === "GET /gates")
+      return reply(200, {
+        gates: listGates(this.paths, worker).map((gate) => ({
+          id: gate.id,
+          intent: gate.intent,
+          state: gate.state,
+          filed_at: gate.filed_at,
+          decided_by: gate.decided_by ?? null,
+          decided_at: gate.decided_at ?? null,
+          executed_at: gate.executed_at ?? null,
+          ...(gate.decision_note ? { note: gate.decision_note } : {}),
+          ...(gate.error ? { error: gate.error } : {}),
+        })),
+      });
+    if (route === "GET /journal")
+      return reply(200, { events: readJournal(this.paths, worker, 30) });
+    if (route === "POST /outcome") return this.outcome(request.body, worker, caller.runId);
+    return reply(404, { status: "error", error: "unknown action endpoint" });
+  }
+
+  /**
+   * A proposal the host makes on a run's behalf after it ended (a task's
+   * answer back to the channel it was filed from): the same admission,
+   * trust, gate, journal and audit as one the box sends.
+   */
+  propose(caller: Identity, envelope: Record<string, unknown>): Promise<ActionResponse> {
+    const body = Buffer.from(JSON.stringify(envelope));
+    return this.submit(body, caller.subject, workerOfSubject(caller.subject), caller.runId);
+  }
+
+  /**
+   * A proposal's admission, in order: the envelope, the config, an action
+   * grant in scope, the payload against its executor's schema, the
+   * executor's precheck. What passes comes back to be run or gated.
+   */
+  private async admit(
+    body: Buffer,
+    subject: string,
+    worker: string,
+    runId: string,
+  ): Promise<Admitted | { refusal: ActionResponse }> {
+    const refuse = (status: number, answer: Record<string, unknown>) => ({
+      refusal: reply(status, answer),
+    });
+    if (body.length > MAX_ENVELOPE_BYTES)
+      return refuse(400, {
+        status: "error",
+        error: `bad envelope: over ${MAX_ENVELOPE_BYTES} bytes`,
+      });
+    let envelope: Envelope;
+    try {
+      envelope = JSON.parse(body.toString("utf8")) as Envelope;
+    } catch {
+      return refuse(400, { status: "error", error: "bad envelope: not JSON" });
+    }
+    const problem = firstProblem(Envelope, envelope, "");
+    if (problem) return refuse(400, { status: "error", error: `bad envelope: ${problem}` });
+
+    const config = this.config.get();
+    const broken = this.config.brokenReason(config);
+    if (broken) return refuse(403, { status: "denied", reason: broken });
+    const grant = config.actions.find(
+      (candidate) => candidate.name === envelope.intent && scopeApplies(candidate.scope, subject),
+    );
+    const runIdOrNull = runId || null;
+    if (!grant) {
+      const reason = `no action grant for "${envelope.intent}"`;
+      appendJournal(this.paths, {
+        worker,
+        run_id: runIdOrNull,
+        kind: "action-refused",
+        intent: envelope.intent,
+        detail: reason,
+      });
+      appendActionAudit(this.paths, {
+        worker: subject,
+        run_id: runIdOrNull,
+        intent: envelope.intent,
+        disposition: "refused",
+        reason,
+      });
+      return refuse(403, { status: "denied", reason });
+    }
+    const executor = executorFor(grant);
+    const payload = envelope.payload ?? {};
+    const payloadProblem = executor
+      ? firstProblem(executor.schema, payload, "payload")
+      : "no executor";
+    if (!executor || payloadProblem)
+      return refuse(400, { status: "error", error: `bad envelope: ${payloadProblem}` });
+    let refused: string | undefined;
+    try {
+      refused = await executor.precheck?.(payload, {
+        paths: this.paths,
+        worker,
+        runId: runId || null,
+      });
+    } catch (error) {
+      return refuse(500, {
+        status: "error",
+        error: `the proposal could not be checked: ${errorMessage(error)}`,
+      });
+    }
+    if (refused) {
+      appendJournal(this.paths, {
+        worker,
+        run_id: runId || null,
+        kind: "action-refused",
+        intent: grant.name,
+        detail: refused,
+      });
+      return refuse(409, { status: "error", error: refused });
+    }
+    return { envelope, grant, executor, payload, config };
+  }
+
+  private async submit(
+    body: Buffer,
+    subject: string,
+    worker: string,
+    runId: string,
+  ): Promise<ActionResponse> {
+    const admitted = await this.admit(body, subject, worker, runId);
+    if ("refusal" in admitted) return admitted.refusal;
+    const { envelope, grant, executor, payload, config } = admitted;
+    const runIdOrNull = runId || null;
+    const gate: Gate = {
+      id: newGateId(),
+      worker: subject,
+      intent: grant.name,
+      executor: grant.executor,
+      payload,
+      rationale: envelope.rationale ?? "",
+      run_id: runIdOrNull,
+      task_id: envelope.task_id ?? null,
+      state: "pending",
+      filed_at: new Date().toISOString(),
+      ...(grant.wake_on_resolve ? { wake_on_resolve: true } : {}),
+    };
+    const summary = executor.summary(payload);
+    appendJournal(this.paths, {
+      worker,
+      run_id: runIdOrNull,
+      kind: "action-proposed",
+      intent: grant.name,
+      summary,
+    });
+    const forced = executor.mustGate?.(payload);
+    const trust = forced
+      ? { run: "gate" as const, because: forced }
+      : decideTrust({
+          grant,
+          rules: config.trust,
+          subject,
+          payload,
+          history: () => listGates(this.paths, worker),
+          isTrustedChannel: trustedChannels(this.paths),
+        });
+    if (trust.run === "auto") return this.runNow(grant, gate, summary, trust.because);
+    const full = deskFull(this.paths, worker);
+    if (full) {
+      appendJournal(this.paths, {
+        worker,
+        run_id: runIdOrNull,
+        kind: "action-refused",
+        intent: grant.name,
+        detail: full,
+      });
+      return reply(429, { status: "denied", reason: full });
+    }
+    try {
+      writeGate(this.paths, gate);
+    } catch (error) {
+      return reply(500, {
+        status: "error",
+        error: `the gate could not be saved: ${errorMessage(error)}`,
+      });
+    }
+    appendJournal(this.paths, {
+      worker,
+      run_id: runIdOrNull,
+      kind: "gate-filed",
+      intent: grant.name,
+      gate_id: gate.id,
+      summary,
+      detail: trust.because,
+    });
+    appendActionAudit(this.paths, { gate, disposition: "gated", reason: trust.because });
+    return reply(202, {
+      status: "pending",
+      gate_id: gate.id,
+      message: `held for human approval (${trust.because}); a later run sees the outcome in ~/self/journal`,
+    });
+  }
+
+  /**
+   * A tools/call the gateway held (a `verdict = "gate"` grant decided it): filed
+   * as a gate for the desk with the arguments as sent, journaled and audited
+   * like any proposal. The grant was the admission; the human is the trust.
+   * A call too big to keep, or one past the worker's room on the desk, is
+   * refused with the reason (the gateway answers it as a JSON-RPC error).
+   */
+  async holdMcpCall(call: HeldMcpCall): Promise<{ gateId: string }> {
+    const worker = workerOfSubject(call.caller.subject);
+    const runId = call.caller.runId || null;
+    const payload = { url: call.url, tool: call.tool, arguments: call.arguments, rule: call.rule };
+    const refused = heldCallTooBig(payload) ?? deskFull(this.paths, worker);
+    if (refused) throw new Error(refused);
+    const gate: Gate = {
+      id: newGateId(),
+      worker: call.caller.subject,
+      intent: "mcp-call",
+      executor: "mcp",
+      payload,
+      rationale: "",
+      run_id: runId,
+      task_id: null,
+      state: "pending",
+      filed_at: new Date().toISOString(),
+    };
+    const summary = mcpCall.summary(payload);
+    const because = `grant "${call.rule}" holds this MCP tool for approval`;
+    writeGate(this.paths, gate);
+    appendJournal(this.paths, {
+      worker,
+      run_id: runId,
+      kind: "gate-filed",
+      intent: gate.intent,
+      gate_id: gate.id,
+      summary,
+      detail: because,
+    });
+    appendActionAudit(this.paths, { gate, disposition: "gated", reason: because });
+    return { gateId: gate.id };
+  }
+
+  /** A task run's own verdict on its task (task_complete / task_fail), kept beside its record. */
+  private async outcome(body: Buffer, worker: string, runId: string): Promise<ActionResponse> {
+    if (!runId)
+      return reply(403, { status: "denied", reason: "only a run may report its outcome" });
+    let outcome: Static<typeof Outcome>;
+    try {
+      outcome = JSON.parse(body.toString("utf8")) as Static<typeof Outcome>;
+    } catch {
+      return reply(400, { status: "error", error: "bad outcome: not JSON" });
+    }
+    const problem = firstProblem(Outcome, outcome, "");
+    if (problem) return reply(400, { status: "error", error: `bad outcome: ${problem}` });
+    const dir = runDir(this.paths.state, worker, runId);
+    await mkdir(dir, { recursive: true });
+    await writeFile(
+      join(dir, "outcome.json"),
+      `${JSON.stringify({ ...outcome, ts: new Date().toISOString() })}\n`,
+    );
+    appendJournal(this.paths, {
+      worker,
+      run_id: runId,
+      kind: "outcome-reported",
+      summary: outcome.status,
+      detail: outcome.note,
+    });
+    return reply(200, { status: "done" });
+  }
+
+  /** Auto: no gate is filed (so it never counts toward earned trust), the outcome is journaled. */
+  private async runNow(
+    grant: Scoped<ActionGrant>,
+    gate: Gate,
+    summary: string,
+    because: string,
+  ): Promise<ActionResponse> {
+    const worker = workerOfSubject(gate.worker);
+    const executor = executorFor(grant);
+    try {
+      const result = await executor.run(gate.payload, {
+        paths: this.paths,
+        worker,
+        key: gate.id,
+        runId: gate.run_id,
+      });
+      appendJournal(this.paths, {
+        worker,
+        run_id: gate.run_id,
+        kind: "executed",
+        intent: gate.intent,
+        summary,
+        detail: result,
+      });
+      appendActionAudit(this.paths, {
+        gate: { ...gate, result },
+        disposition: "executed",
+        reason: because,
+      });
+      return reply(200, { status: "done", result });
+    } catch (error) {
+      const message = errorMessage(error);
+      appendJournal(this.paths, {
+        worker,
+        run_id: gate.run_id,
+        kind: "failed",
+        intent: gate.intent,
+        summary,
+        detail: message,
+      });
+      appendActionAudit(this.paths, {
+        gate: { ...gate, error: message },
+        disposition: "failed",
+        reason: because,
+      });
+      return reply(502, { status: "error", error: message });
+    } finally {
+      // an auto action is never retried under its id: what a chat send delivered needs no keeping
+      rmSync(sentPartsFile(this.paths, { worker, id: gate.id }), { force: true });
+    }
+  }
+}

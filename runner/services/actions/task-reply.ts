@@ -1,0 +1,90 @@
+import { ConfigSource } from "../../boundary/gateway/config-source.ts";
+import { scopeApplies } from "../../boundary/gateway/judge.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { workerSubject } from "../../ground/config/subject.ts";
+import { errorMessage } from "../../ground/errors.ts";
+import { appendJournal } from "../../records/journal/journal.ts";
+import type { Task } from "../../records/task-list/store.ts";
+import { ActionHost } from "./host.ts";
+
+/**
+ * A task filed from a chat session answers where it was asked: once its run
+ * is over, its final answer is proposed into the task's channel through the
+ * action host, exactly as the session's own reply would be — the worker's
+ * `[[action]]` grant for that channel's send executor (term, discord, slack;
+ * the first in scope), the same trust (a trusted channel gets it at once, an
+ * untrusted one a gate on the desk), the same journal and audit. Without such
+ * a grant nothing is sent and the journal says why.
+ */
+export const REPLY_MAX_CHARS = 8_000;
+
+/** The send executor a channel's id belongs to. */
+function sendExecutor(channel: string): "term" | "discord" | "slack" | undefined {
+  if (channel.startsWith("term-")) return "term";
+  if (channel.startsWith("discord-")) return "discord";
+  if (channel.startsWith("slack-")) return "slack";
+  return undefined;
+}
+
+function cutAnswer(text: string, runId: string): string {
+  if (text.length <= REPLY_MAX_CHARS) return text;
+  const marker = `\n\n[… cut at ${REPLY_MAX_CHARS} characters; the whole answer is in run ${runId}]`;
+  return `${text.slice(0, REPLY_MAX_CHARS - marker.length).trimEnd()}${marker}`;
+}
+
+/**
+ * Proposes the answer of `task`'s run (`runId`) into its channel, when it
+ * was filed from one with reply_to; returns one line for the server's log,
+ * or undefined when the task replies nowhere. Never throws: a reply that
+ * can't be sent never changes how the task ended.
+ */
+export async function replyFromTask(options: {
+  paths: RosterPaths;
+  worker: string;
+  task: Pick<Task, "id" | "channel" | "reply_to">;
+  runId: string;
+  answer: string | undefined;
+}): Promise<string | undefined> {
+  const { paths, worker, task, runId } = options;
+  const channel = task.channel;
+  if (!channel || task.reply_to !== true) return undefined;
+  const text = options.answer?.trim();
+  if (!text) return `task ${task.id}: no answer to send to ${channel}`;
+  const subject = workerSubject(worker);
+  const executor = sendExecutor(channel);
+  try {
+    const config = new ConfigSource(paths.config, paths.vault);
+    const grant = config
+      .get()
+      .actions.find(
+        (candidate) => candidate.executor === executor && scopeApplies(candidate.scope, subject),
+      );
+    if (!executor || !grant) {
+      const reason = `no [[action]] grant with executor "${executor ?? "?"}" for ${worker}: the answer of task ${task.id} was not sent to ${channel}`;
+      appendJournal(paths, {
+        worker,
+        run_id: runId,
+        kind: "action-refused",
+        summary: `task ${task.id}'s answer to ${channel}`,
+        detail: reason,
+      });
+      return `task ${task.id}: ${reason}`;
+    }
+    const answer = await new ActionHost(paths, config).propose(
+      { subject, runId },
+      {
+        intent: grant.name,
+        payload: { channel_id: channel, text: cutAnswer(text, runId) },
+        rationale: `the answer of task ${task.id}, filed from this channel`,
+        task_id: task.id,
+      },
+    );
+    const body = (answer.body ?? {}) as { gate_id?: unknown; error?: unknown; reason?: unknown };
+    if (answer.status === 200) return `task ${task.id}: its answer was sent to ${channel}`;
+    if (answer.status === 202)
+      return `task ${task.id}: its answer to ${channel} is held for approval (${String(body.gate_id)})`;
+    return `task ${task.id}: its answer was not sent to ${channel}: ${String(body.error ?? body.reason ?? answer.status)}`;
+  } catch (error) {
+    return `task ${task.id}: its answer was not sent to ${channel}: ${errorMessage(error)}`;
+  }
+}

@@ -1,0 +1,89 @@
+import { globMatches, scopeApplies } from "../../boundary/gateway/judge.ts";
+import type {
+  ActionGrant,
+  Scoped,
+  TrustLevel,
+  TrustRule,
+} from "../../ground/config/action-schema.ts";
+import type { Gate } from "./gates.ts";
+import { CHANNEL_EXECUTORS } from "./trusted-channels.ts";
+
+/**
+ * Who decides a proposal: run it now ("auto") or hold it for a human
+ * ("gate"). Identity edits always gate; a send or purpose edit into a trusted
+ * channel runs. Otherwise the first `[[trust]]` rule in scope for the intent whose payload
+ * globs all hold decides; with none, the grant's own `trust` (gate by
+ * default). "earned" runs unasked once `after` gates of this worker and intent
+ * were executed with no denial ever; one denial revokes it.
+ */
+export const EARNED_AFTER_DEFAULT = 5;
+
+export interface TrustDecision {
+  run: "auto" | "gate";
+  /** Why, in words: the rule or default that decided. */
+  because: string;
+}
+
+/** A payload field against a glob: strings trimmed (or the address inside <…>), lists element by element. */
+export function fieldMatches(value: unknown, pattern: string): boolean {
+  const one = (item: unknown) => {
+    if (typeof item !== "string" && typeof item !== "number") return false;
+    const text = String(item).trim();
+    const address = /<([^<>]+)>\s*$/.exec(text)?.[1];
+    return globMatches(pattern, text) || (address !== undefined && globMatches(pattern, address));
+  };
+  if (Array.isArray(value)) return value.length > 0 && value.every(one);
+  return one(value);
+}
+
+export function ruleHolds(rule: Pick<TrustRule, "match">, payload: unknown): boolean {
+  const fields = payload && typeof payload === "object" ? (payload as Record<string, unknown>) : {};
+  return Object.entries(rule.match ?? {}).every(([field, pattern]) =>
+    fieldMatches(fields[field], pattern),
+  );
+}
+
+export function decideTrust(options: {
+  grant: Scoped<ActionGrant>;
+  rules: Scoped<TrustRule>[];
+  subject: string;
+  payload: unknown;
+  /** Whether sends into a channel run unasked (data/channels/settings.json). */
+  isTrustedChannel?: (channelId: string) => boolean;
+  /** This worker's gates (any intent), read only when earned trust has to count them. */
+  history: () => Gate[];
+}): TrustDecision {
+  const { grant, subject, payload } = options;
+  // who a worker is is never its own call, whatever a rule says
+  if (grant.executor === "identity") return { run: "gate", because: "identity edits always gate" };
+  const channel = (payload as { channel_id?: unknown } | undefined)?.channel_id;
+  if (
+    CHANNEL_EXECUTORS.has(grant.executor) &&
+    typeof channel === "string" &&
+    options.isTrustedChannel?.(channel)
+  )
+    return { run: "auto", because: `${channel} is a trusted channel` };
+  const rule = options.rules.find(
+    (candidate) =>
+      candidate.intent === grant.name &&
+      scopeApplies(candidate.scope, subject) &&
+      ruleHolds(candidate, payload),
+  );
+  const level: TrustLevel = rule?.level ?? grant.trust ?? "gate";
+  const source = rule
+    ? `[[trust]] for "${rule.intent}" (${rule.source})`
+    : `the "${grant.name}" grant's default`;
+  if (level !== "earned") return { run: level, because: `${level} by ${source}` };
+  const after = rule?.after ?? grant.after ?? EARNED_AFTER_DEFAULT;
+  const mine = options.history().filter((gate) => gate.intent === grant.name);
+  const denied = mine.filter((gate) => gate.state === "denied").length;
+  const executed = mine.filter((gate) => gate.state === "executed").length;
+  if (denied > 0)
+    return { run: "gate", because: `earned trust revoked: ${denied} denied before (${source})` };
+  if (executed >= after)
+    return {
+      run: "auto",
+      because: `earned: ${executed} approved and executed, none denied (${source})`,
+    };
+  return { run: "gate", because: `earning trust: ${executed} of ${after} executed (${source})` };
+}

@@ -1,0 +1,293 @@
+import { mkdir, rm } from "node:fs/promises";
+import { connectEngine } from "../../boundary/box/connect.ts";
+import type { ListenAddress } from "../../boundary/gateway/gateway.ts";
+import { runningGateway } from "../../boundary/gateway/health.ts";
+import { defaultListen, parseAddr } from "../../boundary/gateway/listen.ts";
+import { superviseGateway } from "../../boundary/gateway/supervised.ts";
+import { StoreSweep } from "../../boundary/store/passes.ts";
+import { botBindings } from "../../ground/config/bot-bindings.ts";
+import { type LoadedConfig, loadConfig } from "../../ground/config/load.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { loadValidConfig } from "../../ground/config/valid-config.ts";
+import { errorMessage, RosterError } from "../../ground/errors.ts";
+import { replaceFile } from "../../ground/files/atomic-replace.ts";
+import { LockBusy, withFileLock } from "../../ground/files/file-lock.ts";
+import { serverReadyPool } from "../../work/ready/server-pool.ts";
+import { SessionRouter } from "../../work/sessions/router.ts";
+import type { RunningConsole } from "../console/serve.ts";
+import { OfferDesk } from "../listeners/offers.ts";
+import { ListenerSupervisor } from "../listeners/supervisor.ts";
+import { Dispatcher } from "./dispatch.ts";
+import { recover } from "./recover.ts";
+import { type RunSocket, serveRuns } from "./run-socket.ts";
+import { readServerState, type ServerState, serverLockFile, serverStateFile } from "./state.ts";
+
+export { readServerState, type ServerState, serverStateFile } from "./state.ts";
+
+/**
+ * `roster server start`: one foreground process that holds the gateway (and
+ * with it the action host) as a supervised child process of its own
+ * (gateway/supervised.ts), the warm sessions chat listeners feed, and task
+ * dispatch. On start it recovers from whatever the last one left (orphan
+ * boxes, crashed records, claimed tasks); on SIGTERM or SIGINT it stops
+ * starting work, ends sessions cleanly, requeues interrupted tasks, finishes
+ * every record and closes the gateway last, so no box outlives its door.
+ */
+export interface ServerOptions {
+  paths: RosterPaths;
+  /** Concurrent boxes (task runs and sessions together). */
+  cap: number;
+  /** Run what is due, wait for it, then exit. */
+  once: boolean;
+  /** Start no chat listeners. */
+  noListen: boolean;
+  /** Serve no web console (also `[console] enabled = false`). */
+  noConsole?: boolean;
+  listen?: ListenAddress[];
+  note: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+  /** Dispatch polling period. */
+  tickMs?: number;
+}
+
+export async function startServer(options: ServerOptions): Promise<number> {
+  const { paths } = options;
+  const config = loadValidConfig(paths, "the server did not start");
+  // one server per deployment, decided atomically before anything is touched:
+  // two starts at once would both recover, and each would treat what the other
+  // is starting as left over. A lock left by a dead server is taken over.
+  await mkdir(paths.state, { recursive: true });
+  let holding = false;
+  try {
+    return await withFileLock(serverLockFile(paths), "the server", () => {
+      holding = true;
+      return serve(options, config);
+    });
+  } catch (error) {
+    if (holding || !(error instanceof LockBusy)) throw error;
+    throw new RosterError(
+      `a server is already running for this deployment (pid ${error.holder}); it holds ${serverLockFile(paths)}, so nothing was started or stopped`,
+      { exitCode: 2 },
+    );
+  }
+}
+
+/** The server itself, run while holding the deployment's server lock. */
+async function serve(options: ServerOptions, config: LoadedConfig): Promise<number> {
+  const { paths, note } = options;
+  const env = options.env ?? process.env;
+  await recoverFirst(paths, config, env, note);
+
+  const listen = options.listen ?? (await defaultListen(paths.config));
+  // a gateway that can't be kept up stops the server: no box runs on without its door
+  const halt = new AbortController();
+  const gateway = await superviseGateway({
+    paths,
+    listen,
+    env,
+    note,
+    onGiveUp: (reason) => halt.abort(new Error(reason)),
+  });
+  const state: ServerState = {
+    pid: process.pid,
+    started_at: new Date().toISOString(),
+    cap: options.cap,
+    once: options.once,
+    gateway: { port: gateway.port, addrs: gateway.addresses.map((a) => a.host) },
+  };
+  await mkdir(paths.state, { recursive: true });
+  const stateFile = serverStateFile(paths);
+  await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
+  note(
+    `server ${process.pid}: gateway on ${gateway.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}; up to ${options.cap} boxes${options.once ? "; once" : ""}`,
+  );
+
+  let sessions = 0;
+  // handed-over runs are declared below, once the gateway is up; they count toward the cap
+  let runs: RunSocket | undefined;
+  // boxes started before their run (not in --once: nothing would take them)
+  const ready = options.once
+    ? undefined
+    : serverReadyPool({
+        paths,
+        env,
+        note,
+        cap: options.cap,
+        // read live: a task the dispatcher just started counts before the next tick
+        busy: (): number => sessions + (runs?.active() ?? 0) + dispatcher.active,
+      });
+  const router = new SessionRouter({
+    paths,
+    note,
+    env,
+    ...(ready ? { ready: ready.sessions } : {}),
+    queueBound: 64,
+    replyBy: (provider) =>
+      `only through the ${provider}_send action: your plain text is not shown to anyone`,
+    recordReplies: false,
+  });
+  // approvers and offer times are read when used, so an org.toml edit takes effect at once
+  const offers = new OfferDesk(paths, () => loadConfig(paths.config).org.chat);
+  const listeners = new ListenerSupervisor({ paths, router, note, env, offers });
+  if (!options.noListen && !options.once) {
+    const bindings = botBindings(config.workers);
+    listeners.start(bindings);
+    for (const binding of bindings)
+      note(`listening for ${binding.worker} on ${binding.platform} (bot "${binding.credential}")`);
+  }
+  const webConsole =
+    !options.once && !options.noConsole && config.org.console?.enabled !== false
+      ? await startWebConsole(paths, config, router, note)
+      : undefined;
+  const dispatcher = new Dispatcher({
+    paths,
+    cap: options.cap,
+    note,
+    env,
+    otherBoxes: () => sessions + (runs?.active() ?? 0),
+    ...(ready ? { takeReady: ready.takeReady } : {}),
+  });
+
+  // `roster run` hands its runs to this server (not in --once: it is about to leave);
+  // they always run (someone is waiting at a terminal), and due tasks wait for them
+  if (!options.once) {
+    try {
+      runs = await serveRuns({
+        paths,
+        env,
+        note,
+        ...(ready ? { takeReady: ready.takeReady } : {}),
+        ...(ready ? { takeReadyExec: ready.takeReadyExec } : {}),
+      });
+    } catch (error) {
+      note(
+        `runs are not taken over (each \`roster run\` starts its own box): ${errorMessage(error)}`,
+      );
+    }
+  }
+
+  // every store snapshotted once a day, beside the passes runs take as they settle
+  const sweep = options.once ? undefined : new StoreSweep(paths, note);
+  let exitCode = 0;
+  try {
+    await runUntilStopped(options, dispatcher, halt.signal, async () => {
+      sessions = (await router.sessions()).length;
+      listeners.offerDue();
+      sweep?.tick();
+      await ready?.tick();
+    });
+  } catch (error) {
+    note(`server: ${errorMessage(error)}`);
+    exitCode = 1;
+  } finally {
+    await runs?.close();
+    await webConsole?.close();
+    await listeners.stop();
+    await dispatcher.stop();
+    await router.closeAll();
+    await ready?.close();
+    await sweep?.idle();
+    await gateway.stop();
+    await rm(stateFile, { force: true });
+    note("server stopped");
+  }
+  return exitCode;
+}
+
+/**
+ * Before anything starts: no other server or gateway for this deployment, and
+ * whatever the last server left behind (boxes, records, claimed tasks) settled.
+ */
+async function recoverFirst(
+  paths: RosterPaths,
+  config: LoadedConfig,
+  env: NodeJS.ProcessEnv,
+  note: (text: string) => void,
+): Promise<void> {
+  // a server from before the lock existed still announces itself here
+  const other = readServerState(paths);
+  if (other) {
+    throw new RosterError(`a server is already running for this deployment (pid ${other.pid})`, {
+      exitCode: 2,
+    });
+  }
+  if (await runningGateway(paths.state, paths.config)) {
+    throw new RosterError(
+      "a gateway is already running for this deployment (roster gateway start?): stop it; the server runs its own",
+      { exitCode: 2 },
+    );
+  }
+
+  const engine = await connectEngine({
+    env,
+    ...(config.org.engine?.kind ? { kind: config.org.engine.kind } : {}),
+  });
+  const recovered = await recover(engine, paths);
+  if (recovered.reaped) note(`reaped ${recovered.reaped} orphaned box(es)`);
+  for (const id of recovered.crashed) note(`run ${id} crashed with the last server; recorded`);
+  for (const id of recovered.settled) note(`task ${id} had reported its outcome; settled`);
+  for (const id of recovered.requeued) note(`task ${id} was interrupted; requeued`);
+}
+
+/**
+ * The web console: loopback unless [console] listen says otherwise; a failure
+ * to start it is reported and the server goes on (the CLI desk still works).
+ */
+async function startWebConsole(
+  paths: RosterPaths,
+  config: LoadedConfig,
+  router: SessionRouter,
+  note: (text: string) => void,
+): Promise<RunningConsole | undefined> {
+  try {
+    const { startConsole, DEFAULT_CONSOLE_LISTEN } = await import("../console/serve.ts");
+    // the schema checked its shape; one parser for every HOST:PORT
+    const [listen] = parseAddr(config.org.console?.listen ?? DEFAULT_CONSOLE_LISTEN);
+    if (!listen) throw new Error("no address to listen on");
+    const webConsole = await startConsole({
+      paths,
+      listen,
+      workers: () => [...loadConfig(paths.config).workers.keys()],
+      sessions: () => router.sessions(),
+    });
+    note(`console on ${webConsole.url}; log in with ${webConsole.loginUrl}`);
+    return webConsole;
+  } catch (error) {
+    note(`the web console did not start: ${errorMessage(error)}`);
+    return undefined;
+  }
+}
+
+/** Dispatches until SIGTERM or SIGINT (with --once: the due tasks, then it returns). */
+async function runUntilStopped(
+  options: ServerOptions,
+  dispatcher: Dispatcher,
+  halt: AbortSignal,
+  beforeTick: () => Promise<void>,
+): Promise<void> {
+  const { note } = options;
+  const stopping = new Promise<string>((resolve, reject) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+    halt.addEventListener("abort", () => reject(halt.reason), { once: true });
+  });
+  if (options.once) {
+    await dispatcher.tick();
+    await Promise.race([dispatcher.drain(), stopping]);
+  } else {
+    const tickMs = options.tickMs ?? 2_000;
+    let ticking = false;
+    const timer = setInterval(() => {
+      if (ticking) return;
+      ticking = true;
+      void beforeTick()
+        .then(() => dispatcher.tick())
+        .catch((error: unknown) => note(`dispatch: ${errorMessage(error)}`))
+        .finally(() => {
+          ticking = false;
+        });
+    }, tickMs);
+    const signal = await stopping.finally(() => clearInterval(timer));
+    note(`${signal}: stopping (sessions end, running tasks are requeued)`);
+  }
+}

@@ -1,0 +1,139 @@
+import { userInfo } from "node:os";
+import { createInterface } from "node:readline";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { errorMessage } from "../../ground/errors.ts";
+import { termChannelId } from "../../records/channels/ids.ts";
+import { describeEvent } from "../../work/runs/pi-events.ts";
+import { SessionError, SessionRouter } from "../../work/sessions/router.ts";
+import { slashCommand } from "./slash-commands.ts";
+
+/**
+ * `roster talk <worker>`: the terminal as a channel (term-<user>-<worker>,
+ * trusted, history recorded). Each line typed is a message; lines typed while
+ * the worker is busy queue behind it and become their own turns, in order,
+ * in the same box. The reply is streamed as the model writes it. Ctrl-D ends
+ * at once: the box is stopped and its record finished, even mid-turn. Lines
+ * starting with "/" are answered here on the host and never reach the worker.
+ */
+export interface TalkOptions {
+  paths: RosterPaths;
+  worker: string;
+  idleSecs: number | undefined;
+  input: NodeJS.ReadableStream;
+  output: NodeJS.WritableStream;
+  /** Notes (sessions starting and ending, tool calls) go here. */
+  notes: NodeJS.WritableStream;
+  env?: NodeJS.ProcessEnv;
+}
+
+export const TALK_QUEUE_BOUND = 32;
+
+export function talkUser(env: NodeJS.ProcessEnv = process.env): string {
+  try {
+    return userInfo().username || env.USER || "operator";
+  } catch {
+    return env.USER || "operator";
+  }
+}
+
+export async function talk(options: TalkOptions): Promise<number> {
+  const { worker, output, notes } = options;
+  const user = talkUser(options.env);
+  const channel = termChannelId(user, worker);
+  const note = (text: string) => notes.write(`${text}\n`);
+  const router = new SessionRouter({
+    paths: options.paths,
+    note: (text) => note(`roster: ${text}`),
+    ...(options.env ? { env: options.env } : {}),
+    queueBound: TALK_QUEUE_BOUND,
+    replyBy: () =>
+      "write your reply as plain text; it is shown in the operator's terminal as you write it",
+    recordReplies: true,
+    ...(options.idleSecs !== undefined ? { idleMs: options.idleSecs * 1000 } : {}),
+    onStart: (session) =>
+      note(`(session ${session.runId} started in box ${session.containerId.slice(0, 12)})`),
+    onEnd: (end) => {
+      if (end.error) note(`(session ${end.runId} failed: ${end.error})`);
+      else
+        note(
+          `(session ${end.runId} ended: ${end.endedBy}, ${end.turns} turn${end.turns === 1 ? "" : "s"})`,
+        );
+    },
+  });
+  note(`talking to ${worker} in ${channel}; Ctrl-D ends, /help lists commands`);
+
+  const lines = createInterface({ input: options.input, crlfDelay: Number.POSITIVE_INFINITY });
+  let pending = 0;
+  let writing = false;
+  const turns: Promise<void>[] = [];
+  const send = (text: string) => {
+    pending++;
+    const turn = router
+      .deliver(
+        {
+          worker,
+          channel,
+          provider: "term",
+          author: user,
+          author_id: `term:${user}`,
+          standing: "host-op",
+          text,
+        },
+        {
+          onEvent: (event) => {
+            if (event.type === "message_start") {
+              const message = event.message as { role?: string } | undefined;
+              if (message?.role === "assistant") writing = false;
+            }
+            const shown = describeEvent(event);
+            if (shown) {
+              if (writing) output.write("\n");
+              writing = false;
+              note(shown);
+            }
+          },
+          onText: (delta) => {
+            if (!writing) output.write(`${worker}> `);
+            writing = true;
+            output.write(delta);
+          },
+        },
+      )
+      .then(
+        (delivered) => {
+          if (writing) output.write("\n");
+          writing = false;
+          if (delivered.result.modelError) note(`  ✗ model error: ${delivered.result.modelError}`);
+        },
+        (error: unknown) => {
+          if (writing) output.write("\n");
+          writing = false;
+          const run = error instanceof SessionError ? ` ${error.runId}` : "";
+          output.write(`(session${run} failed: ${errorMessage(error)})\n`);
+        },
+      )
+      .finally(() => {
+        pending--;
+      });
+    turns.push(turn);
+  };
+
+  for await (const raw of lines) {
+    const text = raw.trim();
+    if (!text) continue;
+    if (raw.startsWith("/")) {
+      const answer = await slashCommand(options.paths, worker, text, user);
+      if (answer === "quit") break;
+      output.write(`${answer}\n`);
+      continue;
+    }
+    send(text);
+  }
+  // Ctrl-D at a terminal ends now, mid-turn or not; piped input is answered first
+  const interactive = (options.input as { isTTY?: boolean }).isTTY === true;
+  if (!interactive) await Promise.allSettled(turns);
+  if (pending) note("(ending the session now)");
+  await router.closeAll();
+  await Promise.allSettled(turns);
+  return 0;
+}

@@ -1,0 +1,103 @@
+/**
+ * What `roster worker add | ls | show | rm` do: make, list, describe and archive
+ * workers. The CLI only declares these commands; this module is loaded when
+ * one runs.
+ */
+import { createInterface } from "node:readline/promises";
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { workerNameProblem } from "../../ground/config/worker-name.ts";
+import { RosterError } from "../../ground/errors.ts";
+
+/** A bad worker name refused before anything is read, by the loader's rule. */
+export function checkName(name: string): void {
+  const problem = workerNameProblem(name);
+  if (problem) throw new RosterError(problem, { exitCode: 2 });
+}
+
+/** Asks on the terminal; refuses when there is none to ask on. */
+async function confirm(question: string, flag: string): Promise<boolean> {
+  if (!process.stdin.isTTY)
+    throw new RosterError(
+      `not in a terminal, so nothing was asked and nothing changed: add ${flag}`,
+      {
+        exitCode: 2,
+      },
+    );
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/** `roster worker add`: its files, store and knowledge repo, after the config is validated. */
+export async function addWorkerCommand(name: string, flags: { json?: boolean }): Promise<void> {
+  checkName(name);
+  const { addWorker } = await import("./add.ts");
+  const added = await addWorker(rosterPaths(), name);
+  process.stdout.write(
+    flags.json
+      ? `${JSON.stringify(added)}
+`
+      : `added worker ${name}:\n${added.created.map((path) => `  ${path}`).join("\n")}\nsay what it is for in its identity.md; roster run ${name} "…" runs it\n`,
+  );
+}
+
+/** `roster worker ls`: every worker, as a table or one JSON object a line. */
+export async function listWorkersCommand(flags: { json?: boolean }): Promise<void> {
+  const { formatWorkerRows, workerRows } = await import("./list.ts");
+  const rows = workerRows(rosterPaths());
+  if (flags.json) {
+    for (const row of rows) process.stdout.write(`${JSON.stringify(row)}\n`);
+    return;
+  }
+  process.stdout.write(`${formatWorkerRows(rows)}\n`);
+}
+
+/** `roster worker show`: one worker as the gateway sees it, refused on an invalid config. */
+export async function showWorkerCommand(name: string, flags: { json?: boolean }): Promise<void> {
+  checkName(name);
+  const { loadValidConfig } = await import("../../ground/config/valid-config.ts");
+  const paths = rosterPaths();
+  const config = loadValidConfig(paths);
+  const { formatWorkerDetail, workerDetail } = await import("./show.ts");
+  const detail = workerDetail(paths, config, name);
+  if (!detail)
+    throw new RosterError(`no worker named "${name}"`, {
+      exitCode: 2,
+      hint: "roster worker ls lists them",
+    });
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(detail)}\n`);
+    return;
+  }
+  const { formatTrust } = await import("../actions/trust-view.ts");
+  process.stdout.write(formatWorkerDetail(detail, formatTrust(name, detail.trust)));
+}
+
+/** `roster worker rm`: its config, data and records move to the archive; asks unless --yes. */
+export async function removeWorkerCommand(
+  name: string,
+  flags: { yes?: boolean; json?: boolean },
+): Promise<void> {
+  checkName(name);
+  const paths = rosterPaths();
+  const { archiveDir, archiveWorker } = await import("./archive.ts");
+  if (
+    !flags.yes &&
+    !(await confirm(
+      `remove worker ${name}? its config and data move to ${archiveDir(paths, name)}`,
+      "--yes",
+    ))
+  ) {
+    process.stdout.write("nothing changed\n");
+    return;
+  }
+  const archived = await archiveWorker(paths, name);
+  process.stdout.write(
+    flags.json
+      ? `${JSON.stringify(archived)}\n`
+      : `removed worker ${name}; nothing was deleted:\n${archived.moved.map(([from, to]) => `  ${from} -> ${to}`).join("\n")}\n`,
+  );
+}

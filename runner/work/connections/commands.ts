@@ -1,0 +1,179 @@
+/**
+ * What `roster connection …` does: the recipe catalog, adding connections and
+ * their secrets, granting and revoking them, verifying, listing and removing.
+ * The CLI only declares these commands; this module is loaded when one runs.
+ */
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { RosterError } from "../../ground/errors.ts";
+
+export interface AddFlags {
+  from: string;
+  host?: string[];
+  url?: string;
+  path?: string;
+  rw?: boolean;
+  worker?: string[];
+  org?: boolean;
+  field?: string[];
+  secretEnv?: string;
+  secret?: string;
+  verify?: boolean;
+  verifyPath?: string;
+  as?: string;
+}
+
+export interface SecretFlags {
+  secretEnv?: string;
+  secret?: string;
+  verify?: boolean;
+  as?: string;
+}
+
+const NO_SECRET_ARGUMENT =
+  "a secret is never taken on the command line (shell history, ps): pipe it on stdin, name an env variable with --secret-env, or type it when asked";
+
+/** `roster connection catalog`: the built-in recipes. */
+export async function catalogCommand(flags: { json?: boolean }): Promise<void> {
+  const { RECIPES, grantsOf, injectsOf } = await import("./recipes.ts");
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(RECIPES, null, 2)}\n`);
+    return;
+  }
+  for (const recipe of RECIPES) {
+    process.stdout.write(
+      `${recipe.name}\n  ${recipe.summary}\n  grants:  ${grantsOf(recipe)}\n  injects: ${injectsOf(recipe)}\n${recipe.verify ? `  verify:  ${recipe.verify.method} ${recipe.verify.path}\n` : ""}`,
+    );
+  }
+}
+
+/** `roster connection add`: the file from a recipe, its secret, and a verify when asked. */
+export async function addConnectionCommand(name: string, flags: AddFlags): Promise<void> {
+  if (flags.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
+  const { addConnection } = await import("./manage.ts");
+  const { readSecret } = await import("./secret-input.ts");
+  const paths = rosterPaths();
+  const added = await addConnection(paths, {
+    name,
+    from: flags.from,
+    hosts: flags.host ?? [],
+    ...(flags.url !== undefined ? { url: flags.url } : {}),
+    ...(flags.path !== undefined ? { path: flags.path } : {}),
+    ...(flags.rw ? { readWrite: true } : {}),
+    edges: [...(flags.worker ?? []), ...(flags.org ? ["org"] : [])],
+    ...(flags.verifyPath !== undefined ? { verifyPath: flags.verifyPath } : {}),
+    fields: parseFields(flags.field ?? []),
+    secret: () => readSecret({ label: name, secretEnv: flags.secretEnv }),
+  });
+  if (added.file) process.stdout.write(`wrote ${added.file} (from recipe ${added.recipe.name})\n`);
+  if (added.stored)
+    process.stdout.write(
+      `stored its secret in ${added.stored} (mode 0600; only the gateway reads it)\n`,
+    );
+  if (added.recipe.note) process.stdout.write(`note: ${added.recipe.note}\n`);
+  if (flags.verify) await verifyCommand(name, flags);
+}
+
+/** `roster connection secret`: store or replace the secret, never taken as an argument. */
+export async function storeSecretCommand(name: string, flags: SecretFlags): Promise<void> {
+  if (flags.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
+  const { storeSecret } = await import("./manage.ts");
+  const { readSecret } = await import("./secret-input.ts");
+  const stored = await storeSecret(rosterPaths(), name, () =>
+    readSecret({ label: name, secretEnv: flags.secretEnv }),
+  );
+  process.stdout.write(`stored the secret of "${name}" in ${stored} (mode 0600)\n`);
+  if (flags.verify) await verifyCommand(name, flags);
+}
+
+/** `roster connection grant` / `revoke`: one [grant.<worker>] table added or removed. */
+export async function grantCommand(
+  verb: "grant" | "revoke",
+  name: string,
+  worker: string | undefined,
+  flags: { org?: boolean },
+): Promise<void> {
+  const grant = verb === "grant";
+  if ((worker === undefined) === !flags.org)
+    throw new RosterError(`${verb} needs one worker, or --org`, { exitCode: 2 });
+  const edge = flags.org ? "org" : (worker ?? "");
+  const { grantConnection } = await import("./manage.ts");
+  const change = await grantConnection(rosterPaths(), name, edge, grant);
+  const who = edge === "org" ? "every worker (org)" : edge;
+  if (!change.changed) {
+    process.stdout.write(
+      `${name} is ${grant ? "already" : "not"} granted to ${who}; nothing changed\n`,
+    );
+    return;
+  }
+  process.stdout.write(
+    `${grant ? "granted" : "revoked"} ${name} ${grant ? "to" : "from"} ${who} in ${change.file}${change.kept ? "" : " (its inline grant table was rewritten, so its comments were not kept)"}\n`,
+  );
+}
+
+/** `roster connection ls`: every connection with its grantees and state. */
+export async function listConnectionsCommand(flags: { json?: boolean }): Promise<void> {
+  const { listConnections } = await import("./manage.ts");
+  const rows = listConnections(rosterPaths());
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(rows)}\n`);
+    return;
+  }
+  if (!rows.length) {
+    process.stdout.write(
+      "no connections (roster connection catalog, then roster connection add)\n",
+    );
+    return;
+  }
+  for (const row of rows)
+    process.stdout.write(
+      `${row.name}  ${row.kind}  granted to ${row.grantees.length ? row.grantees.join(", ") : "nobody"}  ${row.state}: ${row.detail}\n`,
+    );
+}
+
+/** `roster connection rm`: says what would go, and removes it only with --yes. */
+export async function removeConnectionCommand(
+  name: string,
+  flags: { yes?: boolean },
+): Promise<void> {
+  const { removalOf, removeConnection } = await import("./manage.ts");
+  const paths = rosterPaths();
+  if (!flags.yes) {
+    const would = removalOf(paths, name);
+    if (!would.length)
+      throw new RosterError(`no connection named "${name}": nothing to remove`, {
+        exitCode: 2,
+      });
+    throw new RosterError(`would remove ${would.join(", ")}; nothing removed without --yes`, {
+      exitCode: 2,
+      hint: `roster connection rm ${name} --yes`,
+    });
+  }
+  const removed = await removeConnection(paths, name);
+  process.stdout.write(`removed ${removed.join(", ")}\n`);
+}
+
+/** `roster connection verify`, and `--verify` after add or secret: one real call through the gateway. */
+export async function verifyCommand(
+  name: string,
+  flags: { as?: string | undefined; verifyPath?: string | undefined },
+): Promise<void> {
+  const { verifyConnection } = await import("./verify.ts");
+  const result = await verifyConnection(rosterPaths(), name, {
+    ...(flags.as !== undefined ? { as: flags.as } : {}),
+    ...(flags.verifyPath !== undefined ? { verifyPath: flags.verifyPath } : {}),
+  });
+  process.stdout.write(
+    `verify ${name} (as ${result.as}): ${result.ok ? result.detail : `failing: ${result.detail}`}\n`,
+  );
+  if (!result.ok) process.exitCode = 1;
+}
+
+function parseFields(entries: string[]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const entry of entries) {
+    const at = entry.indexOf("=");
+    if (at < 1) throw new RosterError(`--field ${entry}: expected name=value`, { exitCode: 2 });
+    fields[entry.slice(0, at)] = entry.slice(at + 1);
+  }
+  return fields;
+}

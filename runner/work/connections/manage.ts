@@ -1,0 +1,323 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { isAbsolute, join, resolve } from "node:path";
+import { hostPatternProblem } from "../../ground/config/host-pattern.ts";
+import { KNOWLEDGE_REPO } from "../../ground/config/knowledge.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { applyConfigChange } from "../../ground/config/trial.ts";
+import { RosterError } from "../../ground/errors.ts";
+import { storeCredential } from "../runs/credentials.ts";
+import { addEdge, edgesOf, removeEdge, renderConnection } from "./connection-file.ts";
+import { forgetState, readState, stateFile, updateState } from "./connection-state.ts";
+import { findRecipe, RECIPES, type Recipe } from "./recipes.ts";
+
+/**
+ * What the `roster connection` commands do to config/connections/, the vault
+ * and state/connections/: each change to config goes through
+ * applyConfigChange (tried on a copy with the real loader first), and a secret
+ * is stored only once its file is in place.
+ */
+const NAME = /^[a-z0-9][a-z0-9_-]*$/;
+const FIELD = /^[a-z][a-z0-9_]*$/;
+
+export function connectionFile(paths: RosterPaths, name: string): string {
+  return join(paths.config, "connections", `${name}.toml`);
+}
+
+export function checkName(name: string, what = "connection"): void {
+  if (!NAME.test(name))
+    throw new RosterError(
+      `"${name}" is not a ${what} name: lower-case letters, digits, '_' or '-', starting with a letter or digit`,
+      { exitCode: 2 },
+    );
+}
+
+export interface AddOptions {
+  name: string;
+  from: string;
+  hosts: string[];
+  /** mcp: the server's https:// endpoint. */
+  url?: string;
+  path?: string;
+  readWrite?: boolean;
+  edges: string[];
+  verifyPath?: string;
+  /** Non-secret vault fields beside the secret (smtp's port, user, from). */
+  fields: Record<string, string>;
+  /** Asked for only after every check passed, so a refused add asks nothing. */
+  secret: () => Promise<string>;
+}
+
+export interface Added {
+  recipe: Recipe;
+  file: string | undefined;
+  stored: string | undefined;
+}
+
+export async function addConnection(paths: RosterPaths, options: AddOptions): Promise<Added> {
+  const { name } = options;
+  checkName(name);
+  if (name === KNOWLEDGE_REPO)
+    throw new RosterError(`"${KNOWLEDGE_REPO}" is reserved for every worker's own knowledge repo`, {
+      exitCode: 2,
+    });
+  const recipe = findRecipe(options.from);
+  if (!recipe)
+    throw new RosterError(
+      `no recipe "${options.from}": one of ${RECIPES.map((r) => r.name).join(", ")}`,
+      { exitCode: 2, hint: "roster connection catalog shows what each grants and injects" },
+    );
+  for (const edge of options.edges) checkName(edge, "worker");
+  for (const field of Object.keys(options.fields))
+    if (!FIELD.test(field) || field === recipe.secretField)
+      throw new RosterError(
+        `--field ${field}: a field is lower-case letters, digits or '_'${recipe.secretField ? `, and not "${recipe.secretField}" (that is the secret, never on the command line)` : ""}`,
+        { exitCode: 2 },
+      );
+  const file = connectionFile(paths, name);
+  if (existsSync(file))
+    throw new RosterError(`connections/${name}.toml exists already; nothing changed`, {
+      exitCode: 2,
+      hint: `roster connection rm ${name} --yes first, or edit the file`,
+    });
+
+  if (recipe.kind === "action-credential") return addActionCredential(paths, recipe, options);
+
+  const hosts = options.hosts.length ? options.hosts : (recipe.hosts ?? []);
+  if (recipe.kind === "mcp") {
+    if (options.hosts.length || options.path !== undefined)
+      throw new RosterError(`--from ${recipe.name} takes --url, not --host or --path`, {
+        exitCode: 2,
+      });
+    if (!options.url || !/^https:\/\/[^\s/?#]+(\/\S*)?$/.test(options.url))
+      throw new RosterError(
+        `--from ${recipe.name} needs --url https://<host>[:port]/<path> (the server's MCP endpoint)`,
+        { exitCode: 2 },
+      );
+  } else if (recipe.kind === "service") {
+    if (!hosts.length)
+      throw new RosterError(`--from ${recipe.name} needs --host <name> (the API's host)`, {
+        exitCode: 2,
+      });
+    for (const host of hosts) {
+      const problem = hostPatternProblem(host);
+      if (problem) throw new RosterError(`--host ${host}: ${problem}`, { exitCode: 2 });
+    }
+  } else {
+    if (options.hosts.length)
+      throw new RosterError(`--from ${recipe.name} takes --path, not --host`, { exitCode: 2 });
+    if (!options.path)
+      throw new RosterError(`--from ${recipe.name} needs --path <folder on the host>`, {
+        exitCode: 2,
+      });
+  }
+  const path = options.path && !isAbsolute(options.path) ? resolve(options.path) : options.path;
+  const text = renderConnection({
+    name,
+    recipe,
+    hosts,
+    ...(options.url !== undefined ? { url: options.url } : {}),
+    ...(path !== undefined ? { path } : {}),
+    ...(options.readWrite ? { readWrite: true } : {}),
+    edges: options.edges,
+  });
+  // the secret is read before anything is written, so a missing one leaves nothing behind
+  const secret = recipe.secretField ? await options.secret() : undefined;
+  await applyConfigChange(paths, [{ file, text }]);
+  let stored: string | undefined;
+  if (recipe.secretField && secret !== undefined) {
+    await storeCredential(paths.vault, name, { ...options.fields, [recipe.secretField]: secret });
+    stored = join(paths.vault, `${name}.json`);
+  }
+  await updateState(paths, name, {
+    recipe: recipe.name,
+    ...(options.verifyPath !== undefined ? { verify_path: options.verifyPath } : {}),
+  });
+  return { recipe, file, stored };
+}
+
+/** smtp: no connections file (nothing in a box reaches it), only the vault credential the email action reads. */
+async function addActionCredential(
+  paths: RosterPaths,
+  recipe: Recipe,
+  options: AddOptions,
+): Promise<Added> {
+  if (options.edges.length)
+    throw new RosterError(
+      `--from ${recipe.name} grants nothing to a box: leave out --worker/--org`,
+      {
+        exitCode: 2,
+      },
+    );
+  const [host, ...more] = options.hosts;
+  if (!host || more.length)
+    throw new RosterError(`--from ${recipe.name} needs one --host (the SMTP server)`, {
+      exitCode: 2,
+    });
+  if (existsSync(join(paths.vault, `${options.name}.json`)))
+    throw new RosterError(
+      `the vault holds a credential "${options.name}" already; nothing changed`,
+      {
+        exitCode: 2,
+        hint: `roster connection rm ${options.name} --yes first`,
+      },
+    );
+  const secret = await options.secret();
+  const field = recipe.secretField ?? "pass";
+  await storeCredential(paths.vault, options.name, {
+    port: "465",
+    ...options.fields,
+    host,
+    [field]: secret,
+  });
+  return { recipe, file: undefined, stored: join(paths.vault, `${options.name}.json`) };
+}
+
+/** Replaces (or first stores) a connection's secret; the file must exist and say which field. */
+export async function storeSecret(
+  paths: RosterPaths,
+  name: string,
+  secret: () => Promise<string>,
+): Promise<string> {
+  checkName(name);
+  if (!existsSync(connectionFile(paths, name)))
+    throw new RosterError(`no connection named "${name}" (connections/${name}.toml)`, {
+      exitCode: 2,
+    });
+  const field = secretFieldOf(paths, name);
+  const value = await secret();
+  // other fields stored beside the secret (a bot's owner_id) stay as they were
+  await storeCredential(paths.vault, name, { ...storedFields(paths, name), [field]: value });
+  return join(paths.vault, `${name}.json`);
+}
+
+function storedFields(paths: RosterPaths, name: string): Record<string, string> {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(join(paths.vault, `${name}.json`), "utf8"));
+    if (typeof parsed !== "object" || parsed === null) return {};
+    return Object.fromEntries(
+      Object.entries(parsed).filter(
+        (entry): entry is [string, string] => typeof entry[1] === "string",
+      ),
+    );
+  } catch {
+    return {};
+  }
+}
+
+/** The vault field a connection's template renders: `{key}` or `{token}`, read from its file. */
+function secretFieldOf(paths: RosterPaths, name: string): string {
+  const recipe = findRecipe(readState(paths, name).recipe ?? "");
+  if (recipe?.secretField) return recipe.secretField;
+  const text = readFileSync(connectionFile(paths, name), "utf8");
+  const template =
+    /^\s*inject_value\s*=\s*["'][^"'\n]*\{(?:b64:[^{}]*)?\{?([a-z_][a-z0-9_]*)\}/m.exec(text);
+  return template?.[1] ?? "token";
+}
+
+export type EdgeChange = { changed: boolean; kept: boolean; file: string };
+
+export async function grantConnection(
+  paths: RosterPaths,
+  name: string,
+  edge: string,
+  grant: boolean,
+): Promise<EdgeChange> {
+  checkName(name);
+  checkName(edge, "worker");
+  const file = connectionFile(paths, name);
+  if (!existsSync(file))
+    throw new RosterError(`no connection named "${name}" (connections/${name}.toml)`, {
+      exitCode: 2,
+    });
+  const shown = `connections/${name}.toml`;
+  const text = readFileSync(file, "utf8");
+  const edited = grant ? addEdge(text, shown, edge) : removeEdge(text, shown, edge);
+  if (!edited) return { changed: false, kept: true, file };
+  await applyConfigChange(paths, [{ file, text: edited.text }]);
+  return { changed: true, kept: edited.kept, file };
+}
+
+export type ConnectionStateWord = "ok" | "disabled" | "failing verify";
+
+export interface ConnectionRow {
+  name: string;
+  kind: string;
+  grantees: string[];
+  state: ConnectionStateWord;
+  detail: string;
+}
+
+/** Every connections/*.toml, hand-written or not, with its state. */
+export function listConnections(paths: RosterPaths): ConnectionRow[] {
+  const dir = join(paths.config, "connections");
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((file) => file.endsWith(".toml"))
+    .sort()
+    .map((file) => {
+      const name = file.slice(0, -".toml".length);
+      const text = readFileSync(join(dir, file), "utf8");
+      let grantees: string[] = [];
+      let kind = "service";
+      try {
+        grantees = edgesOf(text, `connections/${file}`);
+        kind = /^\s*kind\s*=\s*["']([a-z-]+)["']/m.exec(text)?.[1] ?? "service";
+      } catch (error) {
+        return {
+          name,
+          kind: "?",
+          grantees,
+          state: "disabled" as const,
+          detail: error instanceof Error ? error.message : String(error),
+        };
+      }
+      if (kind !== "service" && kind !== "mcp")
+        return { name, kind, grantees, state: "ok" as const, detail: "a mount (no secret)" };
+      if (!existsSync(join(paths.vault, `${name}.json`)))
+        return {
+          name,
+          kind,
+          grantees,
+          state: "disabled" as const,
+          detail: `until its secret is stored (roster connection secret ${name})`,
+        };
+      const last = readState(paths, name).last_verify;
+      if (!last)
+        return {
+          name,
+          kind,
+          grantees,
+          state: "ok" as const,
+          detail: "secret stored, never verified",
+        };
+      return {
+        name,
+        kind,
+        grantees,
+        state: last.ok ? ("ok" as const) : ("failing verify" as const),
+        detail: `${last.detail} (as ${last.as}, ${last.at})`,
+      };
+    });
+}
+
+/** What `rm` removes: the file, its vault secret, its remembered state (whichever exist). */
+export function removalOf(paths: RosterPaths, name: string): string[] {
+  checkName(name);
+  return [
+    connectionFile(paths, name),
+    join(paths.vault, `${name}.json`),
+    stateFile(paths, name),
+  ].filter((file) => existsSync(file));
+}
+
+export async function removeConnection(paths: RosterPaths, name: string): Promise<string[]> {
+  const removed = removalOf(paths, name);
+  if (!removed.length)
+    throw new RosterError(`no connection named "${name}": nothing to remove`, { exitCode: 2 });
+  const file = connectionFile(paths, name);
+  if (existsSync(file)) await applyConfigChange(paths, [{ file, text: null }]);
+  await rm(join(paths.vault, `${name}.json`), { force: true });
+  await forgetState(paths, name);
+  return removed;
+}

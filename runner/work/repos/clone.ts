@@ -1,0 +1,120 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { BoxMount } from "../../boundary/box/container-spec.ts";
+import { BOX_HOME } from "../../boundary/box/layout.ts";
+import type { ConnectionMount, RepoPolicy } from "../../ground/config/connections.ts";
+import { RosterError } from "../../ground/errors.ts";
+import { git, resolveRef } from "../../ground/git/git.ts";
+import type { RepoRecord } from "../../records/run-records/run-record.ts";
+import { refsFingerprint } from "./clone-refs.ts";
+
+/**
+ * A gated repo in a run: the host clones the canonical bare repo into the run's
+ * folder (`<run>/repos/<conn>`, on branch `run/<run-id>`), the box gets that
+ * clone read-write at ~/mnt/<conn> and the canonical repo read-only at
+ * ~/mnt/.origins/<conn> as `origin`, so it can fetch and rebase but never
+ * write where work lands. The clone borrows the canonical objects
+ * (`--shared`) instead of copying them: an alternates path relative to the
+ * clone resolves to the origin mount inside the box.
+ */
+export interface RunRepo {
+  connection: string;
+  /** Where the box sees the clone. */
+  dir: string;
+  /** The landing branch's commit when the run began. */
+  base: string;
+  branch: string;
+  /** The branch pushes land on in the canonical repo. */
+  target: string;
+  mode: "write";
+}
+
+export interface GatedRepo {
+  connection: string;
+  canonical: string;
+  policy: RepoPolicy;
+}
+
+export const originMountpoint = (connection: string) => `${BOX_HOME}/mnt/.origins/${connection}`;
+export const cloneMountpoint = (connection: string) => `${BOX_HOME}/mnt/${connection}`;
+export const runBranch = (runId: string) => `run/${runId}`;
+export const cloneDir = (runDir: string, connection: string) => join(runDir, "repos", connection);
+
+export function gatedRepos(mounts: ConnectionMount[]): GatedRepo[] {
+  return mounts.flatMap((mount) =>
+    mount.gated ? [{ connection: mount.name, canonical: mount.path, policy: mount.gated }] : [],
+  );
+}
+
+export interface ClonedRepos {
+  mounts: BoxMount[];
+  repos: RunRepo[];
+  record: Record<string, RepoRecord>;
+}
+
+export async function cloneRunRepos(options: {
+  mounts: ConnectionMount[];
+  runDir: string;
+  runId: string;
+  home: string;
+  /** Commits made in the clone are the worker's. */
+  worker: string;
+}): Promise<ClonedRepos> {
+  const out: ClonedRepos = { mounts: [], repos: [], record: {} };
+  for (const repo of gatedRepos(options.mounts)) {
+    const { connection, canonical, policy } = repo;
+    const base = await resolveRef(canonical, `refs/heads/${policy.branch}`);
+    if (!base)
+      throw new RosterError(
+        `connection "${connection}": ${canonical} has no branch "${policy.branch}" to start a run from`,
+        { exitCode: 2 },
+      );
+    const dest = cloneDir(options.runDir, connection);
+    await mkdir(join(options.runDir, "repos"), { recursive: true });
+    await git(options.runDir, [
+      "clone",
+      "--quiet",
+      "--shared",
+      "--branch",
+      policy.branch,
+      canonical,
+      dest,
+    ]);
+    const branch = runBranch(options.runId);
+    await git(dest, ["checkout", "--quiet", "-b", branch]);
+    // from here on the paths are the box's: origin is the read-only mount, objects borrowed through it
+    await git(dest, ["remote", "set-url", "origin", originMountpoint(connection)]);
+    await git(dest, ["config", "user.name", options.worker]);
+    await git(dest, ["config", "user.email", `${options.worker}@workers.roster.invalid`]);
+    await writeFile(
+      join(dest, ".git/objects/info/alternates"),
+      `../../../.origins/${connection}/objects\n`,
+    );
+    await mkdir(join(options.home, "mnt/.origins", connection), { recursive: true });
+    out.mounts.push(
+      { source: dest, target: cloneMountpoint(connection), readOnly: false },
+      { source: canonical, target: originMountpoint(connection), readOnly: true },
+    );
+    out.repos.push({
+      connection,
+      dir: cloneMountpoint(connection),
+      base,
+      branch,
+      target: policy.branch,
+      mode: "write",
+    });
+    const refs = await refsFingerprint(dest);
+    out.record[connection] = {
+      base_commit: base,
+      mode: "write",
+      state: "active",
+      ...(refs ? { refs } : {}),
+    };
+  }
+  if (out.repos.length) {
+    // origin is owned by the host's user, and git's upload-pack (run for `git fetch origin`)
+    // reads only global config, not the environment's: trusting it is said here
+    await writeFile(join(options.home, ".gitconfig"), "[safe]\n\tdirectory = *\n");
+  }
+  return out;
+}

@@ -1,0 +1,104 @@
+import type { WriteStream } from "node:fs";
+import { boxContainerName } from "../../boundary/box/layout.ts";
+import { withStartLock } from "../../boundary/store/start-lock.ts";
+import { ceilingProblem } from "../../ground/config/ceiling.ts";
+import type { WorkerView } from "../../ground/config/load.ts";
+import { RosterError } from "../../ground/errors.ts";
+import {
+  newRunId,
+  type RunRecord,
+  runDir,
+  writeRecord,
+} from "../../records/run-records/run-record.ts";
+import type { EngineDrive } from "./engine-prompt.ts";
+import type { RunRequest } from "./run-request.ts";
+
+/** The run owner's (run.ts) first steps: the record it starts with, and the checks before it. */
+export function refuse(message: string, exitCode = 2): RosterError {
+  return new RosterError(message, { exitCode });
+}
+
+/** A run between its first record and its running box: what a failure must give back. */
+export interface Starting {
+  id: string;
+  dir: string;
+  record: RunRecord;
+  token: string | undefined;
+  /** Its own door is open at the gateway (closed again if the start fails). */
+  door: boolean;
+  logs: WriteStream[];
+}
+
+export function engineOf(request: RunRequest): EngineDrive | undefined {
+  return "engine" in request.drive ? request.drive.engine : undefined;
+}
+
+/** The record a run starts with; a session's ceiling is its worker's. */
+export function firstRecord(request: RunRequest, worker: WorkerView, readyId?: string): Starting {
+  const engine = engineOf(request);
+  const { paths } = request;
+  // a ready box was made for a run id of its own: its folder and door are named after it
+  const id = readyId ?? newRunId();
+  return {
+    id,
+    dir: runDir(paths.state, worker.name, id),
+    token: undefined,
+    door: false,
+    logs: [],
+    record: {
+      id,
+      worker: worker.name,
+      kind: request.kind,
+      state: "running",
+      started_at: new Date().toISOString(),
+      ceiling_min: request.ceiling_min ?? worker.box.session_ceiling_min,
+      container: boxContainerName(id),
+      runner_pid: process.pid,
+      ...(engine?.taskId ? { task_id: engine.taskId } : {}),
+      ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
+    },
+  };
+}
+
+/** How long a start waits for a restore of its worker's store: two passes at their deadline, and more. */
+const START_WAITS_FOR_RESTORE_MS = 25 * 60_000;
+
+/**
+ * Writes the run's first record under the worker's start lock (store/start-lock.ts):
+ * once written the run is live and a restore refuses; while a restore copies,
+ * the start waits for it. Every start, a ready box's hand-off included, passes here.
+ */
+export async function writeStartRecord(request: RunRequest, starting: Starting): Promise<void> {
+  await withStartLock(
+    request.paths,
+    starting.record.worker,
+    "start",
+    {
+      waitMs: START_WAITS_FOR_RESTORE_MS,
+      signal: request.signal,
+      onWait: () =>
+        request.note(
+          `${starting.record.worker}'s store is being restored: the run starts once it is done`,
+        ),
+    },
+    () => {
+      // a start that waited for a restore began once it was done (--before reads this)
+      starting.record = { ...starting.record, started_at: new Date().toISOString() };
+      return writeRecord(starting.dir, starting.record);
+    },
+  );
+}
+
+export function assertCeiling(minutes: number): void {
+  const problem = ceilingProblem(minutes);
+  if (problem) throw refuse(problem);
+}
+
+export function commandOf(drive: RunRequest["drive"]): string[] {
+  if ("command" in drive) return drive.command;
+  throw new Error("an engine run needs its compiled prompt");
+}
+
+export function endStream(stream: WriteStream): Promise<void> {
+  return new Promise((resolve) => stream.end(resolve));
+}

@@ -1,0 +1,184 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { DecisionRecord } from "../../boundary/gateway/audit.ts";
+import { readDecisions } from "../../boundary/gateway/audit-view.ts";
+import { columns } from "../../ground/text/table.ts";
+import {
+  listRuns,
+  type RunLocation,
+  type RunRecord,
+  readRecord,
+} from "../../records/run-records/run-record.ts";
+import { BoxLines } from "./box-lines.ts";
+import { LINE_MAX } from "./box-output.ts";
+import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
+import { SCRATCH_NOTE } from "./retention.ts";
+
+/** `roster runs ls` and `roster runs show`: run records made readable. */
+export interface RunRow {
+  id: string;
+  worker: string;
+  kind: string;
+  state: string;
+  started_at: string;
+  ended_at: string | null;
+  ended_by: string | null;
+  exit_code: number | null;
+  error: string | null;
+}
+
+export function runRows(stateRoot: string, worker?: string, limit = 20): RunRow[] {
+  return listRuns(stateRoot, worker)
+    .slice(0, limit)
+    .flatMap((run) => {
+      const record = readRecord(run.dir);
+      return record ? [runRow(record)] : [];
+    });
+}
+
+export function runRow(record: RunRecord): RunRow {
+  return {
+    id: record.id,
+    worker: record.worker,
+    kind: record.kind,
+    state: record.state,
+    started_at: record.started_at,
+    ended_at: record.ended_at ?? null,
+    ended_by: record.ended_by ?? null,
+    exit_code: record.exit_code ?? null,
+    error: record.error ?? null,
+  };
+}
+
+export function formatRows(rows: RunRow[]): string {
+  if (rows.length === 0) return "no runs yet";
+  const header = ["RUN", "WORKER", "STATE", "ENDED BY", "STARTED (UTC)"];
+  const lines = rows.map((row) => [
+    row.id,
+    row.worker,
+    row.state,
+    row.ended_by ?? "-",
+    row.started_at.slice(0, 19).replace("T", " "),
+  ]);
+  return columns([header, ...lines]);
+}
+
+/**
+ * The run's events, read as the run read them (box-lines.ts): the box wrote the
+ * log, up to `[box] max_output`, which may be more than one string can hold.
+ */
+function eventsOf(dir: string): PiEvent[] {
+  const file = join(dir, "events.jsonl");
+  if (!existsSync(file)) return [];
+  const events: PiEvent[] = [];
+  const lines = new BoxLines(LINE_MAX, (line) => {
+    const event = parseEvent(line);
+    if (event) events.push(event);
+  });
+  lines.push(readFileSync(file));
+  lines.flush();
+  return events;
+}
+
+/** The conversation from the event stream: user, assistant text, tool calls and their results. */
+export function conversation(dir: string): string[] {
+  const out: string[] = [];
+  for (const event of eventsOf(dir)) {
+    if (event.type === "message_end") {
+      const message = event.message as {
+        role?: string;
+        content?: unknown;
+        stopReason?: string;
+        errorMessage?: string;
+      };
+      const text = textOf(message.content).trim();
+      if (message.role === "user" && text) out.push(`user: ${text}`);
+      if (message.role === "assistant" && text) out.push(`assistant: ${text}`);
+      if (message.role === "assistant" && message.stopReason === "error")
+        out.push(`assistant: (model error: ${message.errorMessage ?? "unknown"})`);
+    } else if (event.type === "tool_execution_start") {
+      out.push(`tool ${String(event.toolName)} ${JSON.stringify(event.args ?? {})}`);
+    } else if (event.type === "tool_execution_end") {
+      const result = event.result as { content?: unknown } | undefined;
+      const text = textOf(result?.content).replace(/\s+/g, " ").trim();
+      out.push(
+        `  ${event.isError ? "error" : "result"}: ${text.length > 300 ? `${text.slice(0, 299)}…` : text}`,
+      );
+    }
+  }
+  return out;
+}
+
+/** A run's model calls as the gateway metered them: tokens by kind, and cost when priced. */
+export interface RunUsage {
+  calls: number;
+  input: number;
+  output: number;
+  cache_read: number;
+  cache_write: number;
+  /** Summed over the calls whose model has a price; absent when none had. */
+  cost_usd?: number;
+}
+
+export function runUsage(decisions: DecisionRecord[], runId: string): RunUsage | undefined {
+  const total: RunUsage = { calls: 0, input: 0, output: 0, cache_read: 0, cache_write: 0 };
+  for (const decision of decisions) {
+    const usage = decision.usage;
+    if (decision.run_id !== runId || !usage) continue;
+    total.calls++;
+    total.input += usage.input;
+    total.output += usage.output;
+    total.cache_read += usage.cache_read;
+    total.cache_write += usage.cache_write;
+    if (usage.cost_usd !== undefined) total.cost_usd = (total.cost_usd ?? 0) + usage.cost_usd;
+  }
+  return total.calls ? total : undefined;
+}
+
+export function formatUsage(usage: RunUsage): string {
+  const tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+  return `${tokens} tokens over ${usage.calls} model call(s) (input ${usage.input}, output ${usage.output}, cache read ${usage.cache_read}, cache write ${usage.cache_write})${usage.cost_usd !== undefined ? `, $${usage.cost_usd.toFixed(4)}` : ", cost unknown (no price for the model)"}`;
+}
+
+export function showRun(run: RunLocation, auditDir?: string): string {
+  const record = readRecord(run.dir);
+  if (!record) return `run ${run.id}: no record`;
+  const usage = auditDir
+    ? runUsage(readDecisions(auditDir, { run: record.id }), record.id)
+    : undefined;
+  const lines = [
+    `run       ${record.id}`,
+    `worker    ${record.worker}`,
+    `state     ${record.state}${record.ended_by ? ` (ended by ${record.ended_by})` : ""}`,
+    `started   ${record.started_at}`,
+    `ended     ${record.ended_at ?? "-"}`,
+    `exit      ${record.exit_code ?? "-"}`,
+    ...(record.error ? [`error     ${record.error}`] : []),
+    ...(usage ? [`model     ${formatUsage(usage)}`] : []),
+    ...Object.entries(record.repos ?? {}).map(
+      ([name, repo]) =>
+        `repo      ${name}: ${repo.state} (base ${repo.base_commit.slice(0, 12)}${repo.produced_commit ? `, head ${repo.produced_commit.slice(0, 12)}` : ""})${repo.quarantine_ref ? ` kept at ${repo.quarantine_ref}` : ""}${repo.error ? ` — ${repo.error}` : ""}`,
+    ),
+    `path      ${run.dir}`,
+  ];
+  // its $HOME and clones gone by retention (retention.ts): say so before anyone looks for them
+  const dropped = join(run.dir, SCRATCH_NOTE);
+  if (existsSync(dropped)) lines.push(`scratch   ${readFileSync(dropped, "utf8").trim()}`);
+  const input = join(run.dir, "prompt/input.md");
+  if (existsSync(input)) lines.push("", "task:", readFileSync(input, "utf8").trim());
+  const talk = conversation(run.dir);
+  if (talk.length) lines.push("", "conversation:", ...talk.slice(-50));
+  // what the run did to its store, as the snapshot pass after it found (store/passes.ts)
+  const changes = join(run.dir, "store-changes.txt");
+  if (existsSync(changes)) {
+    const text = readFileSync(changes, "utf8").trimEnd().split("\n");
+    lines.push("", "store changes:", ...text.slice(0, 40).map((line) => `  ${line}`));
+    if (text.length > 40) lines.push(`  … ${text.length - 40} more lines in store-changes.txt`);
+  }
+  lines.push("", "files:");
+  for (const name of readdirSync(run.dir).sort()) {
+    const stat = statSync(join(run.dir, name));
+    lines.push(`  ${name}${stat.isDirectory() ? "/" : `  ${stat.size} bytes`}`);
+  }
+  return lines.join("\n");
+}
