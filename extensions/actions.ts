@@ -64,6 +64,18 @@ const template = Type.Object({
 });
 
 export default function (pi: ExtensionAPI) {
+  registerUserTools(pi);
+  registerChannelTools(pi);
+  registerFileTask(pi);
+  registerSetTasks(pi);
+  registerSelfTools(pi);
+  // A task run reports how it ended; other runs have no task to report on.
+  if (!process.env.ROSTER_TASK_ID) return;
+  registerOutcomeTools(pi);
+}
+
+/** Telling the user, and email: messages that leave for a person rather than a channel. */
+function registerUserTools(pi: ExtensionAPI): void {
   pi.registerTool({
     name: "message_user",
     label: "Message the user",
@@ -98,7 +110,10 @@ export default function (pi: ExtensionAPI) {
         { signal },
       ),
   });
+}
 
+/** Posting to a chat channel: Discord, Slack, the terminal. */
+function registerChannelTools(pi: ExtensionAPI): void {
   pi.registerTool({
     name: "discord_send",
     label: "Send to Discord",
@@ -157,7 +172,10 @@ export default function (pi: ExtensionAPI) {
         { signal },
       ),
   });
+}
 
+/** Work for a later run: one task filed. */
+function registerFileTask(pi: ExtensionAPI): void {
   pi.registerTool({
     name: "file_task",
     label: "File a task",
@@ -203,7 +221,10 @@ export default function (pi: ExtensionAPI) {
         { signal },
       ),
   });
+}
 
+/** The whole task list, and its recurring templates, replaced at once. */
+function registerSetTasks(pi: ExtensionAPI): void {
   pi.registerTool({
     name: "set_tasks",
     label: "Set tasks",
@@ -236,7 +257,10 @@ export default function (pi: ExtensionAPI) {
         { signal },
       ),
   });
+}
 
+/** The worker's own setup — its config and a channel's purpose — and what became of its proposals. */
+function registerSelfTools(pi: ExtensionAPI): void {
   pi.registerTool({
     name: "file_update",
     label: "Update own config",
@@ -294,9 +318,10 @@ export default function (pi: ExtensionAPI) {
     parameters: Type.Object({}),
     execute: (_id, _params, signal) => gatesReport({ signal }),
   });
+}
 
-  // A task run reports how it ended; other runs have no task to report on.
-  if (!process.env.ROSTER_TASK_ID) return;
+/** How a task run reports its end: registered only in a task run. */
+function registerOutcomeTools(pi: ExtensionAPI): void {
   const note = Type.String({ minLength: 1, maxLength: 4000, description: "one or two sentences" });
   pi.registerTool({
     name: "task_complete",

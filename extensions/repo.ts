@@ -61,6 +61,43 @@ const text = (words: string, isError = true) => ({
   ...(isError ? { isError: true } : {}),
 });
 
+/**
+ * Checks the clone is ready to push — a clean tree, HEAD on the run branch,
+ * commits beyond the target — then bundles those commits for the host. A
+ * refusal says what to fix; nothing is proposed then.
+ */
+async function bundleRunBranch(
+  repo: RunRepo,
+  signal: AbortSignal | undefined,
+): Promise<{ head: string } | { refusal: string }> {
+  const dirty = (await gitIn(repo.dir, ["status", "--porcelain"], signal)).trim();
+  if (dirty)
+    return {
+      refusal: `error: ${repo.dir} has uncommitted changes; commit them (or drop them) first. Nothing was proposed.\n${dirty.split("\n").slice(0, 20).join("\n")}`,
+    };
+  const head = (await gitIn(repo.dir, ["rev-parse", "HEAD"], signal)).trim();
+  const branchHead = (
+    await gitIn(repo.dir, ["rev-parse", `refs/heads/${repo.branch}`], signal)
+  ).trim();
+  if (head !== branchHead)
+    return {
+      refusal: `error: pushes go from branch ${repo.branch}, and HEAD is elsewhere; bring your commits there (git checkout ${repo.branch} && git merge --ff-only <yours>). Nothing was proposed.`,
+    };
+  const ahead = Number(
+    (await gitIn(repo.dir, ["rev-list", "--count", `origin/${repo.target}..HEAD`], signal)).trim(),
+  );
+  if (!ahead)
+    return {
+      refusal: `error: nothing to push: ${repo.branch} has no commits beyond origin/${repo.target}. Commit your work first. Nothing was proposed.`,
+    };
+  await gitIn(
+    repo.dir,
+    ["bundle", "create", "--quiet", BUNDLE, `origin/${repo.target}..refs/heads/${repo.branch}`],
+    signal,
+  );
+  return { head };
+}
+
 export default function (pi: ExtensionAPI) {
   const repos = writableRepos(process.env);
   if (!repos.length) return;
@@ -95,45 +132,14 @@ export default function (pi: ExtensionAPI) {
           `error: no writable repo named "${params.repo}"; you can push to: ${names.join(", ")}. Nothing was proposed.`,
         );
       try {
-        const dirty = (await gitIn(repo.dir, ["status", "--porcelain"], signal)).trim();
-        if (dirty)
-          return text(
-            `error: ${repo.dir} has uncommitted changes; commit them (or drop them) first. Nothing was proposed.\n${dirty.split("\n").slice(0, 20).join("\n")}`,
-          );
-        const head = (await gitIn(repo.dir, ["rev-parse", "HEAD"], signal)).trim();
-        const branchHead = (
-          await gitIn(repo.dir, ["rev-parse", `refs/heads/${repo.branch}`], signal)
-        ).trim();
-        if (head !== branchHead)
-          return text(
-            `error: pushes go from branch ${repo.branch}, and HEAD is elsewhere; bring your commits there (git checkout ${repo.branch} && git merge --ff-only <yours>). Nothing was proposed.`,
-          );
-        const ahead = Number(
-          (
-            await gitIn(repo.dir, ["rev-list", "--count", `origin/${repo.target}..HEAD`], signal)
-          ).trim(),
-        );
-        if (!ahead)
-          return text(
-            `error: nothing to push: ${repo.branch} has no commits beyond origin/${repo.target}. Commit your work first. Nothing was proposed.`,
-          );
-        await gitIn(
-          repo.dir,
-          [
-            "bundle",
-            "create",
-            "--quiet",
-            BUNDLE,
-            `origin/${repo.target}..refs/heads/${repo.branch}`,
-          ],
-          signal,
-        );
+        const ready = await bundleRunBranch(repo, signal);
+        if ("refusal" in ready) return text(ready.refusal);
         return propose(
           "repo_push",
           REPO_PUSH_INTENT,
           {
             repo: repo.connection,
-            head,
+            head: ready.head,
             message: params.message,
             confirm_bulk_delete: params.confirm_bulk_delete,
           },

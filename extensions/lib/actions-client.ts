@@ -5,6 +5,7 @@
  * and in reply size. Nothing here decides anything: the host does.
  */
 import { readFileSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
 import { request } from "node:https";
 import { rootCertificates } from "node:tls";
 import { HttpsProxyAgent } from "https-proxy-agent";
@@ -62,6 +63,39 @@ const seconds = (ms: number) => (ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${
 function reason(error: unknown): string {
   const { code, message } = error as { code?: string; message?: string };
   return message || code || String(error);
+}
+
+/** A reply's whole body, bounded: `fail` hears a broken or over-long one, `done` the text at its end. */
+function collectBody(
+  response: IncomingMessage,
+  maxBytes: number,
+  fail: (error: unknown) => void,
+  done: (text: string) => void,
+): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  response.on("error", fail);
+  response.on("data", (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > maxBytes) fail(new ActionsUnreachable(`the reply was over ${maxBytes} bytes`));
+    else chunks.push(chunk);
+  });
+  response.on("end", () => done(Buffer.concat(chunks).toString("utf8")));
+}
+
+/** The host answers every status with a JSON object; anything else is no usable answer. */
+function jsonObject(status: number, text: string): Record<string, unknown> | ActionsUnreachable {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
+    return new ActionsUnreachable(
+      `HTTP ${status} with a reply that is not a JSON object: ${text.slice(0, 200) || "(empty)"}`,
+    );
+  return parsed as Record<string, unknown>;
 }
 
 /** One request to the action host; resolves with any HTTP status the host gave, rejects only with ActionsUnreachable. */
@@ -126,33 +160,14 @@ export function callActions(
     req.on("error", fail);
     if (signal.aborted) return onAbort();
     signal.addEventListener("abort", onAbort, { once: true });
-    req.once("response", (response) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      response.on("error", fail);
-      response.on("data", (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > maxBytes) fail(new ActionsUnreachable(`the reply was over ${maxBytes} bytes`));
-        else chunks.push(chunk);
-      });
-      response.on("end", () => {
+    req.once("response", (response) =>
+      collectBody(response, maxBytes, fail, (text) => {
         const status = response.statusCode ?? 0;
-        const text = Buffer.concat(chunks).toString("utf8");
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-        if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
-          fail(
-            new ActionsUnreachable(
-              `HTTP ${status} with a reply that is not a JSON object: ${text.slice(0, 200) || "(empty)"}`,
-            ),
-          );
-        else settle(() => resolve({ status, body: parsed as Record<string, unknown> }));
-      });
-    });
+        const reply = jsonObject(status, text);
+        if (reply instanceof ActionsUnreachable) fail(reply);
+        else settle(() => resolve({ status, body: reply }));
+      }),
+    );
     req.end(payload);
   });
 }

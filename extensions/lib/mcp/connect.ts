@@ -68,14 +68,13 @@ function explained(error: unknown, callMs: number, stderr: string): unknown {
   return new Error(`${message} (its stderr: ${stderr.trim().split("\n").slice(-5).join(" | ")})`);
 }
 
-export async function connectServer(entry: ServerEntry, limits: Limits): Promise<Connected> {
-  // a cut response fails the call it answered now, not at its deadline (a cut GET stream: every call)
-  const waiting = new Set<{ tool: string; fail: (error: Error) => void }>();
-  const onOverflow = (error: ResponseTooLarge, tool: string | undefined) => {
-    for (const call of waiting) if (tool === undefined || call.tool === tool) call.fail(error);
-  };
-  let stderr = "";
-  let transport: Transport;
+/** The server's transport: a stdio child whose stderr goes to `onStderr`, or HTTP/SSE through the proxy. */
+function openTransport(
+  entry: ServerEntry,
+  maxBytes: number,
+  onOverflow: (error: ResponseTooLarge, tool: string | undefined) => void,
+  onStderr: (chunk: string) => void,
+): Transport {
   if (entry.transport === "stdio") {
     const [command = "", ...args] = entry.command;
     const stdio = new StdioClientTransport({
@@ -85,18 +84,44 @@ export async function connectServer(entry: ServerEntry, limits: Limits): Promise
       env: { ...(process.env as Record<string, string>), ...entry.env },
       stderr: "pipe",
     });
-    stdio.stderr?.on("data", (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);
-    });
-    transport = stdio;
-  } else {
-    const fetch = proxyFetch({ maxBytes: limits.maxBytes, onOverflow });
-    const url = new URL(entry.url);
-    transport =
-      entry.transport === "sse"
-        ? new SSEClientTransport(url, { fetch })
-        : new StreamableHTTPClientTransport(url, { fetch });
+    stdio.stderr?.on("data", (chunk: Buffer) => onStderr(chunk.toString("utf8")));
+    return stdio;
   }
+  const fetch = proxyFetch({ maxBytes, onOverflow });
+  const url = new URL(entry.url);
+  return entry.transport === "sse"
+    ? new SSEClientTransport(url, { fetch })
+    : new StreamableHTTPClientTransport(url, { fetch });
+}
+
+/** Connects, then lists the server's tools a page at a time, at most MAX_PAGES pages. */
+async function listTools(client: Client, transport: Transport, listMs: number): Promise<unknown[]> {
+  await client.connect(transport, { timeout: listMs });
+  const listed: unknown[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const result = await client.request(
+      { method: "tools/list", params: cursor ? { cursor } : {} },
+      PaginatedResultSchema,
+      { timeout: listMs },
+    );
+    if (Array.isArray(result.tools)) listed.push(...result.tools);
+    cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined;
+    if (!cursor) break;
+  }
+  return listed;
+}
+
+export async function connectServer(entry: ServerEntry, limits: Limits): Promise<Connected> {
+  // a cut response fails the call it answered now, not at its deadline (a cut GET stream: every call)
+  const waiting = new Set<{ tool: string; fail: (error: Error) => void }>();
+  const onOverflow = (error: ResponseTooLarge, tool: string | undefined) => {
+    for (const call of waiting) if (tool === undefined || call.tool === tool) call.fail(error);
+  };
+  let stderr = "";
+  const transport = openTransport(entry, limits.maxBytes, onOverflow, (chunk) => {
+    stderr = (stderr + chunk).slice(-STDERR_TAIL);
+  });
   const client = new Client({ name: "roster-box", version: "1.0.0" }, { capabilities: {} });
   // a transport error is reported through the calls it breaks; left unhandled it would only log
   client.onerror = () => undefined;
@@ -110,22 +135,7 @@ export async function connectServer(entry: ServerEntry, limits: Limits): Promise
   };
   try {
     const tools = await deadline(
-      (async () => {
-        await client.connect(transport, { timeout: limits.listMs });
-        const listed: unknown[] = [];
-        let cursor: string | undefined;
-        for (let page = 0; page < MAX_PAGES; page++) {
-          const result = await client.request(
-            { method: "tools/list", params: cursor ? { cursor } : {} },
-            PaginatedResultSchema,
-            { timeout: limits.listMs },
-          );
-          if (Array.isArray(result.tools)) listed.push(...result.tools);
-          cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined;
-          if (!cursor) break;
-        }
-        return listed;
-      })(),
+      listTools(client, transport, limits.listMs),
       limits.listMs,
       "connecting and listing tools",
     );
