@@ -9,6 +9,8 @@ import { parseAddr } from "../boundary/gateway/listen.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 const gatewayCommands = () => import("../boundary/gateway/commands.ts");
+// the gateway's action host, wired in here rather than built by the gateway itself
+const actionHost = async () => (await import("../services/actions/lazy-host.ts")).lazyActionHost;
 
 export function registerGatewayCommands(program: Command): void {
   const gateway = program.command("gateway").description("the one door out of every box");
@@ -22,7 +24,7 @@ export function registerGatewayCommands(program: Command): void {
     // the server's gateway, its supervised child (runner/boundary/gateway/supervised.ts)
     .addOption(new Option("--for-server").hideHelp())
     .action(async (flags: GatewayStartFlags) =>
-      (await gatewayCommands()).startGatewayCommand(flags),
+      (await gatewayCommands()).startGatewayCommand(flags, await actionHost()),
     );
 
   gateway

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
 import { doorDir, embeddedDoor, openDoor, sweepDoors } from "../../runner/boundary/gateway/door.ts";
 import { Gateway } from "../../runner/boundary/gateway/gateway.ts";
+import { lazyActionHost } from "../../runner/services/actions/lazy-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { Upstream } from "../support/upstream.ts";
 
@@ -138,7 +139,13 @@ describe("the gateway's door", () => {
 
   it("can't be taken over by a second gateway while the first listens", async () => {
     await expect(
-      Gateway.start({ paths: env.paths, listen: [], recordState: false, door }),
+      Gateway.start({
+        paths: env.paths,
+        listen: [],
+        recordState: false,
+        door,
+        actions: lazyActionHost,
+      }),
     ).rejects.toThrow(`another gateway already listens at ${join(door, DOOR_SOCKET)}`);
     // and the first still answers
     const reply = await throughDoor(

@@ -9,6 +9,7 @@ import {
 } from "../../runner/boundary/gateway/gateway.ts";
 import { mintToken } from "../../runner/boundary/gateway/identity.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
+import { lazyActionHost } from "../../runner/services/actions/lazy-host.ts";
 
 /** A throwaway roster root with an org.toml, and the real gateway started on it. */
 export interface GatewayEnv {
@@ -40,6 +41,7 @@ export async function startGatewayEnv(
     Gateway.start({
       paths,
       listen,
+      actions: lazyActionHost,
       recordState: true,
       ...(options.door ? { door: doorDir(paths.state, "test") } : {}),
       ...(options.timeouts ? { timeouts: options.timeouts } : {}),

@@ -1,3 +1,5 @@
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import type { ConfigSource } from "./config-source.ts";
 import type { Identity } from "./identity.ts";
 
 /**
@@ -40,3 +42,10 @@ export interface ActionHandler {
   /** Files a held MCP call on the approval desk; resolves to its gate id. */
   holdMcpCall?(call: HeldMcpCall): Promise<{ gateId: string }>;
 }
+
+/**
+ * How a gateway gets its action host: whoever starts the gateway (the CLI, the
+ * composition root) passes one in, made from the deployment's paths and the
+ * gateway's own view of the config. The gateway never builds the desk itself.
+ */
+export type ActionHostFactory = (paths: RosterPaths, config: ConfigSource) => ActionHandler;

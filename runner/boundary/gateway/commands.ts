@@ -5,6 +5,7 @@
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
+import type { ActionHostFactory } from "./action-host.ts";
 import type { ListenAddress } from "./gateway.ts";
 import { defaultListen } from "./listen.ts";
 
@@ -14,19 +15,25 @@ export interface GatewayStartFlags {
   forServer?: boolean;
 }
 
-/** `roster gateway start`: until SIGINT or SIGTERM, then a clean stop. */
-export async function startGatewayCommand(flags: GatewayStartFlags): Promise<void> {
+/**
+ * `roster gateway start`: until SIGINT or SIGTERM, then a clean stop. The
+ * action host comes from the caller (the CLI wires it in).
+ */
+export async function startGatewayCommand(
+  flags: GatewayStartFlags,
+  actions: ActionHostFactory,
+): Promise<void> {
   const paths = rosterPaths();
   if (flags.embedded) {
     if (!flags.addr) throw new RosterError("--embedded needs --addr", { exitCode: 2 });
     const { serveEmbedded } = await import("./embedded-child.ts");
-    return serveEmbedded(paths, flags.addr, flags.forServer ? "server" : "run");
+    return serveEmbedded(paths, flags.addr, actions, flags.forServer ? "server" : "run");
   }
   const listen = flags.addr ?? (await defaultListen(paths.config));
   const { Gateway } = await import("./gateway.ts");
   const { doorDir, STANDALONE_DOOR } = await import("./door.ts");
   const door = doorDir(paths.state, STANDALONE_DOOR);
-  const running = await Gateway.start({ paths, listen, door });
+  const running = await Gateway.start({ paths, listen, door, actions });
   process.stdout.write(
     `gateway listening on ${running.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}, boxes' door ${door} (config ${paths.config})\n`,
   );

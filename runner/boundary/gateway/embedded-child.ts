@@ -1,5 +1,6 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
+import type { ActionHostFactory } from "./action-host.ts";
 import { closeDoor, doorDir, embeddedDoor, STANDALONE_DOOR, sweepDoors } from "./door.ts";
 import { type ChildMessage, type GatewayRole, STOP_GRACE_MS } from "./embedded.ts";
 import { Gateway, type ListenAddress } from "./gateway.ts";
@@ -17,6 +18,7 @@ import { Gateway, type ListenAddress } from "./gateway.ts";
 export async function serveEmbedded(
   paths: RosterPaths,
   listen: ListenAddress[],
+  actions: ActionHostFactory,
   role: GatewayRole = "run",
 ): Promise<void> {
   const send = process.send?.bind(process);
@@ -43,6 +45,7 @@ export async function serveEmbedded(
       paths,
       listen,
       door,
+      actions,
       recordState: forServer,
       ...(forServer ? { supervisor: process.ppid } : {}),
     });

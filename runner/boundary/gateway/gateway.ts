@@ -5,7 +5,7 @@ import { join } from "node:path";
 
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
-import type { ActionHandler } from "./action-host.ts";
+import type { ActionHostFactory } from "./action-host.ts";
 import { requestFacts } from "./admission.ts";
 import { AuditLog } from "./audit.ts";
 import { bodyBudgetFor } from "./body-budget.ts";
@@ -35,7 +35,8 @@ export interface ListenAddress {
 export interface GatewayOptions {
   paths: RosterPaths;
   listen: ListenAddress[];
-  actions?: ActionHandler;
+  /** The action host behind actions.roster.internal, made by whoever starts this gateway. */
+  actions: ActionHostFactory;
   /** Overrides over `[gateway.timeouts]` and the defaults (tests use short ones). */
   timeouts?: Partial<GatewayTimeouts>;
   /** Write state/gateway.json (off for throwaway embedded gateways in tests). */
@@ -102,7 +103,7 @@ export class Gateway {
       audit,
       budgets,
       upstreams,
-      actions: options.actions ?? lazyActionHost(paths, config),
+      actions: options.actions(paths, config),
       credentials: new Credentials({ vaultDir: paths.vault, auditDir: paths.audit, upstreams }),
       maxBodyBytes,
       bodies: bodyBudgetFor(maxBodyBytes),
@@ -249,30 +250,4 @@ function openRunDoors(
         },
       ),
   });
-}
-
-/**
- * The action host, loaded at its first request: its executors bring chat and
- * mail clients and a secret scanner that a gateway serving only model calls
- * never needs, and every run that embeds a gateway would wait for them.
- */
-function lazyActionHost(paths: RosterPaths, config: ConfigSource): ActionHandler {
-  let host: Promise<ActionHandler> | undefined;
-  return {
-    handle: async (request) => {
-      host ??= import("../../services/actions/host.ts").then(
-        ({ ActionHost }) => new ActionHost(paths, config),
-      );
-      return (await host).handle(request);
-    },
-    holdMcpCall: async (call) => {
-      host ??= import("../../services/actions/host.ts").then(
-        ({ ActionHost }) => new ActionHost(paths, config),
-      );
-      const loaded = await host;
-      if (!loaded.holdMcpCall)
-        throw new Error("this action host has no approval desk for MCP calls");
-      return loaded.holdMcpCall(call);
-    },
-  };
 }
