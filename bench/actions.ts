@@ -19,8 +19,7 @@ import { ProxyAgent, request } from "undici";
 import { mintToken } from "../runner/boundary/gateway/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { freePort } from "../test/support/roster-root.ts";
-import { makeServerCertificate } from "../test/support/test-ca.ts";
+import { freePort, makeServerCertificate } from "./harness.ts";
 
 const REQUESTS = 1000;
 const work = await mkdtemp(join(tmpdir(), "roster-bench-actions-"));

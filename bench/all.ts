@@ -17,7 +17,7 @@ import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { corpusAvailable } from "../test/support/corpus.ts";
+import { corpusAvailable } from "./harness.ts";
 
 interface Bench {
   file: string;

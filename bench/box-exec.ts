@@ -14,8 +14,7 @@ import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
 import { readReadyStatus } from "../runner/work/ready/server-pool.ts";
-import { ROSTER_BIN } from "../test/support/cli.ts";
-import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { makeRosterRoot, ROSTER_BIN } from "./harness.ts";
 import { median, timed } from "./timing.ts";
 
 const ROUNDS = 9;

@@ -10,8 +10,7 @@
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { type Gate, newGateId, writeGate } from "../runner/services/actions/gates.ts";
-import { testBrowser } from "../test/support/browser.ts";
-import { freePort, makeRosterRoot } from "../test/support/roster-root.ts";
+import { freePort, makeRosterRoot, testBrowser } from "./harness.ts";
 import { median } from "./timing.ts";
 
 const ROUNDS = 15;

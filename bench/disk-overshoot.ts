@@ -15,7 +15,7 @@ import { performance } from "node:perf_hooks";
 import { diskUsage } from "../runner/ground/files/disk-usage.ts";
 import { listRuns } from "../runner/records/run-records/run-record.ts";
 import type { ExecEnvelope } from "../runner/work/runs/exec-envelope.ts";
-import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { makeRosterRoot } from "./harness.ts";
 
 const MB = 1024 * 1024;
 const LIMIT_MB = 200;

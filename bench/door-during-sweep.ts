@@ -18,7 +18,7 @@ import { mintToken } from "../runner/boundary/gateway/identity.ts";
 import { initRoots } from "../runner/ground/config/init.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { freePort } from "../test/support/roster-root.ts";
+import { freePort } from "./harness.ts";
 
 const other = process.argv[2] ? resolve(process.argv[2]) : undefined;
 if (!other || !existsSync(join(other, "bin/roster.mjs")))

@@ -11,7 +11,7 @@
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
-import { ModelServer } from "../test/support/model-server.ts";
+import { ModelServer } from "./harness.ts";
 import { piFloor } from "./pi-floor.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 7);

@@ -25,9 +25,7 @@ import { errorMessage } from "../runner/ground/errors.ts";
 import { termChannelId } from "../runner/records/channels/ids.ts";
 import { ensureChannel } from "../runner/records/channels/store.ts";
 import { Session } from "../runner/work/sessions/session.ts";
-import { ROSTER_BIN } from "../test/support/cli.ts";
-import { ModelServer } from "../test/support/model-server.ts";
-import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { ModelServer, makeRosterRoot, ROSTER_BIN } from "./harness.ts";
 import { median, timed } from "./timing.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);

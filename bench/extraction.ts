@@ -19,7 +19,7 @@ import {
   markdownWords,
   wordF1,
   words,
-} from "../test/support/corpus.ts";
+} from "./harness.ts";
 
 if (!corpusAvailable()) {
   console.error(`no corpus at ${CORPUS_DIR}`);

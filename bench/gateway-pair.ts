@@ -17,8 +17,7 @@ import { join, resolve } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { freePort } from "../test/support/roster-root.ts";
-import { makeServerCertificate } from "../test/support/test-ca.ts";
+import { freePort, makeServerCertificate } from "./harness.ts";
 
 const other = process.argv[2] ? resolve(process.argv[2]) : undefined;
 if (!other || !existsSync(join(other, "bin/roster.mjs")))

@@ -23,8 +23,7 @@ import { GATEWAY_NODE_FLAGS } from "../runner/boundary/gateway/defaults.ts";
 import { mintToken } from "../runner/boundary/gateway/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { freePort } from "../test/support/roster-root.ts";
-import { makeServerCertificate } from "../test/support/test-ca.ts";
+import { freePort, makeServerCertificate } from "./harness.ts";
 import { type HeyResult, hey, heyAvailable } from "./hey.ts";
 import { startTlsRelay } from "./tls-relay.ts";
 

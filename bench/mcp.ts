@@ -15,9 +15,7 @@ import { readFileSync } from "node:fs";
 import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { makeGatewayRoot, startGatewayProcess } from "../test/support/gateway-process.ts";
-import { connectMcp } from "../test/support/mcp-clients.ts";
-import { McpUpstream } from "../test/support/mcp-upstream.ts";
+import { connectMcp, McpUpstream, makeGatewayRoot, startGatewayProcess } from "./harness.ts";
 
 const CALLS = Number(process.argv[2] ?? 200);
 const ROUNDS = Number(process.argv[3] ?? 2);

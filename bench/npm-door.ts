@@ -17,8 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { promisify } from "node:util";
-import { ROSTER_BIN } from "../test/support/cli.ts";
-import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { makeRosterRoot, ROSTER_BIN } from "./harness.ts";
 import { median, timed } from "./timing.ts";
 
 const run = promisify(execFile);

@@ -27,8 +27,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
 import { STORE_RSYNC_OPTIONS } from "../runner/boundary/store/rsync.ts";
-import { ROSTER_BIN } from "../test/support/cli.ts";
-import { ModelServer } from "../test/support/model-server.ts";
+import { ModelServer, ROSTER_BIN } from "./harness.ts";
 import { piFloor } from "./pi-floor.ts";
 import { median, timed } from "./timing.ts";
 

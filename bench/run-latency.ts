@@ -24,9 +24,7 @@ import type { DockerEngine } from "../runner/boundary/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
 import { listRuns, readRecord } from "../runner/records/run-records/run-record.ts";
 import { readReadyStatus } from "../runner/work/ready/server-pool.ts";
-import { ROSTER_BIN } from "../test/support/cli.ts";
-import { ModelServer } from "../test/support/model-server.ts";
-import { makeRosterRoot, type RosterRoot } from "../test/support/roster-root.ts";
+import { ModelServer, makeRosterRoot, ROSTER_BIN, type RosterRoot } from "./harness.ts";
 import { piFloor } from "./pi-floor.ts";
 
 const ROUNDS = 5;

@@ -24,8 +24,7 @@ import { termChannelId } from "../runner/records/channels/ids.ts";
 import { ensureChannel } from "../runner/records/channels/store.ts";
 import { type Inbound, SessionRouter } from "../runner/work/sessions/router.ts";
 import { Session } from "../runner/work/sessions/session.ts";
-import { ModelServer, type RecordedRequest } from "../test/support/model-server.ts";
-import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { ModelServer, makeRosterRoot, type RecordedRequest } from "./harness.ts";
 
 const COLD_RUNS = 10;
 const WARM_TURNS = 30;

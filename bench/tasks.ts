@@ -16,7 +16,7 @@ import {
   updateList,
 } from "../runner/records/task-list/store.ts";
 import { Dispatcher } from "../runner/services/server/dispatch.ts";
-import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { makeRosterRoot } from "./harness.ts";
 
 const WORKERS = 50;
 const TEMPLATES_PER_WORKER = 20;

@@ -4,8 +4,7 @@ import { connectEngine } from "../runner/boundary/box/connect.ts";
 import type { DockerEngine } from "../runner/boundary/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
 import { TOOLCHAIN_LABEL } from "../runner/boundary/box/toolchain-image.ts";
-import { ROSTER_BIN } from "../test/support/cli.ts";
-import { makeRosterRoot } from "../test/support/roster-root.ts";
+import { makeRosterRoot, ROSTER_BIN } from "./harness.ts";
 import { median, timed } from "./timing.ts";
 
 const ROUNDS = 3;

@@ -20,7 +20,7 @@ import { ProxyAgent, request } from "undici";
 import { mintToken } from "../runner/boundary/gateway/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { freePort } from "../test/support/roster-root.ts";
+import { freePort } from "./harness.ts";
 import { median } from "./timing.ts";
 
 const CLIENTS = 8;
