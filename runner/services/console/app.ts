@@ -130,17 +130,33 @@ function guard(app: Hono<Env>, key: ConsoleKey, place: () => ConsolePlace): void
   });
 }
 
-/** The pages and the one form action (a gate's decision). */
+/** The pages and the one form action (a gate's decision), in the order they are matched. */
 function pageRoutes(app: Hono<Env>, deps: ConsoleDeps): void {
+  const pages = pageKit(deps);
+  overviewRoute(app, pages);
+  approvalRoutes(app, pages);
+  workRoutes(app, { paths: deps.paths, csrf: deps.key.csrf, workers: pages.workers });
+  runRoutes(app, pages);
+  sessionRoutes(app, pages);
+  doorRoute(app, pages);
+}
+
+/** What the pages share: the workers in the config, a whole page or only its live part, the summaries. */
+function pageKit(deps: ConsoleDeps) {
   const { paths, key, feed } = deps;
   const workers = () => [...loadConfig(paths.config).workers.keys()].sort();
   const show = (c: Context<Env>, title: string, current: string, body: Html) =>
     c.html(page({ title, current, csrf: key.csrf, body }));
   const fragment = (c: Context<Env>) => c.req.query("fragment") === "1";
-
   const summaries = new ConsoleSummaries(paths);
+  return { deps, paths, key, feed, workers, show, fragment, summaries };
+}
 
-  // the landing page: a card per worker, then the pictures (each with its numbers)
+type Pages = ReturnType<typeof pageKit>;
+
+/** The landing page: a card per worker, then the pictures (each with its numbers). */
+function overviewRoute(app: Hono<Env>, pages: Pages): void {
+  const { paths, feed, show, fragment, summaries } = pages;
   app.get("/", async (c) => {
     feed.watchGates();
     feed.watchRuns();
@@ -173,7 +189,11 @@ ${runPictures(runs, 30, now.getTime())}
 </section>`,
     );
   });
+}
 
+/** The gates waiting for a person, and a decision on one. */
+function approvalRoutes(app: Hono<Env>, pages: Pages): void {
+  const { paths, key, feed, show, fragment } = pages;
   app.get("/approvals", (c) => {
     feed.watchGates();
     const part = approvalsPart(paths, loadConfig(paths.config), key.csrf);
@@ -200,9 +220,11 @@ ${runPictures(runs, 30, now.getTime())}
     }
     return c.redirect(`/approvals#${id}`, 303);
   });
+}
 
-  workRoutes(app, { paths, csrf: key.csrf, workers });
-
+/** The runs, filtered, and one run's page. */
+function runRoutes(app: Hono<Env>, pages: Pages): void {
+  const { paths, feed, workers, show, fragment, summaries } = pages;
   app.get("/runs", (c) => {
     const filter: RunFilter = {
       worker: c.req.query("worker"),
@@ -232,7 +254,11 @@ ${runPictures(runs, 30, now.getTime())}
       live("run activity decision", self, part.body, `${worker}/${id}`),
     );
   });
+}
 
+/** The sessions and the channels they talk on. */
+function sessionRoutes(app: Hono<Env>, pages: Pages): void {
+  const { deps, paths, show, fragment } = pages;
   app.get("/sessions", async (c) => {
     const part = sessionsPart(paths, await deps.sessions());
     if (fragment(c)) return c.html(part);
@@ -256,7 +282,11 @@ ${runPictures(runs, 30, now.getTime())}
       live("turn", `/channels/${encodeURIComponent(id)}?fragment=1`, part),
     );
   });
+}
 
+/** The door's log, filtered. */
+function doorRoute(app: Hono<Env>, pages: Pages): void {
+  const { paths, workers, show, fragment } = pages;
   app.get("/door", (c) => {
     const filter: DoorFilter = {
       worker: c.req.query("worker"),
