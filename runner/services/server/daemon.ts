@@ -77,17 +77,39 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   const { paths, note } = options;
   const env = options.env ?? process.env;
   await recoverFirst(paths, config, env, note);
-
-  const listen = options.listen ?? (await defaultListen(paths.config));
   // a gateway that can't be kept up stops the server: no box runs on without its door
   const halt = new AbortController();
   const gateway = await superviseGateway({
     paths,
-    listen,
+    listen: options.listen ?? (await defaultListen(paths.config)),
     env,
     note,
     onGiveUp: (reason) => halt.abort(new Error(reason)),
   });
+  const stateFile = await announce(options, gateway);
+  const services = await startServices(options, config, env);
+  let exitCode = 0;
+  try {
+    await runUntilStopped(options, services.dispatcher, halt.signal, services.beforeTick);
+  } catch (error) {
+    note(`server: ${errorMessage(error)}`);
+    exitCode = 1;
+  } finally {
+    await stopServices(services);
+    // the door goes last, so no box outlives it
+    await gateway.stop();
+    await rm(stateFile, { force: true });
+    note("server stopped");
+  }
+  return exitCode;
+}
+
+/** Writes state/server.json (what `roster server status` and `roster run` read) and says so. */
+async function announce(
+  options: ServerOptions,
+  gateway: { port: number; addresses: ListenAddress[] },
+): Promise<string> {
+  const { paths } = options;
   const state: ServerState = {
     pid: process.pid,
     started_at: new Date().toISOString(),
@@ -98,13 +120,37 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
   await mkdir(paths.state, { recursive: true });
   const stateFile = serverStateFile(paths);
   await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
-  note(
+  options.note(
     `server ${process.pid}: gateway on ${gateway.addresses.map((a) => `${a.host}:${a.port}`).join(", ")}; up to ${options.cap} boxes${options.once ? "; once" : ""}`,
   );
+  return stateFile;
+}
 
-  let sessions = 0;
-  // handed-over runs are declared below, once the gateway is up; they count toward the cap
-  let runs: RunSocket | undefined;
+/** What the server runs behind its door, each stopped by stopServices. */
+interface Services {
+  ready: ReturnType<typeof serverReadyPool> | undefined;
+  router: SessionRouter;
+  listeners: ListenerSupervisor;
+  webConsole: RunningConsole | undefined;
+  dispatcher: Dispatcher;
+  runs: RunSocket | undefined;
+  sweep: StoreSweep | undefined;
+  /** Before each dispatch tick: count the sessions, offer, sweep, refill the ready boxes. */
+  beforeTick: () => Promise<void>;
+}
+
+/**
+ * Sessions and their ready boxes, chat listeners, the console, dispatch and
+ * the runs `roster run` hands over. Every box counts toward one cap, read live.
+ */
+async function startServices(
+  options: ServerOptions,
+  config: LoadedConfig,
+  env: NodeJS.ProcessEnv,
+): Promise<Services> {
+  const { paths, note } = options;
+  const counts = { sessions: 0, runs: (): number => 0, dispatched: (): number => 0 };
+  const others = () => counts.sessions + counts.runs();
   // boxes started before their run (not in --once: nothing would take them)
   const ready = options.once
     ? undefined
@@ -114,7 +160,7 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
         note,
         cap: options.cap,
         // read live: a task the dispatcher just started counts before the next tick
-        busy: (): number => sessions + (runs?.active() ?? 0) + dispatcher.active,
+        busy: (): number => others() + counts.dispatched(),
       });
   const router = new SessionRouter({
     paths,
@@ -126,6 +172,42 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
       `only through the ${provider}_send action: your plain text is not shown to anyone`,
     recordReplies: false,
   });
+  const listeners = startListeners(options, config, router, env);
+  const webConsole =
+    !options.once && !options.noConsole && config.org.console?.enabled !== false
+      ? await startWebConsole(paths, config, router, note)
+      : undefined;
+  const takeReady = ready ? { takeReady: ready.takeReady } : {};
+  const dispatcher = new Dispatcher({
+    paths,
+    cap: options.cap,
+    note,
+    env,
+    otherBoxes: others,
+    ...takeReady,
+  });
+  counts.dispatched = () => dispatcher.active;
+  const runs = options.once ? undefined : await takeOverRuns(options, env, ready);
+  if (runs) counts.runs = () => runs.active();
+  // every store snapshotted once a day, beside the passes runs take as they settle
+  const sweep = options.once ? undefined : new StoreSweep(paths, note);
+  const beforeTick = async () => {
+    counts.sessions = (await router.sessions()).length;
+    listeners.offerDue();
+    sweep?.tick();
+    await ready?.tick();
+  };
+  return { ready, router, listeners, webConsole, dispatcher, runs, sweep, beforeTick };
+}
+
+/** Chat listeners for every bound bot (none with --no-listen or --once). */
+function startListeners(
+  options: ServerOptions,
+  config: LoadedConfig,
+  router: SessionRouter,
+  env: NodeJS.ProcessEnv,
+): ListenerSupervisor {
+  const { paths, note } = options;
   // approvers and offer times are read when used, so an org.toml edit takes effect at once
   const offers = new OfferDesk(paths, () => loadConfig(paths.config).org.chat);
   const listeners = new ListenerSupervisor({ paths, router, note, env, offers });
@@ -135,63 +217,43 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     for (const binding of bindings)
       note(`listening for ${binding.worker} on ${binding.platform} (bot "${binding.credential}")`);
   }
-  const webConsole =
-    !options.once && !options.noConsole && config.org.console?.enabled !== false
-      ? await startWebConsole(paths, config, router, note)
-      : undefined;
-  const dispatcher = new Dispatcher({
-    paths,
-    cap: options.cap,
-    note,
-    env,
-    otherBoxes: () => sessions + (runs?.active() ?? 0),
-    ...(ready ? { takeReady: ready.takeReady } : {}),
-  });
+  return listeners;
+}
 
-  // `roster run` hands its runs to this server (not in --once: it is about to leave);
-  // they always run (someone is waiting at a terminal), and due tasks wait for them
-  if (!options.once) {
-    try {
-      runs = await serveRuns({
-        paths,
-        env,
-        note,
-        ...(ready ? { takeReady: ready.takeReady } : {}),
-        ...(ready ? { takeReadyExec: ready.takeReadyExec } : {}),
-      });
-    } catch (error) {
-      note(
-        `runs are not taken over (each \`roster run\` starts its own box): ${errorMessage(error)}`,
-      );
-    }
-  }
-
-  // every store snapshotted once a day, beside the passes runs take as they settle
-  const sweep = options.once ? undefined : new StoreSweep(paths, note);
-  let exitCode = 0;
+/**
+ * `roster run` hands its runs to this server: they always run (someone is
+ * waiting at a terminal), and due tasks wait for them. A socket that can't be
+ * served is reported; each `roster run` then starts its own box.
+ */
+async function takeOverRuns(
+  options: ServerOptions,
+  env: NodeJS.ProcessEnv,
+  ready: ReturnType<typeof serverReadyPool> | undefined,
+): Promise<RunSocket | undefined> {
   try {
-    await runUntilStopped(options, dispatcher, halt.signal, async () => {
-      sessions = (await router.sessions()).length;
-      listeners.offerDue();
-      sweep?.tick();
-      await ready?.tick();
+    return await serveRuns({
+      paths: options.paths,
+      env,
+      note: options.note,
+      ...(ready ? { takeReady: ready.takeReady, takeReadyExec: ready.takeReadyExec } : {}),
     });
   } catch (error) {
-    note(`server: ${errorMessage(error)}`);
-    exitCode = 1;
-  } finally {
-    await runs?.close();
-    await webConsole?.close();
-    await listeners.stop();
-    await dispatcher.stop();
-    await router.closeAll();
-    await ready?.close();
-    await sweep?.idle();
-    await gateway.stop();
-    await rm(stateFile, { force: true });
-    note("server stopped");
+    options.note(
+      `runs are not taken over (each \`roster run\` starts its own box): ${errorMessage(error)}`,
+    );
+    return undefined;
   }
-  return exitCode;
+}
+
+/** Stops what startServices started, in the order that leaves nothing half-done. */
+async function stopServices(services: Services): Promise<void> {
+  await services.runs?.close();
+  await services.webConsole?.close();
+  await services.listeners.stop();
+  await services.dispatcher.stop();
+  await services.router.closeAll();
+  await services.ready?.close();
+  await services.sweep?.idle();
 }
 
 /**
