@@ -13,7 +13,13 @@ import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
 import { locateLine } from "./locate.ts";
 import { formatMemory, parseMemory } from "./memory.ts";
-import { modelDestination } from "./model.ts";
+import {
+  checkModel,
+  checkWorkerTables,
+  NARROW_ONLY,
+  type NarrowingReport,
+  narrowingReport,
+} from "./narrowing-report.ts";
 import { homeSize, STORE_DEFAULTS } from "./store-limits.ts";
 import { workerSubject } from "./subject.ts";
 
@@ -233,8 +239,6 @@ export function workerDenyGrants(worker: WorkerConfig, file: string): ScopedGran
     .map((grant) => ({ ...grant, scope: workerSubject(worker.name), source: file }));
 }
 
-const NARROW_ONLY = "a worker's config may only narrow the org's";
-
 /** Every place a worker.toml asks for more than org.toml grants, as config errors. */
 export function checkNarrowing(
   org: OrgConfig,
@@ -243,21 +247,18 @@ export function checkNarrowing(
   text: string,
 ): ConfigError[] {
   const errors: ConfigError[] = [];
-  const at = (pointer: string, message: string) =>
-    errors.push({
-      file,
-      line: locateLine(text, pointer),
-      field: pointer.split("/").filter(Boolean).join("."),
-      message,
-    });
-  const allowed = (value: unknown, isDefault: boolean) =>
-    `${JSON.stringify(value)}${isDefault ? " by default" : ""}`;
-  const tooMuch = (pointer: string, value: unknown, orgValue: unknown, isDefault: boolean) =>
-    at(
-      pointer,
-      `${JSON.stringify(value)} is more than org.toml allows (${allowed(orgValue, isDefault)}); ${NARROW_ONLY}`,
-    );
+  const report = narrowingReport(errors, file, text);
+  // in this order: the errors come out in it
+  checkResources(org, worker, report);
+  checkProtections(org, worker, report);
+  checkPromptSizes(org, worker, report);
+  checkWorkerTables(worker, report);
+  checkModel(org.model, worker.model, report.at);
+  return errors;
+}
 
+/** How much the box gets: processes, memory, the store and $HOME, output, CPUs. */
+function checkResources(org: OrgConfig, worker: WorkerConfig, { tooMuch }: NarrowingReport): void {
   const box = worker.box ?? {};
   const orgBox = org.box ?? {};
   const effectiveBox = { ...BOX_DEFAULTS, ...orgBox };
@@ -290,6 +291,17 @@ export function checkNarrowing(
     );
   if (box.cpus !== undefined && box.cpus > effectiveBox.cpus)
     tooMuch("/box/cpus", box.cpus, effectiveBox.cpus, orgBox.cpus === undefined);
+}
+
+/** The protections a worker may not switch off, and the clocks it may only shorten. */
+function checkProtections(
+  org: OrgConfig,
+  worker: WorkerConfig,
+  { at, tooMuch, allowed }: NarrowingReport,
+): void {
+  const box = worker.box ?? {};
+  const orgBox = org.box ?? {};
+  const effectiveBox = { ...BOX_DEFAULTS, ...orgBox };
   if (box.egress_lockdown === false && effectiveBox.egress_lockdown !== false)
     at(
       "/box/egress_lockdown",
@@ -323,7 +335,14 @@ export function checkNarrowing(
         orgBox.stall_after === undefined,
       );
   }
+}
 
+/** The prompt's size limits and the memory's bounds: each a number the worker may only lower. */
+function checkPromptSizes(
+  org: OrgConfig,
+  worker: WorkerConfig,
+  { tooMuch }: NarrowingReport,
+): void {
   const context = worker.context ?? {};
   for (const key of CONTEXT_KEYS) {
     const value = context[key];
@@ -339,69 +358,5 @@ export function checkNarrowing(
     const limit = orgValue ?? MEMORY_DEFAULTS[key];
     if (value !== undefined && value > limit)
       tooMuch(`/memory/${key}`, value, limit, orgValue === undefined);
-  }
-
-  (worker.grant ?? []).forEach((grant, index) => {
-    const elsewhere = `a [[grant]] with workers = ["${worker.name}"]`;
-    if (grant.verdict !== "deny")
-      at(
-        `/grant/${index}/verdict`,
-        `"${grant.name}" is ${grant.verdict === "allow" ? "an allow" : `a ${grant.verdict}`} grant; a worker's config may only add deny grants (a per-worker allowance belongs in org.toml: ${elsewhere})`,
-      );
-    if (grant.inject)
-      at(
-        `/grant/${index}/inject`,
-        `"${grant.name}" injects credential "${grant.inject.credential}"; a worker's config may not inject credentials (that belongs in org.toml: ${elsewhere})`,
-      );
-  });
-
-  (worker.action ?? []).forEach((action, index) => {
-    at(
-      `/action/${index}`,
-      `"${action.name}" grants an action; only org.toml grants actions (an [[action]] there, with workers = ["${worker.name}"]); ${NARROW_ONLY}`,
-    );
-  });
-  (worker.trust ?? []).forEach((rule, index) => {
-    if (rule.level !== "gate")
-      at(
-        `/trust/${index}/level`,
-        `"${rule.level}" would let "${rule.intent}" run without a human; a worker's [[trust]] may only gate (level = "gate"); ${NARROW_ONLY}`,
-      );
-  });
-
-  checkModel(org.model, worker.model, at);
-  return errors;
-}
-
-const MODEL_DESTINATION = ["provider", "base_url", "credential"] as const;
-const MODEL_CHOICE =
-  "a worker may pick model, max_tokens and context_window; provider, base_url and credential decide where the model credential goes, and only org.toml says that";
-
-function checkModel(
-  org: ModelSection | undefined,
-  worker: WorkerModelSection | undefined,
-  at: (pointer: string, message: string) => void,
-): void {
-  if (!worker) return;
-  if (!org) {
-    const set = MODEL_DESTINATION.filter((key) => worker[key] !== undefined);
-    for (const key of set)
-      at(
-        `/model/${key}`,
-        `${JSON.stringify(worker[key])}: org.toml grants no model (it has no [model]); ${MODEL_CHOICE}`,
-      );
-    if (!set.length)
-      at("/model", `org.toml grants no model (it has no [model]) for this to adjust`);
-    return;
-  }
-  const orgValues = { provider: org.provider, ...modelDestination(org) };
-  for (const key of MODEL_DESTINATION) {
-    const value = worker[key];
-    if (value === undefined || value === orgValues[key]) continue;
-    const orgValue = orgValues[key];
-    at(
-      `/model/${key}`,
-      `${JSON.stringify(value)} is not org.toml's (${orgValue === undefined ? "none" : JSON.stringify(orgValue)}); ${MODEL_CHOICE}`,
-    );
   }
 }
