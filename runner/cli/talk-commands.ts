@@ -25,7 +25,7 @@ export function registerTalkCommands(program: Command): void {
       parseSecs,
     )
     .action(async (worker: string, flags: { idle?: number }) => {
-      const { talk } = await import("../services/talk/talk.ts");
+      const { talk } = await import("../services/chat/terminal/talk.ts");
       process.exitCode = await talk({
         paths: rosterPaths(),
         worker,

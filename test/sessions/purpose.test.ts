@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { termChannelId } from "../../runner/records/channels/ids.ts";
 import { listGates } from "../../runner/services/actions/gates.ts";
-import { talkUser } from "../../runner/services/talk/talk.ts";
+import { termChannelId } from "../../runner/services/chat/terminal/ids.ts";
+import { talkUser } from "../../runner/services/chat/terminal/talk.ts";
 import { ROSTER_BIN } from "../support/cli.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";

@@ -17,7 +17,6 @@ import {
   assertChannelId,
   isChannelId,
   isDirectChannel,
-  termChannelId,
 } from "../../runner/records/channels/ids.ts";
 import {
   appendMessage,
@@ -27,8 +26,9 @@ import {
   type MessageRecord,
   readMessages,
 } from "../../runner/records/channels/store.ts";
-import { term } from "../../runner/services/actions/executors/term.ts";
 import { trustedChannels } from "../../runner/services/actions/trusted-channels.ts";
+import { termChannelId } from "../../runner/services/chat/terminal/ids.ts";
+import { term } from "../../runner/services/chat/terminal/sender.ts";
 
 /** Channels: ids, the per-channel record, the operator's designations, first-turn history. */
 const roots: string[] = [];

@@ -1,5 +1,5 @@
 import type { ConfigError } from "./config-error.ts";
-import type { WorkerConfig } from "./config-schema.ts";
+import { WorkerConfig } from "./config-schema.ts";
 import { locateLine } from "./locate.ts";
 
 /**
@@ -9,8 +9,9 @@ import { locateLine } from "./locate.ts";
  * credential may be bound once across all workers; the second binding is an
  * error naming the first.
  */
-export type Platform = "discord" | "slack";
-export const PLATFORMS: readonly Platform[] = ["discord", "slack"];
+export type Platform = keyof NonNullable<WorkerConfig["channels"]>;
+/** The platforms a bot can be bound on: the keys of `[channels]`, read from its schema. */
+export const PLATFORMS = Object.keys(WorkerConfig.properties.channels.properties) as Platform[];
 
 export interface BotBinding {
   worker: string;

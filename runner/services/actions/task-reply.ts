@@ -5,26 +5,19 @@ import { workerSubject } from "../../ground/config/subject.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { appendJournal } from "../../records/journal/journal.ts";
 import type { Task } from "../../records/task-list/store.ts";
+import { platformOfChannel } from "../chat/platforms.ts";
 import { ActionHost } from "./host.ts";
 
 /**
  * A task filed from a chat session answers where it was asked: once its run
  * is over, its final answer is proposed into the task's channel through the
  * action host, exactly as the session's own reply would be — the worker's
- * `[[action]]` grant for that channel's send executor (term, discord, slack;
- * the first in scope), the same trust (a trusted channel gets it at once, an
+ * `[[action]]` grant for the sender of the channel's platform (the first in
+ * scope), the same trust (a trusted channel gets it at once, an
  * untrusted one a gate on the desk), the same journal and audit. Without such
  * a grant nothing is sent and the journal says why.
  */
 export const REPLY_MAX_CHARS = 8_000;
-
-/** The send executor a channel's id belongs to. */
-function sendExecutor(channel: string): "term" | "discord" | "slack" | undefined {
-  if (channel.startsWith("term-")) return "term";
-  if (channel.startsWith("discord-")) return "discord";
-  if (channel.startsWith("slack-")) return "slack";
-  return undefined;
-}
 
 function cutAnswer(text: string, runId: string): string {
   if (text.length <= REPLY_MAX_CHARS) return text;
@@ -51,7 +44,7 @@ export async function replyFromTask(options: {
   const text = options.answer?.trim();
   if (!text) return `task ${task.id}: no answer to send to ${channel}`;
   const subject = workerSubject(worker);
-  const executor = sendExecutor(channel);
+  const executor = platformOfChannel(channel)?.name;
   try {
     const config = new ConfigSource(paths.config, paths.vault);
     const grant = config

@@ -1,5 +1,6 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { designationOf, readDesignations } from "../../records/channels/designations.ts";
+import { CHAT_PLATFORMS } from "../chat/platforms.ts";
 
 /**
  * Which channels a worker's sends and purpose edits run in without a gate:
@@ -13,10 +14,8 @@ export function trustedChannels(paths: RosterPaths): (channelId: string) => bool
   return (channelId) => designationOf(designations, channelId).trusted;
 }
 
-/** Executors whose payload names the channel it lands in. */
+/** Executors whose payload names the channel it lands in: each chat platform's sender, and purpose. */
 export const CHANNEL_EXECUTORS: ReadonlySet<string> = new Set([
-  "slack",
-  "discord",
-  "term",
+  ...CHAT_PLATFORMS.map((platform) => platform.name),
   "purpose",
 ]);

@@ -35,7 +35,7 @@ export async function saveAttachment(
   paths: RosterPaths,
   channel: string,
   attachment: Attachment,
-  /** Sent with the download (Slack's file links need the bot token). */
+  /** Sent with the download (some platforms' file links need the bot token). */
   headers: Record<string, string> = {},
 ): Promise<string> {
   const name = safeName(attachment.id, attachment.filename);

@@ -89,7 +89,7 @@ export async function serveListener(
   paths: RosterPaths,
   worker: string,
   platform: Platform,
-  adapters: Record<Platform, AdapterFactory>,
+  adapterFor: AdapterFactory,
 ): Promise<void> {
   const send = process.send?.bind(process);
   if (!send)
@@ -130,7 +130,7 @@ export async function serveListener(
     process.once("SIGTERM", resolve);
   });
   try {
-    adapter = adapters[platform](host, credential);
+    adapter = adapterFor(host, credential);
     link.adapter = adapter;
     await adapter.start();
   } catch (error) {

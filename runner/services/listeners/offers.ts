@@ -10,6 +10,7 @@ import { readRecord, runDir } from "../../records/run-records/run-record.ts";
 import { appendActionAudit } from "../actions/action-audit.ts";
 import { approveGate, denyGate, executorFor } from "../actions/desk.ts";
 import { type Gate, listGates, readGate } from "../actions/gates.ts";
+import { CHAT_PLATFORMS } from "../chat/platforms.ts";
 
 /**
  * Approvals from chat. A pending gate proposed from a session is offered in
@@ -139,7 +140,7 @@ export class OfferDesk {
       ? readRecord(runDir(this.paths.state, worker, gate.run_id))
       : undefined;
     const from = record?.channel_id;
-    if (from && /^(discord|slack)-/.test(from) && isTrusted(this.paths, from)) return from;
+    if (from && hasListener(from) && isTrusted(this.paths, from)) return from;
     const fallback = this.chat()?.approvals_channel;
     return fallback && isTrusted(this.paths, fallback) ? fallback : undefined;
   }
@@ -173,4 +174,11 @@ function describe(paths: RosterPaths, gate: Gate): string {
   ]
     .filter((line, index) => line || index === 2)
     .join("\n");
+}
+
+/** Offers go only where a listener can post them and take the press: not the terminal. */
+function hasListener(channelId: string): boolean {
+  return CHAT_PLATFORMS.some(
+    (platform) => platform.listener !== undefined && channelId.startsWith(platform.channelPrefix),
+  );
 }

@@ -40,8 +40,10 @@ export async function listenerCommand(worker: string, platform: string): Promise
       exitCode: 2,
     });
   const { serveListener } = await import("../listeners/child.ts");
-  const { ADAPTERS } = await import("../listeners/adapters.ts");
-  await serveListener(rosterPaths(), worker, match, ADAPTERS);
+  const { listenerPlatform } = await import("../chat/platforms.ts");
+  const listener = listenerPlatform(match)?.listener;
+  if (!listener) throw new RosterError(`platform ${match} has no listener`, { exitCode: 2 });
+  await serveListener(rosterPaths(), worker, match, await listener());
 }
 
 /** `roster server status`: exit 1 when no server runs. */

@@ -1,5 +1,5 @@
-import type { ExecutorName } from "../../../ground/config/action-schema.ts";
-import { discord } from "./discord.ts";
+import { EXECUTORS, type ExecutorName } from "../../../ground/config/action-schema.ts";
+import { CHAT_PLATFORMS } from "../../chat/platforms.ts";
 import { email } from "./email.ts";
 import type { Executor } from "./executor.ts";
 import { identity } from "./identity.ts";
@@ -8,26 +8,32 @@ import { messageUser } from "./message-user.ts";
 import { purpose } from "./purpose.ts";
 import { repoPush } from "./repo.ts";
 import { selfEdit } from "./self-edit.ts";
-import { slack } from "./slack.ts";
 import { fileTask, setTasks } from "./tasks.ts";
-import { term } from "./term.ts";
 
 /**
  * Every executor by the name `[[action]] executor = "…"` uses, and `mcp`,
  * which no [[action]] may name: only the gateway files its gates (a tools/call
- * a `verdict = "gate"` grant held).
+ * a `verdict = "gate"` grant held). Each chat platform's sender goes by the
+ * platform's name (services/chat/platforms.ts).
  */
-export const EXECUTOR_TABLE: Record<ExecutorName | "mcp", Executor<unknown>> = {
+export const EXECUTOR_TABLE = complete({
   "message-user": messageUser,
   email,
   self: selfEdit,
-  slack,
-  discord,
   identity,
   purpose,
   task: fileTask,
   "task-list": setTasks,
-  term,
   repo: repoPush,
   mcp: mcpCall,
-};
+  ...Object.fromEntries(CHAT_PLATFORMS.map((platform) => [platform.name, platform.sender])),
+});
+
+/** Every name config may give an executor has one: a platform missing from the list fails at load, not at a send. */
+function complete(
+  table: Record<string, Executor<unknown>>,
+): Readonly<Record<ExecutorName | "mcp", Executor<unknown>>> {
+  const missing = [...EXECUTORS, "mcp"].filter((name) => !Object.hasOwn(table, name));
+  if (missing.length > 0) throw new Error(`no executor for ${missing.join(", ")}`);
+  return table as Record<ExecutorName | "mcp", Executor<unknown>>;
+}

@@ -1,10 +1,10 @@
 import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
-import type { RosterPaths } from "../../ground/config/paths.ts";
-import { errorMessage } from "../../ground/errors.ts";
-import { termChannelId } from "../../records/channels/ids.ts";
-import { describeEvent } from "../../work/runs/pi-events.ts";
-import { SessionError, SessionRouter } from "../../work/sessions/router.ts";
+import type { RosterPaths } from "../../../ground/config/paths.ts";
+import { errorMessage } from "../../../ground/errors.ts";
+import { describeEvent } from "../../../work/runs/pi-events.ts";
+import { SessionError, SessionRouter } from "../../../work/sessions/router.ts";
+import { termChannelId } from "./ids.ts";
 import { slashCommand } from "./slash-commands.ts";
 
 /**

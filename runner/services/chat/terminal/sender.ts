@@ -1,8 +1,9 @@
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { appendJsonLine } from "../../../ground/files/append-line.ts";
-import { oneLine } from "./chat-text.ts";
-import type { Executor } from "./executor.ts";
+import { oneLine } from "../../actions/executors/chat-text.ts";
+import type { Executor } from "../../actions/executors/executor.ts";
+import { TERM_PREFIX } from "./ids.ts";
 
 /**
  * term: a message from the worker into a terminal channel's history
@@ -11,7 +12,7 @@ import type { Executor } from "./executor.ts";
  */
 const Payload = Type.Object(
   {
-    channel_id: Type.String({ pattern: "^term-[A-Za-z0-9_-]{1,64}$" }),
+    channel_id: Type.String({ pattern: `^${TERM_PREFIX}[A-Za-z0-9_-]{1,64}$` }),
     text: Type.String({ minLength: 1, maxLength: 40_000 }),
   },
   { additionalProperties: false },

@@ -1,4 +1,3 @@
-import { type Static, Type } from "@sinclair/typebox";
 import {
   LogLevel,
   WebAPIHTTPError,
@@ -7,42 +6,15 @@ import {
   WebClient,
 } from "@slack/web-api";
 import { type Credential, readCredential } from "../../../boundary/gateway/vault.ts";
-import { slackTarget } from "../../../records/channels/ids.ts";
-import { boundBot, recordSent } from "./bound-bot.ts";
-import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
-import type { Executor } from "./executor.ts";
-import { hostCa, trustingFetch } from "./host-trust.ts";
-import { type SentParts, sentParts } from "./sent-parts.ts";
+import { hostCa, trustingFetch } from "../../actions/executors/host-trust.ts";
+import type { SentParts } from "../sent-parts.ts";
 
 /**
- * slack: a message to a Slack channel (or a reply in a thread) with Slack's
- * own client, @slack/web-api (chat.postMessage). The vault credential "slack"
- * holds `bot_token` (and, for tests, `api_base`, the client's slackApiUrl).
- * A long text goes as several messages in order, split on line breaks; a
+ * Slack's own client for the sender, @slack/web-api (chat.postMessage),
+ * loaded only when something is posted. The vault credential "slack" holds
+ * `bot_token` (and, for tests, `api_base`, the client's slackApiUrl). A
  * rate-limit reply (429 + Retry-After) is waited out and retried by the client.
- * Each part is recorded as it is accepted (sent-parts.ts), so approving a send
- * that failed part-way again posts only the parts that did not go out.
  */
-/** Slack advises at most 4,000 characters a message (it truncates past 40,000). */
-export const SLACK_MESSAGE_LIMIT = 4000;
-
-const Payload = Type.Object(
-  {
-    /**
-     * A conversation id (C…, G…, D…, or a user id U… for the app's DM; never a
-     * #name), or a roster channel id as a session's messages name it:
-     * slack-<team>-<channel>, or slack-<team>-dm-<user> for a DM.
-     */
-    channel_id: Type.String({
-      pattern: "^([A-Z][A-Z0-9]{2,31}|slack-[a-z0-9]{2,32}-(dm-)?[a-z0-9]{2,32})$",
-    }),
-    text: Type.String({ minLength: 1, maxLength: 10 * SLACK_MESSAGE_LIMIT, pattern: VISIBLE }),
-    thread_ts: Type.Optional(Type.String({ pattern: "^[0-9]{1,12}\\.[0-9]{1,8}$" })),
-  },
-  { additionalProperties: false },
-);
-type Payload = Static<typeof Payload>;
-
 const REQUEST_TIMEOUT_MS = 20_000;
 /** A few quick retries (each 429 first waits out its Retry-After), not the client's default 30 minutes. */
 const RETRY = { retries: 3, factor: 2, minTimeout: 200, maxTimeout: 2000, randomize: false };
@@ -147,37 +119,3 @@ export async function postSlackParts(
   }
   return stamps;
 }
-
-export const slackParts = (text: string) => splitText(text, SLACK_MESSAGE_LIMIT);
-
-export const slack: Executor<Payload> = {
-  schema: Payload,
-  summary: (payload) =>
-    `Slack ${payload.channel_id}${payload.thread_ts ? ` (thread ${payload.thread_ts})` : ""}: ${oneLine(payload.text, 70)}`,
-  render: (payload) =>
-    renderParts(
-      `To: Slack channel ${payload.channel_id}${payload.thread_ts ? `, in thread ${payload.thread_ts}` : ""}`,
-      slackParts(payload.text),
-    ),
-  async run(payload, context) {
-    // the worker's own bot when it has one bound, so its words come from the bot people talk to
-    const { client } = slackBot(
-      context.paths.vault,
-      boundBot(context.paths, context.worker, "slack"),
-    );
-    const parts = slackParts(payload.text);
-    // a roster id names Slack's own ids in lower case: a DM is addressed by its user
-    const roster = slackTarget(payload.channel_id);
-    const target = roster ?? payload.channel_id;
-    const ledger = sentParts(context.paths, context.worker, context.key);
-    const stamps = await postSlackParts(client, target, parts, payload.thread_ts, ledger);
-    if (roster) recordSent(context.paths, payload.channel_id, context.worker, payload.text);
-    // the first message's ts: where the text starts, and the thread to reply in
-    return {
-      sent: true,
-      channel_id: payload.channel_id,
-      message_ts: stamps[0],
-      parts: stamps.length,
-    };
-  },
-};

@@ -1,13 +1,18 @@
 import { LogLevel, SocketModeClient } from "@slack/socket-mode";
 import { WebClient } from "@slack/web-api";
-import type { Credential } from "../../boundary/gateway/vault.ts";
-import { errorMessage } from "../../ground/errors.ts";
-import { slackChannelId } from "../../records/channels/ids.ts";
-import { saveAttachment } from "./attachments.ts";
-import { type ChatAdapter, type GateOffer, type ListenerHost, Unauthorised } from "./child.ts";
-import { cursorChannels, readCursor } from "./cursors.ts";
-import { ChannelQueues, handOver } from "./hand-over.ts";
-import { handleSlackPress, postSlackOffer } from "./slack-offers.ts";
+import type { Credential } from "../../../boundary/gateway/vault.ts";
+import { errorMessage } from "../../../ground/errors.ts";
+import { saveAttachment } from "../../listeners/attachments.ts";
+import {
+  type ChatAdapter,
+  type GateOffer,
+  type ListenerHost,
+  Unauthorised,
+} from "../../listeners/child.ts";
+import { cursorChannels, readCursor } from "../../listeners/cursors.ts";
+import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
+import { slackChannelId } from "./ids.ts";
+import { handleSlackPress, postSlackOffer } from "./offers.ts";
 
 /**
  * The Slack listener: Slack's own Socket Mode client for events and its Web

@@ -6,7 +6,6 @@ import {
   REST,
   type RESTOptions,
 } from "@discordjs/rest";
-import { type Static, Type } from "@sinclair/typebox";
 import {
   AllowedMentionsTypes,
   type RESTPostAPIChannelMessageJSONBody,
@@ -16,39 +15,18 @@ import {
   Routes,
 } from "discord-api-types/v10";
 import { type Credential, readCredential } from "../../../boundary/gateway/vault.ts";
-import { discordPlace } from "../../../records/channels/ids.ts";
-import { boundBot, recordSent } from "./bound-bot.ts";
-import { oneLine, renderParts, splitText, VISIBLE } from "./chat-text.ts";
-import type { Executor } from "./executor.ts";
-import { hostCa, trustingFetch } from "./host-trust.ts";
-import { type SentParts, sentParts } from "./sent-parts.ts";
+import { hostCa, trustingFetch } from "../../actions/executors/host-trust.ts";
+import type { SentParts } from "../sent-parts.ts";
 
 /**
- * discord: a message to a Discord channel through discord.js's REST client
- * (@discordjs/rest, API v10). The vault credential "discord" holds the bot
- * `token` (and, for tests, `api_base`, the client's `api` option). A long text
- * goes as several messages in order; each carries a nonce derived from the
- * gate id with enforce_nonce, so a retried approval within Discord's dedupe
- * window returns the message already posted instead of posting it again.
- * Mentions of users ping; @everyone, @here and roles never do.
+ * Discord's REST client for the sender (discord.js's @discordjs/rest, API v10),
+ * loaded only when something is posted. The vault credential "discord" holds
+ * the bot `token` (and, for tests, `api_base`, the client's `api` option). Each
+ * message carries a nonce derived from the gate id with enforce_nonce, so a
+ * retried approval within Discord's dedupe window returns the message already
+ * posted instead of posting it again. Mentions of users ping; @everyone, @here
+ * and roles never do.
  */
-export const DISCORD_MESSAGE_LIMIT = 2000;
-
-const Payload = Type.Object(
-  {
-    /**
-     * A channel snowflake, or a roster channel id as a session's messages name
-     * it: discord-<guild>-<channel>, or discord-dm-<user> for a DM.
-     */
-    channel_id: Type.String({
-      pattern: "^([0-9]{15,21}|discord-[0-9]{15,21}-[0-9]{15,21}|discord-dm-[0-9]{15,21})$",
-    }),
-    text: Type.String({ minLength: 1, maxLength: 10 * DISCORD_MESSAGE_LIMIT, pattern: VISIBLE }),
-  },
-  { additionalProperties: false },
-);
-type Payload = Static<typeof Payload>;
-
 const REQUEST_TIMEOUT_MS = 15_000;
 /** A rate limit longer than this fails the send (legibly) rather than holding the desk or a box tool. */
 const MAX_RATE_LIMIT_WAIT_MS = 30_000;
@@ -170,32 +148,3 @@ export async function openDiscordDm(rest: REST, userId: string): Promise<string>
     throw new Error(discordProblem(`a DM channel with user ${userId}`, error), { cause: error });
   }
 }
-
-export const discordParts = (text: string) => splitText(text, DISCORD_MESSAGE_LIMIT);
-
-export const discord: Executor<Payload> = {
-  schema: Payload,
-  summary: (payload) => `Discord ${payload.channel_id}: ${oneLine(payload.text, 70)}`,
-  render: (payload) =>
-    renderParts(`To: Discord channel ${payload.channel_id}`, discordParts(payload.text)),
-  async run(payload, context) {
-    // the worker's own bot when it has one bound, so its words come from the bot people talk to
-    const { rest } = discordBot(
-      context.paths.vault,
-      boundBot(context.paths, context.worker, "discord"),
-    );
-    const place = discordPlace(payload.channel_id);
-    const target = !place
-      ? payload.channel_id
-      : "dmUser" in place
-        ? await openDiscordDm(rest, place.dmUser)
-        : place.channel;
-    const ledger = sentParts(context.paths, context.worker, context.key);
-    const parts = discordParts(payload.text);
-    const ids = await postDiscordParts(rest, target, parts, context.key, ledger);
-    if (payload.channel_id.startsWith("discord-"))
-      recordSent(context.paths, payload.channel_id, context.worker, payload.text);
-    // the first message's id: where the text starts
-    return { sent: true, channel_id: payload.channel_id, message_id: ids[0], parts: ids.length };
-  },
-};

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
-import type { RosterPaths } from "../../../ground/config/paths.ts";
-import { sentPartsFile } from "../gates.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { sentPartsFile } from "../actions/gates.ts";
 
 /**
  * What a chat executor has already delivered of a message it sends in parts,

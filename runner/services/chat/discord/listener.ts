@@ -6,14 +6,19 @@ import {
   GatewayIntentBits,
   Routes,
 } from "discord-api-types/v10";
-import type { Credential } from "../../boundary/gateway/vault.ts";
-import { errorMessage } from "../../ground/errors.ts";
-import { discordChannelId, discordPlace } from "../../records/channels/ids.ts";
-import { saveAttachment } from "./attachments.ts";
-import { type ChatAdapter, type GateOffer, type ListenerHost, Unauthorised } from "./child.ts";
-import { cursorChannels, readCursor } from "./cursors.ts";
-import { handleDiscordPress, postDiscordOffer } from "./discord-offers.ts";
-import { ChannelQueues, handOver } from "./hand-over.ts";
+import type { Credential } from "../../../boundary/gateway/vault.ts";
+import { errorMessage } from "../../../ground/errors.ts";
+import { saveAttachment } from "../../listeners/attachments.ts";
+import {
+  type ChatAdapter,
+  type GateOffer,
+  type ListenerHost,
+  Unauthorised,
+} from "../../listeners/child.ts";
+import { cursorChannels, readCursor } from "../../listeners/cursors.ts";
+import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
+import { discordChannelId, discordPlace } from "./ids.ts";
+import { handleDiscordPress, postDiscordOffer } from "./offers.ts";
 
 /**
  * The Discord listener: discord.js's gateway client (@discordjs/ws) for

@@ -1,8 +1,8 @@
 import type { WebClient } from "@slack/web-api";
 import { request } from "undici";
-import { errorMessage } from "../../ground/errors.ts";
-import { slackChannelId, slackTarget } from "../../records/channels/ids.ts";
-import { type GateOffer, type ListenerHost, parsePressId, pressId } from "./child.ts";
+import { errorMessage } from "../../../ground/errors.ts";
+import { type GateOffer, type ListenerHost, parsePressId, pressId } from "../../listeners/child.ts";
+import { slackChannelId, slackTarget } from "./ids.ts";
 
 /**
  * Approvals from chat on Slack: an offer is a message with Approve / Deny

@@ -8,9 +8,9 @@ import {
   MessageFlags,
   Routes,
 } from "discord-api-types/v10";
-import { errorMessage } from "../../ground/errors.ts";
-import { discordChannelId, discordPlace } from "../../records/channels/ids.ts";
-import { type GateOffer, type ListenerHost, parsePressId, pressId } from "./child.ts";
+import { errorMessage } from "../../../ground/errors.ts";
+import { type GateOffer, type ListenerHost, parsePressId, pressId } from "../../listeners/child.ts";
+import { discordChannelId, discordPlace } from "./ids.ts";
 
 /**
  * Approvals from chat on Discord: an offer is a message with Approve / Deny

@@ -1,7 +1,7 @@
-import type { Platform } from "../../../ground/config/bot-bindings.ts";
-import { loadConfig } from "../../../ground/config/load.ts";
-import type { RosterPaths } from "../../../ground/config/paths.ts";
-import { appendMessage } from "../../../records/channels/store.ts";
+import type { Platform } from "../../ground/config/bot-bindings.ts";
+import { loadConfig } from "../../ground/config/load.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { appendMessage } from "../../records/channels/store.ts";
 
 /**
  * Chat sends speak as the worker's own bot (worker.toml `[channels]`) when

@@ -1,8 +1,8 @@
-import type { RosterPaths } from "../../ground/config/paths.ts";
-import { errorMessage } from "../../ground/errors.ts";
-import { approveGate, denyGate } from "../actions/desk.ts";
-import { gateRow } from "../actions/desk-view.ts";
-import { findGate, listGates } from "../actions/gates.ts";
+import type { RosterPaths } from "../../../ground/config/paths.ts";
+import { errorMessage } from "../../../ground/errors.ts";
+import { approveGate, denyGate } from "../../actions/desk.ts";
+import { gateRow } from "../../actions/desk-view.ts";
+import { findGate, listGates } from "../../actions/gates.ts";
 
 /**
  * The few commands `roster talk` answers itself, on the host: they never

@@ -1,0 +1,15 @@
+import type { ChatPlatform } from "../platform.ts";
+import { SLACK_PREFIX } from "./ids.ts";
+import { slackOperatorDm, slackSender } from "./sender.ts";
+
+/** Slack: an app's bot in a workspace's channels and DMs, over Socket Mode (listener.ts) and the Web API (client.ts). */
+export const slack: ChatPlatform = {
+  name: "slack",
+  channelPrefix: SLACK_PREFIX,
+  sender: slackSender,
+  listener: async () => {
+    const { SlackListener } = await import("./listener.ts");
+    return (host, credential) => new SlackListener(host, credential);
+  },
+  operatorDm: slackOperatorDm,
+};
