@@ -112,7 +112,7 @@ export function readDesignations(paths: RosterPaths): Designations {
 
 /**
  * A channel's standing under these designations. Ids are matched exactly, so
- * an older file's entries (say a Slack id in capitals) keep working for
+ * an older file's entries (say a platform's own id in capitals) keep working for
  * action trust even though they aren't channel ids roster would make.
  */
 export function designationOf(designations: Designations, id: string): Designation {

@@ -48,7 +48,7 @@ export interface TaskOrigin {
 /** A warm chat session: the box stays up, messages arrive turn by turn. */
 export interface SessionScope {
   channel: string;
-  /** term, discord, slack … */
+  /** The chat platform's name ("term" for the terminal). */
   provider: string;
   trusted: boolean;
   /** How the worker's words reach the people in the channel. */

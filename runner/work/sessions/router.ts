@@ -16,13 +16,13 @@ import { Session, type SessionEnd, SessionError } from "./session.ts";
  * The router is the channel layer's only entry: it records every inbound
  * message in the channel's history, frames it as content (never a command),
  * gives a new session's first turn the recent history, and records the
- * worker's reply when the surface shows it directly (the terminal). Chat
- * adapters (terminal, Discord, Slack) only turn their events into `deliver`.
+ * worker's reply when the surface shows it directly (the terminal). Each chat
+ * platform's adapter only turns its events into `deliver`.
  */
 export interface Inbound {
   worker: string;
   channel: string;
-  /** term, discord, slack */
+  /** The chat platform's name ("term" for the terminal). */
   provider: string;
   author: string;
   author_id: string;

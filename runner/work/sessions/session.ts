@@ -27,7 +27,7 @@ export interface SessionSpec {
   paths: RosterPaths;
   worker: string;
   channel: string;
-  /** term, discord, slack: which idle window applies, and what the worker is told. */
+  /** The chat platform's name: which idle window applies (the terminal's, "term", or chat's). */
   provider: string;
   /** How the worker's reply reaches the channel (told to the worker). */
   replyBy: string;

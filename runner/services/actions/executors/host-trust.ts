@@ -1,12 +1,12 @@
 import { loadTrustStore } from "../../../boundary/gateway/trust-store.ts";
 
 /**
- * The certificates an executor's own TLS connection (SMTP, Slack, Discord)
+ * The certificates an executor's own TLS connection (SMTP, a chat platform)
  * trusts: the store the gateway verifies its upstreams against (trust-store.ts)
  * — Node's bundled roots plus the host's system store (SSL_CERT_FILE or
  * NODE_EXTRA_CA_CERTS when set, else the OS bundle). A host whose outbound TLS
- * passes an intercepting proxy then reaches Slack from the desk as it does
- * through the door. Given explicitly because the `roster` command starts with
+ * passes an intercepting proxy then reaches a chat platform from the desk as
+ * it does through the door. Given explicitly because the `roster` command starts with
  * NODE_EXTRA_CA_CERTS's loading deferred (bin/roster.mjs: parsing the whole
  * store cost every command ~60 ms), and Node's default never reads the OS
  * bundle. Read once per environment.
@@ -20,8 +20,8 @@ export function hostCa(env: NodeJS.ProcessEnv = process.env): string[] {
 }
 
 /**
- * A fetch whose TLS trusts exactly `ca`, for the chat clients (Slack's
- * WebClient and Discord's REST take one). undici loads on the first request.
+ * A fetch whose TLS trusts exactly `ca`, for the chat platforms' clients
+ * (each platform's client.ts under services/chat/ takes one). undici loads on the first request.
  * One connection pool per trust list for the whole process: the executors
  * make a client per send, and a pool each would leave its idle sockets behind.
  */
