@@ -73,7 +73,7 @@ export function resultMarker(paths: RosterPaths, gate: Pick<Gate, "worker" | "id
   return `${gateFile(paths, gate.worker, gate.id)}.result`;
 }
 
-/** The parts of a chat send already delivered for this gate (executors/sent-parts.ts), so a retry resumes. */
+/** The parts of a chat send already delivered for this gate (services/chat/sent-parts.ts), so a retry resumes. */
 export function sentPartsFile(paths: RosterPaths, gate: Pick<Gate, "worker" | "id">): string {
   return `${gateFile(paths, gate.worker, gate.id)}.sent`;
 }
