@@ -139,7 +139,7 @@ const routes = new Map<string, Route>([
   ],
 ]);
 
-export async function serveRuns(options: {
+export interface RunSocketOptions {
   paths: RosterPaths;
   env: NodeJS.ProcessEnv;
   note: (text: string) => void;
@@ -149,7 +149,72 @@ export async function serveRuns(options: {
   takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
   /** And `box exec` takes one of those made for commands. */
   takeReadyExec?: (worker: string) => Promise<ReadyStart | undefined>;
-}): Promise<RunSocket> {
+}
+
+/**
+ * The request's body as JSON (undefined when it is not JSON); nothing once it
+ * passes MAX_BODY_BYTES, when the client has had its 413.
+ */
+async function readBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<{ body: unknown } | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      res.writeHead(413).end();
+      return undefined;
+    }
+    chunks.push(chunk);
+  }
+  try {
+    return { body: JSON.parse(Buffer.concat(chunks).toString("utf8")) };
+  } catch {
+    return { body: undefined };
+  }
+}
+
+/** Starts an accepted box, its lines streamed to the client; `done` once the answer has ended. */
+function startJob(
+  res: ServerResponse,
+  start: (job: Job) => Promise<void>,
+  options: RunSocketOptions,
+): { abort: AbortController; done: Promise<void> } {
+  res.writeHead(200, { "content-type": "application/x-ndjson" });
+  const send: Send = (line) => {
+    if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify(line)}\n`);
+  };
+  const abort = new AbortController();
+  // the client is gone before its box ended: stop the box (and finish its record)
+  res.on("close", () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  const job: Job = {
+    paths: options.paths,
+    env: options.env,
+    send,
+    signal: abort.signal,
+    takeReady: options.takeReady,
+    takeReadyExec: options.takeReadyExec,
+  };
+  const done = (async () => {
+    try {
+      await start(job);
+    } catch (error) {
+      send({
+        error: errorMessage(error),
+        exit: userFailure(error)?.exitCode ?? 1,
+      });
+    } finally {
+      res.end();
+    }
+  })();
+  return { abort, done };
+}
+
+export async function serveRuns(options: RunSocketOptions): Promise<RunSocket> {
   const path = runSocketPath(options.paths);
   // a socket file left by a server that died: no live server holds it (the caller checked)
   await rm(path, { force: true });
@@ -177,61 +242,18 @@ export async function serveRuns(options: {
       res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}\n');
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        res.writeHead(413).end();
-        return;
-      }
-      chunks.push(chunk);
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    } catch {
-      body = undefined;
-    }
-    const start = route.accept(body);
+    const read = await readBody(req, res);
+    if (!read) return;
+    const start = route.accept(read.body);
     if (typeof start !== "function") {
       res
         .writeHead(400, { "content-type": "application/json" })
         .end(`${JSON.stringify({ error: start.refusal, exit: 2 })}\n`);
       return;
     }
-    res.writeHead(200, { "content-type": "application/x-ndjson" });
-    const send: Send = (line) => {
-      if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify(line)}\n`);
-    };
-    const abort = new AbortController();
-    // the client is gone before its box ended: stop the box (and finish its record)
-    res.on("close", () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    const job: Job = {
-      paths: options.paths,
-      env: options.env,
-      send,
-      signal: abort.signal,
-      takeReady: options.takeReady,
-      takeReadyExec: options.takeReadyExec,
-    };
-    const done = (async () => {
-      try {
-        await start(job);
-      } catch (error) {
-        send({
-          error: errorMessage(error),
-          exit: userFailure(error)?.exitCode ?? 1,
-        });
-      } finally {
-        res.end();
-      }
-    })();
-    const entry = { abort, done };
+    const entry = startJob(res, start, options);
     inFlight.add(entry);
-    await done;
+    await entry.done;
     inFlight.delete(entry);
   }
 
