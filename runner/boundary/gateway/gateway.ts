@@ -76,108 +76,15 @@ export class Gateway {
   ) {}
 
   static async start(options: GatewayOptions): Promise<Gateway> {
-    const { paths } = options;
-    const config = new ConfigSource(paths.config, paths.vault);
-    const loaded = config.get();
-    const section = loaded.org.gateway ?? {};
-    const ca = await CertificateAuthority.open(paths.ca);
-    const audit = new AuditLog(paths.audit);
-    const budgets = new Budgets(
-      paths.audit,
-      loaded.meters,
-      loaded.limits,
-      loaded.org.budget?.price ?? [],
-    );
-    config.onChange((next) =>
-      budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
-    );
-    const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
-    // the console's and the gateway's own ports are closed by every gateway (embedded ones
-    // too), by name and by the address a name resolves to
-    const closed = ClosedPorts.forConfig(loaded.org, options.closedPorts);
-    const upstreams = upstreamsFor(section, timeouts, closed);
-    const resolve = upstreams.options.resolve;
-    const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
-    const deps: ServerDeps = {
-      config,
-      audit,
-      budgets,
-      upstreams,
-      actions: options.actions(paths, config),
-      credentials: new Credentials({ vaultDir: paths.vault, auditDir: paths.audit, upstreams }),
-      maxBodyBytes,
-      bodies: bodyBudgetFor(maxBodyBytes),
-      closed,
-      ca,
-      identityDir: paths.identity,
-      configRoot: paths.config,
-      resolve,
-      timeouts,
-    };
-
-    const servers: Server[] = [];
-    const bound: ListenAddress[] = [];
-    let inner: Server | undefined;
-    let runDoors: RunDoors | undefined;
-    try {
-      for (const address of options.listen) {
-        const { outer, inner: innerServer } = createProxyServers(deps);
-        inner = innerServer;
-        await new Promise<void>((resolveListen, reject) => {
-          outer.once("error", reject);
-          // port 0 on later addresses reuses the first one's port: one port, several addresses
-          const port = address.port === 0 && bound[0] ? bound[0].port : address.port;
-          // a deep accept queue: a burst of boxes connecting at once is queued, not dropped
-          outer.listen({ port, host: address.host, backlog: 4096 }, () => {
-            outer.off("error", reject);
-            resolveListen();
-          });
-        });
-        servers.push(outer, innerServer);
-        const info = outer.address() as AddressInfo;
-        bound.push({ host: address.host, port: info.port });
-        closed.closeGatewayPort(info.port);
-      }
-      if (options.door) {
-        const { outer, inner: innerServer } = createProxyServers(deps);
-        inner = innerServer;
-        await openDoor(outer, options.door);
-        servers.push(outer, innerServer);
-        const proxy = createProxyServers(deps);
-        servers.push(proxy.outer, proxy.inner);
-        runDoors = openRunDoors(deps, proxy.outer, options.door, paths.identity);
-        deps.doors = runDoors;
-        await runDoors.reopen();
-      }
-    } catch (error) {
-      await runDoors?.closeAll(false);
-      // a door this gateway opened goes with its server (closing it unlinks the
-      // socket); one it found taken is another gateway's, and stays
-      for (const server of servers) server.close();
-      throw error;
-    }
-    if (!inner) throw new Error("the gateway needs at least one address to listen on");
-
-    let stateFile: string | undefined;
-    if (options.recordState ?? true) {
-      stateFile = join(paths.state, "gateway.json");
-      const state: GatewayState = {
-        port: bound[0]?.port ?? 0,
-        addrs: bound.map((entry) => entry.host),
-        config_root: paths.config,
-        pid: process.pid,
-        ...(options.door ? { door: options.door } : {}),
-        ...(options.supervisor ? { supervisor: options.supervisor } : {}),
-      };
-      await mkdir(paths.state, { recursive: true });
-      await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
-    }
+    const deps = await serverDeps(options);
+    const { servers, bound, inner, runDoors } = await listenAll(deps, options);
+    const stateFile = (options.recordState ?? true) ? await recordState(options, bound) : undefined;
     return new Gateway(
       servers,
       inner,
-      upstreams,
-      audit,
-      ca,
+      deps.upstreams,
+      deps.audit,
+      deps.ca,
       bound,
       options.door,
       runDoors,
@@ -216,6 +123,127 @@ export class Gateway {
     if (this.stateFile) await rm(this.stateFile, { force: true });
     if (this.door) await closeDoor(this.door);
   }
+}
+
+/** What every proxy server of one gateway shares: config, audit, budgets, upstreams, the desk. */
+async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
+  const { paths } = options;
+  const config = new ConfigSource(paths.config, paths.vault);
+  const loaded = config.get();
+  const section = loaded.org.gateway ?? {};
+  const ca = await CertificateAuthority.open(paths.ca);
+  const audit = new AuditLog(paths.audit);
+  const budgets = new Budgets(
+    paths.audit,
+    loaded.meters,
+    loaded.limits,
+    loaded.org.budget?.price ?? [],
+  );
+  config.onChange((next) =>
+    budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
+  );
+  const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
+  // the console's and the gateway's own ports are closed by every gateway (embedded ones
+  // too), by name and by the address a name resolves to
+  const closed = ClosedPorts.forConfig(loaded.org, options.closedPorts);
+  const upstreams = upstreamsFor(section, timeouts, closed);
+  const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
+  return {
+    config,
+    audit,
+    budgets,
+    upstreams,
+    actions: options.actions(paths, config),
+    credentials: new Credentials({ vaultDir: paths.vault, auditDir: paths.audit, upstreams }),
+    maxBodyBytes,
+    bodies: bodyBudgetFor(maxBodyBytes),
+    closed,
+    ca,
+    identityDir: paths.identity,
+    configRoot: paths.config,
+    resolve: upstreams.options.resolve,
+    timeouts,
+  };
+}
+
+interface Listening {
+  servers: Server[];
+  bound: ListenAddress[];
+  /** The proxy that serves what a CONNECT tunnel carries (the last one made). */
+  inner: Server;
+  runDoors: RunDoors | undefined;
+}
+
+/**
+ * Listens on every address, then on the door's socket and the run doors; a
+ * failure part-way closes what was opened and leaves a door another gateway
+ * holds alone.
+ */
+async function listenAll(deps: ServerDeps, options: GatewayOptions): Promise<Listening> {
+  const servers: Server[] = [];
+  const bound: ListenAddress[] = [];
+  let inner: Server | undefined;
+  let runDoors: RunDoors | undefined;
+  try {
+    for (const address of options.listen) {
+      const proxy = createProxyServers(deps);
+      inner = proxy.inner;
+      // port 0 on later addresses reuses the first one's port: one port, several addresses
+      const port = address.port === 0 && bound[0] ? bound[0].port : address.port;
+      await listenOn(proxy.outer, port, address.host);
+      servers.push(proxy.outer, proxy.inner);
+      const info = proxy.outer.address() as AddressInfo;
+      bound.push({ host: address.host, port: info.port });
+      deps.closed.closeGatewayPort(info.port);
+    }
+    if (options.door) {
+      const doorProxy = createProxyServers(deps);
+      inner = doorProxy.inner;
+      await openDoor(doorProxy.outer, options.door);
+      servers.push(doorProxy.outer, doorProxy.inner);
+      const proxy = createProxyServers(deps);
+      servers.push(proxy.outer, proxy.inner);
+      runDoors = openRunDoors(deps, proxy.outer, options.door, options.paths.identity);
+      deps.doors = runDoors;
+      await runDoors.reopen();
+    }
+  } catch (error) {
+    await runDoors?.closeAll(false);
+    // a door this gateway opened goes with its server (closing it unlinks the
+    // socket); one it found taken is another gateway's, and stays
+    for (const server of servers) server.close();
+    throw error;
+  }
+  if (!inner) throw new Error("the gateway needs at least one address to listen on");
+  return { servers, bound, inner, runDoors };
+}
+
+function listenOn(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolveListen, reject) => {
+    server.once("error", reject);
+    // a deep accept queue: a burst of boxes connecting at once is queued, not dropped
+    server.listen({ port, host, backlog: 4096 }, () => {
+      server.off("error", reject);
+      resolveListen();
+    });
+  });
+}
+
+/** state/gateway.json: where this gateway listens, for the CLI and the runner. */
+async function recordState(options: GatewayOptions, bound: ListenAddress[]): Promise<string> {
+  const { paths } = options;
+  const stateFile = join(paths.state, "gateway.json");
+  const state: GatewayState = {
+    port: bound[0]?.port ?? 0,
+    addrs: bound.map((entry) => entry.host),
+    config_root: paths.config,
+    pid: process.pid,
+    ...(options.door ? { door: options.door } : {}),
+    ...(options.supervisor ? { supervisor: options.supervisor } : {}),
+  };
+  await mkdir(paths.state, { recursive: true });
+  await replaceFile(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
+  return stateFile;
 }
 
 /**

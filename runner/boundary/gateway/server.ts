@@ -42,9 +42,7 @@ const tunnels = new WeakMap<object, TunnelContext>();
 
 export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Server } {
   const tokens = new TokenResolver(deps.identityDir);
-  const identify = (header: string | undefined) =>
-    tokens.resolve(tokenFromProxyAuthorization(header));
-
+  const identify: Identify = (header) => tokens.resolve(tokenFromProxyAuthorization(header));
   // stalled clients are found by a periodic sweep: sweep often enough for the timeouts to mean something
   const serverOptions = {
     maxHeaderSize: 32 * 1024,
@@ -52,36 +50,51 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
   };
   const inner = createServer(serverOptions);
   const outer = createServer(serverOptions);
-  for (const server of [inner, outer]) {
-    server.headersTimeout = deps.timeouts.headersMs;
-    server.requestTimeout = deps.timeouts.requestMs;
-    server.keepAliveTimeout = deps.timeouts.keepAliveMs;
-    // a box that stops reading or sending for this long loses the connection, and its upstream with it
-    server.timeout = deps.timeouts.idleMs;
-    server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
-      const status =
-        error.code === "HPE_HEADER_OVERFLOW"
-          ? 431
-          : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-            ? 408
-            : 400;
-      const refusal: Refusal = {
-        status,
-        body: {
-          error:
-            status === 431
-              ? "request headers too large"
-              : status === 408
-                ? "request timed out"
-                : "malformed HTTP request",
-        },
-      };
-      // a peer that hung up was refused nothing: there is no one to answer
-      if (error.code !== "ECONNRESET") auditUnread(deps, undefined, refusal);
-      writeRawRefusal(socket, refusal);
-    });
-  }
+  for (const server of [inner, outer]) bound(server, deps);
+  serveTunnelled(inner, deps, identify);
+  serveOuter(outer, inner, deps, identify);
+  return { outer, inner };
+}
 
+/** Who a Proxy-Authorization header speaks for (undefined: nobody). */
+type Identify = (header: string | undefined) => Identity | undefined;
+
+/** Every timeout on one server, and a legible refusal (audited) of what can't be parsed. */
+function bound(server: Server, deps: ServerDeps): void {
+  server.headersTimeout = deps.timeouts.headersMs;
+  server.requestTimeout = deps.timeouts.requestMs;
+  server.keepAliveTimeout = deps.timeouts.keepAliveMs;
+  // a box that stops reading or sending for this long loses the connection, and its upstream with it
+  server.timeout = deps.timeouts.idleMs;
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const status =
+      error.code === "HPE_HEADER_OVERFLOW"
+        ? 431
+        : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? 408
+          : 400;
+    const refusal: Refusal = {
+      status,
+      body: {
+        error:
+          status === 431
+            ? "request headers too large"
+            : status === 408
+              ? "request timed out"
+              : "malformed HTTP request",
+      },
+    };
+    // a peer that hung up was refused nothing: there is no one to answer
+    if (error.code !== "ECONNRESET") auditUnread(deps, undefined, refusal);
+    writeRawRefusal(socket, refusal);
+  });
+}
+
+/**
+ * The inner server: what arrives inside a tunnel, judged against the CONNECT
+ * that opened it (its target, and its token, re-read per request).
+ */
+function serveTunnelled(inner: Server, deps: ServerDeps, identify: Identify): void {
   inner.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const context = tunnels.get(req.socket);
     if (!context) return sendRefusal(res, auditUnread(deps, undefined, NO_TUNNEL));
@@ -102,7 +115,10 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
       socket.destroy(),
     );
   });
+}
 
+/** The outer server: the host's own routes, absolute-form http:// requests, CONNECT. */
+function serveOuter(outer: Server, inner: Server, deps: ServerDeps, identify: Identify): void {
   outer.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? "";
     if (answerHostRoute(deps, req, res, () => identify(req.headers["proxy-authorization"]))) return;
@@ -127,7 +143,6 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
       socket.destroy(),
     );
   });
-
   outer.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => {
     socket.on("error", () => socket.destroy());
     const target = parseConnectTarget(req.url ?? "");
@@ -151,7 +166,6 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
       socket.destroy(),
     );
   });
-  return { outer, inner };
 }
 
 /** The stable rule name of a refusal made before a request could be read as one. */

@@ -39,52 +39,96 @@ const HEALTH_MISSES = 5;
 /** A question asked this much later than planned: the server's own loop was held. */
 const LATE_MS = 1_000;
 
-export async function superviseGateway(options: {
+interface SuperviseOptions {
   paths: RosterPaths;
   listen: ListenAddress[];
   env: NodeJS.ProcessEnv;
   note: (text: string) => void;
   /** The gateway can't be kept up: the server stops (with this reason). */
   onGiveUp: (reason: string) => void;
-}): Promise<SupervisedGateway> {
-  const { paths, env, note } = options;
-  const launch = (listen: ListenAddress[]) =>
-    launchEmbeddedGateway({ paths, listen, env, role: "server" });
-  // the first start's failure is the server's own: it does not start without its door
-  let child: EmbeddedGateway = await launch(options.listen);
-  const addresses = child.addresses;
-  const port = addresses[0]?.port ?? 0;
-  let stopping = false;
-  let restarting = false;
-  /** The child killed for not answering (its death is not a crash of its own). */
-  let unanswered: EmbeddedGateway | undefined;
-  const restarts: number[] = [];
+}
 
-  const restart = async (why: string): Promise<void> => {
-    restarting = true;
+export async function superviseGateway(options: SuperviseOptions): Promise<SupervisedGateway> {
+  // the first start's failure is the server's own: it does not start without its door
+  const first = await launchServerGateway(options, options.listen);
+  const supervisor = new Supervisor(options, first);
+  return {
+    addresses: supervisor.addresses,
+    port: supervisor.port,
+    pid: () => supervisor.child.pid,
+    stop: () => supervisor.stop(),
+  };
+}
+
+function launchServerGateway(
+  options: SuperviseOptions,
+  listen: ListenAddress[],
+): Promise<EmbeddedGateway> {
+  return launchEmbeddedGateway({ paths: options.paths, listen, env: options.env, role: "server" });
+}
+
+/** One gateway child at a time: restarted when it dies or stops answering. */
+class Supervisor {
+  readonly addresses: ListenAddress[];
+  readonly port: number;
+  private stopping = false;
+  private restarting = false;
+  /** The child killed for not answering (its death is not a crash of its own). */
+  private unanswered: EmbeddedGateway | undefined;
+  /** When each recent restart happened, for the give-up rule. */
+  private readonly restarts: number[] = [];
+  private misses = 0;
+  private asking = false;
+  private due = Date.now() + HEALTH_EVERY_MS;
+  private readonly health: NodeJS.Timeout;
+
+  constructor(
+    private readonly options: SuperviseOptions,
+    public child: EmbeddedGateway,
+  ) {
+    this.addresses = child.addresses;
+    this.port = this.addresses[0]?.port ?? 0;
+    this.watch(child);
+    // alive is not enough: a child whose loop is stuck holds every box's door shut
+    this.health = setInterval(() => this.checkHealth(), HEALTH_EVERY_MS);
+    // the watch alone must not keep the server alive
+    this.health.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.health);
+    await this.child.stop();
+  }
+
+  private watch(watched: EmbeddedGateway): void {
+    watched.onExit((exit) => {
+      if (this.stopping) return;
+      const why =
+        this.unanswered === watched ? "it stopped answering" : `it exited (${describeExit(exit)})`;
+      this.options.note(`the gateway died: ${why}; starting it again`);
+      void this.restart(why);
+    });
+  }
+
+  /** Starts a child in the dead one's place on its addresses, backing off, or gives up. */
+  private async restart(why: string): Promise<void> {
+    this.restarting = true;
     let delay = FIRST_DELAY_MS;
     try {
-      while (!stopping) {
-        const now = Date.now();
-        while (restarts.length && (restarts[0] ?? now) < now - RESTART_WINDOW_MS) restarts.shift();
-        if (restarts.length >= MAX_RESTARTS) {
-          options.onGiveUp(
-            `the gateway died ${MAX_RESTARTS} times within ${RESTART_WINDOW_MS / 1000} s (last: ${why}); the server stops, and every box with it`,
-          );
-          return;
-        }
-        restarts.push(now);
+      while (!this.stopping) {
+        if (this.tooMany(why)) return;
         await new Promise((resolve) => setTimeout(resolve, delay));
-        if (stopping) return;
+        if (this.stopping) return;
         try {
-          const next = await launch(addresses);
-          if (stopping) {
+          const next = await launchServerGateway(this.options, this.addresses);
+          if (this.stopping) {
             await next.stop();
             return;
           }
-          child = next;
-          watch(next);
-          note(`gateway restarted (pid ${next.pid}) after ${why}`);
+          this.child = next;
+          this.watch(next);
+          this.options.note(`gateway restarted (pid ${next.pid}) after ${why}`);
           return;
         } catch (error) {
           why = `a failed restart: ${errorMessage(error)}`;
@@ -92,58 +136,47 @@ export async function superviseGateway(options: {
         }
       }
     } finally {
-      restarting = false;
+      this.restarting = false;
     }
-  };
-  const watch = (watched: EmbeddedGateway) =>
-    watched.onExit((exit) => {
-      if (stopping) return;
-      const why =
-        unanswered === watched ? "it stopped answering" : `it exited (${describeExit(exit)})`;
-      note(`the gateway died: ${why}; starting it again`);
-      void restart(why);
-    });
-  watch(child);
+  }
 
-  // alive is not enough: a child whose loop is stuck holds every box's door shut
-  let misses = 0;
-  let asking = false;
-  let due = Date.now() + HEALTH_EVERY_MS;
-  const health = setInterval(() => {
-    const late = Date.now() - due > LATE_MS;
-    due = Date.now() + HEALTH_EVERY_MS;
-    if (asking || stopping || restarting) return;
+  /** Counts this restart; past MAX_RESTARTS within the window the server is told to stop. */
+  private tooMany(why: string): boolean {
+    const now = Date.now();
+    while (this.restarts.length && (this.restarts[0] ?? now) < now - RESTART_WINDOW_MS)
+      this.restarts.shift();
+    if (this.restarts.length >= MAX_RESTARTS) {
+      this.options.onGiveUp(
+        `the gateway died ${MAX_RESTARTS} times within ${RESTART_WINDOW_MS / 1000} s (last: ${why}); the server stops, and every box with it`,
+      );
+      return true;
+    }
+    this.restarts.push(now);
+    return false;
+  }
+
+  private checkHealth(): void {
+    const late = Date.now() - this.due > LATE_MS;
+    this.due = Date.now() + HEALTH_EVERY_MS;
+    if (this.asking || this.stopping || this.restarting) return;
     // the answers may be waiting behind the server's own loop: no verdict from a held one
     if (late) {
-      misses = 0;
+      this.misses = 0;
       return;
     }
-    asking = true;
-    const asked = child;
-    void askHealth(port, HEALTH_TIMEOUT_MS).then((answer) => {
-      asking = false;
-      if (asked !== child || stopping) return;
-      misses = answer ? 0 : misses + 1;
-      if (misses < HEALTH_MISSES) return;
-      misses = 0;
-      unanswered = asked;
-      note(
+    this.asking = true;
+    const asked = this.child;
+    void askHealth(this.port, HEALTH_TIMEOUT_MS).then((answer) => {
+      this.asking = false;
+      if (asked !== this.child || this.stopping) return;
+      this.misses = answer ? 0 : this.misses + 1;
+      if (this.misses < HEALTH_MISSES) return;
+      this.misses = 0;
+      this.unanswered = asked;
+      this.options.note(
         `the gateway (pid ${asked.pid}) did not answer /healthz ${HEALTH_MISSES} times in a row`,
       );
       asked.kill();
     });
-  }, HEALTH_EVERY_MS);
-  // the watch alone must not keep the server alive
-  health.unref();
-
-  return {
-    addresses,
-    port,
-    pid: () => child.pid,
-    stop: async () => {
-      stopping = true;
-      clearInterval(health);
-      await child.stop();
-    },
-  };
+  }
 }
