@@ -85,6 +85,68 @@ export async function startBox(
   await requireRuntime(engine, spec.runtime);
   const container = await engine.createBox(spec);
   const remove = () => removeContainer(container);
+  const ends = boxEnds(container);
+  const { arm, kill, unwatch } = ends;
+
+  let stream: NodeJS.ReadWriteStream;
+  try {
+    stream = await container.attach({
+      interactive: spec.interactive ?? false,
+      onStdout: (chunk) => options.onStdout?.(chunk),
+      onStderr: (chunk) => options.onStderr?.(chunk),
+    });
+    await container.start();
+    // armed once it runs: an abort that came while the container was being created finds it here
+    arm(options);
+  } catch (error) {
+    unwatch();
+    await remove();
+    throw error;
+  }
+
+  const streamEnded = new Promise<void>((resolve) => {
+    stream.on("end", resolve);
+    stream.on("close", resolve);
+  });
+  const done = (async (): Promise<BoxOutcome> => {
+    try {
+      const exitCode = await container.wait();
+      await trailingOutput(streamEnded);
+      const outcome: BoxOutcome = {
+        exitCode,
+        endedBy: ends.endedBy(),
+        containerId: container.id,
+      };
+      // the OOM killer's SIGKILL shows as 137: only then is the engine asked
+      if (options.reportOom && outcome.exitCode === 137) {
+        const oom = await askOomKilled(container);
+        outcome.oomKilled = oom ?? ends.endedBy() === "exit";
+        if (oom === undefined && outcome.oomKilled) outcome.oomUnconfirmed = true;
+      }
+      return outcome;
+    } catch {
+      // the engine lost the container (or its connection): count it as an error end
+      ends.lost();
+      return { exitCode: 1, endedBy: ends.endedBy(), containerId: container.id };
+    } finally {
+      unwatch();
+      await remove();
+    }
+  })();
+  return {
+    containerId: container.id,
+    arm,
+    stdin: spec.interactive ? stream : undefined,
+    kill,
+    done,
+  };
+}
+
+/**
+ * What ends a box besides its own exit — a deadline, an abort, a fault, the
+ * caller's kill — and the first reason given, which is the one reported.
+ */
+function boxEnds(container: EngineBox) {
   let endedBy: EndedBy = "exit";
   const kill = async (reason: EndedBy) => {
     if (endedBy !== "exit") return;
@@ -112,74 +174,43 @@ export async function startBox(
       watch.fault?.removeEventListener("abort", onFault);
     }
   };
-
-  let stream: NodeJS.ReadWriteStream;
-  try {
-    stream = await container.attach({
-      interactive: spec.interactive ?? false,
-      onStdout: (chunk) => options.onStdout?.(chunk),
-      onStderr: (chunk) => options.onStderr?.(chunk),
-    });
-    await container.start();
-    // armed once it runs: an abort that came while the container was being created finds it here
-    arm(options);
-  } catch (error) {
-    unwatch();
-    await remove();
-    throw error;
-  }
-
-  const streamEnded = new Promise<void>((resolve) => {
-    stream.on("end", resolve);
-    stream.on("close", resolve);
-  });
-  const done = (async (): Promise<BoxOutcome> => {
-    try {
-      const exitCode = await container.wait();
-      // the last output may trail the exit a little; wait for it, briefly — and
-      // clear that wait, or it alone holds the process for its full length
-      let grace: NodeJS.Timeout | undefined;
-      await Promise.race([
-        streamEnded,
-        new Promise((resolve) => {
-          grace = setTimeout(resolve, 2000);
-        }),
-      ]);
-      clearTimeout(grace);
-      const outcome: BoxOutcome = {
-        exitCode,
-        endedBy,
-        containerId: container.id,
-      };
-      // the OOM killer's SIGKILL shows as 137: only then is the engine asked
-      if (options.reportOom && outcome.exitCode === 137) {
-        let oom = await container.oomKilled();
-        // the engine learns of an OOM kill from an event of its own, which can trail the
-        // exit under load (seen on Docker with two boxes ending at once): asked again, briefly
-        for (let asked = 0; oom === false && asked < OOM_EVENT_ASKS; asked++) {
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          oom = await container.oomKilled();
-        }
-        outcome.oomKilled = oom ?? endedBy === "exit";
-        if (oom === undefined && outcome.oomKilled) outcome.oomUnconfirmed = true;
-      }
-      return outcome;
-    } catch {
-      // the engine lost the container (or its connection): count it as an error end
-      if (endedBy === "exit") endedBy = "error";
-      return { exitCode: 1, endedBy, containerId: container.id };
-    } finally {
-      unwatch();
-      await remove();
-    }
-  })();
   return {
-    containerId: container.id,
     arm,
-    stdin: spec.interactive ? stream : undefined,
     kill,
-    done,
+    unwatch,
+    endedBy: (): EndedBy => endedBy,
+    /** The engine lost the box: an error end, unless something had already ended it. */
+    lost: () => {
+      if (endedBy === "exit") endedBy = "error";
+    },
   };
+}
+
+/**
+ * The last output may trail the exit a little: waits for the stream's end, at
+ * most 2 s — and clears that wait, or it alone holds the process for its full length.
+ */
+async function trailingOutput(streamEnded: Promise<void>): Promise<void> {
+  let grace: NodeJS.Timeout | undefined;
+  await Promise.race([
+    streamEnded,
+    new Promise((resolve) => {
+      grace = setTimeout(resolve, 2000);
+    }),
+  ]);
+  clearTimeout(grace);
+}
+
+/** Whether the OOM killer ended the box; undefined when the engine can't say. */
+async function askOomKilled(container: EngineBox): Promise<boolean | undefined> {
+  let oom = await container.oomKilled();
+  // the engine learns of an OOM kill from an event of its own, which can trail the
+  // exit under load (seen on Docker with two boxes ending at once): asked again, briefly
+  for (let asked = 0; oom === false && asked < OOM_EVENT_ASKS; asked++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    oom = await container.oomKilled();
+  }
+  return oom;
 }
 
 /** How long a run waits for the engine to finish removing its box before giving up on it. */
