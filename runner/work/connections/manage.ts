@@ -54,7 +54,45 @@ export interface Added {
   stored: string | undefined;
 }
 
+/** A new connection: its file (tried with the real loader first), then its secret in the vault, then its state. */
 export async function addConnection(paths: RosterPaths, options: AddOptions): Promise<Added> {
+  const { name } = options;
+  const { recipe, file } = checkAdd(paths, options);
+
+  if (recipe.kind === "action-credential") return addActionCredential(paths, recipe, options);
+
+  const hosts = options.hosts.length ? options.hosts : (recipe.hosts ?? []);
+  checkReach(recipe, options, hosts);
+  const path = options.path && !isAbsolute(options.path) ? resolve(options.path) : options.path;
+  const text = renderConnection({
+    name,
+    recipe,
+    hosts,
+    ...(options.url !== undefined ? { url: options.url } : {}),
+    ...(path !== undefined ? { path } : {}),
+    ...(options.readWrite ? { readWrite: true } : {}),
+    edges: options.edges,
+  });
+  // the secret is read before anything is written, so a missing one leaves nothing behind
+  const secret = recipe.secretField ? await options.secret() : undefined;
+  await applyConfigChange(paths, [{ file, text }]);
+  let stored: string | undefined;
+  if (recipe.secretField && secret !== undefined) {
+    await storeCredential(paths.vault, name, { ...options.fields, [recipe.secretField]: secret });
+    stored = join(paths.vault, `${name}.json`);
+  }
+  await updateState(paths, name, {
+    recipe: recipe.name,
+    ...(options.verifyPath !== undefined ? { verify_path: options.verifyPath } : {}),
+  });
+  return { recipe, file, stored };
+}
+
+/**
+ * The name, the recipe, the workers and the extra fields, and that no
+ * connection has the name yet: all refused before any secret is asked for.
+ */
+function checkAdd(paths: RosterPaths, options: AddOptions): { recipe: Recipe; file: string } {
   const { name } = options;
   checkName(name);
   if (name === KNOWLEDGE_REPO)
@@ -80,10 +118,11 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
       exitCode: 2,
       hint: `roster connection rm ${name} --yes first, or edit the file`,
     });
+  return { recipe, file };
+}
 
-  if (recipe.kind === "action-credential") return addActionCredential(paths, recipe, options);
-
-  const hosts = options.hosts.length ? options.hosts : (recipe.hosts ?? []);
+/** Where the connection reaches, as its kind says it: mcp a URL, a service its hosts, a folder its path. */
+function checkReach(recipe: Recipe, options: AddOptions, hosts: string[]): void {
   if (recipe.kind === "mcp") {
     if (options.hosts.length || options.path !== undefined)
       throw new RosterError(`--from ${recipe.name} takes --url, not --host or --path`, {
@@ -111,29 +150,6 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
         exitCode: 2,
       });
   }
-  const path = options.path && !isAbsolute(options.path) ? resolve(options.path) : options.path;
-  const text = renderConnection({
-    name,
-    recipe,
-    hosts,
-    ...(options.url !== undefined ? { url: options.url } : {}),
-    ...(path !== undefined ? { path } : {}),
-    ...(options.readWrite ? { readWrite: true } : {}),
-    edges: options.edges,
-  });
-  // the secret is read before anything is written, so a missing one leaves nothing behind
-  const secret = recipe.secretField ? await options.secret() : undefined;
-  await applyConfigChange(paths, [{ file, text }]);
-  let stored: string | undefined;
-  if (recipe.secretField && secret !== undefined) {
-    await storeCredential(paths.vault, name, { ...options.fields, [recipe.secretField]: secret });
-    stored = join(paths.vault, `${name}.json`);
-  }
-  await updateState(paths, name, {
-    recipe: recipe.name,
-    ...(options.verifyPath !== undefined ? { verify_path: options.verifyPath } : {}),
-  });
-  return { recipe, file, stored };
 }
 
 /** smtp: no connections file (nothing in a box reaches it), only the vault credential the email action reads. */
