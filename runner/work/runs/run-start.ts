@@ -1,16 +1,11 @@
-import type { WriteStream } from "node:fs";
 import { boxContainerName } from "../../boundary/box/layout.ts";
 import { withStartLock } from "../../boundary/store/start-lock.ts";
 import { ceilingProblem } from "../../ground/config/ceiling.ts";
-import type { WorkerView } from "../../ground/config/load.ts";
 import { RosterError } from "../../ground/errors.ts";
-import {
-  newRunId,
-  type RunRecord,
-  runDir,
-  writeRecord,
-} from "../../records/run-records/run-record.ts";
+import { type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
+import { type BoxStart, newBoxStart, readyStart } from "./box-start.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
+import type { Provisioned } from "./provision.ts";
 import type { RunRequest } from "./run-request.ts";
 
 /** The run owner's (run.ts) first steps: the record it starts with, and the checks before it. */
@@ -18,33 +13,27 @@ export function refuse(message: string, exitCode = 2): RosterError {
   return new RosterError(message, { exitCode });
 }
 
-/** A run between its first record and its running box: what a failure must give back. */
-export interface Starting {
-  id: string;
-  dir: string;
+/** A run between its first record and its running box: what a failure must give back, and its record. */
+export interface Starting extends BoxStart {
   record: RunRecord;
-  token: string | undefined;
-  /** Its own door is open at the gateway (closed again if the start fails). */
-  door: boolean;
-  logs: WriteStream[];
 }
 
 export function engineOf(request: RunRequest): EngineDrive | undefined {
   return "engine" in request.drive ? request.drive.engine : undefined;
 }
 
-/** The record a run starts with; a session's ceiling is its worker's. */
-export function firstRecord(request: RunRequest, worker: WorkerView, readyId?: string): Starting {
+/**
+ * The record a run starts with; a session's ceiling is its worker's. A ready
+ * box's start is taken over as far as it came: it was made for a run id of its
+ * own, and its folder, token, door and box are this run's now.
+ */
+export function firstRecord(request: RunRequest, box: Provisioned): Starting {
   const engine = engineOf(request);
-  const { paths } = request;
-  // a ready box was made for a run id of its own: its folder and door are named after it
-  const id = readyId ?? newRunId();
+  const { worker } = box;
+  const start = request.ready ? readyStart(request.ready) : newBoxStart(request.paths, box);
+  const { id } = start;
   return {
-    id,
-    dir: runDir(paths.state, worker.name, id),
-    token: undefined,
-    door: false,
-    logs: [],
+    ...start,
     record: {
       id,
       worker: worker.name,
@@ -97,8 +86,4 @@ export function assertCeiling(minutes: number): void {
 export function commandOf(drive: RunRequest["drive"]): string[] {
   if ("command" in drive) return drive.command;
   throw new Error("an engine run needs its compiled prompt");
-}
-
-export function endStream(stream: WriteStream): Promise<void> {
-  return new Promise((resolve) => stream.end(resolve));
 }

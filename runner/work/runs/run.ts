@@ -1,37 +1,35 @@
-import {
-  type EndedBy as BoxEndedBy,
-  type BoxHandle,
-  type BoxOutcome,
-  startBox,
-} from "../../boundary/box/lifecycle.ts";
-import { runDoorDir } from "../../boundary/gateway/door.ts";
-import { mintToken, revokeToken } from "../../boundary/gateway/identity.ts";
+import type { EndedBy as BoxEndedBy, BoxHandle, BoxOutcome } from "../../boundary/box/lifecycle.ts";
 import { snapshotAfterRun } from "../../boundary/store/passes.ts";
-import { durationMs } from "../../ground/config/duration.ts";
 import type { WorkerView } from "../../ground/config/load.ts";
-import { parseMemory } from "../../ground/config/memory.ts";
-import { workerSubject } from "../../ground/config/subject.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { finished, type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
-import { buildRunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
-import { BoxOutput } from "./box-output.ts";
+import type { BoxOutput } from "./box-output.ts";
+import { type BoxStart, teardown } from "./box-start.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
-import { DiskWatch } from "./disk-watch.ts";
-import { piCommand, writePrompt } from "./engine-prompt.ts";
-import { handOver, takeOver } from "./hand-off.ts";
-import { type Provisioned, provision } from "./provision.ts";
+import type { DiskWatch } from "./disk-watch.ts";
+import { writePrompt } from "./engine-prompt.ts";
+import { takeOver } from "./hand-off.ts";
+import { provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
+import {
+  boxOutput,
+  boxParts,
+  diskWatch,
+  recordRepos,
+  runningBox,
+  type StopFor,
+  stallWatch,
+} from "./run-launch.ts";
 import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
 import {
   assertCeiling,
-  commandOf,
   engineOf,
   firstRecord,
   type Starting,
   writeStartRecord,
 } from "./run-start.ts";
-import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
+import type { StallWatchdog } from "./stall-watchdog.ts";
 
 /**
  * The one owner of a run, whatever its kind — a one-shot run, a queued task,
@@ -57,20 +55,23 @@ export class Run {
   private settling: Promise<RunRecord> | undefined;
   /** The limit the owner stopped the box for, in the words the record and a sender get. */
   private limit: LimitReached | undefined;
+  readonly id: string;
+  readonly dir: string;
 
   private constructor(
     private readonly request: RunRequest,
-    private readonly box: Provisioned,
-    readonly id: string,
-    readonly dir: string,
+    /** What its teardown gives back: token, door, the box, the gateway. */
+    private readonly held: BoxStart,
     private current: RunRecord,
-    private readonly token: string,
     private readonly output: BoxOutput,
     private readonly watchdog: StallWatchdog | undefined,
     private readonly handle: BoxHandle,
     /** What the engine was told when it started (a session's system prompt stays this). */
     readonly prompt: CompiledPrompt | undefined,
-  ) {}
+  ) {
+    this.id = held.id;
+    this.dir = held.dir;
+  }
 
   /**
    * Provisions, records, compiles, builds $HOME, mints the token and starts
@@ -80,9 +81,9 @@ export class Run {
   static async start(asked: RunRequest): Promise<Run> {
     if (asked.ceiling_min !== undefined) assertCeiling(asked.ceiling_min);
     const request = await takeOver(asked);
-    const { ready } = request;
+    // a ready box was provisioned when it was made
     const box =
-      ready?.box ??
+      request.ready?.box ??
       (await provision({
         paths: request.paths,
         worker: request.worker,
@@ -90,162 +91,61 @@ export class Run {
         model: engineOf(request) !== undefined,
         ...(request.env ? { env: request.env } : {}),
       }));
-    const starting = firstRecord(request, box.worker, ready?.id);
+    const starting = firstRecord(request, box);
     try {
       assertCeiling(starting.record.ceiling_min ?? 0);
       await writeStartRecord(request, starting);
       await writeRunContext(request.paths, starting.dir, starting.record);
       await request.onRecord?.(starting.record);
-      return await Run.launch(request, box, starting);
+      return await Run.launch(request, starting);
     } catch (error) {
       if (starting.record.state === "running")
         await writeRecord(
           starting.dir,
           finished(starting.record, "error", undefined, errorMessage(error)),
         ).catch(() => undefined);
-      // a ready box that could not take the run serves no other: its token and door go too
-      if (ready) {
-        await ready.handle.kill("error");
-        await ready.handle.done;
-        starting.token = ready.token;
-        starting.door = true;
-      }
-      if (starting.token) await revokeToken(request.paths.identity, starting.token);
-      if (starting.door) await box.gateway.closeDoor(starting.id).catch(() => undefined);
-      await box.release();
+      // whatever the start got to goes back: a ready box that could not take the run serves no other
+      await teardown(request.paths, starting, { kill: "error" });
       if (typeof error === "object" && error) failedRuns.set(error, starting.id);
       throw error;
     }
   }
 
-  /** From a written record to a running box: prompt, $HOME, token, logs, limits, the box. */
-  private static async launch(
-    request: RunRequest,
-    box: Provisioned,
-    starting: Starting,
-  ): Promise<Run> {
-    const { paths } = request;
-    const { worker } = box;
-    const { id, dir } = starting;
+  /** From a written record to a running box (run-launch.ts): prompt, $HOME, token, door, limits, the box. */
+  private static async launch(request: RunRequest, starting: Starting): Promise<Run> {
+    const { box, id, dir } = starting;
     const engine = engineOf(request);
     const ceiling_min = starting.record.ceiling_min ?? 0;
     const prompt = engine
-      ? await writePrompt(dir, engine, { worker, identity: box.identity, id, paths, ceiling_min })
+      ? await writePrompt(dir, engine, {
+          worker: box.worker,
+          identity: box.identity,
+          id,
+          paths: request.paths,
+          ceiling_min,
+        })
       : undefined;
-    const { ready } = request;
-    const home =
-      ready?.home ??
-      (await buildRunHome({
-        paths,
-        worker,
-        runDir: dir,
-        runId: id,
-        ...(engine?.session ? { channel: engine.session.channel } : {}),
-      }));
-    if (Object.keys(home.repos.record).length) {
-      starting.record = { ...starting.record, repos: home.repos.record };
-      await writeRecord(dir, starting.record);
-    }
-    // a ready box's token was bound and its door opened when it was taken over
-    const token =
-      ready?.token ??
-      (await mintToken(paths.identity, { subject: workerSubject(worker.name), runId: id }));
-    starting.token = token;
-    // a door of its own: the gateway knows which box a connection comes from before it
-    // reads a byte, and bounds what one box can hold there (asked once the token is live)
-    const door = ready ? runDoorDir(box.gateway.door, id) : await box.gateway.openDoor(id);
-    starting.door = true;
-    const stallMs = request.stall === "none" ? undefined : durationMs(worker.box.stall_after);
+    const parts = await boxParts(request, starting);
+    await recordRepos(starting, parts.home);
+    // a limit is met through the run, which exists only once its box runs
     let run: Run | undefined;
-    const watchdog =
-      stallMs === undefined
-        ? undefined
-        : new StallWatchdog(
-            stallMs,
-            home.home,
-            () => void run?.stopFor("stall", "stalled", stallMessage(stallMs)),
-          );
-    const env = {
-      // one-shot and task runs only, as the box contract has it; never sessions
-      ...(request.kind === "box" || request.kind === "task"
-        ? { ROSTER_CEILING_MIN: String(ceiling_min) }
-        : {}),
-      ...(engine?.taskId ? { ROSTER_TASK_ID: engine.taskId } : {}),
-      ...request.boxEnv,
-    };
-    const watch = {
-      // the one place the ceiling becomes milliseconds
-      deadlineMs: ceiling_min * 60_000,
-      ...(request.signal ? { signal: request.signal } : {}),
-      fault: box.gateway.lost,
-    };
-    // every byte the box writes is read through its bounds (box-output.ts), logged for an engine run
-    const output = new BoxOutput({
-      logDir: engine ? dir : undefined,
-      maxBytes: parseMemory(worker.box.max_output),
-      ...(request.onLine ? { onLine: request.onLine } : {}),
-      ...(request.onStdout ? { onStdout: request.onStdout } : {}),
-      ...(request.onStderr ? { onStderr: request.onStderr } : {}),
-      activity: () => watchdog?.activity(),
-      onOver: (message) => run?.stopFor("output", "output", message),
-    });
-    const { stdout: onStdout, stderr: onStderr } = output;
-    let handle: BoxHandle;
-    try {
-      if (ready) {
-        handle = await handOver(paths, ready, {
-          worker: worker.name,
-          drive:
-            prompt && engine
-              ? { prompt, mode: engine.mode }
-              : { command: commandOf(request.drive) },
-          env,
-          watch,
-          onStdout,
-          onStderr,
-        });
-      } else {
-        const spec = box.boxSpec({
-          runId: id,
-          home,
-          token,
-          door,
-          cmd: prompt && engine ? piCommand(engine.mode, prompt) : commandOf(request.drive),
-          env,
-          ...(request.interactive ? { interactive: true } : {}),
-        });
-        handle = await startBox(box.engine, spec, {
-          ...watch,
-          ...(request.reportOom ? { reportOom: true } : {}),
-          onStdout,
-          onStderr,
-        });
-      }
-    } catch (error) {
-      output.close();
-      throw error;
-    }
+    const stop: StopFor = (limit, endedBy, message) => run?.stopFor(limit, endedBy, message);
+    const watchdog = stallWatch(request, starting, parts.home, stop);
+    const output = boxOutput(request, starting, watchdog, stop);
+    const handle = await runningBox(request, starting, parts, prompt, output);
     // stdout's last line without its "\n" counts before anyone waiting on the box hears of its end
     void handle.done.then(() => output.flush());
-    run = new Run(request, box, id, dir, starting.record, token, output, watchdog, handle, prompt);
+    run = new Run(request, starting, starting.record, output, watchdog, handle, prompt);
     // a bound passed before the run object existed stops the box now
     if (output.overReason) run.stopFor("output", "output", output.overReason);
     if (request.stall === "box") watchdog?.start();
-    // the folders it writes that outlive it, bounded while it runs (disk-watch.ts)
-    run.disk = new DiskWatch({
-      folders: [
-        ...home.durable,
-        ...(box.toolsDir ? [{ path: box.toolsDir, what: "its tools volume" }] : []),
-      ],
-      limits: worker.store,
-      onOver: (message) => run?.stopFor("disk", "disk", message),
-    });
+    run.disk = diskWatch(starting, parts.home, stop);
     await run.disk.start();
     return run;
   }
 
   get worker(): WorkerView {
-    return this.box.worker;
+    return this.held.box.worker;
   }
 
   get record(): RunRecord {
@@ -313,8 +213,8 @@ export class Run {
       return {
         endedBy: "error",
         limit: "gateway",
-        message: this.box.gateway.lost.aborted
-          ? `${errorMessage(this.box.gateway.lost.reason)} during the run; the box was stopped`
+        message: this.held.box.gateway.lost.aborted
+          ? `${errorMessage(this.held.box.gateway.lost.reason)} during the run; the box was stopped`
           : "the container engine lost the box before it exited",
       };
     return undefined;
@@ -338,12 +238,10 @@ export class Run {
   private async finish(ending: RunEnding): Promise<RunRecord> {
     this.endTurn();
     this.disk?.stop();
-    try {
-      // pi keeps its transcript as it goes: nothing is lost by not waiting for it
-      await this.handle.kill("signal");
-      await this.handle.done;
+    // pi keeps its transcript as it goes: nothing is lost by not waiting for it
+    return teardown(this.request.paths, this.held, { kill: "signal" }, async () => {
       this.output.close();
-      const repos = await this.box.settleRepos({
+      const repos = await this.held.box.settleRepos({
         id: this.id,
         dir: this.dir,
         records: this.current.repos,
@@ -372,12 +270,7 @@ export class Run {
       // a session's channel may have heard from more people since it began
       await writeRunContext(this.request.paths, this.dir, record).catch(() => undefined);
       return record;
-    } finally {
-      await revokeToken(this.request.paths.identity, this.token);
-      // the box is gone: its door goes too (a gateway that went away took it already)
-      await this.box.gateway.closeDoor(this.id).catch(() => undefined);
-      await this.box.release();
-    }
+    });
   }
 
   private stopFor(limit: LimitReached["limit"], endedBy: BoxEndedBy, message: string): void {
