@@ -222,39 +222,18 @@ async function forward(
   held: HeldBody,
   stream: boolean,
 ): Promise<void> {
-  const { target, facts, rawPath, line, admission: ruling } = admitted;
-
+  const { line, admission: ruling } = admitted;
   const ruleName = ruling.decision.rule?.name;
-  const injected = [...ruling.inject.keys()];
-  const counted = stream ? streamBody(req) : undefined;
-  let reply: Awaited<ReturnType<Upstreams["send"]>>;
-  try {
-    reply = await deps.upstreams.send(target, ruling.allowInternal, {
-      method: facts.method,
-      path: rawPath || "/",
-      headers: forwardHeaders(req.headers, ruling.inject),
-      body: counted ?? held.body,
-    });
-  } catch (error) {
-    sendRefusal(res, upstreamFailure(line, error, ruleName));
-    return;
-  }
-  // an upgrade answer to a plain request can't be relayed: drop it
-  if (reply.kind === "upgrade") {
-    reply.socket.destroy();
-    line.write({ verdict: "allow", rule: ruleName, status: 502, note: "unexpected upgrade" });
-    sendRefusal(res, {
-      status: 502,
-      body: { error: "upstream: unexpected 101", rule: ruleName ?? null },
-    });
-    return;
-  }
-  const { response } = reply;
+  const response = await sendUpstream(
+    deps,
+    req,
+    res,
+    admitted,
+    stream ? streamBody(req) : held.body,
+  );
+  if (!response) return;
   const status = response.statusCode ?? 502;
-  const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(response.headers)) {
-    if (value !== undefined && !HOP_BY_HOP.has(name.toLowerCase())) headers[name] = value;
-  }
+  const injected = [...ruling.inject.keys()];
   line.hold({ verdict: "allow", rule: ruleName, status, spend: ruling.spend, injected });
   if (res.destroyed) {
     // the box left while the upstream was answering
@@ -266,20 +245,85 @@ async function forward(
     });
     return;
   }
+  if (!writeResponseHead(res, response, line, ruleName)) return;
+  await relayAnswer(deps, res, response, admitted);
+}
+
+/**
+ * The request sent on, with the credential injected; the upstream's response,
+ * or undefined once the failure (or an upgrade nobody asked for) was refused.
+ */
+async function sendUpstream(
+  deps: ExchangeDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  admitted: Admitted,
+  body: Parameters<Upstreams["send"]>[2]["body"],
+): Promise<IncomingMessage | undefined> {
+  const { target, facts, rawPath, line, admission: ruling } = admitted;
+  const ruleName = ruling.decision.rule?.name;
+  let reply: Awaited<ReturnType<Upstreams["send"]>>;
   try {
-    res.writeHead(status, headers);
+    reply = await deps.upstreams.send(target, ruling.allowInternal, {
+      method: facts.method,
+      path: rawPath || "/",
+      headers: forwardHeaders(req.headers, ruling.inject),
+      body,
+    });
+  } catch (error) {
+    sendRefusal(res, upstreamFailure(line, error, ruleName));
+    return undefined;
+  }
+  // an upgrade answer to a plain request can't be relayed: drop it
+  if (reply.kind === "upgrade") {
+    reply.socket.destroy();
+    line.write({ verdict: "allow", rule: ruleName, status: 502, note: "unexpected upgrade" });
+    sendRefusal(res, {
+      status: 502,
+      body: { error: "upstream: unexpected 101", rule: ruleName ?? null },
+    });
+    return undefined;
+  }
+  return reply.response;
+}
+
+/** The upstream's status and headers (hop-by-hop ones dropped) to the box; false if unusable. */
+function writeResponseHead(
+  res: ServerResponse,
+  response: IncomingMessage,
+  line: DecisionLine,
+  ruleName: string | undefined,
+): boolean {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name.toLowerCase())) headers[name] = value;
+  }
+  try {
+    res.writeHead(response.statusCode ?? 502, headers);
     // a body not here yet: the head goes out now, so a long-poll or an event stream shows the
     // box its status at once, and a body that breaks before its first byte is seen as cut; a
     // body already here goes out with the head in one write (one TLS record, one syscall)
     if (response.readableLength === 0 && !response.complete) res.flushHeaders();
+    return true;
   } catch (error) {
     // a status or header Node won't repeat (a status under 100, a control character)
     response.destroy();
     const detail = `upstream: unusable response head (${error instanceof Error ? error.message : String(error)})`;
     line.write({ verdict: "allow", rule: ruleName, status: 502, note: detail });
     sendRefusal(res, { status: 502, body: { error: detail, rule: ruleName ?? null } });
-    return;
+    return false;
   }
+}
+
+/** The body relayed; the audit line finished once it is, with a model's usage or a tool call's outcome. */
+async function relayAnswer(
+  deps: ExchangeDeps,
+  res: ServerResponse,
+  response: IncomingMessage,
+  admitted: Admitted,
+): Promise<void> {
+  const { facts, line, admission: ruling } = admitted;
+  const status = response.statusCode ?? 502;
   // a model's answer is read on the side for the usage it reports; the line waits for it
   const meter = ruling.model && status < 300 ? meterFor(response.headers) : undefined;
   // a tool call's answer, for the JSON-RPC error or tool failure it reports

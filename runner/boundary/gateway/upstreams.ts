@@ -1,4 +1,5 @@
 import {
+  type ClientRequest,
   Agent as HttpAgent,
   request as httpRequest,
   type IncomingMessage,
@@ -140,71 +141,18 @@ export class Upstreams {
       const refusal = new ClosedPortRefusal(target.host, target.host, literal);
       return Promise.reject(new UpstreamError(refusal.message, "failed", { cause: refusal }));
     }
-    return new Promise((resolve, reject) => {
-      const options = {
-        host: target.host,
-        port: target.port,
-        // the pool's sockets are keyed by host and port, so a kept one was checked for this port
-        lookup: guardedLookup(this.resolve, allowInternal, closedAt),
-        method: init.method,
-        path: init.path,
-        headers: init.headers,
-        agent: target.protocol === "https" ? pools.https : pools.http,
-      };
-      const request = target.protocol === "https" ? httpsRequest(options) : httpRequest(options);
-      let settled = false;
-      const fail = (error: UpstreamError) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(headersTimer);
-        clearTimeout(connectTimer);
-        request.destroy();
-        reject(error);
-      };
-      let connectTimer: NodeJS.Timeout | undefined;
-      const headersTimer = setTimeout(
-        () => fail(new UpstreamError("upstream: no answer in time", "headers-timeout")),
-        headersTimeoutMs,
-      );
-      request.once("socket", (socket: Socket) => {
-        if (!socket.connecting) return;
-        connectTimer = setTimeout(
-          () => fail(new UpstreamError("upstream: connect timed out", "connect-timeout")),
-          connectTimeoutMs,
-        );
-        socket.once("connect", () => clearTimeout(connectTimer));
-      });
-      request.once("error", (error) =>
-        fail(new UpstreamError(`upstream: ${describe(error)}`, "failed", { cause: error })),
-      );
-      request.once("response", (response: IncomingMessage) => {
-        if (settled) return void response.destroy();
-        settled = true;
-        clearTimeout(headersTimer);
-        clearTimeout(connectTimer);
-        // errors after this point belong to the body: the caller's pipeline sees them
-        request.on("error", () => {});
-        resolve({ kind: "response", response });
-      });
-      request.once("upgrade", (response: IncomingMessage, socket: Socket, head: Buffer) => {
-        if (settled) return void socket.destroy();
-        settled = true;
-        clearTimeout(headersTimer);
-        clearTimeout(connectTimer);
-        request.on("error", () => {});
-        resolve({ kind: "upgrade", response, socket, head });
-      });
-      const body = init.body;
-      if (body === undefined || Buffer.isBuffer(body)) {
-        request.end(body && body.length > 0 ? body : undefined);
-        return;
-      }
-      body.once("error", (error) => {
-        request.destroy(error);
-        fail(new UpstreamError(`upstream: ${describe(error)}`, "failed", { cause: error }));
-      });
-      body.pipe(request);
-    });
+    const options = {
+      host: target.host,
+      port: target.port,
+      // the pool's sockets are keyed by host and port, so a kept one was checked for this port
+      lookup: guardedLookup(this.resolve, allowInternal, closedAt),
+      method: init.method,
+      path: init.path,
+      headers: init.headers,
+      agent: target.protocol === "https" ? pools.https : pools.http,
+    };
+    const request = target.protocol === "https" ? httpsRequest(options) : httpRequest(options);
+    return awaitReply(request, init.body, connectTimeoutMs, headersTimeoutMs);
   }
 
   async close(): Promise<void> {
@@ -259,5 +207,68 @@ export function upstreamsFor(
     headersTimeoutMs: timeouts.upstreamHeadersMs,
     bodyIdleTimeoutMs: timeouts.upstreamBodyIdleMs,
     closed,
+  });
+}
+
+/**
+ * Writes the body and waits for the response head (or the 101), each wait
+ * bounded; any failure destroys the request, so no socket is left open.
+ */
+function awaitReply(
+  request: ClientRequest,
+  body: UpstreamRequest["body"],
+  connectTimeoutMs: number,
+  headersTimeoutMs: number,
+): Promise<UpstreamReply> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    let connectTimer: NodeJS.Timeout | undefined;
+    const headersTimer = setTimeout(
+      () => fail(new UpstreamError("upstream: no answer in time", "headers-timeout")),
+      headersTimeoutMs,
+    );
+    const settle = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(headersTimer);
+      clearTimeout(connectTimer);
+      return true;
+    };
+    const fail = (error: UpstreamError) => {
+      if (!settle()) return;
+      request.destroy();
+      reject(error);
+    };
+    request.once("socket", (socket: Socket) => {
+      if (!socket.connecting) return;
+      connectTimer = setTimeout(
+        () => fail(new UpstreamError("upstream: connect timed out", "connect-timeout")),
+        connectTimeoutMs,
+      );
+      socket.once("connect", () => clearTimeout(connectTimer));
+    });
+    request.once("error", (error) =>
+      fail(new UpstreamError(`upstream: ${describe(error)}`, "failed", { cause: error })),
+    );
+    request.once("response", (response: IncomingMessage) => {
+      if (!settle()) return void response.destroy();
+      // errors after this point belong to the body: the caller's pipeline sees them
+      request.on("error", () => {});
+      resolve({ kind: "response", response });
+    });
+    request.once("upgrade", (response: IncomingMessage, socket: Socket, head: Buffer) => {
+      if (!settle()) return void socket.destroy();
+      request.on("error", () => {});
+      resolve({ kind: "upgrade", response, socket, head });
+    });
+    if (body === undefined || Buffer.isBuffer(body)) {
+      request.end(body && body.length > 0 ? body : undefined);
+      return;
+    }
+    body.once("error", (error) => {
+      request.destroy(error);
+      fail(new UpstreamError(`upstream: ${describe(error)}`, "failed", { cause: error }));
+    });
+    body.pipe(request);
   });
 }

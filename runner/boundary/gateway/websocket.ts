@@ -26,25 +26,12 @@ export async function handleUpgrade(
   const facts = requestFactsOf(req, { target, identity, rawPath }, 0);
   const line = deps.audit.line(facts);
   const ruling = await admit(deps, facts, "upgrade", Buffer.alloc(0));
-  // the action host is answered by plain requests only: an upgrade to it is refused
-  if (ruling.kind !== "forward") {
-    const refused =
-      ruling.kind === "refuse"
-        ? ruling
-        : {
-            kind: "refuse" as const,
-            refusal: denied(undefined, "the action host speaks plain HTTPS, not WebSocket"),
-            decision: undefined,
-          };
-    line.write(refusalOutcome(refused));
-    writeRawRefusal(socket, refused.refusal);
-    return;
-  }
+  if (ruling.kind !== "forward") return refuseUpgrade(ruling, line, socket);
   const ruleName = ruling.decision.rule?.name;
   const headers = forwardHeaders(req.headers, ruling.inject);
   headers.connection = "Upgrade";
   headers.upgrade = String(req.headers.upgrade ?? "websocket");
-  let reply: Awaited<ReturnType<ExchangeDeps["upstreams"]["send"]>>;
+  let reply: Reply;
   try {
     reply = await deps.upstreams.send(target, ruling.allowInternal, {
       method: "GET",
@@ -56,20 +43,7 @@ export async function handleUpgrade(
     writeRawRefusal(socket, upstreamFailure(line, error, ruleName));
     return;
   }
-  if (reply.kind === "response") {
-    // the upstream declined the upgrade: pass its status on, without a body
-    const status = reply.response.statusCode ?? 502;
-    reply.response.destroy();
-    line.write({ verdict: "allow", rule: ruleName, status, note: "upstream refused the upgrade" });
-    writeRawRefusal(socket, {
-      status: 502,
-      body: {
-        error: `upstream: answered ${status} instead of switching protocols`,
-        rule: ruleName ?? null,
-      },
-    });
-    return;
-  }
+  if (reply.kind === "response") return declined(reply.response, line, socket, ruleName);
   line.hold({
     verdict: "allow",
     rule: ruleName,
@@ -82,6 +56,57 @@ export async function handleUpgrade(
     line.finish({ outcome: "aborted", bytes: 0, note: "the box left during the handshake" });
     return;
   }
+  await splice(socket, head, reply, line);
+}
+
+type Reply = Awaited<ReturnType<ExchangeDeps["upstreams"]["send"]>>;
+type Ruling = Awaited<ReturnType<typeof admit>>;
+type Line = ReturnType<ExchangeDeps["audit"]["line"]>;
+
+/** Refused by the rules, or aimed at the action host, which is answered by plain requests only. */
+function refuseUpgrade(
+  ruling: Exclude<Ruling, { kind: "forward" }>,
+  line: Line,
+  socket: Duplex,
+): void {
+  const refused =
+    ruling.kind === "refuse"
+      ? ruling
+      : {
+          kind: "refuse" as const,
+          refusal: denied(undefined, "the action host speaks plain HTTPS, not WebSocket"),
+          decision: undefined,
+        };
+  line.write(refusalOutcome(refused));
+  writeRawRefusal(socket, refused.refusal);
+}
+
+/** The upstream declined the upgrade: its status is passed on, without a body. */
+function declined(
+  response: IncomingMessage,
+  line: Line,
+  socket: Duplex,
+  ruleName: string | undefined,
+): void {
+  const status = response.statusCode ?? 502;
+  response.destroy();
+  line.write({ verdict: "allow", rule: ruleName, status, note: "upstream refused the upgrade" });
+  writeRawRefusal(socket, {
+    status: 502,
+    body: {
+      error: `upstream: answered ${status} instead of switching protocols`,
+      rule: ruleName ?? null,
+    },
+  });
+}
+
+/** The upstream's 101 to the box, then both sockets spliced until either ends. */
+async function splice(
+  socket: Duplex,
+  head: Buffer,
+  reply: Extract<Reply, { kind: "upgrade" }>,
+  line: Line,
+): Promise<void> {
   const lines = ["HTTP/1.1 101 Switching Protocols"];
   const raw = reply.response.rawHeaders;
   for (let index = 0; index + 1 < raw.length; index += 2)
