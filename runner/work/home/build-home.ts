@@ -48,21 +48,75 @@ export interface RunHome {
   durable: DurableFolder[];
 }
 
-export async function buildRunHome(options: {
+export interface RunHomeOptions {
   paths: RosterPaths;
   worker: WorkerView;
   runDir: string;
   runId: string;
   /** A session's channel: its record read-only at ~/channel, the worker's store for it at ~/channel/store. */
   channel?: string;
-}): Promise<RunHome> {
+}
+
+/** The host folders a run's $HOME is made of. */
+interface HomeFolders {
+  home: string;
+  self: string;
+  store: string;
+  journal: string;
+}
+
+export async function buildRunHome(options: RunHomeOptions): Promise<RunHome> {
   const { paths, worker, runDir, runId, channel } = options;
   const user = boxUser();
-  const home = join(runDir, "home");
-  const self = join(runDir, "self");
-  const store = join(paths.data, "workers", worker.name, "store");
-  const workerRuns = join(paths.state, "runs", worker.name);
+  const folders: HomeFolders = {
+    home: join(runDir, "home"),
+    self: join(runDir, "self"),
+    store: join(paths.data, "workers", worker.name, "store"),
+    // the worker's journal, live: what became of its proposals, including during this run
+    journal: join(paths.data, "workers", worker.name, "journal"),
+  };
+  const { home, store } = folders;
+  await makeHomeTree(options, folders);
+  const durable: DurableFolder[] = [
+    { path: store, what: "its store" },
+    // the store and mounts sit on empty mountpoints here: this is what the box wrote itself
+    {
+      path: home,
+      with: [join(runDir, "repos")],
+      what: "its $HOME and repo clones",
+      limit: { bytes: worker.store.homeMaxBytes, setting: "[store] home_max_size" },
+      filesystem: "the run folders' filesystem",
+    },
+  ];
+  const channelMounts = channel ? await channelFolders(options, channel, user, durable) : [];
+  const cloned = await cloneRunRepos({
+    mounts: worker.mounts,
+    runDir,
+    runId,
+    home,
+    worker: worker.name,
+  });
+  // the box runs as the image's user: a root runner hands it what it writes
+  if (process.getuid?.() === 0) {
+    for (const repo of cloned.repos) await chownTree(join(runDir, "repos", repo.connection), user);
+    await chownTree(home, user);
+    await chown(store, user.uid, user.gid);
+    // boxes write .locks: walked through open folders, never by a path (store-lock.ts)
+    await chownStoreLocks(store, user);
+  }
+  const mounts = [
+    ...homeMounts(options, folders),
+    ...cloned.mounts,
+    ...channelMounts,
+    ...caMounts(paths),
+  ];
+  return { home, mounts, user, repos: { repos: cloned.repos, record: cloned.record }, durable };
+}
 
+/** The fresh $HOME's folders and pi's config, the store's lock folder, and ~/self's contents. */
+async function makeHomeTree(options: RunHomeOptions, folders: HomeFolders): Promise<void> {
+  const { paths, worker } = options;
+  const { home, self, store, journal } = folders;
   for (const dir of [
     "workspace",
     "session",
@@ -85,60 +139,44 @@ export async function buildRunHome(options: {
     await mkdir(join(self, dir), { recursive: true });
   // the task list as it stands; file_task/set_tasks rewrite this file in place during the run
   await writeFile(join(self, "schedule.json"), scheduleView(readLive(paths, worker.name)));
-  // the worker's journal, live: what became of its proposals, including during this run
-  const journal = join(paths.data, "workers", worker.name, "journal");
   await mkdir(journal, { recursive: true });
+}
 
-  const channelMounts: BoxMount[] = [];
-  const durable: DurableFolder[] = [
-    { path: store, what: "its store" },
-    // the store and mounts sit on empty mountpoints here: this is what the box wrote itself
-    {
-      path: home,
-      with: [join(runDir, "repos")],
-      what: "its $HOME and repo clones",
-      limit: { bytes: worker.store.homeMaxBytes, setting: "[store] home_max_size" },
-      filesystem: "the run folders' filesystem",
-    },
+/** A session's channel: its record read-only at ~/channel, its own store (durable) inside it. */
+async function channelFolders(
+  options: RunHomeOptions,
+  channel: string,
+  user: BoxUser,
+  durable: DurableFolder[],
+): Promise<BoxMount[]> {
+  const { paths, worker } = options;
+  const record = join(paths.data, "channels", channel);
+  const channelStore = join(paths.data, "workers", worker.name, "channel-stores", channel);
+  // the store's mountpoint must exist inside the read-only channel mount
+  await mkdir(join(record, "store"), { recursive: true, mode: 0o755 });
+  await mkdir(channelStore, { recursive: true });
+  durable.push({ path: channelStore, what: `its store for channel ${channel}` });
+  if (process.getuid?.() === 0) await chown(channelStore, user.uid, user.gid);
+  return [
+    { source: record, target: `${BOX_HOME}/channel`, readOnly: true },
+    { source: channelStore, target: `${BOX_HOME}/channel/store`, readOnly: false },
   ];
-  if (channel) {
-    const record = join(paths.data, "channels", channel);
-    const channelStore = join(paths.data, "workers", worker.name, "channel-stores", channel);
-    // the store's mountpoint must exist inside the read-only channel mount
-    await mkdir(join(record, "store"), { recursive: true, mode: 0o755 });
-    await mkdir(channelStore, { recursive: true });
-    durable.push({ path: channelStore, what: `its store for channel ${channel}` });
-    if (process.getuid?.() === 0) await chown(channelStore, user.uid, user.gid);
-    channelMounts.push(
-      { source: record, target: `${BOX_HOME}/channel`, readOnly: true },
-      { source: channelStore, target: `${BOX_HOME}/channel/store`, readOnly: false },
-    );
-  }
+}
 
-  const cloned = await cloneRunRepos({
-    mounts: worker.mounts,
-    runDir,
-    runId,
-    home,
-    worker: worker.name,
-  });
-
-  const root = process.getuid?.() === 0;
-  if (root) {
-    for (const repo of cloned.repos) await chownTree(join(runDir, "repos", repo.connection), user);
-    await chownTree(home, user);
-    await chown(store, user.uid, user.gid);
-    // boxes write .locks: walked through open folders, never by a path (store-lock.ts)
-    await chownStoreLocks(store, user);
-  }
-
-  const mounts: BoxMount[] = [
-    { source: home, target: BOX_HOME, readOnly: false },
-    { source: store, target: `${BOX_HOME}/store`, readOnly: false },
-    { source: self, target: `${BOX_HOME}/self`, readOnly: true },
+/** $HOME, the store, ~/self and what it shows, and the worker's ungated folders. */
+function homeMounts(options: RunHomeOptions, folders: HomeFolders): BoxMount[] {
+  const { paths, worker } = options;
+  return [
+    { source: folders.home, target: BOX_HOME, readOnly: false },
+    { source: folders.store, target: `${BOX_HOME}/store`, readOnly: false },
+    { source: folders.self, target: `${BOX_HOME}/self`, readOnly: true },
     { source: worker.dir, target: `${BOX_HOME}/self/config`, readOnly: true },
-    { source: workerRuns, target: `${BOX_HOME}/self/runs`, readOnly: true },
-    { source: journal, target: `${BOX_HOME}/self/journal`, readOnly: true },
+    {
+      source: join(paths.state, "runs", worker.name),
+      target: `${BOX_HOME}/self/runs`,
+      readOnly: true,
+    },
+    { source: folders.journal, target: `${BOX_HOME}/self/journal`, readOnly: true },
     ...worker.mounts
       .filter((mount) => !mount.gated)
       .map((mount) => ({
@@ -146,12 +184,15 @@ export async function buildRunHome(options: {
         target: `${BOX_HOME}/mnt/${mount.name}`,
         readOnly: mount.readOnly,
       })),
-    ...cloned.mounts,
-    ...channelMounts,
+  ];
+}
+
+/** The CA the box trusts for the gateway's interception, and the bundle with it. */
+function caMounts(paths: RosterPaths): BoxMount[] {
+  return [
     { source: join(paths.ca, "ca.crt"), target: BOX_CA, readOnly: true },
     { source: join(paths.ca, "bundle.crt"), target: BOX_CA_BUNDLE, readOnly: true },
   ];
-  return { home, mounts, user, repos: { repos: cloned.repos, record: cloned.record }, durable };
 }
 
 /**

@@ -29,6 +29,7 @@ import { modelEndpoint } from "../../ground/config/model.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { projectToolchains, withProjects } from "../../ground/config/project-toolchain.ts";
 import { scratchKeepMs } from "../../ground/config/store-limits.ts";
+import type { Toolchain } from "../../ground/config/toolchain-schema.ts";
 import { RosterError } from "../../ground/errors.ts";
 import {
   finished,
@@ -141,60 +142,30 @@ export async function reapAndRecord(
 export async function provision(options: ProvisionOptions): Promise<Provisioned> {
   const { paths, note } = options;
   const env = options.env ?? process.env;
-  const { worker, identity, config } = await loadWorker(paths, options.worker);
-  for (const warning of config.warnings) note(`warning: ${warning}`);
-  const keyEnv = options.model === false ? undefined : await checkModel(paths, worker, env, note);
-  // what the projects it mounts declare joins the worker's own toolchain
-  const projects = await projectToolchains(worker.mounts);
-  if (projects.errors.length)
-    throw refuse(
-      `a project's toolchain is invalid, nothing was started:\n${projects.errors.map(formatConfigError).join("\n")}`,
-    );
-  const toolchain = withProjects(worker.toolchain, projects.toolchain);
-
-  const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
-  const image = config.org.engine?.image ?? BOX_IMAGE;
-  // for development: a checkout's engine over the baked one (the loader checked it exists)
-  const engineDir = config.org.engine?.dir;
-  if (engineDir) note(engineDirWarning(engineDir));
-  if (worker.box.egress_lockdown === false) {
-    note(
-      "warning: [box] egress_lockdown = false no longer does anything: a box has no network, and the gateway's door is its only way out",
-    );
-  }
+  const { worker, identity, config, keyEnv, toolchain } = await checkWorker(options, env);
+  const org = orgEngine(config, worker, note);
   // What does not depend on each other runs at once: the gateway (a process of
   // its own when embedded) starts while the engine's client loads; then the
   // image and the orphan sweep. Every step is awaited before any failure is
   // reported, and a gateway already leased is given back.
   // a running daemon's gateway, or one embedded for this run; watched until released
-  const leased = leaseGateway({ paths, port, env });
-  let engine: BoxEngine;
-  try {
-    engine = await connectEngine({
-      env,
-      ...(config.org.engine?.kind ? { kind: config.org.engine.kind } : {}),
-    });
-  } catch (error) {
+  const leased = leaseGateway({ paths, port: org.port, env });
+  const engine = await connectEngine({
+    env,
+    ...(config.org.engine?.kind ? { kind: config.org.engine.kind } : {}),
+  }).catch(async (error: unknown) => {
     await giveBack(leased);
     throw error;
-  }
-  // the box image (rebuilt when it is roster's and missing or stale), the worker's
-  // toolchain on it, and the toolchain volume for exactly that image
-  const workerImage = (async () => {
-    const baseId = await ensureCurrentImage({ engine, image, env, note });
-    const { tag } = await ensureToolchainImage({
-      engine,
-      baseImage: image,
-      worker: worker.name,
-      toolchain,
-      deployment: deploymentKey(paths.config),
-      progress: { step: note, detail: () => undefined, note },
-      env,
-    });
-    const id = tag === image ? baseId : await builtImageId(engine, tag);
-    const volume = await ensureToolsVolume(engine, deploymentKey(paths.config), worker.name, id);
-    return { tag, toolsVolume: volume, toolsDir: await toolsVolumePath(engine, volume) };
-  })();
+  });
+  const workerImage = buildWorkerImage({
+    engine,
+    paths,
+    worker,
+    toolchain,
+    image: org.image,
+    env,
+    note,
+  });
   const settled = await Promise.allSettled([
     leased,
     workerImage,
@@ -207,47 +178,148 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     const failed = settled.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
     if (!gateway) throw new Error("the gateway lease was lost");
-    const { tag, toolsVolume, toolsDir } = await workerImage;
-    if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
-      throw refuse(
-        `the CA is missing from ${paths.ca}: start the gateway once (roster gateway start) to create it`,
-      );
-    }
-    return {
-      engine,
-      config,
-      worker,
-      identity,
-      image: tag,
-      gateway,
-      keyEnv,
-      toolsDir,
-      boxSpec: (run) => {
-        const spec = workerBoxSpec({ ...run, worker, image: tag, keyEnv, toolsVolume });
-        return engineDir
-          ? { ...spec, mounts: [...(spec.mounts ?? []), ...engineDirMounts(engineDir)] }
-          : spec;
-      },
-      settleRepos: (run) =>
-        settleRunRepos({
-          engine,
-          image: tag,
-          paths,
-          worker: worker.name,
-          runId: run.id,
-          runDir: run.dir,
-          user: boxUser(),
-          repos: gatedRepos(worker.mounts),
-          records: run.records,
-          runtime: worker.box.runtime,
-        }),
-      // after the box is gone: an embedded gateway is stopped only once nothing needs it
-      release: () => gateway.release(),
-    };
+    const built = await workerImage;
+    assertCa(paths);
+    return provisioned({ engine, config, worker, identity, gateway, keyEnv, paths }, built, org);
   } catch (error) {
     await gateway?.release();
     throw error;
   }
+}
+
+/** A worker as every box of it needs it: its config, identity, model key variable and toolchain. */
+interface CheckedWorker {
+  worker: WorkerView;
+  identity: string;
+  config: LoadedConfig;
+  keyEnv: string | undefined;
+  toolchain: Toolchain;
+}
+
+/** The worker, its identity, its model's credential and its toolchain: refused before anything starts. */
+async function checkWorker(
+  options: ProvisionOptions,
+  env: NodeJS.ProcessEnv,
+): Promise<CheckedWorker> {
+  const { paths, note } = options;
+  const { worker, identity, config } = await loadWorker(paths, options.worker);
+  for (const warning of config.warnings) note(`warning: ${warning}`);
+  const keyEnv = options.model === false ? undefined : await checkModel(paths, worker, env, note);
+  // what the projects it mounts declare joins the worker's own toolchain
+  const projects = await projectToolchains(worker.mounts);
+  if (projects.errors.length)
+    throw refuse(
+      `a project's toolchain is invalid, nothing was started:\n${projects.errors.map(formatConfigError).join("\n")}`,
+    );
+  const toolchain = withProjects(worker.toolchain, projects.toolchain);
+  return { worker, identity, config, keyEnv, toolchain };
+}
+
+/** The org's gateway port, box image and engine folder, with the notes they call for. */
+function orgEngine(
+  config: LoadedConfig,
+  worker: WorkerView,
+  note: (text: string) => void,
+): { port: number; image: string; engineDir: string | undefined } {
+  const port = config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT;
+  const image = config.org.engine?.image ?? BOX_IMAGE;
+  // for development: a checkout's engine over the baked one (the loader checked it exists)
+  const engineDir = config.org.engine?.dir;
+  if (engineDir) note(engineDirWarning(engineDir));
+  if (worker.box.egress_lockdown === false) {
+    note(
+      "warning: [box] egress_lockdown = false no longer does anything: a box has no network, and the gateway's door is its only way out",
+    );
+  }
+  return { port, image, engineDir };
+}
+
+/** What a worker's box is started from: the image with its toolchain, and the tools volume. */
+interface BuiltImage {
+  tag: string;
+  toolsVolume: string;
+  toolsDir: string | undefined;
+}
+
+/**
+ * The box image (rebuilt when it is roster's and missing or stale), the worker's
+ * toolchain on it, and the toolchain volume for exactly that image.
+ */
+async function buildWorkerImage(options: {
+  engine: BoxEngine;
+  paths: RosterPaths;
+  worker: WorkerView;
+  toolchain: Toolchain;
+  image: string;
+  env: NodeJS.ProcessEnv;
+  note: (text: string) => void;
+}): Promise<BuiltImage> {
+  const { engine, paths, worker, image, env, note } = options;
+  const baseId = await ensureCurrentImage({ engine, image, env, note });
+  const { tag } = await ensureToolchainImage({
+    engine,
+    baseImage: image,
+    worker: worker.name,
+    toolchain: options.toolchain,
+    deployment: deploymentKey(paths.config),
+    progress: { step: note, detail: () => undefined, note },
+    env,
+  });
+  const id = tag === image ? baseId : await builtImageId(engine, tag);
+  const volume = await ensureToolsVolume(engine, deploymentKey(paths.config), worker.name, id);
+  return { tag, toolsVolume: volume, toolsDir: await toolsVolumePath(engine, volume) };
+}
+
+function assertCa(paths: RosterPaths): void {
+  if (!existsSync(join(paths.ca, "ca.crt")) || !existsSync(join(paths.ca, "bundle.crt"))) {
+    throw refuse(
+      `the CA is missing from ${paths.ca}: start the gateway once (roster gateway start) to create it`,
+    );
+  }
+}
+
+/** The handle a box is started from, once every precondition holds. */
+function provisioned(
+  held: Omit<Provisioned, "image" | "toolsDir" | "boxSpec" | "settleRepos" | "release"> & {
+    paths: RosterPaths;
+  },
+  built: BuiltImage,
+  org: { engineDir: string | undefined },
+): Provisioned {
+  const { engine, paths, worker, keyEnv, gateway } = held;
+  const { tag, toolsVolume, toolsDir } = built;
+  const { engineDir } = org;
+  return {
+    engine,
+    config: held.config,
+    worker,
+    identity: held.identity,
+    image: tag,
+    gateway,
+    keyEnv,
+    toolsDir,
+    boxSpec: (run) => {
+      const spec = workerBoxSpec({ ...run, worker, image: tag, keyEnv, toolsVolume });
+      return engineDir
+        ? { ...spec, mounts: [...(spec.mounts ?? []), ...engineDirMounts(engineDir)] }
+        : spec;
+    },
+    settleRepos: (run) =>
+      settleRunRepos({
+        engine,
+        image: tag,
+        paths,
+        worker: worker.name,
+        runId: run.id,
+        runDir: run.dir,
+        user: boxUser(),
+        repos: gatedRepos(worker.mounts),
+        records: run.records,
+        runtime: worker.box.runtime,
+      }),
+    // after the box is gone: an embedded gateway is stopped only once nothing needs it
+    release: () => gateway.release(),
+  };
 }
 
 /** The model the worker's engine talks to, and its credential in the vault: its key variable. */
