@@ -63,8 +63,9 @@ export interface LimitReached {
 
 /**
  * A box started before its run, as the run owner (run.ts) takes it over:
- * runner/work/ready/ makes them (docs/ready-boxes.md). Everything here was fixed
- * when the box was made; what the run adds is written at hand-off.
+ * runner/work/ready/ makes them (docs/ready-boxes.md) by the owner's own start
+ * steps (box-start.ts), paused before the run. Everything here was fixed when
+ * the box was made; what the run adds is written at hand-off.
  */
 export interface ReadyStart {
   id: string;
@@ -86,7 +87,7 @@ export interface ReadyStart {
   doorIno: number;
   /** Its box has exited. */
   ended(): boolean;
-  /** Ends it unused: box, token, door folder and the folder of the run it never had. */
+  /** Ends it unused, by the owner's teardown: box, token, door folder, the folder of the run it never had. */
   discard(why: string): Promise<void>;
 }
 

@@ -38,7 +38,10 @@ import type { StallWatchdog } from "./stall-watchdog.ts";
  * run's $HOME, minting and revoking its token, the box spec, starting the box,
  * every limit (the wall-clock ceiling, a session's turn ceiling, the stall
  * watch, the budget stop) and settling it (repos, record, token, gateway).
- * Callers say only how the engine is driven and what its output means to them.
+ * Its steps are named in run-start.ts (the record), run-launch.ts (the launch)
+ * and box-start.ts (the box's start and its one teardown, which a ready box
+ * shares). Callers say only how the engine is driven and what its output means
+ * to them.
  */
 export type { EngineDrive } from "./engine-prompt.ts";
 export type { LimitReached, RunEnding, RunKind, RunRequest } from "./run-request.ts";
