@@ -1,9 +1,17 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { BOX_HOME, READY_WAITER, RUN_PI } from "../../boundary/box/layout.ts";
-import type { WorkerBoxInput } from "../../boundary/box/worker-box.ts";
+import type { BoxHandle } from "../../boundary/box/lifecycle.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
-import { newBoxStart, prepareBox, readyStart, startPrepared, teardown } from "../runs/box-start.ts";
+import {
+  type BoxParts,
+  type BoxStart,
+  newBoxStart,
+  prepareBox,
+  readyStart,
+  startPrepared,
+  teardown,
+} from "../runs/box-start.ts";
 import { provision } from "../runs/provision.ts";
 import type { ReadyStart } from "../runs/run-request.ts";
 import { readyKey } from "./ready-key.ts";
@@ -27,13 +35,40 @@ export interface ReadyBox extends ReadyStart {
 /** Where a ready box's pi looks for its hand-off, inside the box (self/ is the host's, read-only). */
 export const BOX_HANDOFF = `${BOX_HOME}/self/handoff.json`;
 
-/** What a ready box waits in: pi in RPC mode with no prompt, or roster-ready for a command. */
-function pausedCommand(exec: boolean | undefined): Pick<WorkerBoxInput, "cmd" | "env"> {
-  if (exec) return { cmd: [READY_WAITER] };
-  return {
-    cmd: [RUN_PI, "--mode", "rpc", "--session-dir", `${BOX_HOME}/session`],
-    env: { ROSTER_HANDOFF: BOX_HANDOFF },
-  };
+/**
+ * The owner's last start step, with the box waiting in it: pi in RPC mode with
+ * no prompt, or roster-ready for a command. Its output goes wherever the run
+ * that takes it says (`output`, set at hand-off).
+ */
+function startPaused(
+  start: BoxStart,
+  parts: BoxParts,
+  exec: boolean | undefined,
+  output: ReadyBox["output"],
+): Promise<BoxHandle> {
+  const cmd = exec
+    ? { cmd: [READY_WAITER] }
+    : {
+        cmd: [RUN_PI, "--mode", "rpc", "--session-dir", `${BOX_HOME}/session`],
+        env: { ROSTER_HANDOFF: BOX_HANDOFF },
+      };
+  return startPrepared(
+    start,
+    parts,
+    {
+      ...cmd,
+      interactive: true,
+      // a one-shot run's pi exits when its task is done and stdin ends, as in json mode;
+      // roster-ready runs its command when the command has been sent and stdin ends
+      stdinOnce: true,
+    },
+    {
+      // a command's box, as `box exec` starts it: asked whether the OOM killer ended it
+      ...(exec ? { reportOom: true } : {}),
+      onStdout: (chunk) => output.stdout?.(chunk),
+      onStderr: (chunk) => output.stderr?.(chunk),
+    },
+  );
 }
 
 /**
@@ -66,23 +101,7 @@ export async function makeReadyBox(options: {
     // the folder the box mounts: one made again later is not the one it sees (hand-off.ts)
     const doorIno = (await stat(parts.door)).ino;
     const output: ReadyBox["output"] = {};
-    const handle = await startPrepared(
-      start,
-      parts,
-      {
-        ...pausedCommand(exec),
-        interactive: true,
-        // a one-shot run's pi exits when its task is done and stdin ends, as in json mode;
-        // roster-ready runs its command when the command has been sent and stdin ends
-        stdinOnce: true,
-      },
-      {
-        // a command's box, as `box exec` starts it: asked whether the OOM killer ended it
-        ...(exec ? { reportOom: true } : {}),
-        onStdout: (chunk) => output.stdout?.(chunk),
-        onStderr: (chunk) => output.stderr?.(chunk),
-      },
-    );
+    const handle = await startPaused(start, parts, exec, output);
     let ended = false;
     void handle.done.then(() => {
       ended = true;
