@@ -25,10 +25,16 @@ export function registerTalkCommands(program: Command): void {
       parseSecs,
     )
     .action(async (worker: string, flags: { idle?: number }) => {
-      const { talk } = await import("../services/chat/terminal/talk.ts");
+      const [{ talk }, { slashCommand }] = await Promise.all([
+        import("../services/chat/terminal/talk.ts"),
+        import("../services/actions/slash-commands.ts"),
+      ]);
+      const paths = rosterPaths();
       process.exitCode = await talk({
-        paths: rosterPaths(),
+        paths,
         worker,
+        // the desk answers what starts with "/": the worker never sees it
+        command: (line, user) => slashCommand(paths, worker, line, user),
         idleSecs: flags.idle,
         input: process.stdin,
         output: process.stdout,

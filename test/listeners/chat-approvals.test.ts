@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Offer } from "../../runner/services/listeners/offers.ts";
+import type { Offer } from "../../runner/services/actions/offers.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { chatWorker, lazyServer, until } from "../support/chat-turns.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";
+import { RosterError } from "../../ground/errors.ts";
 
 /**
  * A gate's record and how it is read: the JSON file per gate in
@@ -71,4 +72,22 @@ export function listGates(paths: RosterPaths, worker?: string): Gate[] {
     }
   }
   return gates.sort((a, b) => a.filed_at.localeCompare(b.filed_at) || a.id.localeCompare(b.id));
+}
+
+/** A gate by any unique prefix of its id (with or without the `g-`). */
+export function findGate(paths: RosterPaths, prefix: string): Gate {
+  const wanted = prefix.startsWith("g-") ? prefix : `g-${prefix}`;
+  const matches = listGates(paths).filter((gate) => gate.id.startsWith(wanted));
+  if (matches.length === 1 && matches[0]) return matches[0];
+  throw new RosterError(
+    matches.length
+      ? `gate id "${prefix}" is ambiguous: ${matches.map((gate) => gate.id).join(", ")}`
+      : `no gate "${prefix}" (roster approvals ls lists them)`,
+    { exitCode: 2 },
+  );
+}
+
+/** The parts of a chat send already delivered for this gate (services/chat/sent-parts.ts), so a retry resumes. */
+export function sentPartsFile(paths: RosterPaths, gate: Pick<Gate, "worker" | "id">): string {
+  return `${gateFile(paths, gate.worker, gate.id)}.sent`;
 }

@@ -1,4 +1,4 @@
-import type { ExecutionContext, Executor } from "../actions/executors/executor.ts";
+import type { ExecutionContext, Executor } from "../executor.ts";
 import type { AdapterFactory } from "../listeners/child.ts";
 
 /**

@@ -1,7 +1,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import type { Platform } from "../../ground/config/bot-bindings.ts";
-import { oneLine, renderParts } from "../actions/executors/chat-text.ts";
-import type { ExecutionContext, Executor } from "../actions/executors/executor.ts";
+import { oneLine, renderParts } from "../../ground/text/message-parts.ts";
+import type { ExecutionContext, Executor } from "../executor.ts";
 import { boundBot, recordSent } from "./bound-bot.ts";
 import { type SentParts, sentParts } from "./sent-parts.ts";
 

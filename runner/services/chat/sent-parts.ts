@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
-import { sentPartsFile } from "../actions/gates.ts";
+import { sentPartsFile } from "../../records/gates/gate-record.ts";
 
 /**
  * What a chat executor has already delivered of a message it sends in parts,

@@ -8,7 +8,6 @@ import { replaceFileSync } from "../../ground/files/atomic-replace.ts";
 import { PROJECT_ROOT } from "../../ground/version.ts";
 import type { SessionRouter } from "../../work/sessions/router.ts";
 import { UNAUTHORISED_EXIT } from "./child.ts";
-import type { OfferDesk } from "./offers.ts";
 import {
   type ConnectionState,
   isListenerMessage,
@@ -16,6 +15,27 @@ import {
   type ServerMessage,
 } from "./protocol.ts";
 
+/**
+ * What the supervisor asks of the desk's approvals from chat
+ * (actions/offers.ts, handed in by the server): the gates due to be offered
+ * through a live listener, and the verdict on a press.
+ */
+export interface ChatApprovals {
+  due(canOffer: (worker: string, platform: string) => boolean): Array<{
+    gate_id: string;
+    worker: string;
+    channel: string;
+    platform: string;
+    expires_at: string;
+    text: string;
+  }>;
+  decide(press: {
+    gate_id: string;
+    verdict: "approve" | "deny";
+    user: string;
+    channel: string;
+  }): Promise<{ text: string; private: boolean; settled: boolean }>;
+}
 /**
  * Runs one child process per bot binding and keeps it running: whatever ends
  * a listener (a crash on a platform's garbage, an OOM, a kill) is followed by
@@ -83,7 +103,7 @@ export class ListenerSupervisor {
       env: NodeJS.ProcessEnv;
       backoff?: Backoff;
       /** Approvals from chat; without it presses are answered "off". */
-      offers?: OfferDesk;
+      offers?: ChatApprovals;
     },
   ) {}
 

@@ -1,9 +1,9 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { createTransport } from "nodemailer";
+import { hostCa } from "../../../boundary/gateway/host-trust.ts";
 import { readCredential } from "../../../boundary/gateway/vault.ts";
-import { oneLine } from "./chat-text.ts";
-import type { Executor } from "./executor.ts";
-import { hostCa } from "./host-trust.ts";
+import { oneLine } from "../../../ground/text/message-parts.ts";
+import type { Executor } from "../../executor.ts";
 
 /**
  * email: plain-text mail over SMTP with nodemailer. The `smtp` vault

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { replaceFileSync } from "../../../ground/files/atomic-replace.ts";
-import type { ExecutionContext, Executor } from "./executor.ts";
+import type { ExecutionContext, Executor } from "../../executor.ts";
 import { diffAgainst } from "./file-diff.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { EXECUTORS, type ExecutorName } from "../../../ground/config/action-schema.ts";
 import { CHAT_PLATFORMS } from "../../chat/platforms.ts";
+import type { Executor } from "../../executor.ts";
 import { email } from "./email.ts";
-import type { Executor } from "./executor.ts";
 import { identity } from "./identity.ts";
 import { mcpCall } from "./mcp.ts";
 import { messageUser } from "./message-user.ts";

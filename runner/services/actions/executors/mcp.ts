@@ -7,8 +7,8 @@ import { grantNamesHost, judge } from "../../../boundary/gateway/judge.ts";
 import { upstreamsFor } from "../../../boundary/gateway/upstreams.ts";
 import { renderInjection, templatesFor } from "../../../boundary/gateway/vault.ts";
 import { loadConfig } from "../../../ground/config/load.ts";
-import { oneLine } from "./chat-text.ts";
-import type { Executor } from "./executor.ts";
+import { oneLine } from "../../../ground/text/message-parts.ts";
+import type { Executor } from "../../executor.ts";
 import { callMcpTool } from "./mcp-session.ts";
 
 /**

@@ -2,10 +2,10 @@ import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { readCredential } from "../../../boundary/gateway/vault.ts";
 import { appendJsonLine } from "../../../ground/files/append-line.ts";
+import { oneLine, renderParts } from "../../../ground/text/message-parts.ts";
 import type { OperatorDm } from "../../chat/platform.ts";
 import { CHAT_PLATFORMS } from "../../chat/platforms.ts";
-import { oneLine, renderParts } from "./chat-text.ts";
-import type { ExecutionContext, Executor } from "./executor.ts";
+import type { ExecutionContext, Executor } from "../../executor.ts";
 
 /**
  * message-user: a note from the worker to its operator. It goes as a DM on

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { replaceFileSync } from "../../../ground/files/atomic-replace.ts";
-import type { Executor } from "./executor.ts";
+import type { Executor } from "../../executor.ts";
 import { diffAgainst } from "./file-diff.ts";
 
 /** purpose: a channel's purpose.md (what the channel is for), shown to the desk as a diff. */

@@ -3,7 +3,7 @@ import { readRecord, runDir } from "../../../records/run-records/run-record.ts";
 import { checkAndHold, land, PushRefused, type PushRequest } from "../../../work/repos/push.ts";
 import { renderPush } from "../../../work/repos/render.ts";
 import { readRunContext } from "../../../work/runs/run-context.ts";
-import type { ExecutionContext, Executor } from "./executor.ts";
+import type { ExecutionContext, Executor } from "../../executor.ts";
 
 /**
  * repo: a run's commits landed on a gated repo's branch (repo_push). The

@@ -5,7 +5,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { formatConfigError } from "../../../ground/config/config-error.ts";
 import { loadConfig } from "../../../ground/config/load.ts";
 import { replaceFileSync } from "../../../ground/files/atomic-replace.ts";
-import type { ExecutionContext, Executor } from "./executor.ts";
+import type { ExecutionContext, Executor } from "../../executor.ts";
 import { diffAgainst } from "./file-diff.ts";
 
 /**

@@ -5,6 +5,7 @@ import { ceilingProblem } from "../../../ground/config/ceiling.ts";
 import { loadConfig } from "../../../ground/config/load.ts";
 import { scheduleZone } from "../../../ground/config/time-zone.ts";
 import { RosterError } from "../../../ground/errors.ts";
+import { oneLine } from "../../../ground/text/message-parts.ts";
 import { readRecord, runDir } from "../../../records/run-records/run-record.ts";
 import {
   newTaskId,
@@ -21,9 +22,8 @@ import {
 import { readRunContext } from "../../../work/runs/run-context.ts";
 import { dependencyProblem } from "../../../work/tasks/readiness.ts";
 import { applyTemplates, templateProblem } from "../../../work/tasks/template-edit.ts";
+import type { ExecutionContext, Executor } from "../../executor.ts";
 import { trustedChannels } from "../trusted-channels.ts";
-import { oneLine } from "./chat-text.ts";
-import type { ExecutionContext, Executor } from "./executor.ts";
 
 /**
  * task (file_task): one more task on the worker's own list. task-list

@@ -5,8 +5,8 @@ import {
   WebAPIRequestError,
   WebClient,
 } from "@slack/web-api";
+import { hostCa, trustingFetch } from "../../../boundary/gateway/host-trust.ts";
 import { type Credential, readCredential } from "../../../boundary/gateway/vault.ts";
-import { hostCa, trustingFetch } from "../../actions/executors/host-trust.ts";
 import type { SentParts } from "../sent-parts.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { splitText, VISIBLE } from "../../actions/executors/chat-text.ts";
+import { splitText, VISIBLE } from "../../../ground/text/message-parts.ts";
 import type { OperatorDm } from "../platform.ts";
 import { chatSender } from "../sender.ts";
 import { slackTarget } from "./ids.ts";

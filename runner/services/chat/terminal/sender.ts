@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { appendJsonLine } from "../../../ground/files/append-line.ts";
-import { oneLine } from "../../actions/executors/chat-text.ts";
-import type { Executor } from "../../actions/executors/executor.ts";
+import { oneLine } from "../../../ground/text/message-parts.ts";
+import type { Executor } from "../../executor.ts";
 import { TERM_PREFIX } from "./ids.ts";
 
 /**

@@ -5,7 +5,6 @@ import { errorMessage } from "../../../ground/errors.ts";
 import { describeEvent } from "../../../work/runs/pi-events.ts";
 import { SessionError, SessionRouter } from "../../../work/sessions/router.ts";
 import { termChannelId } from "./ids.ts";
-import { slashCommand } from "./slash-commands.ts";
 
 /**
  * `roster talk <worker>`: the terminal as a channel (term-<user>-<worker>,
@@ -24,6 +23,11 @@ export interface TalkOptions {
   /** Notes (sessions starting and ending, tool calls) go here. */
   notes: NodeJS.WritableStream;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Answers a line starting with "/" on the host (the desk's commands, handed
+   * in by the CLI): the text to show, or "quit".
+   */
+  command: (line: string, user: string) => Promise<string>;
 }
 
 export const TALK_QUEUE_BOUND = 32;
@@ -122,7 +126,7 @@ export async function talk(options: TalkOptions): Promise<number> {
     const text = raw.trim();
     if (!text) continue;
     if (raw.startsWith("/")) {
-      const answer = await slashCommand(options.paths, worker, text, user);
+      const answer = await options.command(text, user);
       if (answer === "quit") break;
       output.write(`${answer}\n`);
       continue;

@@ -1,4 +1,4 @@
-import { loadTrustStore } from "../../../boundary/gateway/trust-store.ts";
+import { loadTrustStore } from "./trust-store.ts";
 
 /**
  * The certificates an executor's own TLS connection (SMTP, a chat platform)

@@ -1,11 +1,11 @@
-import type { RosterPaths } from "../../../ground/config/paths.ts";
-import { errorMessage } from "../../../ground/errors.ts";
-import { approveGate, denyGate } from "../../actions/desk.ts";
-import { gateRow } from "../../actions/desk-view.ts";
-import { findGate, listGates } from "../../actions/gates.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { errorMessage } from "../../ground/errors.ts";
+import { findGate, listGates } from "../../records/gates/gate-record.ts";
+import { approveGate, denyGate } from "./desk.ts";
+import { gateRow } from "./desk-view.ts";
 
 /**
- * The few commands `roster talk` answers itself, on the host: they never
+ * The few commands `roster talk` answers on the host (the CLI hands them to it): they never
  * reach the worker (a worker can't approve its own proposals by typing).
  * Returns the text to show, or "quit".
  */

@@ -1,5 +1,5 @@
 import type { TSchema } from "@sinclair/typebox";
-import type { RosterPaths } from "../../../ground/config/paths.ts";
+import type { RosterPaths } from "../ground/config/paths.ts";
 
 /**
  * An executor carries out one kind of approved proposal, on the host, with

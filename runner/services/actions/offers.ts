@@ -7,10 +7,10 @@ import { errorMessage } from "../../ground/errors.ts";
 import { replaceFileSync } from "../../ground/files/atomic-replace.ts";
 import { isTrusted } from "../../records/channels/designations.ts";
 import { readRecord, runDir } from "../../records/run-records/run-record.ts";
-import { appendActionAudit } from "../actions/action-audit.ts";
-import { approveGate, denyGate, executorFor } from "../actions/desk.ts";
-import { type Gate, listGates, readGate } from "../actions/gates.ts";
 import { CHAT_PLATFORMS } from "../chat/platforms.ts";
+import { appendActionAudit } from "./action-audit.ts";
+import { approveGate, denyGate, executorFor } from "./desk.ts";
+import { type Gate, listGates, readGate } from "./gates.ts";
 
 /**
  * Approvals from chat. A pending gate proposed from a session is offered in
