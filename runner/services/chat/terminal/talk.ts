@@ -45,76 +45,27 @@ export async function talk(options: TalkOptions): Promise<number> {
   const user = talkUser(options.env);
   const channel = termChannelId(user, worker);
   const note = (text: string) => notes.write(`${text}\n`);
-  const router = new SessionRouter({
-    paths: options.paths,
-    note: (text) => note(`roster: ${text}`),
-    ...(options.env ? { env: options.env } : {}),
-    queueBound: TALK_QUEUE_BOUND,
-    replyBy: () =>
-      "write your reply as plain text; it is shown in the operator's terminal as you write it",
-    recordReplies: true,
-    ...(options.idleSecs !== undefined ? { idleMs: options.idleSecs * 1000 } : {}),
-    onStart: (session) =>
-      note(`(session ${session.runId} started in box ${session.containerId.slice(0, 12)})`),
-    onEnd: (end) => {
-      if (end.error) note(`(session ${end.runId} failed: ${end.error})`);
-      else
-        note(
-          `(session ${end.runId} ended: ${end.endedBy}, ${end.turns} turn${end.turns === 1 ? "" : "s"})`,
-        );
-    },
-  });
+  const router = talkRouter(options, note);
   note(`talking to ${worker} in ${channel}; Ctrl-D ends, /help lists commands`);
-
-  const lines = createInterface({ input: options.input, crlfDelay: Number.POSITIVE_INFINITY });
+  const printer = new TurnPrinter(worker, output, note);
   let pending = 0;
-  let writing = false;
   const turns: Promise<void>[] = [];
   const send = (text: string) => {
     pending++;
+    const message = {
+      worker,
+      channel,
+      provider: "term",
+      author: user,
+      author_id: `term:${user}`,
+      standing: "host-op" as const,
+      text,
+    };
     const turn = router
-      .deliver(
-        {
-          worker,
-          channel,
-          provider: "term",
-          author: user,
-          author_id: `term:${user}`,
-          standing: "host-op",
-          text,
-        },
-        {
-          onEvent: (event) => {
-            if (event.type === "message_start") {
-              const message = event.message as { role?: string } | undefined;
-              if (message?.role === "assistant") writing = false;
-            }
-            const shown = describeEvent(event);
-            if (shown) {
-              if (writing) output.write("\n");
-              writing = false;
-              note(shown);
-            }
-          },
-          onText: (delta) => {
-            if (!writing) output.write(`${worker}> `);
-            writing = true;
-            output.write(delta);
-          },
-        },
-      )
+      .deliver(message, printer.listeners())
       .then(
-        (delivered) => {
-          if (writing) output.write("\n");
-          writing = false;
-          if (delivered.result.modelError) note(`  ✗ model error: ${delivered.result.modelError}`);
-        },
-        (error: unknown) => {
-          if (writing) output.write("\n");
-          writing = false;
-          const run = error instanceof SessionError ? ` ${error.runId}` : "";
-          output.write(`(session${run} failed: ${errorMessage(error)})\n`);
-        },
+        (delivered) => printer.done(delivered.result.modelError),
+        (error: unknown) => printer.failed(error),
       )
       .finally(() => {
         pending--;
@@ -122,6 +73,7 @@ export async function talk(options: TalkOptions): Promise<number> {
     turns.push(turn);
   };
 
+  const lines = createInterface({ input: options.input, crlfDelay: Number.POSITIVE_INFINITY });
   for await (const raw of lines) {
     const text = raw.trim();
     if (!text) continue;
@@ -140,4 +92,79 @@ export async function talk(options: TalkOptions): Promise<number> {
   await router.closeAll();
   await Promise.allSettled(turns);
   return 0;
+}
+
+/** The terminal's one session router: replies stream to the terminal, sessions are noted. */
+function talkRouter(options: TalkOptions, note: (text: string) => void): SessionRouter {
+  return new SessionRouter({
+    paths: options.paths,
+    note: (text) => note(`roster: ${text}`),
+    ...(options.env ? { env: options.env } : {}),
+    queueBound: TALK_QUEUE_BOUND,
+    replyBy: () =>
+      "write your reply as plain text; it is shown in the operator's terminal as you write it",
+    recordReplies: true,
+    ...(options.idleSecs !== undefined ? { idleMs: options.idleSecs * 1000 } : {}),
+    onStart: (session) =>
+      note(`(session ${session.runId} started in box ${session.containerId.slice(0, 12)})`),
+    onEnd: (end) => {
+      if (end.error) note(`(session ${end.runId} failed: ${end.error})`);
+      else
+        note(
+          `(session ${end.runId} ended: ${end.endedBy}, ${end.turns} turn${end.turns === 1 ? "" : "s"})`,
+        );
+    },
+  });
+}
+
+/**
+ * Writes a turn as it happens: the reply streamed after `worker> `, tool calls
+ * and the like as notes on lines of their own, so the two never share a line.
+ */
+class TurnPrinter {
+  /** The reply is mid-line on the output. */
+  private writing = false;
+
+  constructor(
+    private readonly worker: string,
+    private readonly output: NodeJS.WritableStream,
+    private readonly note: (text: string) => void,
+  ) {}
+
+  listeners(): Parameters<SessionRouter["deliver"]>[1] {
+    return {
+      onEvent: (event) => {
+        if (event.type === "message_start") {
+          const message = event.message as { role?: string } | undefined;
+          if (message?.role === "assistant") this.writing = false;
+        }
+        const shown = describeEvent(event);
+        if (shown) {
+          this.endLine();
+          this.note(shown);
+        }
+      },
+      onText: (delta) => {
+        if (!this.writing) this.output.write(`${this.worker}> `);
+        this.writing = true;
+        this.output.write(delta);
+      },
+    };
+  }
+
+  done(modelError: string | undefined): void {
+    this.endLine();
+    if (modelError) this.note(`  ✗ model error: ${modelError}`);
+  }
+
+  failed(error: unknown): void {
+    this.endLine();
+    const run = error instanceof SessionError ? ` ${error.runId}` : "";
+    this.output.write(`(session${run} failed: ${errorMessage(error)})\n`);
+  }
+
+  private endLine(): void {
+    if (this.writing) this.output.write("\n");
+    this.writing = false;
+  }
 }
