@@ -10,7 +10,7 @@
 // parses its whole trust store before running anything, which cost every
 // command ~60 ms. It is put back here for every process roster starts, and
 // roster's own outbound TLS (the executors) trusts that file explicitly
-// (runner/services/actions/executors/host-trust.ts). The soft limit on open files is
+// (runner/boundary/gateway/host-trust.ts). The soft limit on open files is
 // raised to the hard one first: the server and every gateway (standalone or
 // embedded, forked from this) hold a descriptor per box connection, and a
 // default soft limit of 1024 is reached by a few busy boxes. The young generation is capped
