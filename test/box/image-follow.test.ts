@@ -99,6 +99,8 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
     expect(stale.stdout).toMatch(
       /--\s+sources\s+extensions\/, box\/ or engine\/ changed since it was built/,
     );
+    const replaced = (await engine.image(tag))?.id;
+    expect(replaced).toBeDefined();
     model.play(callEchoUpper, answerWithToolOutput);
     const started = Date.now();
     const run = await roster(["run", "--local", "elf", "shout 'drop in'"]);
@@ -109,6 +111,9 @@ describe.skipIf(!docker)("an image that follows the extensions", () => {
     );
     expect(run.stderr).toMatch(/image: Step \d+\/\d+ : COPY extensions\//);
     expect(run.stderr).toMatch(new RegExp(`rebuilt ${tag} in \\d+\\.\\ds`));
+    // the image it replaced is not left on the host's disk, named by nothing
+    expect(run.stderr).toContain(`image: removed the ${tag} it replaced`);
+    expect(await engine.image(replaced ?? "")).toBeUndefined();
     expect(run.stdout).toContain("ECHO:DROP IN");
     // the box the run started from the rebuilt image has lib/ with the new helper in it
     expect(run.stdout).toMatch(/^shared-note\.ts$/m);

@@ -10,7 +10,7 @@ import { errorMessage, RosterError } from "../../ground/errors.ts";
 import { ENGINE_PIN } from "../../ground/version.ts";
 import { assembleContext, type ContextSources } from "./build-context.ts";
 import { buildReader } from "./build-output.ts";
-import type { BoxEngine } from "./engine.ts";
+import { type BoxEngine, InUse } from "./engine.ts";
 import { BOX_CONTRACT, BOX_IMAGE, DEFAULT_BASE, LABELS, OFFLINE_BASE } from "./layout.ts";
 import { baseRecipeHash, buildOfflineBase } from "./offline-base.ts";
 import type { Progress } from "./progress.ts";
@@ -83,6 +83,7 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
   const base = await resolveBase(options);
   const context = await assembleContext(options);
   const source = await sourceHash(options);
+  const previous = await engine.image(tag);
   try {
     progress.step(`image: building ${tag} on ${base} (pi ${ENGINE_PIN})`);
     const reader = buildReader(progress, "image");
@@ -115,6 +116,7 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
   const info = await engine.image(tag);
   if (!info)
     throw new RosterError(`building ${tag} reported no error, but the engine has no such image`);
+  if (previous && previous.id !== info.id) await dropSuperseded(options, tag, previous.id);
   const labels = info.labels;
   return {
     tag,
@@ -126,6 +128,25 @@ export async function buildBoxImage(options: BuildOptions): Promise<BuiltImage> 
     base,
     seconds: (Date.now() - startedAt) / 1000,
   };
+}
+
+/**
+ * The image the tag named before this build, now named by nothing: removed,
+ * or every rebuild (a dropped-in tool, a changed engine pin) would leave its
+ * layers on the host's disk for good. Without force, the engine keeps it
+ * while a box runs from it, an image was built on it (a worker's toolchain)
+ * or another tag names it; it is then kept, and said so.
+ */
+async function dropSuperseded(options: BuildOptions, tag: string, id: string): Promise<void> {
+  const short = id.replace(/^sha256:/, "").slice(0, 12);
+  try {
+    await options.engine.removeImage(id);
+    options.progress.note(`image: removed the ${tag} it replaced (${short})`);
+  } catch (error) {
+    options.progress.note(
+      `image: kept the ${tag} it replaced (${short}): ${error instanceof InUse ? "a box or another image uses it" : errorMessage(error)}`,
+    );
+  }
 }
 
 export function splitList(value: string | undefined): string[] {
