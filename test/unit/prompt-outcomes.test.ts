@@ -4,7 +4,11 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { rosterPaths } from "../../runner/ground/config/paths.ts";
 import { appendJournal, outcomesSince } from "../../runner/records/journal/journal.ts";
-import { compilePrompt, OUTCOMES_MAX_CHARS } from "../../runner/work/prompt/compile.ts";
+import {
+  compilePrompt,
+  OUTCOMES_MAX_CHARS,
+  SESSION_PACING,
+} from "../../runner/work/prompt/compile.ts";
 import { defaultWorkerView } from "../support/worker-view.ts";
 
 /** A worker learns what became of its proposals at its next run, in a bounded block. */
@@ -88,5 +92,24 @@ describe("outcomes since the last run", () => {
     expect(prompt.system).toContain("(g-199)");
     expect(prompt.system).not.toContain("(g-0)");
     expect(prompt.system).toMatch(/\(\d+ earlier ones omitted\)/);
+  });
+});
+
+describe("a session's pacing", () => {
+  const base = { worker, identity: "", task: "", runId: "r9", ceiling_min: 60 };
+
+  it("tells a chat session to answer now and file long work as a task that reports back", () => {
+    const prompt = compilePrompt({
+      ...base,
+      session: { channel: "term-ann-elf", provider: "term", trusted: true, replyBy: "plain text" },
+    });
+    expect(prompt.system).toContain(SESSION_PACING);
+    expect(SESSION_PACING).toMatch(/answer the person now/);
+    expect(SESSION_PACING).toMatch(/file_task/);
+  });
+
+  it("leaves one-shot runs and tasks without it: nobody waits in a channel there", () => {
+    expect(compilePrompt({ ...base, task: "go" }).system).not.toContain("pace:");
+    expect(compilePrompt({ ...base, task: "go", taskId: "t-1" }).system).not.toContain("pace:");
   });
 });
