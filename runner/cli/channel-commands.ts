@@ -1,5 +1,5 @@
 /**
- * `roster channel ls | show | trust | untrust | set`: declares the commands for
+ * `roster channel ls | show | trust | untrust | set | rm`: declares the commands for
  * the channels workers talk in, and the operator's word on each — whether sends
  * there run unasked and whether every message wakes the worker or only a
  * mention. What each does lives in channel-actions.ts and runner/records/channels/.
@@ -42,6 +42,17 @@ export function registerChannelCommands(program: Command): void {
       )
       .action(async (id: string) => (await channelCommands()).trustChannelCommand(verb, id));
   }
+
+  channel
+    .command("rm <id>")
+    .description(
+      "remove a channel: its history, purpose and files move to data/archive/channel-<id>-<time>/ (never deleted), its trust and mode are forgotten; refused while a session runs in it",
+    )
+    .option("--yes", "do not ask")
+    .option("--json", "print what was done as JSON")
+    .action(async (id: string, flags: { yes?: boolean; json?: boolean }) =>
+      (await channelCommands()).removeChannelCommand(id, flags),
+    );
 
   channel
     .command("set <id> <key> <value>")

@@ -1,7 +1,9 @@
+import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendMessage, ensureChannel } from "../../runner/records/channels/store.ts";
+import { readRecord, runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /** `roster channel …` as an operator uses it: what they see, and what the next send would do. */
@@ -143,5 +145,74 @@ describe("roster channel", () => {
     } finally {
       await writeFile(settings, before);
     }
+  });
+});
+
+describe("roster channel rm", () => {
+  const id = "discord-1-old";
+  const sessionDir = () => runDir(deployment.paths.state, "elf", "2026-07-10-09-00-00-000aaaaaaaa");
+
+  beforeAll(async () => {
+    const { paths } = deployment;
+    appendMessage(paths, id, {
+      ts: "2026-07-10T09:00:00.000Z",
+      author_id: "user:bob",
+      author: "bob",
+      role: "user",
+      content: "old news",
+      attachments: [],
+    });
+    await writeFile(join(paths.data, "channels", id, "purpose.md"), "Old things.\n");
+    expect((await roster("trust", id)).code).toBe(0);
+    expect((await roster("set", id, "mode", "all")).code).toBe(0);
+  });
+
+  it("asks first, and without a terminal to ask on changes nothing", async () => {
+    const refused = await roster("rm", id);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/not in a terminal, so nothing was asked .*add --yes/);
+    expect(existsSync(join(deployment.paths.data, "channels", id, "messages.jsonl"))).toBe(true);
+  });
+
+  it("is refused while a session runs in the channel, naming it", async () => {
+    await writeRecord(sessionDir(), {
+      id: "2026-07-10-09-00-00-000aaaaaaaa",
+      worker: "elf",
+      kind: "session",
+      state: "running",
+      started_at: "2026-07-10T09:00:00.000Z",
+      channel_id: id,
+      runner_pid: process.pid,
+    });
+    const refused = await roster("rm", id, "--yes");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /discord-1-old has a session going: 2026-07-10-09-00-00-000aaaaaaaa \(session of elf\); .*nothing was moved/,
+    );
+    expect(existsSync(join(deployment.paths.data, "channels", id))).toBe(true);
+  });
+
+  it("moves its folder to the archive, forgets its trust and mode, and lists it no more", async () => {
+    const { paths } = deployment;
+    const record = readRecord(sessionDir());
+    if (!record) throw new Error("the session's record is gone");
+    await writeRecord(sessionDir(), { ...record, state: "done", ended_by: "idle" });
+    const removed = await roster("rm", id, "--yes", "--json");
+    expect(removed.code, removed.stderr).toBe(0);
+    const said = JSON.parse(removed.stdout) as { archive: string; forgot: boolean };
+    expect(said.forgot).toBe(true);
+    expect(said.archive).toMatch(/\/archive\/channel-discord-1-old-\d{8}-\d{6}$/);
+    // nothing deleted: the history and purpose are in the archive
+    expect(await readFile(join(said.archive, "messages.jsonl"), "utf8")).toContain("old news");
+    expect(await readFile(join(said.archive, "purpose.md"), "utf8")).toBe("Old things.\n");
+    expect(existsSync(join(paths.data, "channels", id))).toBe(false);
+    expect((await roster("ls")).stdout).not.toContain(id);
+    const settings = await readFile(join(paths.data, "channels/settings.json"), "utf8");
+    expect(settings).not.toContain(id);
+    // made again later, it starts at the defaults
+    expect((await roster("show", id)).code).toBe(2);
+    const again = await roster("rm", id, "--yes");
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/no channel "discord-1-old"/);
   });
 });

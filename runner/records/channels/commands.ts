@@ -38,3 +38,31 @@ export async function setChannelCommand(id: string, key: string, value: string):
       : `${id}: only messages that mention the worker wake it\n`,
   );
 }
+
+/** `roster channel rm`: its folder to the archive and its designations dropped; asks unless --yes. */
+export async function removeChannelCommand(
+  id: string,
+  flags: { yes?: boolean; json?: boolean },
+): Promise<void> {
+  const { assertChannelId } = await import("./ids.ts");
+  const { confirm } = await import("../../ground/confirm.ts");
+  const { channelArchive, removeChannel } = await import("./remove.ts");
+  assertChannelId(id);
+  const paths = rosterPaths();
+  if (
+    !flags.yes &&
+    !(await confirm(
+      `remove channel ${id}? its history, purpose and files move to ${channelArchive(paths, id)}`,
+      "--yes",
+    ))
+  ) {
+    process.stderr.write("nothing was changed\n");
+    return;
+  }
+  const removed = await removeChannel(paths, id);
+  process.stdout.write(
+    flags.json
+      ? `${JSON.stringify(removed)}\n`
+      : `removed channel ${id}; nothing was deleted${removed.archive ? `: its folder is now ${removed.archive}` : ""}${removed.forgot ? "; its trust and mode are back to the defaults" : ""}\n`,
+  );
+}

@@ -187,3 +187,20 @@ export async function setMode(
     document.modes = { ...document.modes, [id]: mode };
   });
 }
+
+/** Whether the operator said anything of this channel: a trust, an untrust, a mode. */
+export function isDesignated(designations: Designations, id: string): boolean {
+  return (
+    designations.trusted.has(id) || designations.untrusted.has(id) || designations.modes.has(id)
+  );
+}
+
+/** Drops every word the operator said of a channel, so one made again later starts at the defaults. */
+export function forgetChannel(paths: RosterPaths, id: string): Promise<Designation> {
+  return updateSettings(paths, id, (document) => {
+    document.trusted = without(document.trusted, id);
+    document.untrusted = without(document.untrusted, id);
+    const { [id]: _dropped, ...modes } = document.modes ?? {};
+    document.modes = modes;
+  });
+}

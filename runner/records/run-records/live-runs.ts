@@ -25,3 +25,13 @@ export function liveRuns(paths: RosterPaths, worker: string): string[] {
       `${record.id} (${record.kind}${record.channel_id ? ` in ${record.channel_id}` : ""})`,
   );
 }
+
+/** The live runs of any worker in one channel (a session's box reads its folder). */
+export function liveRunsIn(paths: RosterPaths, channel: string): string[] {
+  const workers = new Set(listRuns(paths.state).map((run) => run.worker));
+  return [...workers].flatMap((worker) =>
+    liveRecords(paths, worker)
+      .filter((record) => record.channel_id === channel)
+      .map((record) => `${record.id} (${record.kind} of ${worker})`),
+  );
+}

@@ -1,12 +1,13 @@
 import { existsSync } from "node:fs";
-import { cp, mkdir, rename, rm } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import { lockStoreOf, workerDir } from "../../boundary/store/snapshots.ts";
 import { StoreLockBusy, withStoreLock } from "../../boundary/store/store-lock.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { refuseUnlessValid, tryConfigChange } from "../../ground/config/trial.ts";
 import { workerNameProblem } from "../../ground/config/worker-name.ts";
 import { RosterError } from "../../ground/errors.ts";
+import { archiveStamp, moveAside } from "../../ground/files/move-aside.ts";
 import { liveRuns } from "../../records/run-records/live-runs.ts";
 
 /**
@@ -29,23 +30,8 @@ function refuse(message: string, hint?: string): RosterError {
   return new RosterError(message, { exitCode: 2, ...(hint ? { hint } : {}) });
 }
 
-/** 2026-12-01T22:40:05.123Z → 20261201-224005 */
-const stamp = (now: Date) => now.toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-");
-
 export function archiveDir(paths: RosterPaths, name: string, now = new Date()): string {
-  return join(paths.data, "archive", `${name}-${stamp(now)}`);
-}
-
-/** A rename, or a copy then removal when the two are on different filesystems (XDG roots may be). */
-async function move(from: string, to: string): Promise<void> {
-  await mkdir(dirname(to), { recursive: true });
-  try {
-    await rename(from, to);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EXDEV") throw error;
-    await cp(from, to, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
-    await rm(from, { recursive: true, force: true });
-  }
+  return join(paths.data, "archive", `${name}-${archiveStamp(now)}`);
 }
 
 export async function archiveWorker(
@@ -89,12 +75,12 @@ export async function archiveWorker(
       // the config first: from then on no run of it can start
       for (const [from, to] of moves) {
         if (!existsSync(from)) continue;
-        await move(from, to);
+        await moveAside(from, to);
         moved.push([from, to]);
       }
     } catch (error) {
       // put back what was moved, so the worker is whole where it was
-      for (const [from, to] of moved.reverse()) await move(to, from).catch(() => undefined);
+      for (const [from, to] of moved.reverse()) await moveAside(to, from).catch(() => undefined);
       throw error;
     }
     return moved;

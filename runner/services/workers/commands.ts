@@ -3,32 +3,15 @@
  * workers. The CLI only declares these commands; this module is loaded when
  * one runs.
  */
-import { createInterface } from "node:readline/promises";
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { workerNameProblem } from "../../ground/config/worker-name.ts";
+import { confirm } from "../../ground/confirm.ts";
 import { RosterError } from "../../ground/errors.ts";
 
 /** A bad worker name refused before anything is read, by the loader's rule. */
 export function checkName(name: string): void {
   const problem = workerNameProblem(name);
   if (problem) throw new RosterError(problem, { exitCode: 2 });
-}
-
-/** Asks on the terminal; refuses when there is none to ask on. */
-async function confirm(question: string, flag: string): Promise<boolean> {
-  if (!process.stdin.isTTY)
-    throw new RosterError(
-      `not in a terminal, so nothing was asked and nothing changed: add ${flag}`,
-      {
-        exitCode: 2,
-      },
-    );
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
-  } finally {
-    rl.close();
-  }
 }
 
 /** `roster worker add`: its files, store and knowledge repo, after the config is validated. */
