@@ -223,4 +223,81 @@ methods = ["GET", "POST"]
     expect(existsSync(file("api"))).toBe(false);
     expect(existsSync(join(paths.vault, "api.json"))).toBe(false);
   });
+
+  it("binds a Discord bot to its one worker in worker.toml's [channels], keeping the file's comments", async () => {
+    const workerToml = join(paths.config, "workers", "scout", "worker.toml");
+    await writeFile(workerToml, `${readFileSync(workerToml, "utf8")}# kept: a note by hand\n`);
+    const added = await withSecret([
+      "connection",
+      "add",
+      "discord",
+      "--from",
+      "discord",
+      "--worker",
+      "scout",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toContain('scout listens on discord as "discord"');
+    const text = readFileSync(workerToml, "utf8");
+    expect(text).toMatch(/^\[channels\]\ndiscord = "discord"$/m);
+    expect(text).toContain("# kept: a note by hand");
+    expect((await roster(["validate"])).code).toBe(0);
+    // the worker as the server's listeners will read it: this bot is bound to it
+    const shown = await roster(["worker", "show", "scout", "--json"]);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ channels: { bots: { discord: "discord" } } });
+    // added again under another name: scout keeps the bot it has
+    const other = await withSecret([
+      "connection",
+      "add",
+      "discord-2",
+      "--from",
+      "discord",
+      "--worker",
+      "scout",
+    ]);
+    expect(other.code, other.stderr).toBe(0);
+    expect(other.stdout).toContain('scout already listens on discord as "discord"');
+  });
+
+  it("adds the binding under a [channels] table the worker already has", async () => {
+    const workerToml = join(paths.config, "workers", "scout", "worker.toml");
+    await writeFile(
+      workerToml,
+      `${readFileSync(workerToml, "utf8")}\n[channels] # bots\nslack = "slack"\n`,
+    );
+    const added = await withSecret([
+      "connection",
+      "add",
+      "discord",
+      "--from",
+      "discord",
+      "--worker",
+      "scout",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(readFileSync(workerToml, "utf8")).toMatch(
+      /^\[channels\] # bots\ndiscord = "discord"\nslack = "slack"$/m,
+    );
+  });
+
+  it("binds no worker when the bot is granted to more than one, and says how to", async () => {
+    expect((await roster(["worker", "add", "imp"])).code).toBe(0);
+    const added = await withSecret([
+      "connection",
+      "add",
+      "discord",
+      "--from",
+      "discord",
+      "--worker",
+      "scout",
+      "--worker",
+      "imp",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toContain("no worker was bound: a discord bot serves one worker");
+    for (const worker of ["scout", "imp"])
+      expect(
+        readFileSync(join(paths.config, "workers", worker, "worker.toml"), "utf8"),
+      ).not.toContain("[channels]");
+  });
 });

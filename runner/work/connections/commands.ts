@@ -69,6 +69,7 @@ export async function addConnectionCommand(name: string, flags: AddFlags): Promi
     process.stdout.write(
       `stored its secret in ${added.stored} (mode 0600; only the gateway reads it)\n`,
     );
+  if (added.bound) process.stdout.write(`${added.bound}\n`);
   if (added.recipe.note) process.stdout.write(`note: ${added.recipe.note}\n`);
   if (flags.verify) await verifyCommand(name, flags);
 }

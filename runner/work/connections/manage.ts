@@ -7,6 +7,7 @@ import type { RosterPaths } from "../../ground/config/paths.ts";
 import { applyConfigChange } from "../../ground/config/trial.ts";
 import { RosterError } from "../../ground/errors.ts";
 import { storeCredential } from "../runs/credentials.ts";
+import { botBinding } from "./bot-binding.ts";
 import { addEdge, edgesOf, removeEdge, renderConnection } from "./connection-file.ts";
 import { forgetState, readState, stateFile, updateState } from "./connection-state.ts";
 import { findRecipe, RECIPES, type Recipe } from "./recipes.ts";
@@ -52,6 +53,8 @@ export interface Added {
   recipe: Recipe;
   file: string | undefined;
   stored: string | undefined;
+  /** A chat bot's: what became of its worker's `[channels]` binding. */
+  bound?: string;
 }
 
 /** A new connection: its file (tried with the real loader first), then its secret in the vault, then its state. */
@@ -75,7 +78,15 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
   });
   // the secret is read before anything is written, so a missing one leaves nothing behind
   const secret = recipe.secretField ? await options.secret() : undefined;
-  await applyConfigChange(paths, [{ file, text }]);
+  const binding = recipe.bindsChannel
+    ? botBinding(
+        paths,
+        name,
+        recipe.bindsChannel,
+        options.edges.filter((edge) => edge !== "org"),
+      )
+    : undefined;
+  await applyConfigChange(paths, [{ file, text }, ...(binding?.change ? [binding.change] : [])]);
   let stored: string | undefined;
   if (recipe.secretField && secret !== undefined) {
     await storeCredential(paths.vault, name, { ...options.fields, [recipe.secretField]: secret });
@@ -85,7 +96,7 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
     recipe: recipe.name,
     ...(options.verifyPath !== undefined ? { verify_path: options.verifyPath } : {}),
   });
-  return { recipe, file, stored };
+  return { recipe, file, stored, ...(binding ? { bound: binding.said } : {}) };
 }
 
 /**

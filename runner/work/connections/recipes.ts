@@ -30,6 +30,8 @@ export interface Recipe {
   verify?: VerifyCall;
   /** One line a person reads in the written file, and in the catalog. */
   note?: string;
+  /** A chat bot's token: the `[channels]` key its one worker is bound by, so the bot listens for it. */
+  bindsChannel?: string;
 }
 
 const TOKEN = "token";
@@ -116,6 +118,7 @@ export const RECIPES: readonly Recipe[] = [
     inject: { header: "authorization", value: "Bot {token}" },
     secretField: TOKEN,
     verify: { method: "GET", path: "/api/v10/users/@me" },
+    bindsChannel: "discord",
   },
   {
     name: "smtp",
