@@ -4,7 +4,7 @@
  * that keep a hand-edited file's comments, refusals that change nothing, and rm.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -299,5 +299,27 @@ methods = ["GET", "POST"]
       expect(
         readFileSync(join(paths.config, "workers", worker, "worker.toml"), "utf8"),
       ).not.toContain("[channels]");
+  });
+
+  it("stores a Slack bot token as the field the slack sender reads, keeping an app token stored before", async () => {
+    await mkdir(paths.vault, { recursive: true, mode: 0o700 });
+    await writeFile(join(paths.vault, "slack.json"), JSON.stringify({ app_token: "xapp-kept" }), {
+      mode: 0o600,
+    });
+    const added = await withSecret([
+      "connection",
+      "add",
+      "slack",
+      "--from",
+      "slack",
+      "--worker",
+      "scout",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(paths.vault, "slack.json"), "utf8"))).toEqual({
+      app_token: "xapp-kept",
+      bot_token: SECRET,
+    });
+    expect(readFileSync(file("slack"), "utf8")).toContain('inject_value = "Bearer {bot_token}"');
   });
 });

@@ -89,7 +89,12 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
   await applyConfigChange(paths, [{ file, text }, ...(binding?.change ? [binding.change] : [])]);
   let stored: string | undefined;
   if (recipe.secretField && secret !== undefined) {
-    await storeCredential(paths.vault, name, { ...options.fields, [recipe.secretField]: secret });
+    // what `roster login` stored under this name before (a Slack app token, say) is kept
+    await storeCredential(paths.vault, name, {
+      ...storedFields(paths, name),
+      ...options.fields,
+      [recipe.secretField]: secret,
+    });
     stored = join(paths.vault, `${name}.json`);
   }
   await updateState(paths, name, {

@@ -105,8 +105,9 @@ export const RECIPES: readonly Recipe[] = [
     kind: "service",
     hosts: ["slack.com"],
     methods: ["*"],
-    inject: { header: "authorization", value: "Bearer {token}" },
-    secretField: TOKEN,
+    inject: { header: "authorization", value: "Bearer {bot_token}" },
+    // the field the slack executor and listener read (services/chat/slack/client.ts)
+    secretField: "bot_token",
     verify: { method: "POST", path: "/api/auth.test", okField: "ok" },
   },
   {
