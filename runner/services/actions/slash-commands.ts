@@ -1,6 +1,8 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { findGate, listGates } from "../../records/gates/gate-record.ts";
+import { findRun } from "../../records/run-records/run-record.ts";
+import { formatRows, runRows, showRun } from "../../work/runs/runs-view.ts";
 import { approveGate, denyGate } from "./desk.ts";
 import { gateRow } from "./desk-view.ts";
 
@@ -14,6 +16,7 @@ export const TALK_HELP = [
   "/approvals            proposals of this worker waiting for you",
   "/approve <id> [note]  run one now, once",
   "/deny <id> [note]     refuse one; the worker's journal says why",
+  "/runs [id]            this worker's last runs, or one run's outcome",
   "/quit                 end the session (as Ctrl-D does)",
   "Anything else you type goes to the worker.",
 ].join("\n");
@@ -52,10 +55,25 @@ export async function slashCommand(
         if (decided.state === "denied") return `${decided.id} denied`;
         return `${decided.id} failed: ${decided.error ?? "unknown error"}`;
       }
+      case "/runs":
+        return runsAnswer(paths, worker, id);
       default:
         return `unknown command ${command}; /help lists them (to send a line starting with "/" to the worker, start it with a space)`;
     }
   } catch (error) {
     return `${command}: ${errorMessage(error)}`;
   }
+}
+
+/** `/runs`: the worker's last five runs; `/runs <id>`: one of its runs, as `roster runs show` has it. */
+function runsAnswer(paths: RosterPaths, worker: string, id: string | undefined): string {
+  if (!id) {
+    const rows = runRows(paths.state, worker, 5);
+    return rows.length ? formatRows(rows) : `${worker} has no runs yet`;
+  }
+  const run = findRun(paths.state, id);
+  if ("error" in run) return `/runs: ${run.error}`;
+  // a person talking to one worker reads that worker's runs, not another's
+  if (run.worker !== worker) return `/runs: ${run.id} is a run of ${run.worker}, not of ${worker}`;
+  return showRun(run, paths.audit);
 }
