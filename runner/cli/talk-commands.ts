@@ -34,7 +34,7 @@ export function registerTalkCommands(program: Command): void {
         paths,
         worker,
         // the desk answers what starts with "/": the worker never sees it
-        command: (line, user) => slashCommand(paths, worker, line, user),
+        command: (line, user, channel) => slashCommand(paths, worker, line, user, channel),
         idleSecs: flags.idle,
         input: process.stdin,
         output: process.stdout,

@@ -1,8 +1,10 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
+import { designationOf, readDesignations } from "../../runner/records/channels/designations.ts";
+import { ensureChannel } from "../../runner/records/channels/store.ts";
 import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { slashCommand } from "../../runner/services/actions/slash-commands.ts";
 
@@ -65,5 +67,27 @@ describe("slash commands answered on the host", () => {
   it("/help names /runs, and an unknown command says how to reach the worker instead", async () => {
     expect(await slashCommand(paths, "elf", "/help", "ann")).toContain("/runs [id]");
     expect(await slashCommand(paths, "elf", "/bogus", "ann")).toMatch(/^unknown command \/bogus/);
+  });
+
+  it("/channel shows this channel's standing and purpose, and trust, untrust and mode change it", async () => {
+    const id = "term-ann-elf";
+    ensureChannel(paths, id);
+    await writeFile(join(paths.data, "channels", id, "purpose.md"), "Ann's desk.\nMore.\n");
+    const shown = await slashCommand(paths, "elf", "/channel", "ann", id);
+    expect(shown).toMatch(/^channel {3}term-ann-elf$/m);
+    expect(shown).toMatch(/^trusted {3}yes \(default\)$/m);
+    expect(shown).toMatch(/^purpose {3}Ann's desk\.$/m);
+    expect(await slashCommand(paths, "elf", "/channel untrust", "ann", id)).toMatch(/is untrusted/);
+    expect(await slashCommand(paths, "elf", "/channel mode mention", "ann", id)).toMatch(
+      /only messages that mention/,
+    );
+    const after = designationOf(readDesignations(paths), id);
+    expect(after).toMatchObject({ trusted: false, trustedBy: "operator", mode: "mention" });
+    expect(await slashCommand(paths, "elf", "/channel mode loud", "ann", id)).toBe(
+      "/channel mode: all or mention",
+    );
+    expect(await slashCommand(paths, "elf", "/channel", "ann")).toBe(
+      "/channel: this surface is not a channel",
+    );
   });
 });

@@ -1,5 +1,14 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage } from "../../ground/errors.ts";
+import {
+  designationOf,
+  isWakeMode,
+  readDesignations,
+  setMode,
+  setTrusted,
+  WAKE_MODES,
+} from "../../records/channels/designations.ts";
+import { readPurpose } from "../../records/channels/store.ts";
 import { findGate, listGates } from "../../records/gates/gate-record.ts";
 import { findRun } from "../../records/run-records/run-record.ts";
 import { formatRows, runRows, showRun } from "../../work/runs/runs-view.ts";
@@ -17,6 +26,7 @@ export const TALK_HELP = [
   "/approve <id> [note]  run one now, once",
   "/deny <id> [note]     refuse one; the worker's journal says why",
   "/runs [id]            this worker's last runs, or one run's outcome",
+  "/channel [trust|untrust|mode all|mention]   this channel's trust, wake mode and purpose; change one",
   "/quit                 end the session (as Ctrl-D does)",
   "Anything else you type goes to the worker.",
 ].join("\n");
@@ -26,6 +36,8 @@ export async function slashCommand(
   worker: string,
   line: string,
   user: string,
+  /** The channel it was typed in, for /channel. */
+  channel?: string,
 ): Promise<string> {
   const [command, id, ...note] = line.split(/\s+/);
   try {
@@ -57,6 +69,9 @@ export async function slashCommand(
       }
       case "/runs":
         return runsAnswer(paths, worker, id);
+      case "/channel":
+        if (!channel) return "/channel: this surface is not a channel";
+        return await channelAnswer(paths, channel, id, note);
       default:
         return `unknown command ${command}; /help lists them (to send a line starting with "/" to the worker, start it with a space)`;
     }
@@ -76,4 +91,34 @@ function runsAnswer(paths: RosterPaths, worker: string, id: string | undefined):
   // a person talking to one worker reads that worker's runs, not another's
   if (run.worker !== worker) return `/runs: ${run.id} is a run of ${run.worker}, not of ${worker}`;
   return showRun(run, paths.audit);
+}
+
+/** `/channel`: its standing and purpose; `trust`, `untrust`, `mode all|mention` change it, as `roster channel` does. */
+async function channelAnswer(
+  paths: RosterPaths,
+  channel: string,
+  verb: string | undefined,
+  rest: string[],
+): Promise<string> {
+  if (verb === "trust" || verb === "untrust") {
+    const after = await setTrusted(paths, channel, verb === "trust");
+    return after.trusted
+      ? `${channel} is trusted: sends and purpose edits there run without a gate`
+      : `${channel} is untrusted: sends and purpose edits there wait for approval`;
+  }
+  if (verb === "mode") {
+    const [mode] = rest;
+    if (!mode || !isWakeMode(mode)) return `/channel mode: ${WAKE_MODES.join(" or ")}`;
+    const after = await setMode(paths, channel, mode);
+    return `${channel}: ${after.mode === "all" ? "every message wakes the worker" : "only messages that mention the worker wake it"}`;
+  }
+  if (verb !== undefined) return `/channel: trust, untrust or mode all|mention, not "${verb}"`;
+  const standing = designationOf(readDesignations(paths), channel);
+  const purpose = readPurpose(paths, channel)?.trim();
+  return [
+    `channel   ${channel}`,
+    `trusted   ${standing.trusted ? "yes" : "no"}${standing.trustedBy === "operator" ? "" : ` (${standing.trustedBy})`}`,
+    `mode      ${standing.mode}${standing.modeBy === "operator" ? "" : " (default)"}`,
+    `purpose   ${purpose ? purpose.split("\n")[0] : "(none yet)"}`,
+  ].join("\n");
 }

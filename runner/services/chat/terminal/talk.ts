@@ -27,7 +27,7 @@ export interface TalkOptions {
    * Answers a line starting with "/" on the host (the desk's commands, handed
    * in by the CLI): the text to show, or "quit".
    */
-  command: (line: string, user: string) => Promise<string>;
+  command: (line: string, user: string, channel: string) => Promise<string>;
 }
 
 export const TALK_QUEUE_BOUND = 32;
@@ -78,7 +78,7 @@ export async function talk(options: TalkOptions): Promise<number> {
     const text = raw.trim();
     if (!text) continue;
     if (raw.startsWith("/")) {
-      const answer = await options.command(text, user);
+      const answer = await options.command(text, user, channel);
       if (answer === "quit") break;
       output.write(`${answer}\n`);
       continue;
