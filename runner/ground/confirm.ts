@@ -19,3 +19,17 @@ export async function confirm(question: string, flag: string): Promise<boolean> 
     rl.close();
   }
 }
+
+/**
+ * The question asked unless `yes` (the command's --yes) already answered it;
+ * a "no" says that nothing changed. True when the removal may go ahead.
+ */
+export async function confirmedUnless(
+  yes: boolean | undefined,
+  question: string,
+): Promise<boolean> {
+  if (yes) return true;
+  if (await confirm(question, "--yes")) return true;
+  process.stdout.write("nothing changed\n");
+  return false;
+}

@@ -45,20 +45,12 @@ export async function removeChannelCommand(
   flags: { yes?: boolean; json?: boolean },
 ): Promise<void> {
   const { assertChannelId } = await import("./ids.ts");
-  const { confirm } = await import("../../ground/confirm.ts");
+  const { confirmedUnless } = await import("../../ground/confirm.ts");
   const { channelArchive, removeChannel } = await import("./remove.ts");
   assertChannelId(id);
   const paths = rosterPaths();
-  if (
-    !flags.yes &&
-    !(await confirm(
-      `remove channel ${id}? its history, purpose and files move to ${channelArchive(paths, id)}`,
-      "--yes",
-    ))
-  ) {
-    process.stderr.write("nothing was changed\n");
-    return;
-  }
+  const question = `remove channel ${id}? its history, purpose and files move to ${channelArchive(paths, id)}`;
+  if (!(await confirmedUnless(flags.yes, question))) return;
   const removed = await removeChannel(paths, id);
   process.stdout.write(
     flags.json

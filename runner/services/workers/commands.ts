@@ -5,7 +5,7 @@
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { workerNameProblem } from "../../ground/config/worker-name.ts";
-import { confirm } from "../../ground/confirm.ts";
+import { confirmedUnless } from "../../ground/confirm.ts";
 import { RosterError } from "../../ground/errors.ts";
 
 /** A bad worker name refused before anything is read, by the loader's rule. */
@@ -67,16 +67,8 @@ export async function removeWorkerCommand(
   checkName(name);
   const paths = rosterPaths();
   const { archiveDir, archiveWorker } = await import("./archive.ts");
-  if (
-    !flags.yes &&
-    !(await confirm(
-      `remove worker ${name}? its config and data move to ${archiveDir(paths, name)}`,
-      "--yes",
-    ))
-  ) {
-    process.stdout.write("nothing changed\n");
-    return;
-  }
+  const question = `remove worker ${name}? its config and data move to ${archiveDir(paths, name)}`;
+  if (!(await confirmedUnless(flags.yes, question))) return;
   const archived = await archiveWorker(paths, name);
   process.stdout.write(
     flags.json
