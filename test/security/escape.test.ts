@@ -199,6 +199,9 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
           "--label",
           "roster.test=escape-neighbour",
           BOX_IMAGE,
+          // a run killed before its finally leaves no neighbour behind for good: --rm takes it at 10 min
+          "timeout",
+          "600",
           "python3",
           "-c",
           "import socket\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', 9000)); s.listen()\nwhile True: s.accept()[0].close()",
