@@ -9,6 +9,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -50,6 +51,9 @@ net.createServer((socket) => {
 const udp = dgram.createSocket("udp4");
 udp.on("message", (message, from) => note("udp " + from.address + " " + message.toString().trim()));
 udp.bind(${OUTSIDE_UDP_PORT}, "0.0.0.0", ready);
+// the test that started it may be killed before its stop(): this listener goes with it
+const parent = process.ppid;
+setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 500);
 `;
 
 /** Connects from the host as a box would try to, and expects the listener's greeting. */
@@ -88,12 +92,30 @@ function clearStaleOutsideHosts(): void {
     } catch {
       // its namespace is gone already: only the link is left
     }
+    // a listener whose test was killed, left to init by a run from before it watched its parent
+    for (const pid of pids.split("\n").filter(Boolean))
+      if (orphaned(Number(pid))) process.kill(Number(pid), "SIGKILL");
+    pids = pids
+      .split("\n")
+      .filter((pid) => pid && !orphaned(Number(pid)))
+      .join("\n");
     if (pids)
       throw new Error(
         `another run's outside host (${ns}, processes ${pids.split("\n").join(" ")}) holds ${HOST_SIDE}: two runs of one engine pass can't share it`,
       );
     execFileSync("ip", ["link", "delete", `ro${link[1]}h`], { stdio: "ignore" });
     execFileSync("ip", ["netns", "delete", ns], { stdio: "ignore" });
+  }
+}
+
+/** A process init has adopted (its parent died), or one already gone. */
+function orphaned(pid: number): boolean {
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so read after its ")"
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] === "1";
+  } catch {
+    return true;
   }
 }
 
