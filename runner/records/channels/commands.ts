@@ -7,20 +7,16 @@ import { rosterPaths } from "../../ground/config/paths.ts";
 
 /** `roster channel trust` / `untrust`: sends and purpose edits there run unasked, or wait for approval. */
 export async function trustChannelCommand(verb: "trust" | "untrust", id: string): Promise<void> {
-  const { setTrusted } = await import("./designations.ts");
+  const { setTrusted, trustSaid } = await import("./designations.ts");
   const designation = await setTrusted(rosterPaths(), id, verb === "trust");
-  process.stdout.write(
-    designation.trusted
-      ? `${id} is trusted: sends and purpose edits there run without a gate\n`
-      : `${id} is untrusted: sends and purpose edits there wait for approval\n`,
-  );
+  process.stdout.write(`${trustSaid(designation)}\n`);
 }
 
 /** `roster channel set`: the one setting there is, mode all|mention. */
 export async function setChannelCommand(id: string, key: string, value: string): Promise<void> {
   const { RosterError } = await import("../../ground/errors.ts");
   const { assertChannelId } = await import("./ids.ts");
-  const { isWakeMode, setMode, WAKE_MODES } = await import("./designations.ts");
+  const { isWakeMode, modeSaid, setMode, WAKE_MODES } = await import("./designations.ts");
   assertChannelId(id);
   if (key !== "mode")
     throw new RosterError(
@@ -32,11 +28,7 @@ export async function setChannelCommand(id: string, key: string, value: string):
       exitCode: 2,
     });
   const designation = await setMode(rosterPaths(), id, value);
-  process.stdout.write(
-    designation.mode === "all"
-      ? `${id}: every message wakes the worker\n`
-      : `${id}: only messages that mention the worker wake it\n`,
-  );
+  process.stdout.write(`${modeSaid(designation)}\n`);
 }
 
 /** `roster channel rm`: its folder to the archive and its designations dropped; asks unless --yes. */

@@ -204,3 +204,17 @@ export function forgetChannel(paths: RosterPaths, id: string): Promise<Designati
     document.modes = modes;
   });
 }
+
+/** What a trust change did, in the words `roster channel` and `/channel` both say. */
+export function trustSaid(designation: Designation): string {
+  return designation.trusted
+    ? `${designation.id} is trusted: sends and purpose edits there run without a gate`
+    : `${designation.id} is untrusted: sends and purpose edits there wait for approval`;
+}
+
+/** What a mode change did, in the same words everywhere. */
+export function modeSaid(designation: Designation): string {
+  return designation.mode === "all"
+    ? `${designation.id}: every message wakes the worker`
+    : `${designation.id}: only messages that mention the worker wake it`;
+}

@@ -3,9 +3,11 @@ import { errorMessage } from "../../ground/errors.ts";
 import {
   designationOf,
   isWakeMode,
+  modeSaid,
   readDesignations,
   setMode,
   setTrusted,
+  trustSaid,
   WAKE_MODES,
 } from "../../records/channels/designations.ts";
 import { readPurpose } from "../../records/channels/store.ts";
@@ -101,16 +103,12 @@ async function channelAnswer(
   rest: string[],
 ): Promise<string> {
   if (verb === "trust" || verb === "untrust") {
-    const after = await setTrusted(paths, channel, verb === "trust");
-    return after.trusted
-      ? `${channel} is trusted: sends and purpose edits there run without a gate`
-      : `${channel} is untrusted: sends and purpose edits there wait for approval`;
+    return trustSaid(await setTrusted(paths, channel, verb === "trust"));
   }
   if (verb === "mode") {
     const [mode] = rest;
     if (!mode || !isWakeMode(mode)) return `/channel mode: ${WAKE_MODES.join(" or ")}`;
-    const after = await setMode(paths, channel, mode);
-    return `${channel}: ${after.mode === "all" ? "every message wakes the worker" : "only messages that mention the worker wake it"}`;
+    return modeSaid(await setMode(paths, channel, mode));
   }
   if (verb !== undefined) return `/channel: trust, untrust or mode all|mention, not "${verb}"`;
   const standing = designationOf(readDesignations(paths), channel);
