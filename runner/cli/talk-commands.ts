@@ -25,16 +25,16 @@ export function registerTalkCommands(program: Command): void {
       parseSecs,
     )
     .action(async (worker: string, flags: { idle?: number }) => {
-      const [{ talk }, { slashCommand }] = await Promise.all([
+      const [{ talk }, { terminalCommand }] = await Promise.all([
         import("../services/chat/terminal/talk.ts"),
-        import("../services/actions/slash-commands.ts"),
+        import("../services/chat/terminal/commands.ts"),
       ]);
       const paths = rosterPaths();
       process.exitCode = await talk({
         paths,
         worker,
-        // the desk answers what starts with "/": the worker never sees it
-        command: (line, user, channel) => slashCommand(paths, worker, line, user, channel),
+        // the host answers what starts with "/": the worker never sees it
+        command: (line, user, channel) => terminalCommand(paths, worker, line, user, channel),
         idleSecs: flags.idle,
         input: process.stdin,
         output: process.stdout,

@@ -7,7 +7,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { rosterPaths } from "../ground/config/paths.ts";
-import type { AddFlags } from "./task-add.ts";
+import type { AddFlags } from "../work/tasks/operator-add.ts";
 
 const operator = () => `cli:${process.env.USER ?? userInfo().username}`;
 
@@ -17,9 +17,9 @@ export async function addTaskCommand(
   prompt: string[],
   flags: AddFlags,
 ): Promise<void> {
-  const { addFromCli } = await import("./task-add.ts");
+  const { fileOperatorTask } = await import("../work/tasks/operator-add.ts");
   process.stdout.write(
-    await addFromCli(rosterPaths(), worker, prompt.join(" "), flags, operator()),
+    await fileOperatorTask(rosterPaths(), worker, prompt.join(" "), flags, operator()),
   );
 }
 

@@ -4,7 +4,7 @@
  * — their arguments, flags and help. What each does lives in task-actions.ts.
  */
 import type { Command } from "commander";
-import type { AddFlags } from "./task-add.ts";
+import type { AddFlags } from "../work/tasks/operator-add.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 const taskActions = () => import("./task-actions.ts");

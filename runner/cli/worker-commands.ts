@@ -56,6 +56,21 @@ export function registerWorkerCommands(program: Command): void {
     );
 
   worker
+    .command("pause <name> [reason...]")
+    .description(
+      "start no box of a worker (run, task, chat turn, ready box) until resumed; a run already going goes on",
+    )
+    .option("--json", "print the pause as JSON")
+    .action(async (name: string, reason: string[], flags: { json?: boolean }) =>
+      (await workerCommands()).pauseWorkerCommand(name, reason.join(" "), flags),
+    );
+
+  worker
+    .command("resume <name>")
+    .description("let a paused worker run again")
+    .action(async (name: string) => (await workerCommands()).resumeWorkerCommand(name));
+
+  worker
     .command("restore <worker>")
     .description(
       "put back a snapshot of the worker's store (the newest by default); the store as it is now is snapshotted first, so a restore can be undone",

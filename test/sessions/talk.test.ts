@@ -171,8 +171,8 @@ describe.skipIf(!docker)("roster talk in a terminal", () => {
     const pty = talk();
     await pty.waitFor(/Ctrl-D ends/);
     pty.write("/help\n/approvals\n/approve g-nope\n");
-    await pty.waitFor(/\/approve: no gate "g-nope"/);
-    expect(pty.output).toContain("/deny <id>");
+    await pty.waitFor(/\/approvals approve: no gate "g-nope"/);
+    expect(pty.output).toContain("/approvals deny <id>");
     expect(pty.output).toContain("nothing waits for you");
     pty.write("\x04");
     expect(await pty.exited).toBe(0);

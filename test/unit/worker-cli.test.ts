@@ -169,6 +169,7 @@ describe("roster worker ls and show", () => {
         queued: 0,
         sessions: 1,
         spent_today: {},
+        paused: null,
       },
       {
         name: "scout",
@@ -178,6 +179,7 @@ describe("roster worker ls and show", () => {
         queued: 2,
         sessions: 0,
         spent_today: { tokens: 1500, usd: 0.25 },
+        paused: null,
       },
     ]);
     const text = await rosterIn(root, ["worker", "ls"]);

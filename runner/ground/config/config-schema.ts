@@ -299,8 +299,10 @@ export const ScheduleSection = Type.Object(
 );
 
 /**
- * Approvals from chat: who may press approve/deny on a gate offered in a
- * trusted channel (`discord:<user id>`, `slack:<user id>`), how long an offer
+ * Chat as the admin surface: who may press approve/deny on a gate offered in
+ * a trusted channel and run the reading commands (`approvers`:
+ * `discord:<user id>`, `slack:<user id>`), who may run every command
+ * (`admins`, and whom `from_platform` vouches for), how long an offer
  * stands (the gate stays pending for the desk after), and the trusted channel
  * where gates from elsewhere are offered.
  */
@@ -308,6 +310,24 @@ export const ChatSection = Type.Object(
   {
     approvers: Type.Optional(
       Type.Array(Type.String({ pattern: "^(discord|slack):[A-Za-z0-9]{1,40}$" })),
+    ),
+    /** May run every chat command (`change` ones too): trust a channel, file a task, pause a worker. */
+    admins: Type.Optional(
+      Type.Array(Type.String({ pattern: "^(discord|slack):[A-Za-z0-9]{1,40}$" })),
+    ),
+    /** Whom a platform's own standing makes an admin, each only when set here. */
+    from_platform: Type.Optional(
+      Type.Object(
+        {
+          /** Members holding one of these Discord role ids. */
+          discord_roles: Type.Optional(Type.Array(Type.String({ pattern: "^[0-9]{1,25}$" }))),
+          /** Members with Discord's Manage Server permission in the guild. */
+          discord_manage_server: Type.Optional(Type.Boolean()),
+          /** Slack workspace admins and owners. */
+          slack_workspace_admins: Type.Optional(Type.Boolean()),
+        },
+        { additionalProperties: false },
+      ),
     ),
     offer_ttl_mins: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     approvals_channel: Type.Optional(Type.String({ pattern: "^(discord|slack)-[a-z0-9._-]+$" })),

@@ -7,6 +7,7 @@ import { workerSubject } from "../../ground/config/subject.ts";
 import { scheduleZone } from "../../ground/config/time-zone.ts";
 import { finishedStates } from "../../records/task-list/finished.ts";
 import { readLive, type Task, updateTasks } from "../../records/task-list/store.ts";
+import { pauseOf } from "../../records/workers/pause.ts";
 import {
   budgetPressure,
   DEFAULT_SOFT_STOP,
@@ -33,6 +34,8 @@ export async function readyTasks(
   let budgets: Budgets | undefined;
   const ready: Array<{ worker: string; task: Task }> = [];
   for (const worker of readdirSync(root).sort()) {
+    // a paused worker's tasks wait as they are, neither started nor blocked
+    if (pauseOf(paths, worker)) continue;
     let list: ReturnType<typeof readLive>;
     try {
       list = readLive(paths, worker);

@@ -1,6 +1,6 @@
 /**
- * What `roster worker add | ls | show | rm` do: make, list, describe and archive
- * workers. The CLI only declares these commands; this module is loaded when
+ * What `roster worker add | ls | show | rm | pause | resume` do: make, list,
+ * describe, archive, pause and resume workers. The CLI only declares these commands; this module is loaded when
  * one runs.
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
@@ -74,5 +74,38 @@ export async function removeWorkerCommand(
     flags.json
       ? `${JSON.stringify(archived)}\n`
       : `removed worker ${name}; nothing was deleted:\n${archived.moved.map(([from, to]) => `  ${from} -> ${to}`).join("\n")}\n`,
+  );
+}
+
+/** A worker the config declares, or a usage error naming it. */
+async function declared(name: string): Promise<void> {
+  checkName(name);
+  const { loadConfig } = await import("../../ground/config/load.ts");
+  if (!loadConfig(rosterPaths().config).workers.has(name))
+    throw new RosterError(`no worker named "${name}"`, { exitCode: 2 });
+}
+
+/** `roster worker pause`: no box of it starts until resumed; said who paused it and why. */
+export async function pauseWorkerCommand(
+  name: string,
+  reason: string,
+  flags: { json?: boolean },
+): Promise<void> {
+  await declared(name);
+  const { pauseSaid, pauseWorker } = await import("../../records/workers/pause.ts");
+  const { userInfo } = await import("node:os");
+  const by = `cli:${process.env.USER ?? userInfo().username}`;
+  const pause = pauseWorker(rosterPaths(), name, by, reason || undefined);
+  process.stdout.write(
+    flags.json ? `${JSON.stringify({ worker: name, ...pause })}\n` : `${pauseSaid(name, pause)}\n`,
+  );
+}
+
+/** `roster worker resume`: a paused worker may run again. */
+export async function resumeWorkerCommand(name: string): Promise<void> {
+  await declared(name);
+  const { resumeWorker } = await import("../../records/workers/pause.ts");
+  process.stdout.write(
+    resumeWorker(rosterPaths(), name) ? `${name} may run again\n` : `${name} was not paused\n`,
   );
 }

@@ -7,6 +7,7 @@ import { columns } from "../../ground/text/table.ts";
 import { liveRecords } from "../../records/run-records/live-runs.ts";
 import { listRuns, readRecord } from "../../records/run-records/run-record.ts";
 import { readLive } from "../../records/task-list/store.ts";
+import { type Pause, pauseOf } from "../../records/workers/pause.ts";
 
 /**
  * `roster worker ls`: every worker on one screen — running or idle, its last
@@ -32,6 +33,8 @@ export interface WorkerRow {
   sessions: number;
   /** Spent since the start of today's budget window, per currency (tokens, usd, …). */
   spent_today: Record<string, number>;
+  /** Paused: no box of it starts until resumed. */
+  paused: Pause | null;
 }
 
 /** The workers the config declares: each folder of workers/ with a worker.toml, by name. */
@@ -67,6 +70,7 @@ export function workerRow(paths: RosterPaths, name: string, now = Date.now()): W
     queued: readLive(paths, name).tasks.filter((task) => task.state === "pending").length,
     sessions: live.filter((record) => record.kind === "session").length,
     spent_today: spentSince(paths.audit, workerSubject(name), windowStart("day", now)),
+    paused: pauseOf(paths, name) ?? null,
   };
 }
 
@@ -96,7 +100,11 @@ export function formatWorkerRows(rows: WorkerRow[]): string {
   ];
   const lines = rows.map((row) => [
     row.name,
-    row.live.length ? `running (${row.live.map((run) => run.kind).join(", ")})` : "idle",
+    row.live.length
+      ? `running (${row.live.map((run) => run.kind).join(", ")})`
+      : row.paused
+        ? `paused by ${row.paused.by}`
+        : "idle",
     row.last_run?.ended_at?.slice(0, 16).replace("T", " ") ?? "-",
     row.last_run
       ? `${row.last_run.kind} ${row.last_run.state}${row.last_run.ended_by ? ` (${row.last_run.ended_by})` : ""}`

@@ -11,6 +11,7 @@ import { mintReadyToken, mintToken, revokeToken } from "../../boundary/gateway/i
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";
 import { newRunId, runDir } from "../../records/run-records/run-record.ts";
+import { assertNotPaused } from "../../records/workers/pause.ts";
 import { buildRunHome, type RunHome } from "../home/build-home.ts";
 import type { Provisioned } from "./provision.ts";
 import type { ReadyStart } from "./run-request.ts";
@@ -67,6 +68,8 @@ export async function prepareBox(
   options: { channel?: string | undefined; ahead?: boolean },
 ): Promise<BoxParts> {
   const { id, dir, box } = start;
+  // a ready box too: none is made for a paused worker
+  assertNotPaused(paths, box.worker.name);
   const home = await buildRunHome({
     paths,
     worker: box.worker,

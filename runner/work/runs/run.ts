@@ -3,6 +3,7 @@ import { snapshotAfterRun } from "../../boundary/store/passes.ts";
 import type { WorkerView } from "../../ground/config/load.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { finished, type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
+import { assertNotPaused } from "../../records/workers/pause.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import type { BoxOutput } from "./box-output.ts";
 import { type BoxStart, teardown } from "./box-start.ts";
@@ -83,6 +84,12 @@ export class Run {
    */
   static async start(asked: RunRequest): Promise<Run> {
     if (asked.ceiling_min !== undefined) assertCeiling(asked.ceiling_min);
+    try {
+      assertNotPaused(asked.paths, asked.worker);
+    } catch (error) {
+      await asked.ready?.discard("its worker is paused").catch(() => undefined);
+      throw error;
+    }
     const request = await takeOver(asked);
     // a ready box was provisioned when it was made
     const box =

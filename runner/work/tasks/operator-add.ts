@@ -1,17 +1,18 @@
 /**
- * `roster task add`: turns the command's flags into a task or a recurring
- * template, checked field by field before anything is written.
+ * A person's filing (`roster task add`, `/task add` from chat): turns the
+ * flags into a task or a recurring template, checked field by field before
+ * anything is written.
  */
-import { ceilingProblem } from "../ground/config/ceiling.ts";
-import { loadConfig } from "../ground/config/load.ts";
-import type { RosterPaths } from "../ground/config/paths.ts";
-import { scheduleZone } from "../ground/config/time-zone.ts";
-import { RosterError } from "../ground/errors.ts";
-import { newTaskId, type Task, updateList, updateTasks } from "../records/task-list/store.ts";
-import { dependencyProblem } from "../work/tasks/readiness.ts";
-import { applyTemplates } from "../work/tasks/template-edit.ts";
+import { ceilingProblem } from "../../ground/config/ceiling.ts";
+import { loadConfig } from "../../ground/config/load.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { scheduleZone } from "../../ground/config/time-zone.ts";
+import { RosterError } from "../../ground/errors.ts";
+import { newTaskId, type Task, updateList, updateTasks } from "../../records/task-list/store.ts";
+import { dependencyProblem } from "./readiness.ts";
+import { applyTemplates } from "./template-edit.ts";
 
-/** `roster task add`'s flags, as commander hands them over. */
+/** The filing's flags, named as `roster task add` takes them. */
 export interface AddFlags {
   ceiling?: string;
   at?: string;
@@ -29,7 +30,7 @@ export interface AddFlags {
  */
 const usage = { exitCode: 2 } as const;
 
-export async function addFromCli(
+export async function fileOperatorTask(
   paths: RosterPaths,
   worker: string,
   prompt: string,

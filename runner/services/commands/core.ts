@@ -1,0 +1,97 @@
+import { loadConfig } from "../../ground/config/load.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { workerSubject } from "../../ground/config/subject.ts";
+import { errorMessage } from "../../ground/errors.ts";
+import { appendActionAudit } from "../actions/action-audit.ts";
+import { approvalsAnswer } from "./answers/approvals.ts";
+import { channelAnswer } from "./answers/channel.ts";
+import { helpAnswer } from "./answers/help.ts";
+import { identityAnswer } from "./answers/identity.ts";
+import { purposeAnswer } from "./answers/purpose.ts";
+import { runsAnswer } from "./answers/runs.ts";
+import { taskAnswer } from "./answers/tasks.ts";
+import { workerAnswer } from "./answers/worker.ts";
+import { type Asker, allows, refusal, standingOf } from "./authority.ts";
+import type { CommandAnswer, CommandContext } from "./context.ts";
+import { type Invocation, readLine, UsageError } from "./invocation.ts";
+
+/**
+ * The one place a person's command is answered, whichever surface it came
+ * from (`roster talk`, a Discord application command, a Slack slash
+ * command): read against the catalogue, judged against the asker's standing,
+ * answered, and written to the action journal with who asked from where and
+ * how it ended. These never reach the worker: a worker can't approve its
+ * own proposals by typing.
+ */
+export interface Asked {
+  paths: RosterPaths;
+  worker: string;
+  channel: string | undefined;
+  asker: Asker;
+}
+
+/** A typed line, `/task add …`; a line that can't be read is answered with its usage. */
+export function answerLine(asked: Asked, line: string): Promise<CommandAnswer> {
+  let invocation: Invocation;
+  try {
+    invocation = readLine(line);
+  } catch (error) {
+    if (error instanceof UsageError) return Promise.resolve({ text: error.message });
+    throw error;
+  }
+  return answer(asked, invocation);
+}
+
+export async function answer(asked: Asked, invocation: Invocation): Promise<CommandAnswer> {
+  const { command, sub, args } = invocation;
+  const name = `/${command.name} ${sub.name}`;
+  const chat = loadConfig(asked.paths.config).org.chat;
+  const judged = standingOf(asked.asker, chat);
+  const journal = (disposition: "executed" | "refused" | "failed", detail?: string) =>
+    appendActionAudit(asked.paths, {
+      worker: workerSubject(asked.worker),
+      intent: `command ${name}`,
+      disposition,
+      decided_by: asked.asker.user,
+      reason: `from ${asked.channel ?? "no channel"}${detail ? `: ${detail}` : ""}`,
+      ...(Object.keys(args).length ? { result: { args } } : {}),
+    });
+  if (!allows(judged.standing, sub.authority)) {
+    const why = refusal(sub.authority, judged);
+    journal("refused", why);
+    return { text: `Not done: ${name} ${why}.` };
+  }
+  const context: CommandContext = { ...asked, judged };
+  try {
+    const said = await dispatch(context, invocation);
+    if (command.name !== "help") journal("executed");
+    return typeof said === "string" ? { text: said } : said;
+  } catch (error) {
+    journal("failed", errorMessage(error));
+    return { text: `${name}: ${errorMessage(error)}` };
+  }
+}
+
+function dispatch(
+  context: CommandContext,
+  { command, sub, args }: Invocation,
+): Promise<string | CommandAnswer> | string | CommandAnswer {
+  switch (command.name) {
+    case "approvals":
+      return approvalsAnswer(context, sub.name, args);
+    case "task":
+      return taskAnswer(context, sub.name, args);
+    case "runs":
+      return runsAnswer(context, sub.name, args);
+    case "channel":
+      return channelAnswer(context, sub.name, args);
+    case "purpose":
+      return purposeAnswer(context, sub.name, args);
+    case "worker":
+      return workerAnswer(context, sub.name, args);
+    case "identity":
+      return identityAnswer(context);
+    default:
+      return helpAnswer(context);
+  }
+}
