@@ -1,8 +1,10 @@
 /**
- * The real Slack clients pointed at a Slack stand-in, as roster's listener
- * builds them, for tests that hold the double to the protocol those clients
- * speak: WebClients, and SocketModeClients that record (and ack) what they
- * receive and are disconnected together at the end of a test.
+ * The real Slack clients pointed at a Slack stand-in (a TEST DOUBLE for
+ * Slack, which can't be reached from here), as roster's listener builds
+ * them, for tests that hold the double to the protocol those clients speak:
+ * WebClients, and SocketModeClients that record (and ack, slash commands
+ * with an answer if asked) what they receive and are disconnected together
+ * at the end of a test.
  */
 import { LogLevel, SocketModeClient } from "@slack/socket-mode";
 import { WebClient } from "@slack/web-api";
@@ -26,12 +28,22 @@ export interface InteractiveArgs {
   accepts_response_payload: boolean;
 }
 
+/** What it hands a `slash_commands` listener: the command's fields as `body`. */
+export interface SlashArgs {
+  ack: (response?: Record<string, unknown>) => Promise<void>;
+  envelope_id: string;
+  body: Record<string, string>;
+  accepts_response_payload: boolean;
+}
+
 export interface SocketClientOptions {
   appToken?: string;
   /** Whether to ack an event (default: all). */
   ackWhen?: (args: EventArgs) => boolean;
   /** Whether to ack an interaction (default: all). */
   ackInteractionWhen?: (args: InteractiveArgs) => boolean;
+  /** The ack's payload for a slash command: undefined acks bare, false doesn't ack (default: bare). */
+  answerCommand?: (args: SlashArgs) => Record<string, unknown> | undefined | false;
 }
 
 export class SlackClients {
@@ -52,7 +64,7 @@ export class SlackClients {
     });
   }
 
-  /** A Socket Mode client recording message and app_mention events and interactions. */
+  /** A Socket Mode client recording message and app_mention events, interactions and slash commands. */
   socket(options: SocketClientOptions = {}) {
     const client = new SocketModeClient({
       appToken: options.appToken ?? this.tokens.app,
@@ -63,6 +75,7 @@ export class SlackClients {
     this.clients.push(client);
     const events: EventArgs[] = [];
     const interactions: InteractiveArgs[] = [];
+    const commands: SlashArgs[] = [];
     const record = async (args: EventArgs) => {
       events.push(args);
       if (options.ackWhen?.(args) ?? true) await args.ack();
@@ -73,7 +86,12 @@ export class SlackClients {
       interactions.push(args);
       if (options.ackInteractionWhen?.(args) ?? true) await args.ack();
     });
-    return { client, events, interactions };
+    client.on("slash_commands", async (args: SlashArgs) => {
+      commands.push(args);
+      const answer = options.answerCommand?.(args);
+      if (answer !== false) await args.ack(answer);
+    });
+    return { client, events, interactions, commands };
   }
 
   async disconnect(): Promise<void> {

@@ -8,11 +8,16 @@
  * answers the presser alone (ephemeral, Slack's default), and is answered
  * with a plain `ok` as Slack answers. Each URL takes five posts within 30
  * minutes, as on Slack; the refusals' wording is the double's, in the style
- * of Slack's webhook errors.
+ * of Slack's webhook errors. A slash command's response_url
+ * (slack-commands.ts) is issued here too, under /commands/: it has no
+ * message of its own, so replace_original and delete_original there change
+ * nothing stored (a choice: what Slack replaces then, an earlier ephemeral
+ * answer, isn't kept by the double), and every other post is a new answer.
+ * Text over 40,000 characters is refused msg_too_long, as chat.postMessage.
  */
 import { randomBytes, randomInt } from "node:crypto";
 import type { ServerResponse } from "node:http";
-import { elementOf, readBlocks } from "./slack-blocks.ts";
+import { elementOf, readBlocks, type SlackBlock } from "./slack-blocks.ts";
 import type { ChannelHistory, TsClock } from "./slack-history.ts";
 import { botMessage, IDENTITY, type StoredMessage } from "./slack-objects.ts";
 import type { SocketModeServer } from "./slack-socket-mode.ts";
@@ -36,10 +41,32 @@ export interface SlackPressResult {
   action_ts: string;
 }
 
-/** A post to a response_url Slack accepted, body as it arrived. */
+/** A post to a response_url Slack accepted, body as it arrived; url_id is the path after /actions/ or /commands/. */
 export interface ResponsePost {
   url_id: string;
   body: Record<string, unknown>;
+}
+
+/** A new answer posted to a response_url (not a replacement or deletion), as Slack shows it. */
+export interface ResponseAnswer {
+  text: string;
+  blocks: SlackBlock[];
+  response_type: "ephemeral" | "in_channel";
+}
+
+/** What a response_url answers for: a channel, the message it came from if any, and who hears of posts. */
+export interface ResponseTarget {
+  channel: string;
+  messageTs?: string;
+  /** Takes each new answer instead of the default (an in_channel one posted, an ephemeral one not kept). */
+  onAnswer?: (answer: ResponseAnswer) => void;
+}
+
+export type ResponseKind = "actions" | "commands";
+
+/** Slack's trigger ids are three dot-separated parts: digits, digits, hex. */
+export function triggerId(): string {
+  return `${Date.now()}.${randomInt(1e9)}.${randomBytes(16).toString("hex")}`;
 }
 
 export interface InteractivityHost {
@@ -54,9 +81,8 @@ export interface InteractivityHost {
   change: (channel: string, previous: StoredMessage, next: StoredMessage | undefined) => void;
 }
 
-interface ResponseUrl {
-  channel: string;
-  messageTs: string;
+interface ResponseUrl extends ResponseTarget {
+  kind: ResponseKind;
   at: number;
   uses: number;
 }
@@ -69,7 +95,7 @@ function truthy(value: unknown): boolean {
 }
 
 /** Slack names a DM channel "directmessage"; a channel's name is its id lower-cased here. */
-function channelName(channel: string): string {
+export function channelName(channel: string): string {
   return channel.startsWith("D") ? "directmessage" : channel.toLowerCase();
 }
 
@@ -104,12 +130,9 @@ export class SlackInteractivity {
       typeof input.user === "string"
         ? { id: input.user, username: input.user.toLowerCase() }
         : input.user;
-    const urlId = randomBytes(18).toString("base64url");
-    this.urls.set(urlId, { channel, messageTs: message_ts, at: Date.now(), uses: 0 });
-    const response_url = `${this.host.origin()}/actions/${urlId}`;
+    const response_url = this.issueUrl("actions", { channel, messageTs: message_ts });
     const action_ts = this.host.clock.next();
-    // Slack's trigger ids are three dot-separated parts: digits, digits, hex.
-    const trigger_id = `${Date.now()}.${randomInt(1e9)}.${randomBytes(16).toString("hex")}`;
+    const trigger_id = triggerId();
     const payload = {
       type: "block_actions",
       user: { id: user.id, username: user.username, name: user.username, team_id: IDENTITY.teamId },
@@ -146,9 +169,21 @@ export class SlackInteractivity {
     return { delivered, trigger_id, response_url, action_ts };
   }
 
-  /** POST /actions/<id>: the response_url, answered in plain text as Slack answers it. */
-  respond(urlId: string, body: Record<string, unknown>, res: ServerResponse): void {
-    const [status, text] = this.answer(urlId, body);
+  /** A new response_url on the stand-in's origin, five posts within 30 minutes. */
+  issueUrl(kind: ResponseKind, target: ResponseTarget): string {
+    const urlId = randomBytes(18).toString("base64url");
+    this.urls.set(urlId, { ...target, kind, at: Date.now(), uses: 0 });
+    return `${this.host.origin()}/${kind}/${urlId}`;
+  }
+
+  /** POST /actions/<id> or /commands/<id>: answered in plain text as Slack answers it. */
+  respond(
+    kind: ResponseKind,
+    urlId: string,
+    body: Record<string, unknown>,
+    res: ServerResponse,
+  ): void {
+    const [status, text] = this.answer(kind, urlId, body);
     res.writeHead(status, { "content-type": "text/plain; charset=utf-8" });
     res.end(text);
   }
@@ -158,9 +193,13 @@ export class SlackInteractivity {
     this.urls.clear();
   }
 
-  private answer(urlId: string, body: Record<string, unknown>): [number, string] {
+  private answer(
+    kind: ResponseKind,
+    urlId: string,
+    body: Record<string, unknown>,
+  ): [number, string] {
     const url = this.urls.get(urlId);
-    if (!url) return [404, "no_service"];
+    if (!url || url.kind !== kind) return [404, "no_service"];
     if (Date.now() - url.at > RESPONSE_URL_LIFETIME_MS) return [404, "expired_url"];
     if (url.uses >= RESPONSE_URL_USES) return [404, "used_url"];
     // Slack also takes the JSON as a form field named payload.
@@ -171,20 +210,26 @@ export class SlackInteractivity {
     const text = typeof message.text === "string" ? message.text : "";
     const remove = truthy(message.delete_original);
     if (!remove && !text && blocks.length === 0) return [400, "no_text"];
+    if (text.length > 40_000) return [400, "msg_too_long"];
     url.uses += 1;
     this.responses.push({ url_id: urlId, body });
-    const original = this.host.store.find(url.channel, url.messageTs);
-    if (remove || truthy(message.replace_original)) {
+    const replace = truthy(message.replace_original);
+    if (url.messageTs !== undefined && (remove || replace)) {
+      const original = this.host.store.find(url.channel, url.messageTs);
       if (original) {
         const { blocks: _replaced, ...kept } = original;
         const next = remove ? undefined : { ...kept, text, ...(blocks.length ? { blocks } : {}) };
         this.host.change(url.channel, original, next);
       }
-    } else if (message.response_type === "in_channel") {
-      const ts = this.host.clock.next();
-      this.host.post(url.channel, botMessage(IDENTITY, { text, ts, blocks }));
+    } else if (!remove) {
+      const response_type = message.response_type === "in_channel" ? "in_channel" : "ephemeral";
+      if (url.onAnswer) url.onAnswer({ text, blocks, response_type });
+      else if (response_type === "in_channel") {
+        const ts = this.host.clock.next();
+        this.host.post(url.channel, botMessage(IDENTITY, { text, ts, blocks }));
+      }
+      // An ephemeral answer: only the user sees it, and nothing is stored.
     }
-    // Otherwise the answer is ephemeral: only the presser sees it, and nothing is stored.
     return [200, "ok"];
   }
 }

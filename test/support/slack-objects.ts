@@ -1,5 +1,7 @@
 /**
- * The shapes the Slack stand-in (slack-stand-in.ts) stores and sends: stored
+ * The shapes the Slack stand-in (slack-stand-in.ts), a TEST DOUBLE for
+ * Slack, which can't be reached from here, stores and sends on Slack's real
+ * wire protocol: a user's post as a test gives it, stored
  * messages as conversations.history returns them, file objects, and the
  * Events API payloads Socket Mode wraps in envelopes — field for field as
  * Slack sends them, for the fields roster reads and the ones a listener is
@@ -45,6 +47,15 @@ export interface SlackFile {
   is_external: false;
   url_private: string;
   url_private_download: string;
+}
+
+/** A user's message, as a test posts it (the stand-in's `post`). */
+export interface UserPost {
+  channel: string;
+  user: string;
+  text: string;
+  thread_ts?: string;
+  files?: { name: string; bytes: Buffer; mimetype?: string }[];
 }
 
 /** A message as Slack stores it and conversations.history / replies return it. */

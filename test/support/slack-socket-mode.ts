@@ -3,16 +3,20 @@
  * DOUBLE for Slack's Socket Mode link, which can't be reached from here,
  * speaking its real protocol on the stand-in's HTTP server via WebSocket
  * upgrade — single-use tickets from apps.connections.open, `hello`,
- * `events_api` envelopes and `interactive` ones (a button press's
- * block_actions) acked by `{envelope_id, payload?}`, redelivery of unacked
- * envelopes (events_api ones with retry_attempt/retry_reason "timeout"),
- * `disconnect` messages, and pings the way Slack's server sends them.
+ * `events_api` envelopes, `interactive` ones (a button press's
+ * block_actions) and `slash_commands` ones (accepts_response_payload true:
+ * the ack's payload is the command's immediate answer), acked by
+ * `{envelope_id, payload?}`, redelivery of unacked events and interactions
+ * (events_api ones with retry_attempt/retry_reason "timeout"), `disconnect`
+ * messages, and pings the way Slack's server sends them.
  *
  * Choices where Slack isn't observable from here, kept simple and fixed:
  * each envelope goes to ONE connected socket (round robin), as Slack spreads
  * events over an app's connections; every delivery gets its own envelope_id
  * (the event_id or trigger_id inside stays), and an ack of any of them
- * settles it; an unacked interaction is sent again just like an event; a
+ * settles it; an unacked interaction is sent again just like an event; an
+ * unacked slash command is never sent again (Slack tells the user the app
+ * didn't answer) and an ack arriving after its timeout settles nothing; a
  * retry that falls due while nothing is connected is spent, not kept; an
  * unknown or reused ticket is refused with HTTP 401.
  */
@@ -42,7 +46,19 @@ export interface Envelope {
   retry_attempt: number;
 }
 
-export type EnvelopeType = "events_api" | "interactive";
+/** What the stand-in shows tests of the Socket Mode link. */
+export type SocketRecords = Pick<
+  SocketModeServer,
+  | "envelopes"
+  | "acks"
+  | "refusedUpgrades"
+  | "abandoned"
+  | "clientPings"
+  | "clientPongs"
+  | "strayFrames"
+>;
+
+export type EnvelopeType = "events_api" | "interactive" | "slash_commands";
 
 /** One ack as received; `settled` is false for an envelope that was already settled or unknown. */
 export interface Ack {
@@ -58,7 +74,19 @@ interface Pending {
   payload: Record<string, unknown>;
   eventType: string;
   attempt: number;
+  /** Deliveries after the first before it is given up. */
+  retries: number;
   timer: NodeJS.Timeout | undefined;
+  /** Called with the ack's payload when an ack settles it. */
+  onAck?: (payload: unknown) => void;
+  /** Called when it is given up unacked. */
+  onGiveUp?: () => void;
+}
+
+/** What a caller of `deliverCommand` hears back: the settling ack, or the timeout. */
+export interface CommandHooks {
+  onAck: (payload: unknown) => void;
+  onTimeout: () => void;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -70,7 +98,7 @@ export class SocketModeServer {
   connections = 0;
   /** Upgrades answered 503 while refusing. */
   refusedUpgrades = 0;
-  /** Events that used up their retries unacked. */
+  /** Events and interactions that used up their retries unacked (slash commands aren't counted). */
   abandoned = 0;
   /** Pings the clients sent (each answered pong by the socket library, as Slack does). */
   clientPings = 0;
@@ -156,6 +184,26 @@ export class SocketModeServer {
     });
   }
 
+  /**
+   * Sends a slash command (its payload keyed by trigger_id) in a
+   * `slash_commands` envelope: sent once, never again; the hooks hear the
+   * ack that settles it or the timeout.
+   */
+  deliverCommand(
+    payload: Record<string, unknown> & { trigger_id: string; command: string },
+    hooks: CommandHooks,
+  ): boolean {
+    return this.enqueue({
+      key: payload.trigger_id,
+      type: "slash_commands",
+      payload,
+      eventType: payload.command,
+      retries: 0,
+      onAck: hooks.onAck,
+      onGiveUp: hooks.onTimeout,
+    });
+  }
+
   /** Ends every socket abruptly, no close frame (a network drop). */
   dropAll(): void {
     for (const ws of this.sockets) ws.terminate();
@@ -198,9 +246,14 @@ export class SocketModeServer {
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
   }
 
-  private enqueue(envelope: Pick<Pending, "key" | "type" | "payload" | "eventType">): boolean {
+  private enqueue(
+    envelope: Pick<Pending, "key" | "type" | "payload" | "eventType" | "onAck" | "onGiveUp"> & {
+      retries?: number;
+    },
+  ): boolean {
     if (this.live().length === 0) return false;
-    const pending: Pending = { ...envelope, attempt: 0, timer: undefined };
+    const retries = envelope.retries ?? this.options.maxRetries;
+    const pending: Pending = { ...envelope, retries, attempt: 0, timer: undefined };
     this.pending.set(pending.key, pending);
     this.send(pending);
     return true;
@@ -267,6 +320,7 @@ export class SocketModeServer {
       payload: parsed.payload,
       settled: pending !== undefined,
     });
+    pending?.onAck?.(parsed.payload);
   }
 
   private send(pending: Pending): void {
@@ -293,7 +347,8 @@ export class SocketModeServer {
           envelope_id: envelopeId,
           payload: pending.payload,
           type: pending.type,
-          accepts_response_payload: false,
+          // Slack takes an answer in the ack of a slash command; not for block_actions.
+          accepts_response_payload: pending.type === "slash_commands",
           ...retry,
         }),
       );
@@ -304,9 +359,10 @@ export class SocketModeServer {
 
   private expire(pending: Pending): void {
     if (this.pending.get(pending.key) !== pending) return;
-    if (pending.attempt >= this.options.maxRetries) {
+    if (pending.attempt >= pending.retries) {
       this.pending.delete(pending.key);
-      this.abandoned += 1;
+      if (pending.onGiveUp) pending.onGiveUp();
+      else this.abandoned += 1;
       return;
     }
     pending.attempt += 1;

@@ -7,25 +7,31 @@
  *   envelope (HTTP 200 even for errors; 429 with Retry-After when
  *   rate-limited) — chat.postMessage (with Block Kit, slack-blocks.ts),
  *   chat.update, chat.postEphemeral, conversations.open, conversations.history,
- *   conversations.replies, reactions.add/remove, auth.test (bot token) and
- *   apps.connections.open (app-level token). Every request is recorded as it
+ *   conversations.replies, reactions.add/remove, users.info (slack-users.ts),
+ *   auth.test (bot token) and apps.connections.open (app-level token),
+ *   arguments read from the query string too. Every request is recorded as it
  *   arrived (method, path, headers, parsed body) so tests assert real request
  *   shapes.
  * - Socket Mode on the same server by WebSocket upgrade (slack-socket-mode.ts),
  *   so the real SocketModeClient connects to it.
  * - Uploaded files at their url_private_download, for the bot token only.
  * - Button presses and the response_urls they carry (slack-interactivity.ts).
+ * - Slash commands in slash_commands envelopes, answered in the ack or at
+ *   their response_url (slack-commands.ts).
  * Test hooks play the workspace's side: `post` is a user posting a message,
- * `press` a user pressing a button.
+ * `press` a user pressing a button, `slash` a user running a slash command,
+ * `setUser` who a user is.
  */
-import {
-  createServer,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import {
+  SlackCommands,
+  type SlackSlashCommand,
+  type SlackSlashResponse,
+  type SlashInput,
+  type SlashResult,
+} from "./slack-commands.ts";
+import { MessageFeed } from "./slack-events.ts";
 import { ChannelHistory, TsClock } from "./slack-history.ts";
 import {
   type ResponsePost,
@@ -34,49 +40,38 @@ import {
   type SlackPressResult,
 } from "./slack-interactivity.ts";
 import {
-  appMentionEvent,
-  eventCallback,
   IDENTITY,
-  mentions,
-  messageChangedEvent,
-  messageDeletedEvent,
-  messageEvent,
   type SlackFile,
   type StoredMessage,
   slackFile,
+  type UserPost,
   userMessage,
 } from "./slack-objects.ts";
-import { SocketModeServer } from "./slack-socket-mode.ts";
+import { SocketModeServer, type SocketRecords } from "./slack-socket-mode.ts";
+import { type SlackUserInput, SlackUsers } from "./slack-users.ts";
 import {
-  botMethod,
+  apiMethod,
   parseBody,
   type Reply,
   type SlackEphemeral,
   type SlackMessage,
+  type SlackRequest,
   type StoredFile,
   serveFile,
 } from "./slack-web.ts";
 
 export type { SlackBlock } from "./slack-blocks.ts";
+export type {
+  SlackSlashCommand,
+  SlackSlashResponse,
+  SlashInput,
+  SlashResult,
+  SlashStatus,
+} from "./slack-commands.ts";
 export type { ResponsePost, SlackPress, SlackPressResult } from "./slack-interactivity.ts";
-export type { StoredMessage } from "./slack-objects.ts";
-export type { SlackEphemeral, SlackMessage } from "./slack-web.ts";
-
-export interface SlackRequest {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: Record<string, unknown>;
-}
-
-/** A user's message, as a test posts it. */
-export interface UserPost {
-  channel: string;
-  user: string;
-  text: string;
-  thread_ts?: string;
-  files?: { name: string; bytes: Buffer; mimetype?: string }[];
-}
+export type { StoredMessage, UserPost } from "./slack-objects.ts";
+export type { SlackUser, SlackUserInput } from "./slack-users.ts";
+export type { SlackEphemeral, SlackMessage, SlackRequest } from "./slack-web.ts";
 
 export interface SlackStandInOptions {
   botToken: string;
@@ -84,7 +79,7 @@ export interface SlackStandInOptions {
   users?: string[];
   /** The app-level token (xapp-…) apps.connections.open takes; without it Socket Mode can't open. */
   appToken?: string;
-  /** How long an event envelope may go unacked before it is redelivered (Slack: 3 s). */
+  /** How long an envelope may go unacked before it is redelivered, or a slash command times out (Slack: 3 s). */
   ackTimeoutMs?: number;
   /** How often the server pings each Socket Mode connection. */
   pingIntervalMs?: number;
@@ -111,6 +106,9 @@ export class SlackStandIn {
   private readonly files = new Map<string, StoredFile>();
   private readonly socketMode: SocketModeServer;
   private readonly interactivity: SlackInteractivity;
+  private readonly feed: MessageFeed;
+  private readonly users: SlackUsers;
+  private readonly commands: SlackCommands;
 
   private constructor(
     private readonly server: Server,
@@ -124,16 +122,19 @@ export class SlackStandIn {
       pingIntervalMs: options.pingIntervalMs,
       maxRetries: 3,
     });
-    this.interactivity = new SlackInteractivity({
-      origin: () => `http://${this.origin}`,
-      store: this.store,
-      clock: this.clock,
-      socketMode: this.socketMode,
-      post: (channel, message) => {
-        this.store.add(channel, message);
-        this.emit(channel, message);
-      },
-      change: (channel, previous, next) => this.change(channel, previous, next),
+    this.feed = new MessageFeed(this.store, this.clock, this.socketMode);
+    // What the interactivity and slash command halves share with the stand-in.
+    const { store, clock, socketMode } = this;
+    const shared = { store, clock, socketMode, post: this.feed.add };
+    const origin = () => `http://${this.origin}`;
+    this.interactivity = new SlackInteractivity({ ...shared, origin, change: this.feed.change });
+    this.users = new SlackUsers(options.users);
+    const { interactivity, users } = this;
+    this.commands = new SlackCommands({
+      ...shared,
+      channels: options.channels,
+      users,
+      interactivity,
     });
   }
 
@@ -190,16 +191,7 @@ export class SlackStandIn {
   }
 
   /** Socket Mode records: envelopes sent, acks received, upgrade refusals, pings. */
-  get socket(): Pick<
-    SocketModeServer,
-    | "envelopes"
-    | "acks"
-    | "refusedUpgrades"
-    | "abandoned"
-    | "clientPings"
-    | "clientPongs"
-    | "strayFrames"
-  > {
+  get socket(): SocketRecords {
     return this.socketMode;
   }
 
@@ -222,21 +214,42 @@ export class SlackStandIn {
   post(input: UserPost): { ts: string; message: StoredMessage; delivered: boolean } {
     // A user posting in a channel means it exists and the app can read it.
     if (!this.options.channels.includes(input.channel)) this.options.channels.push(input.channel);
+    this.users.saw(input.user);
     const parentUser = this.parentUser(input.channel, input.thread_ts);
     const ts = this.clock.next();
     const files = (input.files ?? []).map((file) => this.storeFile(input.user, file));
     const message = userMessage(IDENTITY, { ...input, ts, parentUser }, files);
-    this.store.add(input.channel, message);
-    const delivered = this.emit(input.channel, message);
+    const delivered = this.feed.add(input.channel, message);
     return { ts, message, delivered };
   }
 
   /** A user presses a button in a stored message: block_actions in an `interactive` envelope. */
   press(input: SlackPress): SlackPressResult {
+    this.users.saw(typeof input.user === "string" ? input.user : input.user.id);
     return this.interactivity.press(input);
   }
 
-  /** Posts to response_urls that were accepted ("ok"), in order; url_id is the path after /actions/. */
+  /** A user runs a slash command: a `slash_commands` envelope, sent once (slack-commands.ts). */
+  slash(input: SlashInput): SlashResult {
+    return this.commands.slash(input);
+  }
+
+  /** Every slash command run, with its status: pending, acked, timed_out or undelivered. */
+  get slashCommands(): readonly SlackSlashCommand[] {
+    return this.commands.commands;
+  }
+
+  /** Answers to slash commands, in the ack or at the response_url, refused ones included. */
+  get slashResponses(): readonly SlackSlashResponse[] {
+    return this.commands.responses;
+  }
+
+  /** Who a user is, for users.info; flags left out are false. */
+  setUser(id: string, input: SlackUserInput = {}): void {
+    this.users.setUser(id, input);
+  }
+
+  /** Posts to response_urls (buttons' and slash commands') accepted ("ok"), in order. */
   get responses(): readonly ResponsePost[] {
     return this.interactivity.responses;
   }
@@ -295,6 +308,8 @@ export class SlackStandIn {
     this.store.clear();
     this.files.clear();
     this.interactivity.reset();
+    this.commands.reset();
+    this.users.reset();
     this.socketMode.resetRecords();
   }
 
@@ -302,29 +317,6 @@ export class SlackStandIn {
     await this.socketMode.close();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  /** Sends the message event (and app_mention) for a stored message; false if nothing is connected. */
-  private emit(channel: string, message: StoredMessage): boolean {
-    const event = messageEvent(channel, message);
-    const delivered = this.socketMode.deliver(eventCallback(IDENTITY, event), "message");
-    // Slack doesn't send app_mention for the app's own messages.
-    if (!message.bot_id && mentions(message.text, IDENTITY.botUserId)) {
-      const mention = appMentionEvent(channel, message);
-      this.socketMode.deliver(eventCallback(IDENTITY, mention), "app_mention");
-    }
-    return delivered;
-  }
-
-  /** An edit or deletion of a stored message, and the hidden event Slack sends for it. */
-  private change(channel: string, previous: StoredMessage, next: StoredMessage | undefined): void {
-    if (next) this.store.replace(channel, next);
-    else this.store.remove(channel, previous.ts);
-    const ts = this.clock.next();
-    const event = next
-      ? messageChangedEvent(channel, previous, next, ts)
-      : messageDeletedEvent(channel, previous, ts);
-    this.socketMode.deliver(eventCallback(IDENTITY, event), "message");
   }
 
   private parentUser(channel: string, threadTs: string | undefined): string | undefined {
@@ -346,11 +338,20 @@ export class SlackStandIn {
     const raw = Buffer.concat(chunks).toString("utf8");
     const url = new URL(req.url ?? "/", "http://slack.invalid");
     const path = url.pathname;
-    const body = parseBody(req.headers["content-type"] ?? "", raw);
+    const parsed = parseBody(req.headers["content-type"] ?? "", raw);
+    // Slack reads a method's arguments from the query string too; the body's win.
+    const query = path.startsWith("/api/") ? Object.fromEntries(url.searchParams) : {};
+    const body: Record<string, unknown> = { ...query, ...parsed };
     this.requests.push({ method: req.method ?? "", path, headers: req.headers, body });
     // A response_url is Slack's hooks host, not the Web API: no token, no Web API rate limit.
-    if (req.method === "POST" && path.startsWith("/actions/")) {
-      this.interactivity.respond(path.slice("/actions/".length), body, res);
+    const hook = /^\/(actions|commands)\/([^/]+)$/.exec(path);
+    if (req.method === "POST" && hook?.[2]) {
+      this.interactivity.respond(
+        hook[1] === "actions" ? "actions" : "commands",
+        hook[2],
+        body,
+        res,
+      );
       return;
     }
     if (req.method === "POST" && path === "/api/apps.connections.open") this.opens += 1;
@@ -378,34 +379,27 @@ export class SlackStandIn {
       return;
     }
     const auth = req.headers.authorization ?? (body.token ? `Bearer ${String(body.token)}` : "");
-    if (!auth) return reply(200, { ok: false, error: "not_authed" });
-    const method = path.slice("/api/".length);
-    const appAuth = this.options.appToken ? `Bearer ${this.options.appToken}` : undefined;
-    const botAuth = `Bearer ${this.options.botToken}`;
-
-    if (method === "apps.connections.open") {
-      if (auth === botAuth) return reply(200, { ok: false, error: "not_allowed_token_type" });
-      if (auth !== appAuth) return reply(200, { ok: false, error: "invalid_auth" });
-      return reply(200, { ok: true, url: this.socketMode.issueUrl(`ws://${this.origin}`) });
-    }
-    if (auth === appAuth) return reply(200, { ok: false, error: "not_allowed_token_type" });
-    if (auth !== botAuth) return reply(200, { ok: false, error: "invalid_auth" });
-    if (method === "chat.postMessage" && this.postFailure && this.postFailure.after-- <= 0) {
-      const { error } = this.postFailure;
-      this.postFailure = undefined;
-      return reply(200, { ok: false, error });
-    }
     reply(
       200,
-      botMethod(method, body, {
+      apiMethod(path.slice("/api/".length), auth, body, {
+        botToken: this.options.botToken,
+        appToken: this.options.appToken,
+        linkUrl: () => this.socketMode.issueUrl(`ws://${this.origin}`),
+        postFailure: () => {
+          if (!this.postFailure || this.postFailure.after-- > 0) return undefined;
+          const { error } = this.postFailure;
+          this.postFailure = undefined;
+          return error;
+        },
         channels: this.options.channels,
         users: this.options.users,
         store: this.store,
         nextTs: () => this.clock.next(),
         posted: (message) => this.messages.push(message),
-        emit: (channel, message) => this.emit(channel, message),
-        change: (channel, previous, edited) => this.change(channel, previous, edited),
+        emit: this.feed.emit,
+        change: this.feed.change,
         ephemeral: (message) => this.ephemerals.push(message),
+        user: (id) => this.users.info(id),
       }),
     );
   }

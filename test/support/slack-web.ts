@@ -1,16 +1,28 @@
 /**
- * HTTP pieces of the Slack stand-in (slack-stand-in.ts): request bodies the
- * way Slack's Web API reads them, the Web API methods that take the bot
- * token (posting with Block Kit, editing the app's own messages, ephemeral
- * messages), and private file downloads the way Slack
+ * HTTP pieces of the Slack stand-in (slack-stand-in.ts), a TEST DOUBLE for
+ * Slack, which can't be reached from here, speaking its real wire protocol:
+ * request bodies the way Slack's Web API reads them (form-encoded or JSON,
+ * and query-string arguments too), which token each method takes, the Web
+ * API methods that take the bot token (posting with Block Kit, editing the
+ * app's own messages, ephemeral messages, users.info from slack-users.ts),
+ * and private file downloads the way Slack
  * serves url_private_download — the bytes for the bot token, and for anyone
  * else a redirect to the workspace sign-in page (an HTML 200 once followed),
  * which is why a downloader must check what it got rather than trust a 200.
  */
-import type { ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { readBlocks, type SlackBlock } from "./slack-blocks.ts";
 import type { ChannelHistory } from "./slack-history.ts";
 import { botMessage, IDENTITY, type StoredMessage } from "./slack-objects.ts";
+import type { SlackUser } from "./slack-users.ts";
+
+/** A request as it arrived: method, path, headers, and the parsed body with query arguments. */
+export interface SlackRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown>;
+}
 
 export type Reply = (
   status: number,
@@ -108,6 +120,44 @@ export interface BotContext {
   /** Replaces a stored message with its edit and sends message_changed. */
   change: (channel: string, previous: StoredMessage, edited: StoredMessage) => void;
   ephemeral: (message: SlackEphemeral) => void;
+  /** users.info's user object, or undefined for a user the workspace doesn't have. */
+  user: (id: string) => SlackUser | undefined;
+}
+
+/** What POST /api/<method> needs besides the bot-token methods' state. */
+export interface ApiContext extends BotContext {
+  botToken: string;
+  appToken: string | undefined;
+  /** A new Socket Mode link URL for apps.connections.open. */
+  linkUrl: () => string;
+  /** The error a chat.postMessage is to fail with now, if one is due. */
+  postFailure: () => string | undefined;
+}
+
+/**
+ * The answer (HTTP 200) to POST /api/<method>: apps.connections.open takes
+ * the app-level token, everything else the bot token, each refusing the
+ * other's as Slack does.
+ */
+export function apiMethod(
+  method: string,
+  authorization: string,
+  body: Record<string, unknown>,
+  context: ApiContext,
+): Record<string, unknown> {
+  if (!authorization) return { ok: false, error: "not_authed" };
+  const appAuth = context.appToken ? `Bearer ${context.appToken}` : undefined;
+  const botAuth = `Bearer ${context.botToken}`;
+  if (method === "apps.connections.open") {
+    if (authorization === botAuth) return { ok: false, error: "not_allowed_token_type" };
+    if (authorization !== appAuth) return { ok: false, error: "invalid_auth" };
+    return { ok: true, url: context.linkUrl() };
+  }
+  if (authorization === appAuth) return { ok: false, error: "not_allowed_token_type" };
+  if (authorization !== botAuth) return { ok: false, error: "invalid_auth" };
+  const failure = method === "chat.postMessage" ? context.postFailure() : undefined;
+  if (failure !== undefined) return { ok: false, error: failure };
+  return botMethod(method, body, context);
 }
 
 /** The answer (always HTTP 200) to a Web API method called with the bot token. */
@@ -210,6 +260,10 @@ export function botMethod(
       if (method === "conversations.history") return store.history(channel, body);
       if (!str("ts")) return { ok: false, error: "thread_not_found" };
       return store.replies(channel, str("ts"), body);
+    }
+    case "users.info": {
+      const user = context.user(str("user"));
+      return user ? { ok: true, user } : { ok: false, error: "user_not_found" };
     }
     case "reactions.add":
     case "reactions.remove": {

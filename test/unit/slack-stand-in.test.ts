@@ -396,3 +396,159 @@ describe("buttons and interactivity", () => {
     expect(standIn.ephemerals).toEqual([ephemeral]);
   });
 });
+
+describe("slash commands and users.info", () => {
+  const DM = "D0OWNER42";
+  const run = (text: string, channel = GENERAL) =>
+    standIn.slash({ command: "/approvals", text, user: OWNER, channel });
+
+  it("delivers a slash_commands envelope with Slack's fields and records an ephemeral ack", async () => {
+    const { client, commands } = socketClient({
+      answerCommand: () => ({ text: "2 waiting", response_type: "ephemeral" }),
+    });
+    await client.start();
+    const sent = run("list", DM);
+    expect(sent.delivered).toBe(true);
+    const [first] = await standIn.waitFor(() => commands.length === 1 && commands);
+    expect(first?.accepts_response_payload).toBe(true);
+    expect(first?.envelope_id).toBe(sent.envelope_id);
+    expect(first?.body).toEqual({
+      token: expect.any(String),
+      team_id: standIn.teamId,
+      team_domain: "roster",
+      channel_id: DM,
+      channel_name: "directmessage",
+      user_id: OWNER,
+      user_name: OWNER.toLowerCase(),
+      command: "/approvals",
+      text: "list",
+      api_app_id: standIn.appId,
+      is_enterprise_install: "false",
+      response_url: sent.response_url,
+      trigger_id: sent.trigger_id,
+    });
+    expect(sent.response_url).toMatch(/\/commands\/[\w-]+$/);
+    expect(standIn.socket.envelopes.at(-1)).toMatchObject({ type: "slash_commands" });
+
+    await standIn.waitFor(() => standIn.slashResponses.length === 1);
+    expect(standIn.slashResponses).toEqual([
+      {
+        trigger_id: sent.trigger_id,
+        command: "/approvals",
+        channel: DM,
+        user: OWNER,
+        via: "ack",
+        response_type: "ephemeral",
+        text: "2 waiting",
+      },
+    ]);
+    expect(standIn.slashCommands[0]?.status).toBe("acked");
+    expect(standIn.history(DM)).toEqual([]);
+    expect(standIn.ephemerals).toEqual([]);
+  });
+
+  it("puts an in_channel answer in history after the command; refuses long text and bad blocks", async () => {
+    const answers = [
+      { text: "Approved", response_type: "in_channel" },
+      { text: "x".repeat(40_001) },
+      {
+        blocks: [{ type: "section", text: { type: "mrkdwn", text: "" } }],
+        response_type: "in_channel",
+      },
+    ];
+    const { client, events } = socketClient({ answerCommand: () => answers.shift() });
+    await client.start();
+    const sent = run("approve 7");
+    await standIn.waitFor(() => standIn.slashResponses.length === 1);
+    const history = standIn.history(GENERAL);
+    expect(history.map((m) => [m.user, m.text])).toEqual([
+      [OWNER, "/approvals approve 7"],
+      [standIn.botUserId, "Approved"],
+    ]);
+    expect(history[1]).toMatchObject({ bot_id: standIn.botId, ts: standIn.slashResponses[0]?.ts });
+    await standIn.waitFor(() => events.some((e) => e.event.bot_id === standIn.botId));
+    expect(standIn.slashResponses[0]).toMatchObject({
+      trigger_id: sent.trigger_id,
+      via: "ack",
+      response_type: "in_channel",
+    });
+
+    run("flood");
+    await standIn.waitFor(() => standIn.slashResponses.length === 2);
+    expect(standIn.slashResponses[1]).toMatchObject({ via: "ack", refused: "msg_too_long" });
+    run("bad blocks");
+    await standIn.waitFor(() => standIn.slashResponses.length === 3);
+    expect(standIn.slashResponses[2]).toMatchObject({ via: "ack", refused: "invalid_blocks" });
+    expect(standIn.history(GENERAL)).toHaveLength(2);
+  });
+
+  it("records a response_url post made after a bare ack", async () => {
+    const { client, commands } = socketClient();
+    await client.start();
+    const sent = run("list");
+    await standIn.waitFor(
+      () => commands.length === 1 && standIn.slashCommands[0]?.status === "acked",
+    );
+    expect(standIn.slashResponses).toEqual([]);
+    const body = { text: "Here they are", response_type: "ephemeral" };
+    expect(await postJson(sent.response_url, body)).toEqual([200, "ok"]);
+    expect(standIn.slashResponses).toEqual([
+      expect.objectContaining({ via: "response_url", response_type: "ephemeral", user: OWNER }),
+    ]);
+    expect(standIn.responses).toEqual([{ url_id: sent.response_url.split("/commands/")[1], body }]);
+    // A command's URL is not a button's.
+    const asAction = sent.response_url.replace("/commands/", "/actions/");
+    expect(await postJson(asAction, body)).toEqual([404, "no_service"]);
+  });
+
+  it("records an unacked command as timed out and never sends it again", async () => {
+    const { client, commands } = socketClient({ answerCommand: () => false });
+    await client.start();
+    run("slow");
+    await standIn.waitFor(() => standIn.slashCommands[0]?.status === "timed_out");
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(commands).toHaveLength(1);
+    expect(standIn.deliveries).toBe(1);
+    expect(standIn.unacked).toBe(0);
+    expect(standIn.socket.abandoned).toBe(0);
+    await client.disconnect();
+    await standIn.waitFor(() => standIn.connected === 0);
+    expect(run("nobody home").delivered).toBe(false);
+    expect(standIn.slashCommands[1]?.status).toBe("undelivered");
+  });
+
+  it("answers users.info with what setUser said, and user_not_found for a stranger", async () => {
+    standIn.setUser(OWNER, { name: "ana", is_admin: true });
+    standIn.post({ channel: GENERAL, user: "U0POSTER1", text: "hi" });
+    const web = webClient();
+    const owner = await web.users.info({ user: OWNER });
+    expect(owner.user).toMatchObject({
+      id: OWNER,
+      team_id: standIn.teamId,
+      name: "ana",
+      is_admin: true,
+      is_owner: false,
+      is_primary_owner: false,
+      is_bot: false,
+      deleted: false,
+      tz: expect.any(String),
+      profile: { display_name: "ana" },
+    });
+    const poster = await web.users.info({ user: "U0POSTER1" });
+    expect(poster.user).toMatchObject({ is_admin: false, is_owner: false, is_restricted: false });
+    await expect(web.users.info({ user: "U0NOBODY1" })).rejects.toMatchObject({
+      data: { error: "user_not_found" },
+    });
+
+    const api = `${standIn.apiBase}users.info`;
+    const auth = { authorization: `Bearer ${BOT_TOKEN}` };
+    const json = await fetch(api, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ user: OWNER }),
+    });
+    expect(await json.json()).toMatchObject({ ok: true, user: { id: OWNER, is_admin: true } });
+    const query = await fetch(`${api}?user=${OWNER}`, { method: "POST", headers: auth });
+    expect(await query.json()).toMatchObject({ ok: true, user: { name: "ana" } });
+  });
+});
