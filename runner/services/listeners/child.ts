@@ -4,7 +4,12 @@ import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
 import type { Inbound } from "../../work/sessions/router.ts";
-import type { ConnectionState, ListenerMessage } from "./protocol.ts";
+import type {
+  CommandRequest,
+  CompleteRequest,
+  ConnectionState,
+  ListenerMessage,
+} from "./protocol.ts";
 import { isServerMessage, type ServerMessage } from "./protocol.ts";
 
 /**
@@ -37,7 +42,22 @@ export interface ListenerHost {
     user: string;
     channel: string;
   }): Promise<PressAnswer>;
+  /** Someone gave a command: the server judges, answers (and journals) it. */
+  command(request: CommandRequest): Promise<CommandReply>;
+  /** Choices for an option being typed; none for someone without standing. */
+  complete(request: CompleteRequest): Promise<Choice[]>;
   note(text: string): void;
+}
+
+export interface CommandReply {
+  text: string;
+  /** For everyone in the channel; else only for the person who gave it. */
+  room: boolean;
+}
+
+export interface Choice {
+  name: string;
+  value: string;
 }
 
 /** The server's answer to a press: private to the presser, or settling the offer for all. */
@@ -162,6 +182,8 @@ class ServerLink {
     { hooks: TurnHooks; recorded: () => void; refused: (error: Error) => void; seen: boolean }
   >();
   private readonly presses = new Map<string, (answer: PressAnswer) => void>();
+  private readonly commands = new Map<string, (reply: CommandReply) => void>();
+  private readonly completions = new Map<string, (choices: Choice[]) => void>();
   private counter = 0;
   /** Set once the adapter exists: offers are posted through it. */
   adapter: ChatAdapter | undefined;
@@ -191,6 +213,16 @@ class ServerLink {
         settled: message.settled,
       });
       this.presses.delete(message.ref);
+      return;
+    }
+    if (message.type === "answered") {
+      this.commands.get(message.ref)?.({ text: message.text, room: message.room });
+      this.commands.delete(message.ref);
+      return;
+    }
+    if (message.type === "completed") {
+      this.completions.get(message.ref)?.(message.choices);
+      this.completions.delete(message.ref);
       return;
     }
     const entry = this.pending.get(message.ref);
@@ -230,6 +262,18 @@ class ServerLink {
           const ref = `p${++this.counter}`;
           this.presses.set(ref, resolve);
           void say({ type: "decide", ref, ...press });
+        }),
+      command: (command) =>
+        new Promise<CommandReply>((resolve) => {
+          const ref = `c${++this.counter}`;
+          this.commands.set(ref, resolve);
+          void say({ type: "command", ref, command });
+        }),
+      complete: (complete) =>
+        new Promise<Choice[]>((resolve) => {
+          const ref = `a${++this.counter}`;
+          this.completions.set(ref, resolve);
+          void say({ type: "complete", ref, complete });
         }),
       note: this.note,
     };

@@ -33,7 +33,33 @@ export type ListenerMessage =
       /** platform:user-id */
       user: string;
       channel: string;
-    };
+    }
+  /** Someone gave a command (a Discord application command, a Slack slash command). */
+  | { type: "command"; ref: string; command: CommandRequest }
+  /** Someone is typing an option that completes (a gate, a task, a run, a worker). */
+  | { type: "complete"; ref: string; complete: CompleteRequest };
+
+/** A command as the child read it from its platform; the server judges and answers it. */
+export interface CommandRequest {
+  channel: string;
+  /** platform:user-id (the server puts the binding's platform on it whatever the child says). */
+  user: string;
+  /** What the platform said of the person with this command. */
+  platform?: { roles?: string[]; manageServer?: boolean; workspaceAdmin?: boolean };
+  /** A typed line (`/task add …`), or a command with its part and named options. */
+  line?: string;
+  named?: { command: string; sub?: string; options: Record<string, string> };
+}
+
+export interface CompleteRequest {
+  channel: string;
+  user: string;
+  platform?: CommandRequest["platform"];
+  command: string;
+  sub?: string;
+  option: string;
+  partial: string;
+}
 
 /** Server → child, about one inbound message. */
 export type ServerMessage =
@@ -45,7 +71,11 @@ export type ServerMessage =
   /** Post this gate's offer (exactly what would be sent) with approve / deny buttons; ref = gate id. */
   | { type: "offer"; ref: string; channel: string; text: string; expires_at: string }
   /** The answer to a press: shown only to the presser when `private`; `settled` replaces the offer. */
-  | { type: "decided"; ref: string; text: string; private: boolean; settled: boolean };
+  | { type: "decided"; ref: string; text: string; private: boolean; settled: boolean }
+  /** The answer to a command: for the room, or only for the person who gave it. */
+  | { type: "answered"; ref: string; text: string; room: boolean }
+  /** The choices for an option being typed (at most 25). */
+  | { type: "completed"; ref: string; choices: Array<{ name: string; value: string }> };
 
 export function isListenerMessage(value: unknown): value is ListenerMessage {
   if (typeof value !== "object" || value === null) return false;
@@ -55,7 +85,9 @@ export function isListenerMessage(value: unknown): value is ListenerMessage {
     type === "event" ||
     type === "inbound" ||
     type === "record" ||
-    type === "decide"
+    type === "decide" ||
+    type === "command" ||
+    type === "complete"
   );
 }
 
@@ -69,6 +101,8 @@ export function isServerMessage(value: unknown): value is ServerMessage {
       type === "turn-done" ||
       type === "turn-failed" ||
       type === "offer" ||
-      type === "decided")
+      type === "decided" ||
+      type === "answered" ||
+      type === "completed")
   );
 }

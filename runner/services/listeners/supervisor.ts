@@ -9,6 +9,8 @@ import { PROJECT_ROOT } from "../../ground/version.ts";
 import type { SessionRouter } from "../../work/sessions/router.ts";
 import { UNAUTHORISED_EXIT } from "./child.ts";
 import {
+  type CommandRequest,
+  type CompleteRequest,
   type ConnectionState,
   isListenerMessage,
   type ListenerMessage,
@@ -36,6 +38,19 @@ export interface ChatApprovals {
     channel: string;
   }): Promise<{ text: string; private: boolean; settled: boolean }>;
 }
+/**
+ * What the supervisor asks of the host's command core (services/commands/,
+ * handed in by the server): the answer to a command given through a
+ * worker's bot, and the choices for an option being typed.
+ */
+export interface ChatCommands {
+  answer(worker: string, request: CommandRequest): Promise<{ text: string; room: boolean }>;
+  complete(
+    worker: string,
+    request: CompleteRequest,
+  ): Promise<Array<{ name: string; value: string }>>;
+}
+
 /**
  * Runs one child process per bot binding and keeps it running: whatever ends
  * a listener (a crash on a platform's garbage, an OOM, a kill) is followed by
@@ -104,6 +119,8 @@ export class ListenerSupervisor {
       backoff?: Backoff;
       /** Approvals from chat; without it presses are answered "off". */
       offers?: ChatApprovals;
+      /** Commands from chat; without it they are answered "off". */
+      commands?: ChatCommands;
     },
   ) {}
 
@@ -236,6 +253,43 @@ export class ListenerSupervisor {
     });
   }
 
+  /**
+   * A command or a completion from a child: the person is put on the binding's
+   * platform and the channel must be one of its channels, whatever the child says.
+   */
+  private onCommand(
+    entry: Supervised,
+    message: Extract<ListenerMessage, { type: "command" | "complete" }>,
+  ): void {
+    const { platform, worker } = entry.binding;
+    const answer = (reply: ServerMessage) => {
+      if (entry.child?.connected) entry.child.send(reply, () => undefined);
+    };
+    const { ref } = message;
+    const asked = message.type === "command" ? message.command : message.complete;
+    const user = `${platform}:${asked.user.replace(/^[a-z]+:/, "")}`;
+    const commands = this.options.commands;
+    const foreign = !asked.channel.startsWith(`${platform}-`);
+    if (message.type === "complete") {
+      if (!commands || foreign) return answer({ type: "completed", ref, choices: [] });
+      void commands
+        .complete(worker, { ...message.complete, user })
+        .catch(() => [])
+        .then((choices) => answer({ type: "completed", ref, choices }));
+      return;
+    }
+    if (!commands || foreign) {
+      const text = foreign
+        ? `Not done: ${asked.channel} is not a ${platform} channel.`
+        : "Commands from chat are off here.";
+      return answer({ type: "answered", ref, text, room: false });
+    }
+    void commands
+      .answer(worker, { ...message.command, user })
+      .catch((error: unknown) => ({ text: `Not done: ${errorMessage(error)}.`, room: false }))
+      .then((reply) => answer({ type: "answered", ref, ...reply }));
+  }
+
   private onMessage(entry: Supervised, message: ListenerMessage): void {
     const { binding } = entry;
     if (message.type === "status") {
@@ -245,6 +299,10 @@ export class ListenerSupervisor {
     entry.status.last_event = new Date().toISOString();
     this.persist();
     if (message.type === "event") return;
+    if (message.type === "command" || message.type === "complete") {
+      this.onCommand(entry, message);
+      return;
+    }
     if (message.type === "decide") {
       const { ref } = message;
       const answer = (reply: ServerMessage) => {

@@ -15,6 +15,7 @@ import { LockBusy, withFileLock } from "../../ground/files/file-lock.ts";
 import { serverReadyPool } from "../../work/ready/server-pool.ts";
 import { SessionRouter } from "../../work/sessions/router.ts";
 import { OfferDesk } from "../actions/offers.ts";
+import { chatCommands } from "../commands/from-chat.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import { Dispatcher } from "./dispatch.ts";
@@ -210,7 +211,8 @@ function startListeners(
   const { paths, note } = options;
   // approvers and offer times are read when used, so an org.toml edit takes effect at once
   const offers = new OfferDesk(paths, () => loadConfig(paths.config).org.chat);
-  const listeners = new ListenerSupervisor({ paths, router, note, env, offers });
+  const commands = chatCommands(paths);
+  const listeners = new ListenerSupervisor({ paths, router, note, env, offers, commands });
   if (!options.noListen && !options.once) {
     const bindings = botBindings(config.workers);
     listeners.start(bindings);

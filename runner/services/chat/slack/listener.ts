@@ -11,6 +11,7 @@ import {
 } from "../../listeners/child.ts";
 import { cursorChannels, readCursor } from "../../listeners/cursors.ts";
 import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
+import { handleSlackCommand, type SlashAck, type SlashBody } from "./commands.ts";
 import { slackChannelId } from "./ids.ts";
 import { handleSlackPress, postSlackOffer } from "./offers.ts";
 
@@ -126,6 +127,20 @@ export class SlackListener implements ChatAdapter {
         this.responseOrigin,
       ).catch((error: unknown) =>
         this.host.note(`a button press was not answered: ${errorMessage(error)}`),
+      );
+    });
+    this.socket.on("slash_commands", async (args: { ack?: SlashAck; body?: SlashBody }) => {
+      this.host.event();
+      const ack: SlashAck = args.ack ?? (async () => undefined);
+      void handleSlackCommand(
+        this.web,
+        this.host,
+        this.team,
+        args.body ?? {},
+        (response) => ack(response).catch(() => undefined),
+        this.responseOrigin,
+      ).catch((error: unknown) =>
+        this.host.note(`a command was not answered: ${errorMessage(error)}`),
       );
     });
     try {

@@ -1,0 +1,128 @@
+import { readFileSync } from "node:fs";
+import { appendFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readTasks } from "../../runner/records/task-list/store.ts";
+import { pauseOf } from "../../runner/records/workers/pause.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
+import { lazyServer, until } from "../support/chat-turns.ts";
+import { testDocker } from "../support/docker.ts";
+import { ModelServer } from "../support/model-server.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { SlackStandIn } from "../support/slack-stand-in.ts";
+
+/**
+ * Slack slash commands under `roster server`: Slack's Socket Mode envelope
+ * (slash_commands) through the listener to the host's command core and back
+ * on the ack, judged by org.toml [chat] and, where it says so, by Slack's
+ * own word that someone is a workspace admin.
+ */
+const docker = await testDocker();
+
+const BOT_TOKEN = "xoxb-commands-test";
+const APP_TOKEN = "xapp-commands-test";
+const ROOM = "C0CMDROOM";
+const ADMIN = "U0ADMIN01";
+const APPROVER = "U0APPROV1";
+const BOSS = "U0BOSS001";
+const STRANGER = "U0STRANG1";
+const ROOM_ID = `slack-t0roster-${ROOM.toLowerCase()}`;
+
+describe.skipIf(!docker)("Slack slash commands", () => {
+  let model: ModelServer;
+  let slack: SlackStandIn;
+  let deployment: RosterRoot;
+  const server = lazyServer(() => deployment);
+
+  /** Runs a slash command and waits for its answer, as the person sees it. */
+  const slash = async (user: string, command: string, text = "") => {
+    const { trigger_id } = slack.slash({ command, text, user, channel: ROOM });
+    return until(
+      () => slack.slashResponses.find((response) => response.trigger_id === trigger_id),
+      `the answer to ${command} ${text}`,
+      20_000,
+    );
+  };
+  const journal = () =>
+    readFileSync(join(deployment.paths.audit, "decisions.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => String(line.intent).startsWith("command "));
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    slack = await SlackStandIn.start({
+      botToken: BOT_TOKEN,
+      appToken: APP_TOKEN,
+      channels: [ROOM],
+      users: [ADMIN, APPROVER, BOSS, STRANGER],
+    });
+    slack.setUser(BOSS, { name: "boss", is_admin: true });
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "SLACK-COMMANDS-KEY",
+      extraOrg: `[chat]\nadmins = ["slack:${ADMIN}"]\napprovers = ["slack:${APPROVER}"]\n\n[chat.from_platform]\nslack_workspace_admins = true\n`,
+    });
+    await appendFile(
+      join(deployment.paths.config, "workers/elf/worker.toml"),
+      '\n[channels]\nslack = "slack"\n',
+    );
+    await storeCredential(deployment.paths.vault, "slack", {
+      bot_token: BOT_TOKEN,
+      app_token: APP_TOKEN,
+      api_base: slack.apiBase,
+    });
+    await server.start();
+  });
+  afterAll(async () => {
+    await server.stop();
+    await slack?.stop();
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("an admin files a recurring task; the answer is the asker's alone and says what was filed", async () => {
+    const answer = await slash(ADMIN, "/task", 'add "write the weekly report" --every 7d');
+    expect(answer).toMatchObject({ via: "ack", response_type: "ephemeral", user: ADMIN });
+    expect(answer.text).toMatch(/^r-[0-9a-f]+ for elf: every 7d, next /);
+    const template = readTasks(deployment.paths, "elf").recurring?.find((one) => !one.system);
+    expect(template).toMatchObject({ prompt: "write the weekly report", every: "7d" });
+    expect(slack.history(ROOM).map((message) => message.text)).not.toContain(answer.text);
+    expect((await slash(APPROVER, "/roster", "task ls")).text).toContain("write the weekly report");
+  });
+
+  it("someone without standing is refused by the rule, and the journal says who asked from where", async () => {
+    const answer = await slash(STRANGER, "/approvals");
+    expect(answer.text).toBe(
+      `Not done: /approvals ls this needs an approver or an admin: slack:${STRANGER} is in neither org.toml [chat] admins nor [chat] approvers, and [chat.from_platform] vouches for nothing they have.`,
+    );
+    expect(journal().at(-1)).toMatchObject({
+      intent: "command /approvals ls",
+      disposition: "refused",
+      decided_by: `slack:${STRANGER}`,
+    });
+    expect(String(journal().at(-1)?.reason)).toMatch(new RegExp(`^from ${ROOM_ID}: `));
+    const approver = await slash(APPROVER, "/worker", "pause elf");
+    expect(approver.text).toMatch(/^Not done: \/worker pause this needs an admin/);
+    expect(pauseOf(deployment.paths, "elf")).toBeUndefined();
+  });
+
+  it("a workspace admin is an admin because org.toml says Slack's word counts", async () => {
+    const paused = await slash(BOSS, "/worker", "pause elf quiet week");
+    expect(paused.text).toMatch(/^elf is paused \(by slack:U0BOSS001 at .*: quiet week\)/);
+    expect(pauseOf(deployment.paths, "elf")?.by).toBe(`slack:${BOSS}`);
+    expect((await slash(BOSS, "/worker", "resume elf")).text).toBe("elf may run again");
+  });
+
+  it("a change to the channel itself is said to the room", async () => {
+    const answer = await slash(ADMIN, "/channel", "trust");
+    expect(answer).toMatchObject({ response_type: "in_channel" });
+    expect(answer.text).toMatch(/is trusted.*\(by slack:U0ADMIN01\)/);
+    await until(
+      () => slack.history(ROOM).find((message) => message.text === answer.text),
+      "the answer in the room",
+    );
+    const shown = await slash(APPROVER, "/channel");
+    expect(shown.text).toMatch(/^trusted {3}yes$/m);
+  });
+});
