@@ -1,8 +1,9 @@
 /**
- * The HTTP vocabulary of the Discord stand-in (discord-stand-in.ts): how
- * Discord's API reads requests and words its answers — rate-limit headers, a
- * 429 as Discord sends one, "Invalid Form Body" errors, the history query's
- * validation — and its CDN serving attachment bytes.
+ * The HTTP vocabulary of the Discord stand-in (discord-stand-in.ts), a TEST
+ * DOUBLE for Discord, which can't be reached from here, speaking its real
+ * wire protocol: how Discord's API reads requests and words its answers —
+ * rate-limit headers, a 429 as Discord sends one, "Invalid Form Body" errors,
+ * the history query's validation — and its CDN serving attachment bytes.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { StoredAttachment } from "./discord-objects.ts";
@@ -20,6 +21,10 @@ const BUCKET = "d1a2b3c4e5f60718293a4b5c6d7e8f90";
 const RESET_AFTER_SECONDS = 1;
 
 /** The request's URL and its JSON body (`{unparsed}` when the body isn't JSON). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 export async function readRequest(
   req: IncomingMessage,
 ): Promise<{ url: URL; body: Record<string, unknown> }> {
@@ -82,14 +87,14 @@ export interface FieldError {
 /**
  * Discord's 400 for a request field it refuses. A dotted field
  * ("components.0.components.1.custom_id") nests the way Discord's error tree
- * does, one object per step down the body.
+ * does, one object per step down the body; an empty field is the body's own
+ * error (`errors._errors`), as for a whole array Discord refuses.
  */
 export function invalidFormBody(res: ServerResponse, error: FieldError): void {
-  const errors = error.field
-    .split(".")
-    .reduceRight<Record<string, unknown>>((inner, key) => ({ [key]: inner }), {
-      _errors: [{ code: error.code, message: error.message }],
-    });
+  const errors = (error.field ? error.field.split(".") : []).reduceRight<Record<string, unknown>>(
+    (inner, key) => ({ [key]: inner }),
+    { _errors: [{ code: error.code, message: error.message }] },
+  );
   reply(res, 400, { message: "Invalid Form Body", code: 50035, errors });
 }
 

@@ -1,14 +1,20 @@
 /**
  * Interactions for the Discord stand-in (discord-stand-in.ts): a TEST DOUBLE
- * for what Discord does when a user presses a button on a bot's message — an
- * INTERACTION_CREATE (type 3, MESSAGE_COMPONENT) on the gateway — and for the
+ * for Discord, which can't be reached from here, speaking its real wire
+ * protocol: what Discord does when a user presses a button on a bot's message
+ * — an INTERACTION_CREATE (type 3, MESSAGE_COMPONENT) on the gateway — or
+ * runs a slash command (type 2 and 4, built in discord-commands.ts), and the
  * HTTP routes a bot answers one on. Those take no bot token, as on Discord:
  * the interaction's token in the path is the credential.
  * - POST /interactions/:id/:token/callback, the one initial response, within
- *   3 s of the press: 4 (a message; data.flags 64 makes it ephemeral), 5 (a
- *   deferred message, shown loading until @original is edited), 6 (deferred
- *   update) or 7 (update the pressed message). A second one is refused 400
- *   40060, an unknown or late one 404 10062.
+ *   3 s of the interaction: 4 (a message; data.flags 64 makes it ephemeral),
+ *   5 (a deferred message, shown loading until @original is edited), 6
+ *   (deferred update) or 7 (update the pressed message) for a press; 4 or 5
+ *   for a command; only 8 (autocomplete choices) for an autocomplete. A
+ *   second one is refused 400 40060, an unknown or late one 404 10062. A type
+ *   Discord defines but the interaction doesn't take is refused 400 50035 on
+ *   `type` (Discord's exact error code for that isn't observable from here:
+ *   the double says INTERACTION_RESPONSE_TYPE_INVALID).
  * - PATCH /webhooks/:application_id/:token/messages/@original and POST
  *   /webhooks/:application_id/:token (followups; flags 64 too), once the
  *   interaction is acknowledged and for 15 minutes after the press.
@@ -16,44 +22,33 @@
  * sessions see MESSAGE_CREATE and MESSAGE_UPDATE for them; ephemeral ones
  * never reach the channel and are kept here.
  */
-import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import {
+  type APIInteraction,
   type APIMessage,
-  type APIMessageComponentButtonInteraction,
+  type APIMessageInteractionMetadata,
   type APIUser,
   GatewayDispatchEvents,
   InteractionResponseType,
   InteractionType,
   MessageFlags,
+  MessageType,
 } from "discord-api-types/v10";
 import type { DiscordChannels } from "./discord-channels.ts";
-import { buttonOf, messageBody, messageComponents } from "./discord-components.ts";
+import { messageBody, messageComponents } from "./discord-components.ts";
 import type { DiscordGateway } from "./discord-gateway-stand-in.ts";
 import {
   contentError,
   type FieldError,
   invalidFormBody,
+  isRecord,
   limitHeaders,
   reply,
 } from "./discord-http.ts";
-import {
-  apiMessage,
-  apiUser,
-  buttonInteraction,
-  discordTimestamp,
-  type PostedAuthor,
-  type Snowflakes,
-} from "./discord-objects.ts";
+import { apiMessage, discordTimestamp, type Snowflakes } from "./discord-objects.ts";
+import { buttonPress, type Press } from "./discord-press.ts";
 
-/** A user pressing a button, as a test plays it with `press()`. */
-export interface Press {
-  message_id: string;
-  custom_id: string;
-  user: PostedAuthor;
-  /** The message's guild; defaults to the one a post() gave its channel, else the press is in a DM. */
-  guild_id?: string;
-}
+export type { Press } from "./discord-press.ts";
 
 /** One answer to an interaction: a callback (its type), an edit of @original, or a followup. */
 export interface InteractionResponse {
@@ -77,13 +72,24 @@ export interface InteractionHost {
 /** What @original names: a message in the channel, or an ephemeral one only the presser saw. */
 type Original = { id: string } | { ephemeral: APIMessage };
 
-interface Interaction {
+/** An interaction as its kind starts it; the callback and webhook routes keep the rest. */
+export interface Started {
+  /** The INTERACTION_CREATE payload, dispatched as is. */
+  payload: APIInteraction;
+  channelId: string;
+  /** The message a button press was on; undefined for a command. */
+  messageId: string | undefined;
+  /** What a message answering the interaction carries as its interaction_metadata. */
+  metadata: APIMessageInteractionMetadata;
+  /** The initial callback types this kind of interaction takes. */
+  accepts: readonly InteractionResponseType[];
+  /** Refuses a type 8 callback's data as Discord would, or accepts it (undefined). */
+  checkChoices?: (data: Record<string, unknown>) => FieldError | undefined;
+}
+
+interface Interaction extends Started {
   id: string;
   token: string;
-  channelId: string;
-  user: APIUser;
-  messageId: string;
-  owners: APIMessageComponentButtonInteraction["authorizing_integration_owners"];
   at: number;
   acknowledged: InteractionResponseType | undefined;
   original: Original | undefined;
@@ -91,28 +97,18 @@ interface Interaction {
 
 /** How long an interaction's token serves the webhook routes after the press. */
 const TOKEN_LIFETIME_MS = 15 * 60_000;
-/** The callback types a button press takes that the double speaks (modals aren't). */
+/** The callback types the double speaks (modals and premium prompts aren't); Discord's own list is longer. */
 const CALLBACK_TYPES = [
   InteractionResponseType.ChannelMessageWithSource,
   InteractionResponseType.DeferredChannelMessageWithSource,
   InteractionResponseType.DeferredMessageUpdate,
   InteractionResponseType.UpdateMessage,
+  InteractionResponseType.ApplicationCommandAutocompleteResult,
 ] as const;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Moves a field error under a body key ("data" for a callback's message). */
 function under(prefix: string, error: FieldError): FieldError {
   return prefix ? { ...error, field: `${prefix}.${error.field}` } : error;
-}
-
-/** Discord's tokens are opaque base64 naming the interaction; only the stand-in reads them back. */
-function interactionToken(id: string): string {
-  return Buffer.from(`interaction:${id}:${randomBytes(48).toString("base64url")}`).toString(
-    "base64url",
-  );
 }
 
 export class DiscordInteractions {
@@ -124,38 +120,22 @@ export class DiscordInteractions {
 
   /** A user presses a button on a stored message: INTERACTION_CREATE goes to every session. */
   press(input: Press): { id: string; token: string } {
-    const { channels } = this.host;
-    const message = channels.find(input.message_id);
-    if (!message) throw new Error(`no message ${input.message_id} to press a button on`);
-    const button = buttonOf(message, input.custom_id);
-    if (!button) throw new Error(`message ${message.id} has no button ${input.custom_id}`);
-    // Discord greys a disabled button out, so nobody can press it.
-    if (button.disabled) throw new Error(`button ${input.custom_id} is disabled`);
-    const user = apiUser(input.user);
-    const id = this.host.ids.next();
-    const token = interactionToken(id);
-    const interaction = buttonInteraction({
-      id,
-      token,
-      applicationId: this.host.applicationId,
-      message,
-      customId: button.custom_id,
-      user,
-      guildId: input.guild_id ?? channels.guildOf(message.channel_id),
-    });
+    return this.start(buttonPress(input, this.host));
+  }
+
+  /** Opens an interaction for its window and dispatches its INTERACTION_CREATE to every session. */
+  start(started: Started): { id: string; token: string } {
+    const { id, token } = started.payload;
     this.open.set(id, {
+      ...started,
       id,
       token,
-      channelId: message.channel_id,
-      user,
-      messageId: message.id,
-      owners: interaction.authorizing_integration_owners,
       at: Date.now(),
       acknowledged: undefined,
       original: undefined,
     });
     // Interactions aren't behind an intent: every session gets them.
-    this.host.gateway.dispatch(GatewayDispatchEvents.InteractionCreate, () => interaction);
+    this.host.gateway.dispatch(GatewayDispatchEvents.InteractionCreate, () => started.payload);
     return { id, token };
   }
 
@@ -214,12 +194,28 @@ export class DiscordInteractions {
       invalidFormBody(res, {
         field: "type",
         code: "BASE_TYPE_CHOICES",
-        message: "Value must be one of {4, 5, 6, 7}.",
+        message: `Value must be one of {${CALLBACK_TYPES.join(", ")}}.`,
       });
       return;
     }
-    const pressed = { id: interaction.messageId };
-    let original: Original = pressed;
+    if (!interaction.accepts.includes(type)) {
+      invalidFormBody(res, {
+        field: "type",
+        code: "INTERACTION_RESPONSE_TYPE_INVALID",
+        message: "Interaction response type is invalid for this interaction.",
+      });
+      return;
+    }
+    const refused =
+      type === InteractionResponseType.ApplicationCommandAutocompleteResult
+        ? interaction.checkChoices?.(data ?? {})
+        : undefined;
+    if (refused) {
+      invalidFormBody(res, under("data", refused));
+      return;
+    }
+    const pressed = { id: interaction.messageId ?? "" };
+    let original: Original | undefined = interaction.messageId ? pressed : undefined;
     if (
       type === InteractionResponseType.ChannelMessageWithSource ||
       type === InteractionResponseType.DeferredChannelMessageWithSource
@@ -292,7 +288,9 @@ export class DiscordInteractions {
     interaction: Interaction,
     body: Record<string, unknown>,
   ): void {
-    if (interaction.acknowledged === undefined) {
+    // An autocomplete's choices are its only answer: there is no message to follow up.
+    const autocompleted = InteractionResponseType.ApplicationCommandAutocompleteResult;
+    if (interaction.acknowledged === undefined || interaction.acknowledged === autocompleted) {
       reply(res, 404, { message: "Unknown Webhook", code: 10015 });
       return;
     }
@@ -332,17 +330,15 @@ export class DiscordInteractions {
         attachments: [],
         components,
       }),
+      // A command's answer is a CHAT_INPUT_COMMAND message on Discord.
+      ...(interaction.metadata.type === InteractionType.ApplicationCommand
+        ? { type: MessageType.ChatInputCommand }
+        : {}),
       // Discord's flag enum has no member for a combination, so the sum is cast back to it.
       flags: flags as MessageFlags,
       webhook_id: this.host.applicationId,
       application_id: this.host.applicationId,
-      interaction_metadata: {
-        id: interaction.id,
-        type: InteractionType.MessageComponent,
-        user: interaction.user,
-        authorizing_integration_owners: interaction.owners,
-        interacted_message_id: interaction.messageId,
-      },
+      interaction_metadata: interaction.metadata,
     };
     if (ephemeral) return { ephemeral: message };
     this.host.channels.add(message);

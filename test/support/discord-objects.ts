@@ -1,9 +1,10 @@
 /**
- * Discord's object shapes for the Discord stand-in (discord-stand-in.ts):
- * snowflakes, users, messages, attachments and button interactions as
- * Discord's HTTP API and gateway serialize them. Typed against
- * discord-api-types so a field Discord always sends can't silently go missing
- * from the double.
+ * Discord's object shapes for the Discord stand-in (discord-stand-in.ts), a
+ * TEST DOUBLE for Discord, which can't be reached from here, speaking its
+ * real wire protocol: snowflakes, users, messages, attachments, interaction
+ * tokens and button interactions as Discord's HTTP API and gateway serialize
+ * them. Typed against discord-api-types so a field Discord always sends can't
+ * silently go missing from the double.
  */
 import { randomBytes } from "node:crypto";
 import {
@@ -32,6 +33,13 @@ import {
  * member for 0, so the empty set is spelled once here.
  */
 export const NO_FLAGS = 0 as UserFlags & MessageFlags & GuildMemberFlags;
+
+/** Discord's tokens are opaque base64 naming the interaction; only the stand-in reads them back. */
+export function interactionToken(id: string): string {
+  return Buffer.from(`interaction:${id}:${randomBytes(48).toString("base64url")}`).toString(
+    "base64url",
+  );
+}
 
 /** Discord's epoch (2015-01-01T00:00:00Z); snowflakes count milliseconds from it. */
 const DISCORD_EPOCH = 1_420_070_400_000n;

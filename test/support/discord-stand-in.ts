@@ -14,15 +14,19 @@
  *   (discord-gateway-stand-in.ts);
  * - message components (action rows of buttons, discord-components.ts) and
  *   the interactions a press of one starts, with their token-authenticated
- *   callback and webhook routes (discord-interactions.ts).
+ *   callback and webhook routes (discord-interactions.ts);
+ * - application commands: registration (discord-command-registry.ts) and
+ *   the interactions running one or autocompleting starts (discord-commands.ts).
  * Every HTTP request is recorded as it arrived (method, path, query, headers,
  * parsed body) so tests assert real request shapes; `post()` plays a user
- * posting in a channel and `press()` a user pressing a button.
+ * posting in a channel, `press()` one pressing a button, `command()` and
+ * `autocomplete()` one using a slash command.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { APIMessage, APIUser } from "discord-api-types/v10";
+import type { APIApplicationCommand, APIMessage, APIUser } from "discord-api-types/v10";
 import { DiscordChannels } from "./discord-channels.ts";
+import { type AutocompleteRun, type CommandRun, DiscordCommands } from "./discord-commands.ts";
 import { type ButtonRow, messageBody } from "./discord-components.ts";
 import { DiscordGateway } from "./discord-gateway-stand-in.ts";
 import {
@@ -54,6 +58,7 @@ import {
   storedAttachment,
 } from "./discord-objects.ts";
 
+export type { AutocompleteRun, CommandRun, SimpleOptions } from "./discord-commands.ts";
 export type { DiscordRequest } from "./discord-http.ts";
 export type { InteractionResponse, Press } from "./discord-interactions.ts";
 export type { DiscordMessage, PostedMessage } from "./discord-objects.ts";
@@ -80,6 +85,7 @@ export class DiscordStandIn {
   /** The gateway's own records and hooks (RECONNECT, INVALID_SESSION, close codes, queries). */
   readonly gateway: DiscordGateway;
   private readonly interactions: DiscordInteractions;
+  private readonly commands: DiscordCommands;
 
   private constructor(
     private readonly server: Server,
@@ -114,6 +120,7 @@ export class DiscordStandIn {
       channels: this.channelMessages,
       gateway: this.gateway,
     });
+    this.commands = new DiscordCommands(options.botUserId, this.ids, this.interactions);
   }
 
   static async start(options: {
@@ -213,7 +220,22 @@ export class DiscordStandIn {
     return this.interactions.press(input);
   }
 
-  /** Callbacks, @original edits and followups the bot answered interactions with, in order. */
+  /** The commands the bot registered for a guild, or the global ones, as Discord answers them. */
+  registeredCommands(guildId?: string): APIApplicationCommand[] {
+    return this.commands.registry.registered(guildId);
+  }
+
+  /** A user runs a registered slash command (INTERACTION_CREATE type 2); throws if Discord wouldn't offer it. */
+  command(input: CommandRun): { id: string; token: string } {
+    return this.commands.command(input);
+  }
+
+  /** A user types into an autocomplete option (INTERACTION_CREATE type 4); throws if it isn't one. */
+  autocomplete(input: AutocompleteRun): { id: string; token: string } {
+    return this.commands.autocomplete(input);
+  }
+
+  /** Callbacks (type 8's choices too), @original edits and followups the bot answered interactions with, in order. */
   get interactionResponses(): readonly InteractionResponse[] {
     return this.interactions.responses;
   }
@@ -279,6 +301,7 @@ export class DiscordStandIn {
     this.channelMessages.clear();
     this.attachments.clear();
     this.interactions.reset();
+    this.commands.registry.reset();
     this.gateway.resetRecords();
   }
 
@@ -308,6 +331,7 @@ export class DiscordStandIn {
       reply(res, 401, { message: "401: Unauthorized", code: 0 });
       return;
     }
+    if (this.commands.registry.route(req.method ?? "", path, body, res)) return;
     if (req.method === "GET" && path === "/api/v10/gateway/bot") {
       reply(res, 200, gatewayBot(this.gatewayUrl), limitHeaders(4));
       return;

@@ -1,17 +1,23 @@
 import { DiscordAPIError, makeURLSearchParams, REST, RequestMethod } from "@discordjs/rest";
 import {
+  type APIApplicationCommand,
   type APIMessage,
+  ApplicationCommandOptionType,
+  ApplicationCommandType,
   ButtonStyle,
   ComponentType,
   GatewayDispatchEvents,
   GatewayIntentBits,
   InteractionResponseType,
+  InteractionType,
   MessageFlags,
+  MessageType,
+  PermissionFlagsBits,
   Routes,
 } from "discord-api-types/v10";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DiscordClients, type GatewayClientOptions } from "../support/discord-clients.ts";
-import { DiscordStandIn } from "../support/discord-stand-in.ts";
+import { type CommandRun, DiscordStandIn } from "../support/discord-stand-in.ts";
 
 /**
  * The Discord stand-in driven by the real @discordjs/rest and @discordjs/ws
@@ -397,5 +403,304 @@ describe("buttons and interactions", () => {
     expect(kinds).toEqual([7, "followup", "edit_original"]);
     // The ephemeral followup never reached the channel.
     expect(standIn.history(CHANNEL).map((m) => m.content)).toEqual(["Approved, and done"]);
+  });
+});
+
+describe("application commands", () => {
+  const ROLE = "1300000000000000400";
+  const weather = {
+    name: "weather",
+    description: "The weather somewhere",
+    options: [
+      {
+        type: ApplicationCommandOptionType.String,
+        name: "city",
+        description: "Which city",
+        required: true,
+        autocomplete: true,
+      },
+      {
+        type: ApplicationCommandOptionType.Integer,
+        name: "days",
+        description: "How many days",
+        min_value: 1,
+        max_value: 7,
+      },
+      { type: ApplicationCommandOptionType.User, name: "for", description: "Who asks" },
+    ],
+  };
+  const ping = { name: "ping", description: "Is the bot there?" };
+  const guildCommands = () => Routes.applicationGuildCommands(standIn.botUserId, GUILD);
+  const register = (body: unknown[], route: `/${string}` = guildCommands()) =>
+    restClient().put(route, { body }) as Promise<APIApplicationCommand[]>;
+  const run = (name: string, extra: Partial<CommandRun> = {}) =>
+    standIn.command({ name, user: USER, channel_id: CHANNEL, guild_id: GUILD, ...extra });
+
+  it("registers a guild's and the global commands by bulk overwrite, as Discord answers them", async () => {
+    const created = await register([weather, ping]);
+    expect(created).toHaveLength(2);
+    expect(created[0]).toMatchObject({
+      id: expect.stringMatching(/^[0-9]{17,20}$/),
+      application_id: standIn.botUserId,
+      guild_id: GUILD,
+      version: expect.stringMatching(/^[0-9]{17,20}$/),
+      type: ApplicationCommandType.ChatInput,
+      name: "weather",
+      description: "The weather somewhere",
+      options: weather.options,
+      default_member_permissions: null,
+    });
+    expect(await restClient().get(guildCommands())).toEqual(created);
+    expect(standIn.registeredCommands(GUILD)).toEqual(created);
+    expect(standIn.registeredCommands()).toEqual([]);
+
+    const global = await register([ping], Routes.applicationCommands(standIn.botUserId));
+    expect(global[0]?.guild_id).toBeUndefined();
+    expect(standIn.registeredCommands().map((command) => command.name)).toEqual(["ping"]);
+
+    // An overwrite replaces the set; a command kept by name keeps its id and, unchanged, its version.
+    const again = await register([weather]);
+    expect(again).toEqual([created[0]]);
+    expect(standIn.registeredCommands(GUILD).map((command) => command.name)).toEqual(["weather"]);
+  });
+
+  it("refuses a registration Discord refuses, with 50035 naming the field", async () => {
+    const refusal = (body: unknown[]) => register(body).then(() => "accepted");
+    const option = (extra: Record<string, unknown>) => ({
+      type: ApplicationCommandOptionType.String,
+      name: "what",
+      description: "What",
+      ...extra,
+    });
+    await expect(refusal([{ ...ping, name: "Ping" }])).rejects.toMatchObject({
+      status: 400,
+      code: 50035,
+      message: expect.stringContaining("0.name[APPLICATION_COMMAND_INVALID_NAME]"),
+    });
+    await expect(refusal([ping, { ...weather, name: "has space" }])).rejects.toMatchObject({
+      message: expect.stringContaining("1.name[APPLICATION_COMMAND_INVALID_NAME]"),
+    });
+    await expect(refusal([{ name: "ping" }])).rejects.toMatchObject({
+      message: expect.stringContaining("0.description[BASE_TYPE_REQUIRED]"),
+    });
+    await expect(refusal([ping, ping])).rejects.toMatchObject({
+      message: expect.stringContaining("APPLICATION_COMMANDS_DUPLICATE_NAME"),
+    });
+    const many = Array.from({ length: 26 }, (_, n) => option({ name: `o${n}` }));
+    await expect(refusal([{ ...ping, options: many }])).rejects.toMatchObject({
+      message: expect.stringContaining("0.options[BASE_TYPE_MAX_LENGTH]"),
+    });
+    const both = option({ autocomplete: true, choices: [{ name: "a", value: "a" }] });
+    await expect(refusal([{ ...ping, options: [both] }])).rejects.toMatchObject({
+      message: expect.stringContaining("0.options[0].autocomplete"),
+    });
+    const sub = { type: ApplicationCommandOptionType.Subcommand, name: "now", description: "Now" };
+    await expect(refusal([{ ...ping, options: [sub, option({})] }])).rejects.toMatchObject({
+      message: expect.stringContaining("APPLICATION_COMMAND_OPTIONS_TYPE_INVALID"),
+    });
+    const nested = { ...sub, options: [sub] };
+    await expect(refusal([{ ...ping, options: [nested] }])).rejects.toMatchObject({
+      message: expect.stringContaining("0.options[0].options[0].type"),
+    });
+    await expect(
+      restClient().put(Routes.applicationCommands("1300000000000000999"), { body: [ping] }),
+    ).rejects.toMatchObject({ status: 403, code: 20012 });
+    expect(standIn.registeredCommands(GUILD)).toEqual([]);
+  });
+
+  it("delivers a registered command as INTERACTION_CREATE type 2 with the member's roles and permissions", async () => {
+    const [registered] = await register([weather]);
+    const { manager, received } = gatewayClient();
+    await manager.connect();
+    const ran = run("weather", {
+      options: { city: "Paris", days: 3, for: USER.id },
+      roles: [ROLE],
+      permissions: PermissionFlagsBits.SendMessages | PermissionFlagsBits.ViewChannel,
+    });
+    const { d } = await received(GatewayDispatchEvents.InteractionCreate);
+    expect(d).toMatchObject({
+      id: ran.id,
+      application_id: standIn.botUserId,
+      type: InteractionType.ApplicationCommand,
+      token: ran.token,
+      version: 1,
+      guild_id: GUILD,
+      channel_id: CHANNEL,
+      channel: { id: CHANNEL, type: 0 },
+      data: {
+        id: registered?.id,
+        name: "weather",
+        type: 1,
+        guild_id: GUILD,
+        options: [
+          { name: "city", type: 3, value: "Paris" },
+          { name: "days", type: 4, value: 3 },
+          { name: "for", type: 6, value: USER.id },
+        ],
+        resolved: { users: { [USER.id]: { id: USER.id } } },
+      },
+      member: {
+        user: { id: USER.id, username: USER.username },
+        roles: [ROLE],
+        permissions: String(PermissionFlagsBits.SendMessages | PermissionFlagsBits.ViewChannel),
+        deaf: false,
+        mute: false,
+        flags: 0,
+      },
+      app_permissions: "0",
+      locale: "en-US",
+      guild_locale: "en-US",
+      entitlements: [],
+      authorizing_integration_owners: { "0": GUILD },
+      context: 0,
+    });
+    expect(d.user).toBeUndefined();
+
+    // A global command is offered in a DM with the bot too, where the user comes as `user`.
+    await register([ping], Routes.applicationCommands(standIn.botUserId));
+    const dm = run("ping", { guild_id: undefined, channel_id: "1300000000000000500" });
+    const direct = await received(GatewayDispatchEvents.InteractionCreate, (e) => e.d.id === dm.id);
+    expect(direct.d).toMatchObject({
+      type: 2,
+      channel: { id: "1300000000000000500", type: 1 },
+      user: { id: USER.id },
+      context: 1,
+      data: { name: "ping", type: 1 },
+    });
+    expect([direct.d.member, direct.d.guild_id]).toEqual([undefined, undefined]);
+    expect(direct.d.data).not.toHaveProperty("guild_id");
+  });
+
+  it("refuses to run what Discord wouldn't offer: unregistered, elsewhere, or with wrong options", async () => {
+    await register([weather]);
+    expect(() => run("forecast")).toThrow("isn't registered");
+    // A guild's command isn't offered in a DM with the bot.
+    expect(() => run("weather", { guild_id: undefined, options: { city: "x" } })).toThrow(
+      "isn't registered",
+    );
+    expect(() => run("weather", { guild_id: "1300000000000000201" })).toThrow("isn't registered");
+    expect(() => run("weather", { options: { days: 3 } })).toThrow("required option city");
+    expect(() => run("weather", { options: { city: "Oslo", days: "3" } })).toThrow("days");
+    expect(() => run("weather", { options: { city: "Oslo", days: 9 } })).toThrow("days");
+    expect(() => run("weather", { options: { city: "Oslo", wind: true } })).toThrow("wind");
+    const wrongType = [
+      { name: "city", type: ApplicationCommandOptionType.Integer as const, value: 1 },
+    ];
+    expect(() => run("weather", { options: wrongType })).toThrow("city");
+  });
+
+  it("keeps an ephemeral type 4 answer out of the channel, puts a public one in it, and refuses type 7", async () => {
+    await register([ping]);
+    const { manager, messageCreate } = gatewayClient();
+    await manager.connect();
+    const quiet = run("ping");
+    const ephemeral = {
+      type: InteractionResponseType.ChannelMessageWithSource,
+      data: { content: "Only you see this", flags: MessageFlags.Ephemeral },
+    };
+    expect((await clients.callback(quiet.id, quiet.token, ephemeral)).status).toBe(204);
+    expect(standIn.interactionResponses).toEqual([
+      { interaction_id: quiet.id, type: 4, data: ephemeral.data },
+    ]);
+    expect(standIn.history(CHANNEL)).toEqual([]);
+
+    const loud = run("ping");
+    const update = clients.callback(loud.id, loud.token, {
+      type: InteractionResponseType.UpdateMessage,
+      data: { content: "no message to update" },
+    });
+    await expect(update).rejects.toMatchObject({ status: 400, code: 50035 });
+    const tooLong = clients.callback(loud.id, loud.token, {
+      type: InteractionResponseType.ChannelMessageWithSource,
+      data: { content: "x".repeat(2001) },
+    });
+    await expect(tooLong).rejects.toMatchObject({ status: 400, code: 50035 });
+    const pong = {
+      type: InteractionResponseType.ChannelMessageWithSource,
+      data: { content: "Pong" },
+    };
+    expect((await clients.callback(loud.id, loud.token, pong)).status).toBe(204);
+    const [message] = standIn.history(CHANNEL);
+    expect(message).toMatchObject({
+      content: "Pong",
+      author: { id: standIn.botUserId, bot: true },
+      type: MessageType.ChatInputCommand,
+      interaction_metadata: { id: loud.id, type: 2, user: { id: USER.id } },
+    });
+    expect((await messageCreate(message?.id ?? "")).d.content).toBe("Pong");
+
+    // Deferred, then the answer comes as an edit of @original.
+    const slow = run("ping");
+    const defer = { type: InteractionResponseType.DeferredChannelMessageWithSource };
+    expect((await clients.callback(slow.id, slow.token, defer)).status).toBe(204);
+    const edited = (await new REST({ api: standIn.apiBase, version: "10" }).patch(
+      Routes.webhookMessage(standIn.botUserId, slow.token, "@original"),
+      { body: { content: "Pong, at last" }, auth: false },
+    )) as APIMessage;
+    expect(edited.content).toBe("Pong, at last");
+    expect(standIn.history(CHANNEL).map((m) => m.content)).toEqual(["Pong", "Pong, at last"]);
+  });
+
+  it("sends an autocomplete as type 4 and takes only a type 8 answer with valid choices", async () => {
+    await register([weather]);
+    const { manager, received } = gatewayClient();
+    await manager.connect();
+    const typing = standIn.autocomplete({
+      name: "weather",
+      options: { city: "Par", days: 2 },
+      focused: "city",
+      user: USER,
+      channel_id: CHANNEL,
+      guild_id: GUILD,
+    });
+    const { d } = await received(GatewayDispatchEvents.InteractionCreate);
+    expect(d).toMatchObject({
+      id: typing.id,
+      type: InteractionType.ApplicationCommandAutocomplete,
+      data: {
+        name: "weather",
+        options: [
+          { name: "city", type: 3, value: "Par", focused: true },
+          { name: "days", type: 4, value: 2 },
+        ],
+      },
+    });
+    const message = {
+      type: InteractionResponseType.ChannelMessageWithSource,
+      data: { content: "no" },
+    };
+    await expect(clients.callback(typing.id, typing.token, message)).rejects.toMatchObject({
+      status: 400,
+      code: 50035,
+    });
+    const many = Array.from({ length: 26 }, (_, n) => ({ name: `c${n}`, value: `c${n}` }));
+    const result = InteractionResponseType.ApplicationCommandAutocompleteResult;
+    const overflow = clients.callback(typing.id, typing.token, {
+      type: result,
+      data: { choices: many },
+    });
+    await expect(overflow).rejects.toMatchObject({ status: 400, code: 50035 });
+    const wrongValue = clients.callback(typing.id, typing.token, {
+      type: result,
+      data: { choices: [{ name: "Paris", value: 75 }] },
+    });
+    await expect(wrongValue).rejects.toMatchObject({ status: 400, code: 50035 });
+    const choices = [
+      { name: "Paris", value: "paris" },
+      { name: "Parma", value: "parma" },
+    ];
+    const answer = await clients.callback(typing.id, typing.token, {
+      type: result,
+      data: { choices },
+    });
+    expect(answer.status).toBe(204);
+    expect(standIn.interactionResponses).toEqual([
+      { interaction_id: typing.id, type: 8, data: { choices } },
+    ]);
+
+    const focusDays = { name: "weather", options: { city: "Paris", days: 2 }, focused: "days" };
+    expect(() =>
+      standIn.autocomplete({ ...focusDays, user: USER, channel_id: CHANNEL, guild_id: GUILD }),
+    ).toThrow("isn't an autocomplete option");
   });
 });
