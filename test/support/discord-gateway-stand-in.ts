@@ -45,6 +45,12 @@ export interface GatewayOptions {
   heartbeatInterval: number;
   botUser: APIUser;
   applicationId: string;
+  /**
+   * The guilds the bot is in, listed in READY as unavailable (as Discord
+   * does). The GUILD_CREATE that Discord sends for each after READY is not
+   * sent: nothing here needs a guild's full object.
+   */
+  guilds: string[];
   /** The gateway's own URL, for resume_gateway_url (known once the server listens). */
   url: () => string;
 }
@@ -275,7 +281,7 @@ export class DiscordGateway {
     const ready: GatewayReadyDispatchData = {
       v: 10,
       user: this.options.botUser,
-      guilds: [],
+      guilds: this.options.guilds.map((id) => ({ id, unavailable: true })),
       session_id: session.id,
       resume_gateway_url: this.options.url(),
       shard: [0, 1],

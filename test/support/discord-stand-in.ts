@@ -96,6 +96,7 @@ export class DiscordStandIn {
       botUserId: string;
       heartbeatInterval: number;
       interactionWindowMs: number;
+      guilds: string[];
     },
   ) {
     this.channels = new Set(options.channels);
@@ -109,6 +110,7 @@ export class DiscordStandIn {
       botUser: this.botUser,
       // A bot's application id is its user id.
       applicationId: options.botUserId,
+      guilds: options.guilds,
       url: () => this.gatewayUrl,
     });
     this.channelMessages = new DiscordChannels(this.gateway, this.botUserId);
@@ -132,6 +134,8 @@ export class DiscordStandIn {
     heartbeatInterval?: number;
     /** How long an interaction waits for its initial callback; Discord's is 3 s. */
     interactionWindowMs?: number;
+    /** The guilds the bot is in (READY lists them). */
+    guilds?: string[];
   }): Promise<DiscordStandIn> {
     let standIn: DiscordStandIn | undefined;
     const server = createServer((req, res) => {
@@ -147,6 +151,7 @@ export class DiscordStandIn {
       botUserId: options.botUserId ?? "1290000000000000001",
       heartbeatInterval: options.heartbeatInterval ?? 41_250,
       interactionWindowMs: options.interactionWindowMs ?? 3_000,
+      guilds: options.guilds ?? [],
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return standIn;

@@ -1,9 +1,13 @@
 import { DiscordAPIError, REST } from "@discordjs/rest";
 import { WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
 import {
+  type APIChatInputApplicationCommandInteraction,
+  type APIInteraction,
   type APIMessage,
+  ApplicationCommandType,
   GatewayDispatchEvents,
   GatewayIntentBits,
+  InteractionType,
   Routes,
 } from "discord-api-types/v10";
 import type { Credential } from "../../../boundary/gateway/vault.ts";
@@ -17,6 +21,11 @@ import {
 } from "../../listeners/child.ts";
 import { cursorChannels, readCursor } from "../../listeners/cursors.ts";
 import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
+import {
+  handleDiscordAutocomplete,
+  handleDiscordCommand,
+  registerDiscordCommands,
+} from "./commands.ts";
 import { discordChannelId, discordPlace } from "./ids.ts";
 import { handleDiscordPress, postDiscordOffer } from "./offers.ts";
 
@@ -52,6 +61,8 @@ export class DiscordListener implements ChatAdapter {
   private readonly token: string;
   private manager: WebSocketManager | undefined;
   private botId: string | undefined;
+  private applicationId: string | undefined;
+  private readonly registered = new Set<string>();
   private readonly queues: ChannelQueues;
 
   constructor(
@@ -84,7 +95,9 @@ export class DiscordListener implements ChatAdapter {
     this.manager = manager;
     manager.on(WebSocketShardEvents.Ready, ({ data }) => {
       this.botId = data.user.id;
+      this.applicationId = data.application.id;
       this.host.status("connected");
+      for (const guild of data.guilds) void this.register(guild.id);
       void this.catchUp();
     });
     manager.on(WebSocketShardEvents.Resumed, () => this.host.status("connected"));
@@ -97,10 +110,8 @@ export class DiscordListener implements ChatAdapter {
     manager.on(WebSocketShardEvents.Dispatch, ({ data }) => {
       this.host.event();
       if (data.t === GatewayDispatchEvents.MessageCreate) this.enqueue(data.d);
-      else if (data.t === GatewayDispatchEvents.InteractionCreate)
-        void handleDiscordPress(this.rest, this.host, data.d).catch((error: unknown) =>
-          this.host.note(`a button press was not answered: ${errorMessage(error)}`),
-        );
+      else if (data.t === GatewayDispatchEvents.GuildCreate) void this.register(data.d.id);
+      else if (data.t === GatewayDispatchEvents.InteractionCreate) this.interaction(data.d);
     });
     this.host.status("connecting");
     try {
@@ -109,6 +120,39 @@ export class DiscordListener implements ChatAdapter {
       if (error instanceof DiscordAPIError && error.status === 401)
         throw new Unauthorised("Discord answered 401 to the bot token");
       throw error;
+    }
+  }
+
+  /** A button press, a command, or an option being typed. */
+  private interaction(interaction: APIInteraction): void {
+    const failed = (what: string) => (error: unknown) =>
+      this.host.note(`${what} was not answered: ${errorMessage(error)}`);
+    if (interaction.type === InteractionType.MessageComponent)
+      void handleDiscordPress(this.rest, this.host, interaction).catch(failed("a button press"));
+    else if (
+      interaction.type === InteractionType.ApplicationCommand &&
+      interaction.data.type === ApplicationCommandType.ChatInput
+    )
+      void handleDiscordCommand(
+        this.rest,
+        this.host,
+        interaction as APIChatInputApplicationCommandInteraction,
+      ).catch(failed(`/${interaction.data.name}`));
+    else if (interaction.type === InteractionType.ApplicationCommandAutocomplete)
+      void handleDiscordAutocomplete(this.rest, this.host, interaction).catch(
+        failed("an autocomplete"),
+      );
+  }
+
+  /** The commands in a guild the bot is in, once per guild while this listener runs. */
+  private async register(guild: string): Promise<void> {
+    if (!this.applicationId || this.registered.has(guild)) return;
+    this.registered.add(guild);
+    try {
+      await registerDiscordCommands(this.rest, this.applicationId, guild);
+    } catch (error) {
+      this.registered.delete(guild);
+      this.host.note(`the commands were not registered in guild ${guild}: ${errorMessage(error)}`);
     }
   }
 
