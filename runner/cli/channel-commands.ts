@@ -55,6 +55,23 @@ export function registerChannelCommands(program: Command): void {
     );
 
   channel
+    .command("link <id> <other>")
+    .description(
+      "make two of one person's direct surfaces (DMs, a terminal) one conversation: one history (the first's), one session; the reply goes where they last wrote; each keeps its own trust",
+    )
+    .option("--json", "print the link group as JSON")
+    .action(async (id: string, other: string, flags: { json?: boolean }) =>
+      (await channelCommands()).linkChannelCommand(id, other, flags),
+    );
+
+  channel
+    .command("unlink <id>")
+    .description(
+      "take a surface out of its link group: its next message starts its own conversation",
+    )
+    .action(async (id: string) => (await channelCommands()).unlinkChannelCommand(id));
+
+  channel
     .command("set <id> <key> <value>")
     .description("change a setting: mode all|mention (which messages wake the worker)")
     .action(async (id: string, key: string, value: string) =>

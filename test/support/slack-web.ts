@@ -184,7 +184,8 @@ export function botMethod(
         is_enterprise_install: false,
       };
     case "chat.postMessage": {
-      const channel = str("channel");
+      // a user's id posts in the app's DM with them, as Slack does for a bot token
+      const channel = dmOfUser(str("channel"), context) ?? str("channel");
       const text = str("text");
       if (!channels.includes(channel)) return { ok: false, error: "channel_not_found" };
       const blocks = readBlocks(body.blocks);
@@ -277,4 +278,12 @@ export function botMethod(
     default:
       return { ok: false, error: "unknown_method" };
   }
+}
+
+/** The DM channel (D…) Slack posts to when chat.postMessage is given a known user's id. */
+function dmOfUser(id: string, context: BotContext): string | undefined {
+  if (!/^[UW]/.test(id) || !context.users.includes(id)) return undefined;
+  const dm = `D${id.slice(1)}`;
+  if (!context.channels.includes(dm)) context.channels.push(dm);
+  return dm;
 }

@@ -11,6 +11,7 @@ import {
   readDesignations,
   setTrusted,
 } from "../../runner/records/channels/designations.ts";
+import { homeOf } from "../../runner/records/channels/links.ts";
 import { ensureChannel, readPurpose } from "../../runner/records/channels/store.ts";
 import { listGates } from "../../runner/records/gates/gate-record.ts";
 import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
@@ -214,6 +215,22 @@ describe("what the commands change", () => {
       "tidy the notes",
     );
     expect(await ask(ADMIN, "/worker pause ghost")).toBe('no worker named "ghost"');
+  });
+
+  it("/channel link joins this DM to another of the person's surfaces; a room is refused", async () => {
+    const dm = "discord-dm-830000000000000001";
+    const other = "slack-t0roster-dm-u0admin";
+    expect(await ask(APPROVER, `/channel link ${other}`, dm)).toMatch(
+      /^Not done: .* needs an admin/,
+    );
+    expect(await ask(ADMIN, `/channel link ${other}`, dm)).toBe(
+      `linked: ${dm} + ${other} are one conversation (its history is ${dm}'s); each keeps its own trust`,
+    );
+    expect(homeOf(paths, other)).toBe(dm);
+    expect(await ask(ADMIN, "/channel", other)).toMatch(new RegExp(`^linked {4}${dm}$`, "m"));
+    expect(await ask(ADMIN, `/channel link ${other}`)).toMatch(/is not a direct surface/);
+    expect(await ask(ADMIN, "/channel unlink", other)).toMatch(/is its own conversation again/);
+    expect(homeOf(paths, other)).toBe(other);
   });
 
   it("/purpose edit writes at once in a trusted channel and waits for approval elsewhere", async () => {

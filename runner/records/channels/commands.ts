@@ -1,7 +1,7 @@
 /**
- * What `roster channel trust | untrust | set` do: the operator's word on a
- * channel — whether sends there run unasked, and which messages wake the
- * worker. The CLI only declares these commands; this module is loaded when one runs.
+ * What `roster channel trust | untrust | set | link | unlink | rm` do: the
+ * operator's word on a channel — whether sends there run unasked, which
+ * messages wake the worker, which surfaces are one conversation. The CLI only declares these commands; this module is loaded when one runs.
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
 
@@ -48,5 +48,29 @@ export async function removeChannelCommand(
     flags.json
       ? `${JSON.stringify(removed)}\n`
       : `removed channel ${id}; nothing was deleted${removed.archive ? `: its folder is now ${removed.archive}` : ""}${removed.forgot ? "; its trust and mode are back to the defaults" : ""}\n`,
+  );
+}
+
+/** `roster channel link`: two direct surfaces become one conversation. */
+export async function linkChannelCommand(
+  id: string,
+  other: string,
+  flags: { json?: boolean },
+): Promise<void> {
+  const { userInfo } = await import("node:os");
+  const { linkSaid, linkSurfaces } = await import("./links.ts");
+  const by = `cli:${process.env.USER ?? userInfo().username}`;
+  const group = await linkSurfaces(rosterPaths(), id, other, by);
+  process.stdout.write(flags.json ? `${JSON.stringify(group)}\n` : `${linkSaid(group)}\n`);
+}
+
+/** `roster channel unlink`: a surface leaves its link group. */
+export async function unlinkChannelCommand(id: string): Promise<void> {
+  const { unlinkSurface } = await import("./links.ts");
+  const before = await unlinkSurface(rosterPaths(), id);
+  process.stdout.write(
+    before
+      ? `${id} is its own conversation again (the history so far stays with ${before.surfaces[0]})\n`
+      : `${id} was not linked\n`,
   );
 }

@@ -16,6 +16,8 @@ interface HistoryEntry {
   author: string;
   role: string;
   text: string;
+  /** A linked surface it came from (see links.ts). */
+  surface?: string;
 }
 
 const entryOf = (message: MessageRecord): HistoryEntry => ({
@@ -23,6 +25,7 @@ const entryOf = (message: MessageRecord): HistoryEntry => ({
   author: message.author,
   role: message.role,
   text: message.content,
+  ...(message.surface ? { surface: message.surface } : {}),
 });
 
 function renderHistory(entries: readonly string[]): string {

@@ -42,6 +42,8 @@ export const MessageRecord = Type.Object({
   role: MessageRole,
   content: Type.String(),
   attachments: Type.Array(Type.Unknown()),
+  /** In a linked group's home: the surface it came from, when not the home itself. */
+  surface: Type.Optional(Type.String()),
 });
 export type MessageRecord = Static<typeof MessageRecord>;
 

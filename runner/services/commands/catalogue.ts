@@ -150,6 +150,25 @@ export const COMMANDS: readonly CommandSpec[] = [
         authority: "change",
         options: [{ name: "mode", description: "all or mention", kind: "mode", required: true }],
       },
+      {
+        name: "link",
+        description: "make this DM and another of your surfaces one conversation",
+        authority: "change",
+        options: [
+          {
+            name: "other",
+            description: "the other surface's id, e.g. slack-t0…-dm-u0…",
+            kind: "channel",
+            required: true,
+          },
+        ],
+      },
+      {
+        name: "unlink",
+        description: "make this surface its own conversation again",
+        authority: "change",
+        options: [],
+      },
     ],
   },
   {

@@ -170,7 +170,9 @@ async function startServices(
     ...(ready ? { ready: ready.sessions } : {}),
     queueBound: 64,
     replyBy: (provider) =>
-      `only through the ${provider}_send action: your plain text is not shown to anyone`,
+      provider === "linked"
+        ? "this conversation is one person's linked surfaces: answer on the surface the latest message came from (its block names the provider and channel), through that provider's send action (discord_send, slack_send); your plain text is not shown to anyone"
+        : `only through the ${provider}_send action: your plain text is not shown to anyone`,
     recordReplies: false,
   });
   const listeners = startListeners(options, config, router, env);

@@ -1,5 +1,7 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import { errorMessage } from "../../ground/errors.ts";
 import { historyBlock, messageBlock, turnInput } from "../../records/channels/history.ts";
+import { groupOf, homeOf } from "../../records/channels/links.ts";
 import {
   appendMessage,
   ensureChannel,
@@ -42,7 +44,11 @@ export interface RouterOptions {
   env?: NodeJS.ProcessEnv;
   /** Messages that may wait behind the running turn, per session. */
   queueBound: number;
-  /** How a worker's reply reaches this provider's channels (told to the worker). */
+  /**
+   * How a worker's reply reaches this provider's channels (told to the
+   * worker); "linked" for a linked group's session, whose messages come from
+   * more than one surface.
+   */
   replyBy: (provider: string) => string;
   /** Record the worker's reply text in the channel's history (surfaces that show it as is). */
   recordReplies: boolean;
@@ -57,6 +63,8 @@ export interface RouterOptions {
 interface Live {
   session: Promise<Session>;
   historyGiven: boolean;
+  /** Opened for a linked group: its prompt says to answer on the surface each message came from. */
+  linked: boolean;
 }
 
 export class SessionRouter {
@@ -72,8 +80,19 @@ export class SessionRouter {
 
   /** Records a message that does not wake the worker (a room in mention mode): context for later. */
   record(inbound: Omit<Inbound, "worker" | "provider" | "standing">): void {
-    ensureChannel(this.options.paths, inbound.channel);
-    appendMessage(this.options.paths, inbound.channel, recordOf(inbound));
+    const home = this.homeOf(inbound.channel);
+    ensureChannel(this.options.paths, home);
+    appendMessage(this.options.paths, home, recordOf(inbound, home));
+  }
+
+  /** A linked surface's conversation is its group's home's; a links file that can't be read links nothing. */
+  private homeOf(channel: string): string {
+    try {
+      return homeOf(this.options.paths, channel);
+    } catch (error) {
+      this.options.note(`${channel}: links not followed: ${errorMessage(error)}`);
+      return channel;
+    }
   }
 
   /**
@@ -86,12 +105,16 @@ export class SessionRouter {
     listener: TurnListener & { onRecorded?(): void } = {},
   ): Promise<Delivered> {
     const { paths } = this.options;
-    const key = `${inbound.worker}\u001f${inbound.channel}`;
-    ensureChannel(paths, inbound.channel);
+    const home = this.homeOf(inbound.channel);
+    const linked = home !== inbound.channel || this.homeLinked(home);
+    const key = `${inbound.worker}\u001f${home}`;
+    ensureChannel(paths, home);
     let live = this.live.get(key);
     let snapshot: MessageRecord[] | undefined;
     if (live) {
       const current = await live.session.catch(() => undefined);
+      // linked or unlinked since it opened: its prompt names the wrong surfaces
+      if (current && !current.closing && live.linked !== linked) await current.close();
       if (!current || current.closing) {
         // the ending one gives back its box, its repos and its gateway before a fresh one
         // leases them (an embedded gateway still stopping holds the port); bounded, so a
@@ -104,11 +127,11 @@ export class SessionRouter {
     }
     if (!live) {
       // the history a new session starts from is what came before this message
-      snapshot = readMessages(paths, inbound.channel, { last: 500 });
-      live = { session: this.open(inbound), historyGiven: false };
+      snapshot = readMessages(paths, home, { last: 500 });
+      live = { session: this.open(inbound, home, linked), historyGiven: false, linked };
       this.live.set(key, live);
     }
-    appendMessage(paths, inbound.channel, recordOf(inbound));
+    appendMessage(paths, home, recordOf(inbound, home));
     listener.onRecorded?.();
     const entry = live;
     let session: Session;
@@ -139,7 +162,7 @@ export class SessionRouter {
     });
     const result = await session.submit(input, listener);
     if (this.options.recordReplies && result.texts.length) {
-      appendMessage(paths, inbound.channel, {
+      appendMessage(paths, home, {
         ts: new Date().toISOString(),
         author_id: `worker:${inbound.worker}`,
         author: inbound.worker,
@@ -157,22 +180,31 @@ export class SessionRouter {
     return Promise.all(sessions.map((session) => session.close()));
   }
 
-  private async open(inbound: Inbound): Promise<Session> {
-    const ready = await this.options.ready?.take(inbound.worker, inbound.channel);
+  /** Whether a surface is the home of a link group (its own messages then go to a linked session too). */
+  private homeLinked(home: string): boolean {
+    try {
+      return groupOf(this.options.paths, home) !== undefined;
+    } catch {
+      return false;
+    }
+  }
+
+  private async open(inbound: Inbound, home: string, linked: boolean): Promise<Session> {
+    const ready = await this.options.ready?.take(inbound.worker, home);
     const session = await Session.open({
       ...(ready ? { ready } : {}),
       paths: this.options.paths,
       worker: inbound.worker,
-      channel: inbound.channel,
+      channel: home,
       provider: inbound.provider,
-      replyBy: this.options.replyBy(inbound.provider),
+      replyBy: this.options.replyBy(linked ? "linked" : inbound.provider),
       queueBound: this.options.queueBound,
       note: this.options.note,
       ...(this.options.env ? { env: this.options.env } : {}),
       ...(this.options.idleMs !== undefined ? { idleMs: this.options.idleMs } : {}),
     });
     this.options.onStart?.(session, inbound);
-    const key = `${inbound.worker}\u001f${inbound.channel}`;
+    const key = `${inbound.worker}\u001f${home}`;
     void session.ended.then((end) => {
       const live = this.live.get(key);
       // only forget it if no fresh session has taken its place
@@ -181,7 +213,7 @@ export class SessionRouter {
       });
       this.options.onEnd?.(end, inbound);
       // the channel may well speak again soon: its next session finds a box ready
-      this.options.ready?.want(inbound.worker, inbound.channel);
+      this.options.ready?.want(inbound.worker, home);
     });
     return session;
   }
@@ -200,7 +232,11 @@ function settledOrLater(ended: Promise<unknown>): Promise<void> {
   ]).finally(() => clearTimeout(timer));
 }
 
-function recordOf(inbound: Pick<Inbound, "author" | "author_id" | "text">): MessageRecord {
+/** The history's line for a message; one kept in a linked group's home names the surface it came from. */
+function recordOf(
+  inbound: Pick<Inbound, "author" | "author_id" | "text" | "channel">,
+  home: string,
+): MessageRecord {
   return {
     ts: new Date().toISOString(),
     author_id: inbound.author_id,
@@ -208,6 +244,7 @@ function recordOf(inbound: Pick<Inbound, "author" | "author_id" | "text">): Mess
     role: "user",
     content: inbound.text,
     attachments: [],
+    ...(inbound.channel !== home ? { surface: inbound.channel } : {}),
   };
 }
 

@@ -8,6 +8,7 @@ import {
   trustSaid,
   WAKE_MODES,
 } from "../../../records/channels/designations.ts";
+import { groupOf, linkSaid, linkSurfaces, unlinkSurface } from "../../../records/channels/links.ts";
 import { readPurpose } from "../../../records/channels/store.ts";
 import type { CommandAnswer, CommandContext } from "../context.ts";
 
@@ -30,7 +31,20 @@ export async function channelAnswer(
     if (!isWakeMode(mode)) return { text: `mode: ${WAKE_MODES.join(" or ")}, not "${mode}"` };
     return { text: `${modeSaid(await setMode(paths, channel, mode))} ${by}`, room: true };
   }
+  if (sub === "link") {
+    const group = await linkSurfaces(paths, channel, args.other ?? "", context.asker.user);
+    return { text: linkSaid(group) };
+  }
+  if (sub === "unlink") {
+    const before = await unlinkSurface(paths, channel);
+    return {
+      text: before
+        ? `${channel} is its own conversation again (the history so far stays with ${before.surfaces[0]})`
+        : `${channel} was not linked`,
+    };
+  }
   const standing = designationOf(readDesignations(paths), channel);
+  const group = groupOf(paths, channel);
   const purpose = readPurpose(paths, channel)?.trim();
   return {
     text: [
@@ -38,6 +52,7 @@ export async function channelAnswer(
       `trusted   ${standing.trusted ? "yes" : "no"}${standing.trustedBy === "operator" ? "" : ` (${standing.trustedBy})`}`,
       `mode      ${standing.mode}${standing.modeBy === "operator" ? "" : " (default)"}`,
       `purpose   ${purpose ? purpose.split("\n")[0] : "(none yet)"}`,
+      ...(group ? [`linked    ${group.surfaces.filter((one) => one !== channel).join(", ")}`] : []),
     ].join("\n"),
   };
 }

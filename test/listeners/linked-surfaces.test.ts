@@ -1,0 +1,185 @@
+import { readFileSync } from "node:fs";
+import { appendFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
+import { readListenerStatuses } from "../../runner/services/listeners/supervisor.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
+import { chatWorker, lazyServer, messageOf, until } from "../support/chat-turns.ts";
+import { DiscordStandIn } from "../support/discord-stand-in.ts";
+import { testDocker } from "../support/docker.ts";
+import type { RecordedRequest } from "../support/model-server.ts";
+import { ModelServer } from "../support/model-server.ts";
+import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { SlackStandIn } from "../support/slack-stand-in.ts";
+
+/**
+ * Linked surfaces: Ana's Discord DM and her Slack DM made one conversation
+ * with `roster channel link`. One session, one history (the first
+ * surface's), and the worker answers on the surface she last wrote from;
+ * `unlink` splits them again.
+ */
+const docker = await testDocker();
+
+const ANA_DISCORD = { id: "830000000000000031", username: "ana" };
+const ANA_SLACK = "U0ANA031";
+const DISCORD_DM_ID = `discord-dm-${ANA_DISCORD.id}`;
+const SLACK_DM = `D${ANA_SLACK.slice(1)}`;
+const SLACK_DM_ID = `slack-t0roster-dm-${ANA_SLACK.toLowerCase()}`;
+
+/** The scripted worker answers with the send action of the surface the message came from. */
+const linkedWorker = (request: RecordedRequest) =>
+  chatWorker(messageOf(request)?.channel.startsWith("slack-") ? "slack_send" : "discord_send")(
+    request,
+  );
+
+describe.skipIf(!docker)("linked surfaces", () => {
+  let model: ModelServer;
+  let discord: DiscordStandIn;
+  let slack: SlackStandIn;
+  let deployment: RosterRoot;
+  const server = lazyServer(() => deployment);
+
+  const sessions = () =>
+    listRuns(deployment.paths.state, "elf")
+      .map((run) => readRecord(run.dir))
+      .filter((record) => record?.kind === "session");
+  const history = (channel: string) =>
+    readFileSync(join(deployment.paths.data, "channels", channel, "messages.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { role: string; content: string; surface?: string });
+  const fromDiscord = (text: string) =>
+    discord.post({
+      channel_id: discord.dmChannelOf(ANA_DISCORD.id),
+      author: ANA_DISCORD,
+      content: text,
+    });
+  const fromSlack = (text: string) => slack.post({ channel: SLACK_DM, user: ANA_SLACK, text });
+  const inDiscord = (text: string) =>
+    until(
+      () => discord.history(discord.dmChannelOf(ANA_DISCORD.id)).find((m) => m.content === text),
+      `"${text}" on Discord`,
+    );
+  /** A bot message to Ana on Slack (posted to her user id, which Slack takes for her DM). */
+  const inSlack = (text: string) =>
+    until(
+      () => slack.messages.find((m) => m.text === text && m.channel === SLACK_DM),
+      `"${text}" on Slack`,
+    );
+
+  beforeAll(async () => {
+    model = await new ModelServer().start("127.0.0.1");
+    model.play(...Array.from({ length: 40 }, () => linkedWorker));
+    discord = await DiscordStandIn.start({
+      token: "linked-discord-token",
+      channels: [],
+      users: [ANA_DISCORD.id],
+      heartbeatInterval: 1_000,
+    });
+    slack = await SlackStandIn.start({
+      botToken: "xoxb-linked",
+      appToken: "xapp-linked",
+      channels: [SLACK_DM],
+      users: [ANA_SLACK],
+    });
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      modelKey: "LINKED-KEY",
+      extraOrg:
+        '[[action]]\nname = "discord-send"\nexecutor = "discord"\n\n[[action]]\nname = "slack-send"\nexecutor = "slack"\n',
+    });
+    await appendFile(
+      join(deployment.paths.config, "workers/elf/worker.toml"),
+      '\n[channels]\ndiscord = "discord"\nslack = "slack"\n',
+    );
+    await storeCredential(deployment.paths.vault, "discord", {
+      token: "linked-discord-token",
+      api_base: discord.apiBase,
+    });
+    await storeCredential(deployment.paths.vault, "slack", {
+      bot_token: "xoxb-linked",
+      app_token: "xapp-linked",
+      api_base: slack.apiBase,
+    });
+    const linked = await deployment.roster(["channel", "link", DISCORD_DM_ID, SLACK_DM_ID]);
+    expect(linked.code, linked.stderr).toBe(0);
+    expect(linked.stdout).toContain(`${DISCORD_DM_ID} + ${SLACK_DM_ID} are one conversation`);
+    await server.start();
+    await until(
+      () =>
+        readListenerStatuses(deployment.paths).filter((one) => one.state === "connected").length ===
+        2,
+      "both listeners to connect",
+    );
+  });
+  afterAll(async () => {
+    await server.stop();
+    await slack?.stop();
+    await discord?.stop();
+    await model?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("a room can't be linked: another audience would read the conversation", async () => {
+    const refused = await deployment.roster([
+      "channel",
+      "link",
+      DISCORD_DM_ID,
+      "slack-t0roster-c0room",
+    ]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/slack-t0roster-c0room is not a direct surface/);
+  });
+
+  it("one conversation: the reply goes where Ana last wrote, in one session, with one history", async () => {
+    fromDiscord("send: hello on discord");
+    await inDiscord("hello on discord");
+    fromSlack("send: hello on slack");
+    await inSlack("hello on slack");
+    // the worker saw the Discord message in the same session: the Slack turn's request carries it
+    const slackTurn = model.requests.find((r) => messageOf(r)?.text === "send: hello on slack");
+    expect(JSON.stringify(slackTurn?.body.messages)).toContain("send: hello on discord");
+    expect(sessions()).toHaveLength(1);
+    expect(sessions()[0]?.channel_id).toBe(DISCORD_DM_ID);
+    expect(history(DISCORD_DM_ID).map((m) => [m.role, m.content, m.surface])).toEqual([
+      ["user", "send: hello on discord", undefined],
+      ["worker", "hello on discord", undefined],
+      ["user", "send: hello on slack", SLACK_DM_ID],
+      ["worker", "hello on slack", SLACK_DM_ID],
+    ]);
+    // nothing reached the Discord DM for the Slack message
+    expect(
+      discord.history(discord.dmChannelOf(ANA_DISCORD.id)).map((m) => m.content),
+    ).not.toContain("hello on slack");
+  });
+
+  it("each surface keeps its own trust: untrusted, Slack's reply waits as a gate while Discord's goes out", async () => {
+    expect((await deployment.roster(["channel", "untrust", SLACK_DM_ID])).code).toBe(0);
+    fromSlack("send: held for approval");
+    const gate = await until(async () => {
+      const ls = await deployment.roster(["approvals", "ls", "--json"]);
+      return ls.stdout
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { id: string; intent: string; state: string })
+        .find((one) => one.intent === "slack-send" && one.state === "pending");
+    }, "the gated Slack reply");
+    expect(gate).toBeDefined();
+    fromDiscord("send: still direct");
+    await inDiscord("still direct");
+    expect(slack.messages.map((m) => m.text)).not.toContain("held for approval");
+    expect(sessions()).toHaveLength(1);
+    expect((await deployment.roster(["channel", "trust", SLACK_DM_ID])).code).toBe(0);
+  });
+
+  it("unlinked, Slack is its own conversation again: its own session and history", async () => {
+    const unlinked = await deployment.roster(["channel", "unlink", SLACK_DM_ID]);
+    expect(unlinked.stdout).toContain(`${SLACK_DM_ID} is its own conversation again`);
+    fromSlack("send: on my own");
+    await inSlack("on my own");
+    expect(history(SLACK_DM_ID).map((m) => m.content)).toEqual(["send: on my own", "on my own"]);
+    const channels = sessions().map((record) => record?.channel_id);
+    expect(channels).toEqual(expect.arrayContaining([DISCORD_DM_ID, SLACK_DM_ID]));
+  });
+});
