@@ -17,6 +17,7 @@ export function writeDecisions(
     const facts: RequestFacts = {
       subject: `org/${workers[i % workers.length]}`,
       runId: `run-${i % 1000}`,
+      origins: [],
       protocol: "https",
       method: i % 5 ? "GET" : "POST",
       host: HOSTS[i % HOSTS.length] ?? "x",

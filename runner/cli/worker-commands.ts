@@ -56,13 +56,10 @@ export function registerWorkerCommands(program: Command): void {
     );
 
   worker
-    .command("pause <name> [reason...]")
-    .description(
-      "start no box of a worker (run, task, chat turn, ready box) until resumed; a run already going goes on",
-    )
-    .option("--json", "print the pause as JSON")
-    .action(async (name: string, reason: string[], flags: { json?: boolean }) =>
-      (await workerCommands()).pauseWorkerCommand(name, reason.join(" "), flags),
+    .command("pause <name> [why...]")
+    .description("start no box of a worker until it is resumed (one going goes on)")
+    .action(async (name: string, why: string[]) =>
+      (await workerCommands()).pauseWorkerCommand(name, why.join(" ")),
     );
 
   worker

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -65,7 +65,8 @@ describe.skipIf(!docker)("Slack slash commands", () => {
     });
     await appendFile(
       join(deployment.paths.config, "workers/elf/worker.toml"),
-      '\n[channels]\nslack = "slack"\n',
+      // only DMs wake elf: a room's messages are context
+      '\nwake = { surfaces = ["dm"] }\n\n[channels]\nslack = "slack"\n',
     );
     await storeCredential(deployment.paths.vault, "slack", {
       bot_token: BOT_TOKEN,
@@ -112,6 +113,16 @@ describe.skipIf(!docker)("Slack slash commands", () => {
     expect(paused.text).toMatch(/^elf is paused \(by slack:U0BOSS001 at .*: quiet week\)/);
     expect(pauseOf(deployment.paths, "elf")?.by).toBe(`slack:${BOSS}`);
     expect((await slash(BOSS, "/worker", "resume elf")).text).toBe("elf may run again");
+  });
+
+  it("a room outside the worker's wake class is kept as context and wakes nothing", async () => {
+    slack.post({ channel: ROOM, user: ADMIN, text: `<@${slack.botUserId}> are you there?` });
+    const history = join(deployment.paths.data, "channels", ROOM_ID, "messages.jsonl");
+    await until(
+      () => existsSync(history) && readFileSync(history, "utf8").includes("are you there?"),
+      "the message in the room's history",
+    );
+    expect(model.requests).toHaveLength(0);
   });
 
   it("a change to the channel itself is said to the room", async () => {

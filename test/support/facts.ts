@@ -4,6 +4,7 @@ import type { RequestFacts } from "../../runner/boundary/gateway/request-facts.t
 export const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
   subject: "org/elf",
   runId: "r1",
+  origins: [],
   protocol: "https",
   method: "GET",
   host: "api.example.com",

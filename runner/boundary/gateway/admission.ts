@@ -59,6 +59,7 @@ export function requestFacts(arrival: Arrival): RequestFacts {
   return {
     subject: arrival.identity?.subject,
     runId: arrival.identity?.runId,
+    origins: arrival.identity?.origins,
     protocol: arrival.target.protocol,
     method: arrival.method.toUpperCase(),
     host: hostName(arrival.target.host),

@@ -44,7 +44,7 @@ export interface DecisionRecord extends Omit<AuditOutcome, "rule"> {
   subject: string | null;
   run_id: string | null;
   /** The request facts as judged (header values of credentials redacted). */
-  request: Omit<RequestFacts, "subject" | "runId">;
+  request: Omit<RequestFacts, "subject" | "runId" | "origins">;
 }
 
 const REDACTED = new Set([

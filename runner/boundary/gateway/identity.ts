@@ -18,6 +18,13 @@ export interface Identity {
   /** `org/<worker>` */
   subject: string;
   runId: string;
+  /**
+   * The channels the run's input came from (its session's, the chat a task
+   * was filed from), [] for none: what a grant or an action limited to a
+   * class of channels is judged by. Absent on a token that doesn't say,
+   * which no such grant admits.
+   */
+  origins?: string[];
 }
 
 /** A live token's file; a ready (unbound) one's. */
@@ -51,7 +58,11 @@ async function writeToken(dir: string, identity: Identity, suffix: string): Prom
   const file = join(dir, `${token}${suffix}`);
   await writeFile(
     file,
-    `${JSON.stringify({ subject: identity.subject, run_id: identity.runId })}\n`,
+    `${JSON.stringify({
+      subject: identity.subject,
+      run_id: identity.runId,
+      ...(identity.origins ? { origins: identity.origins } : {}),
+    })}\n`,
     {
       mode: 0o600,
     },
@@ -96,9 +107,14 @@ function readIdentity(file: string): Identity | undefined {
     const raw = JSON.parse(readFileSync(file, "utf8")) as {
       subject?: unknown;
       run_id?: unknown;
+      origins?: unknown;
     };
     if (typeof raw.subject !== "string" || typeof raw.run_id !== "string") return undefined;
-    return { subject: raw.subject, runId: raw.run_id };
+    const origins =
+      Array.isArray(raw.origins) && raw.origins.every((one) => typeof one === "string")
+        ? (raw.origins as string[])
+        : undefined;
+    return { subject: raw.subject, runId: raw.run_id, ...(origins ? { origins } : {}) };
   } catch {
     return undefined;
   }

@@ -1,6 +1,7 @@
 import type { McpMatch, ScopedGrant, Verdict } from "../../ground/config/grant-schema.ts";
 import { hostName } from "../../ground/config/host-name.ts";
 import { hostMatches } from "../../ground/config/host-pattern.ts";
+import { classAdmits, classSaid } from "../../records/channels/channel-class.ts";
 import { type McpFacts, normalisePath, type RequestFacts } from "./request-facts.ts";
 
 /**
@@ -100,6 +101,8 @@ export function mcpMatches(match: McpMatch, mcp: McpFacts | null): boolean {
 export function judge(grants: ScopedGrant[], facts: RequestFacts, phase: Phase): Decision {
   for (const grant of grants) {
     if (!scopeApplies(grant.scope, facts.subject)) continue;
+    // a grant limited to a class of channels is not there for a run started elsewhere
+    if (grant.channels && !classAdmits(grant.channels, facts.origins)) continue;
     if (!matches(grant, facts, phase)) continue;
     if (phase === "request" && grant.verdict === "tunnel") {
       // a tunnel grant only ever pipes raw bytes; an inner request it matches is refused
@@ -118,8 +121,26 @@ export function judge(grants: ScopedGrant[], facts: RequestFacts, phase: Phase):
   return {
     verdict: "deny",
     rule: undefined,
-    hint: ungrantedConnectionHint(grants, facts, phase) ?? methodHint(grants, facts, phase),
+    hint:
+      classHint(grants, facts, phase) ??
+      ungrantedConnectionHint(grants, facts, phase) ??
+      methodHint(grants, facts, phase),
   };
+}
+
+/** A grant would allow this but only for runs started from other channels: the refusal names both. */
+function classHint(grants: ScopedGrant[], facts: RequestFacts, phase: Phase): string | undefined {
+  const near = grants.find(
+    (grant) =>
+      grant.verdict === "allow" &&
+      grant.channels !== undefined &&
+      scopeApplies(grant.scope, facts.subject) &&
+      !classAdmits(grant.channels, facts.origins) &&
+      matches(grant, facts, phase),
+  );
+  if (!near?.channels) return undefined;
+  const from = facts.origins?.length ? facts.origins.join(", ") : "no channel";
+  return `"${near.name}" allows this only for runs started from ${classSaid(near.channels)}; this run started from ${from} (${near.source})`;
 }
 
 /**

@@ -20,6 +20,8 @@ export interface RequestFacts {
   /** `org/<worker>` from the run token; undefined when the token is missing or unknown. */
   subject: string | undefined;
   runId: string | undefined;
+  /** The channels the run's input came from (identity.ts); undefined when its token doesn't say. */
+  origins: string[] | undefined;
   protocol: Protocol;
   method: string;
   host: string;

@@ -1,4 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { ChannelClass } from "./channel-class-schema.ts";
 
 /**
  * What a worker may propose and who decides: `[[action]]` grants name an
@@ -45,6 +46,8 @@ export const ActionGrant = Type.Object(
     wake_on_resolve: Type.Optional(Type.Boolean()),
     /** Only these workers (org.toml); every worker when absent. */
     workers: Type.Optional(WorkerNames),
+    /** Only for runs started from these channels (channel-class-schema.ts). */
+    channels: Type.Optional(ChannelClass),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
+import { ChannelClass } from "./channel-class-schema.ts";
 import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
 import { McpServerDeclaration } from "./mcp-schema.ts";
 import { AGE_PATTERN } from "./store-limits.ts";
@@ -428,6 +429,12 @@ export const WorkerConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /**
+     * The channels whose messages wake this worker (channel-class-schema.ts);
+     * a message from any other is kept in its channel's history as context.
+     * Every channel its bots are in when absent.
+     */
+    wake: Type.Optional(ChannelClass),
     /** How often the heartbeat fires ("30m", "6h", "1d"), or "off"; see config/heartbeat.ts. */
     heartbeat: Type.Optional(
       Type.String({

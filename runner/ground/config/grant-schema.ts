@@ -1,4 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { ChannelClass } from "./channel-class-schema.ts";
 
 /**
  * The operator's rules for the gateway: `[[grant]]` in org.toml (applies to
@@ -71,6 +72,8 @@ const grantFields = {
   verdict: Verdict,
   match: Type.Optional(GrantMatch),
   inject: Type.Optional(Inject),
+  /** Only for runs started from these channels (channel-class-schema.ts). */
+  channels: Type.Optional(ChannelClass),
 };
 
 /** A grant as a worker.toml may write it (the loader accepts only deny grants there). */

@@ -16,6 +16,7 @@ import type { ActionGrant, Scoped } from "../../ground/config/action-schema.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";
 import { errorMessage } from "../../ground/errors.ts";
+import { classAdmits, classSaid } from "../../records/channels/channel-class.ts";
 import { appendJournal, readJournal } from "../../records/journal/journal.ts";
 import { runDir } from "../../records/run-records/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
@@ -95,7 +96,7 @@ export class ActionHost implements ActionHandler {
     const worker = workerOfSubject(caller.subject);
     const route = `${request.method} ${request.path}`;
     if (route === "POST /submit")
-      return this.submit(request.body, caller.subject, worker, caller.runId);
+      return this.submit(request.body, caller.subject, worker, caller.runId, caller.origins);
     if (route === "GET /gates")
       return reply(200, {
         gates: listGates(this.paths, worker).map((gate) => ({
@@ -123,7 +124,13 @@ export class ActionHost implements ActionHandler {
    */
   propose(caller: Identity, envelope: Record<string, unknown>): Promise<ActionResponse> {
     const body = Buffer.from(JSON.stringify(envelope));
-    return this.submit(body, caller.subject, workerOfSubject(caller.subject), caller.runId);
+    return this.submit(
+      body,
+      caller.subject,
+      workerOfSubject(caller.subject),
+      caller.runId,
+      caller.origins,
+    );
   }
 
   /**
@@ -136,6 +143,7 @@ export class ActionHost implements ActionHandler {
     subject: string,
     worker: string,
     runId: string,
+    origins: string[] | undefined,
   ): Promise<Admitted | { refusal: ActionResponse }> {
     const refuse = (status: number, answer: Record<string, unknown>) => ({
       refusal: reply(status, answer),
@@ -157,12 +165,20 @@ export class ActionHost implements ActionHandler {
     const config = this.config.get();
     const broken = this.config.brokenReason(config);
     if (broken) return refuse(403, { status: "denied", reason: broken });
-    const grant = config.actions.find(
+    const named = config.actions.filter(
       (candidate) => candidate.name === envelope.intent && scopeApplies(candidate.scope, subject),
+    );
+    // a grant limited to a class of channels is not there for a run started elsewhere
+    const grant = named.find(
+      (candidate) => !candidate.channels || classAdmits(candidate.channels, origins),
     );
     const runIdOrNull = runId || null;
     if (!grant) {
-      const reason = `no action grant for "${envelope.intent}"`;
+      const limited = named.find((candidate) => candidate.channels)?.channels;
+      const from = origins?.length ? origins.join(", ") : "no channel";
+      const reason = limited
+        ? `the action grant "${envelope.intent}" is only for runs started from ${classSaid(limited)}; this run started from ${from}`
+        : `no action grant for "${envelope.intent}"`;
       appendJournal(this.paths, {
         worker,
         run_id: runIdOrNull,
@@ -217,8 +233,9 @@ export class ActionHost implements ActionHandler {
     subject: string,
     worker: string,
     runId: string,
+    origins: string[] | undefined,
   ): Promise<ActionResponse> {
-    const admitted = await this.admit(body, subject, worker, runId);
+    const admitted = await this.admit(body, subject, worker, runId, origins);
     if ("refusal" in admitted) return admitted.refusal;
     const { envelope, grant, executor, payload, config } = admitted;
     const runIdOrNull = runId || null;

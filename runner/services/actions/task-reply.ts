@@ -34,7 +34,7 @@ function cutAnswer(text: string, runId: string): string {
 export async function replyFromTask(options: {
   paths: RosterPaths;
   worker: string;
-  task: Pick<Task, "id" | "channel" | "reply_to">;
+  task: Pick<Task, "id" | "channel" | "reply_to" | "context_channels">;
   runId: string;
   answer: string | undefined;
 }): Promise<string | undefined> {
@@ -64,7 +64,8 @@ export async function replyFromTask(options: {
       return `task ${task.id}: ${reason}`;
     }
     const answer = await new ActionHost(paths, config).propose(
-      { subject, runId },
+      // the run was started from the chat the task was filed from
+      { subject, runId, origins: [channel, ...(task.context_channels ?? [])] },
       {
         intent: grant.name,
         payload: { channel_id: channel, text: cutAnswer(text, runId) },

@@ -1,5 +1,6 @@
 import { type Credential, readCredential } from "../../boundary/gateway/vault.ts";
 import { botBindings, type Platform } from "../../ground/config/bot-bindings.ts";
+import type { ChannelClass } from "../../ground/config/channel-class-schema.ts";
 import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
@@ -30,6 +31,8 @@ export interface TurnHooks {
 export interface ListenerHost {
   worker: string;
   paths: RosterPaths;
+  /** worker.toml `wake`: the channels whose messages wake the worker; absent, every one. */
+  wake?: ChannelClass;
   status(state: ConnectionState, detail?: string): void;
   event(): void;
   /** Resolves once the server has the message recorded and queued (advance the cursor then). */
@@ -143,7 +146,8 @@ export async function serveListener(
   process.on("message", (message: unknown) => {
     if (isServerMessage(message)) link.answer(message);
   });
-  const host = link.host(paths, worker, platform);
+  const wake = config.workers.get(worker)?.wake;
+  const host = { ...link.host(paths, worker, platform), ...(wake ? { wake } : {}) };
   let adapter: ChatAdapter | undefined;
   const stopped = new Promise<void>((resolve) => {
     process.once("disconnect", resolve);

@@ -1,4 +1,5 @@
 import { errorMessage } from "../../ground/errors.ts";
+import { classAdmits } from "../../records/channels/channel-class.ts";
 import { wakeMode } from "../../records/channels/designations.ts";
 import type { ChannelMessage, ListenerHost, TurnHooks } from "./child.ts";
 import { readCursor, writeCursor } from "./cursors.ts";
@@ -39,7 +40,11 @@ export async function handOver(host: ListenerHost, incoming: PlatformMessage): P
     return;
   }
   const message = await incoming.message();
-  if (!incoming.direct && !incoming.mentioned && wakeMode(paths, incoming.channel) === "mention") {
+  // outside the worker's wake class, or a room in mention mode not addressed to it: context only
+  const outside = host.wake !== undefined && !classAdmits(host.wake, [incoming.channel]);
+  const unaddressed =
+    !incoming.direct && !incoming.mentioned && wakeMode(paths, incoming.channel) === "mention";
+  if (outside || unaddressed) {
     host.record(message);
     advance();
     return;

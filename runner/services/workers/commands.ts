@@ -86,19 +86,13 @@ async function declared(name: string): Promise<void> {
 }
 
 /** `roster worker pause`: no box of it starts until resumed; said who paused it and why. */
-export async function pauseWorkerCommand(
-  name: string,
-  reason: string,
-  flags: { json?: boolean },
-): Promise<void> {
+export async function pauseWorkerCommand(name: string, reason: string): Promise<void> {
   await declared(name);
   const { pauseSaid, pauseWorker } = await import("../../records/workers/pause.ts");
   const { userInfo } = await import("node:os");
   const by = `cli:${process.env.USER ?? userInfo().username}`;
   const pause = pauseWorker(rosterPaths(), name, by, reason || undefined);
-  process.stdout.write(
-    flags.json ? `${JSON.stringify({ worker: name, ...pause })}\n` : `${pauseSaid(name, pause)}\n`,
-  );
+  process.stdout.write(`${pauseSaid(name, pause)}\n`);
 }
 
 /** `roster worker resume`: a paused worker may run again. */

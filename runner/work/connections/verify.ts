@@ -76,7 +76,12 @@ export async function verifyConnection(
     env: process.env,
   });
   const runId = `verify-${name}-${randomUUID().slice(0, 8)}`;
-  const token = await mintToken(paths.identity, { subject: `org/${grantee}`, runId });
+  const token = await mintToken(paths.identity, {
+    subject: `org/${grantee}`,
+    runId,
+    // a call from the command line: started from no channel
+    origins: [],
+  });
   let result: Outcome;
   try {
     const ca = await readFile(caFiles(paths.ca).cert, "utf8");

@@ -65,7 +65,12 @@ export function readyStart(ready: ReadyStart): BoxStart {
 export async function prepareBox(
   paths: RosterPaths,
   start: BoxStart,
-  options: { channel?: string | undefined; ahead?: boolean },
+  options: {
+    channel?: string | undefined;
+    ahead?: boolean;
+    /** The channels the run's input came from (run-context.ts); its channel's, or none, by default. */
+    origins?: string[];
+  },
 ): Promise<BoxParts> {
   const { id, dir, box } = start;
   // a ready box too: none is made for a paused worker
@@ -77,7 +82,9 @@ export async function prepareBox(
     runId: id,
     ...(options.channel ? { channel: options.channel } : {}),
   });
-  const identity = { subject: workerSubject(box.worker.name), runId: id };
+  // what a grant or an action limited to a class of channels is judged by, for the whole run
+  const origins = options.origins ?? (options.channel ? [options.channel] : []);
+  const identity = { subject: workerSubject(box.worker.name), runId: id, origins };
   const token = options.ahead
     ? await mintReadyToken(paths.identity, identity)
     : await mintToken(paths.identity, identity);

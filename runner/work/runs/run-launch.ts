@@ -10,6 +10,7 @@ import { type BoxParts, prepareBox, startPrepared } from "./box-start.ts";
 import { DiskWatch } from "./disk-watch.ts";
 import { piCommand } from "./engine-prompt.ts";
 import { handOver } from "./hand-off.ts";
+import { channelsOf } from "./run-context.ts";
 import type { LimitReached, RunRequest } from "./run-request.ts";
 import { commandOf, engineOf, type Starting } from "./run-start.ts";
 import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
@@ -34,7 +35,8 @@ export async function boxParts(request: RunRequest, starting: Starting): Promise
       door: runDoorDir(ready.box.gateway.door, ready.id),
     };
   const channel = engineOf(request)?.session?.channel;
-  return prepareBox(request.paths, starting, { channel });
+  const origins = channelsOf(request.paths, starting.record);
+  return prepareBox(request.paths, starting, { channel, origins });
 }
 
 /** The record names the repos cloned for the run, once there are any. */

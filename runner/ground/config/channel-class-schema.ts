@@ -1,0 +1,32 @@
+import { type Static, Type } from "@sinclair/typebox";
+
+/**
+ * A class of channels (`channels = { servers = […], surfaces = […] }`): what
+ * a grant or an action is limited to, judged against the channels a run's
+ * input came from (records/channels/channel-class.ts). `servers` names
+ * Discord guilds and Slack workspaces as `discord-<guild id>` and
+ * `slack-<team id>` (lower case); `surfaces` the kinds: `dm`, `room`,
+ * `term`, and `none` for a run no channel started (a command line, a
+ * schedule). Each field left out admits everything it would name.
+ */
+export const SURFACES = ["dm", "room", "term", "none"] as const;
+export type Surface = (typeof SURFACES)[number];
+
+export const ChannelClass = Type.Object(
+  {
+    servers: Type.Optional(
+      Type.Array(Type.String({ pattern: "^(discord|slack)-[a-z0-9]{1,40}$" }), {
+        minItems: 1,
+        uniqueItems: true,
+      }),
+    ),
+    surfaces: Type.Optional(
+      Type.Array(Type.Union(SURFACES.map((one) => Type.Literal(one))), {
+        minItems: 1,
+        uniqueItems: true,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ChannelClass = Static<typeof ChannelClass>;

@@ -1,0 +1,48 @@
+import type { ChannelClass, Surface } from "../../ground/config/channel-class-schema.ts";
+import { isChannelId, isDirectChannel } from "./ids.ts";
+
+/**
+ * Whether a run's origins fall in a class of channels (ground/config/
+ * channel-class-schema.ts). Every origin must: a run that carried a room's
+ * conversation and a DM's is judged by both. A run with no origin is of the
+ * surface `none` and of no server. Origins that aren't known (a token that
+ * doesn't say) fall in no class.
+ */
+export function surfaceOf(channel: string): Surface {
+  if (channel.startsWith("term-")) return "term";
+  return isDirectChannel(channel) ? "dm" : "room";
+}
+
+/** `discord-<guild>` or `slack-<team>`; a Discord DM or a terminal is in no server. */
+export function serverOf(channel: string): string | undefined {
+  const discord = /^discord-([a-z0-9]+)-/.exec(channel);
+  if (discord?.[1]) return discord[1] === "dm" ? undefined : `discord-${discord[1]}`;
+  const slack = /^slack-([a-z0-9]+)-/.exec(channel);
+  return slack?.[1] ? `slack-${slack[1]}` : undefined;
+}
+
+export function classAdmits(
+  channels: ChannelClass,
+  origins: readonly string[] | undefined,
+): boolean {
+  if (origins === undefined) return false;
+  if (origins.length === 0)
+    return !channels.servers && (!channels.surfaces || channels.surfaces.includes("none"));
+  return origins.every((origin) => {
+    // provenance that could not be known ("task:<id>") is in no class
+    if (!isChannelId(origin)) return false;
+    if (channels.surfaces && !channels.surfaces.includes(surfaceOf(origin))) return false;
+    if (!channels.servers) return true;
+    const server = serverOf(origin);
+    return server !== undefined && channels.servers.includes(server);
+  });
+}
+
+/** The class in words, for a refusal. */
+export function classSaid(channels: ChannelClass): string {
+  const parts = [
+    ...(channels.servers ? [`servers ${channels.servers.join(", ")}`] : []),
+    ...(channels.surfaces ? [`surfaces ${channels.surfaces.join(", ")}`] : []),
+  ];
+  return parts.length ? parts.join("; ") : "every channel";
+}
