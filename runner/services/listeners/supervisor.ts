@@ -271,7 +271,10 @@ export class ListenerSupervisor {
     const commands = this.options.commands;
     const foreign = !asked.channel.startsWith(`${platform}-`);
     if (message.type === "complete") {
-      if (!commands || foreign) return answer({ type: "completed", ref, choices: [] });
+      if (!commands || foreign) {
+        answer({ type: "completed", ref, choices: [] });
+        return;
+      }
       void commands
         .complete(worker, { ...message.complete, user })
         .catch(() => [])
@@ -282,7 +285,8 @@ export class ListenerSupervisor {
       const text = foreign
         ? `Not done: ${asked.channel} is not a ${platform} channel.`
         : "Commands from chat are off here.";
-      return answer({ type: "answered", ref, text, room: false });
+      answer({ type: "answered", ref, text, room: false });
+      return;
     }
     void commands
       .answer(worker, { ...message.command, user })
