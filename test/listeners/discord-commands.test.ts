@@ -123,6 +123,21 @@ describe.skipIf(!docker)("Discord application commands", () => {
     expect(approvals?.options?.map((one) => one.name)).toEqual(["ls", "show", "approve", "deny"]);
   });
 
+  it("in a DM with the bot the same commands are there, registered globally for DMs only", async () => {
+    const global = discord.registeredCommands();
+    expect(global.map((one) => one.name)).toContain("identity");
+    expect(global.every((one) => JSON.stringify(one.contexts) === "[1]")).toBe(true);
+    const { id } = discord.command({
+      name: "identity",
+      user: ANA,
+      channel_id: discord.dmChannelOf(ANA.id),
+    });
+    const answer = await until(() => responses(id)[0], "the answer in the DM", 20_000);
+    expect(String(answer.data?.content)).toMatch(
+      /^you: discord:830000000000000021, approver by org\.toml \[chat\] approvers$/m,
+    );
+  });
+
   it("an approver approves a proposal from the command; the desk's one path runs it, the answer is theirs alone", async () => {
     const gate = pendingGate();
     const listed = await run(ANA, "approvals", { ls: {} });

@@ -7,6 +7,7 @@ import {
   type APIChatInputApplicationCommandInteraction,
   ApplicationCommandOptionType,
   ApplicationCommandType,
+  InteractionContextType,
   InteractionResponseType,
   MessageFlags,
   PermissionFlagsBits,
@@ -21,8 +22,8 @@ import { discordChannelId } from "./ids.ts";
 
 /**
  * Discord application commands: the host's catalogue (services/commands/)
- * registered in every guild the bot is in (a guild's commands show at once;
- * global ones take up to an hour), each part a subcommand, the options that
+ * registered in every guild the bot is in (a guild's commands show at once)
+ * and globally for DMs with the bot only, each part a subcommand, the options that
  * name a proposal, a task, a run or a worker completed as they are typed. A
  * command becomes named options for the host's command core, with what
  * Discord says of the person (their roles, Manage Server); the answer is
@@ -83,6 +84,19 @@ export async function registerDiscordCommands(
 ): Promise<void> {
   await rest.put(Routes.applicationGuildCommands(applicationId, guildId), {
     body: discordCommands(),
+  });
+}
+
+/**
+ * The same commands globally, offered only in a DM with the bot: a guild's
+ * own registration serves its rooms, and a DM has no guild.
+ */
+export async function registerDiscordDmCommands(rest: REST, applicationId: string): Promise<void> {
+  await rest.put(Routes.applicationCommands(applicationId), {
+    body: discordCommands().map((command) => ({
+      ...command,
+      contexts: [InteractionContextType.BotDM],
+    })),
   });
 }
 

@@ -25,6 +25,7 @@ import {
   handleDiscordAutocomplete,
   handleDiscordCommand,
   registerDiscordCommands,
+  registerDiscordDmCommands,
 } from "./commands.ts";
 import { discordChannelId, discordPlace } from "./ids.ts";
 import { handleDiscordPress, postDiscordOffer } from "./offers.ts";
@@ -97,7 +98,7 @@ export class DiscordListener implements ChatAdapter {
       this.botId = data.user.id;
       this.applicationId = data.application.id;
       this.host.status("connected");
-      for (const guild of data.guilds) void this.register(guild.id);
+      void this.registerEverywhere(data.guilds.map((guild) => guild.id));
       void this.catchUp();
     });
     manager.on(WebSocketShardEvents.Resumed, () => this.host.status("connected"));
@@ -142,6 +143,23 @@ export class DiscordListener implements ChatAdapter {
       void handleDiscordAutocomplete(this.rest, this.host, interaction).catch(
         failed("an autocomplete"),
       );
+  }
+
+  private async registerEverywhere(guilds: string[]): Promise<void> {
+    await this.registerDms();
+    for (const guild of guilds) await this.register(guild);
+  }
+
+  /** The commands in DMs with the bot, once while this listener runs. */
+  private async registerDms(): Promise<void> {
+    if (!this.applicationId || this.registered.has("dm")) return;
+    this.registered.add("dm");
+    try {
+      await registerDiscordDmCommands(this.rest, this.applicationId);
+    } catch (error) {
+      this.registered.delete("dm");
+      this.host.note(`the commands were not registered for DMs: ${errorMessage(error)}`);
+    }
   }
 
   /** The commands in a guild the bot is in, once per guild while this listener runs. */
