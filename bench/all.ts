@@ -76,6 +76,13 @@ const BENCHES: Bench[] = [
     needs: ["docker", "root"],
   },
   {
+    file: "chat-commands",
+    title: "Chat commands against chat replies",
+    compares:
+      "a Discord slash command's round trip beside a warm chat reply's on one running server, and the listener's RSS with 1,000 channels known beside none",
+    needs: ["docker", "root"],
+  },
+  {
     file: "gateway",
     title: "The gateway against a direct connection and mitmproxy",
     compares: "roster's gateway beside direct HTTPS and mitmproxy",

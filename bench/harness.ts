@@ -7,6 +7,7 @@
  */
 
 export { testBrowser } from "../test/support/browser.ts";
+export { chatWorker, serverFor, until } from "../test/support/chat-turns.ts";
 export { ROSTER_BIN } from "../test/support/cli.ts";
 export {
   CORPUS_DIR,
@@ -16,6 +17,7 @@ export {
   wordF1,
   words,
 } from "../test/support/corpus.ts";
+export { DiscordStandIn } from "../test/support/discord-stand-in.ts";
 export { makeGatewayRoot, startGatewayProcess } from "../test/support/gateway-process.ts";
 export { connectMcp } from "../test/support/mcp-clients.ts";
 export { McpUpstream } from "../test/support/mcp-upstream.ts";
