@@ -301,6 +301,33 @@ methods = ["GET", "POST"]
       ).not.toContain("[channels]");
   });
 
+  it("binds a Slack bot and names the app token its listener still needs", async () => {
+    const added = await withSecret([
+      "connection",
+      "add",
+      "team-slack",
+      "--from",
+      "slack",
+      "--worker",
+      "scout",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(readFileSync(join(paths.config, "workers", "scout", "worker.toml"), "utf8")).toMatch(
+      /^\[channels\]\nslack = "team-slack"$/m,
+    );
+    expect(added.stdout).toContain(
+      "its listener also needs app_token: roster login team-slack --field app_token=… (it says so until then)",
+    );
+    expect((await roster(["connection", "rm", "team-slack", "--yes"])).code).toBe(0);
+    await writeFile(
+      join(paths.config, "workers", "scout", "worker.toml"),
+      readFileSync(join(paths.config, "workers", "scout", "worker.toml"), "utf8").replace(
+        /\[channels\]\nslack = "team-slack"\n/,
+        "",
+      ),
+    );
+  });
+
   it("stores a Slack bot token as the field the slack sender reads, keeping an app token stored before", async () => {
     await mkdir(paths.vault, { recursive: true, mode: 0o700 });
     await writeFile(join(paths.vault, "slack.json"), JSON.stringify({ app_token: "xapp-kept" }), {
@@ -321,5 +348,8 @@ methods = ["GET", "POST"]
       bot_token: SECRET,
     });
     expect(readFileSync(file("slack"), "utf8")).toContain('inject_value = "Bearer {bot_token}"');
+    // the app token was there already: bound, and nothing more to ask
+    expect(added.stdout).toContain('scout listens on slack as "slack"');
+    expect(added.stdout).not.toContain("also needs");
   });
 });

@@ -101,7 +101,17 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
     recipe: recipe.name,
     ...(options.verifyPath !== undefined ? { verify_path: options.verifyPath } : {}),
   });
-  return { recipe, file, stored, ...(binding ? { bound: binding.said } : {}) };
+  const missing = binding?.change ? listenerMissing(paths, recipe, name) : [];
+  const bound = binding
+    ? `${binding.said}${missing.length ? `; its listener also needs ${missing.join(", ")}: roster login ${name} ${missing.map((field) => `--field ${field}=…`).join(" ")} (it says so until then)` : ""}`
+    : undefined;
+  return { recipe, file, stored, ...(bound ? { bound } : {}) };
+}
+
+/** The fields a bot's listener needs that its vault credential doesn't hold yet. */
+function listenerMissing(paths: RosterPaths, recipe: Recipe, name: string): string[] {
+  const held = storedFields(paths, name);
+  return (recipe.listenerNeeds ?? []).filter((field) => !held[field]);
 }
 
 /**

@@ -32,6 +32,8 @@ export interface Recipe {
   note?: string;
   /** A chat bot's token: the `[channels]` key its one worker is bound by, so the bot listens for it. */
   bindsChannel?: string;
+  /** Vault fields its listener needs besides the secret (Slack's Socket Mode app token): named when missing. */
+  listenerNeeds?: string[];
 }
 
 const TOKEN = "token";
@@ -109,6 +111,9 @@ export const RECIPES: readonly Recipe[] = [
     // the field the slack executor and listener read (services/chat/slack/client.ts)
     secretField: "bot_token",
     verify: { method: "POST", path: "/api/auth.test", okField: "ok" },
+    bindsChannel: "slack",
+    // Socket Mode connects with the app-level token (xapp-…), a second secret
+    listenerNeeds: ["app_token"],
   },
   {
     name: "discord",
