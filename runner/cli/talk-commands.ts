@@ -25,9 +25,10 @@ export function registerTalkCommands(program: Command): void {
       parseSecs,
     )
     .action(async (worker: string, flags: { idle?: number }) => {
-      const [{ talk }, { terminalCommand }] = await Promise.all([
+      const [{ talk }, { terminalCommand }, { turnThroughServer }] = await Promise.all([
         import("../services/chat/terminal/talk.ts"),
-        import("../services/chat/terminal/commands.ts"),
+        import("../services/commands/terminal.ts"),
+        import("../services/server/run-client.ts"),
       ]);
       const paths = rosterPaths();
       process.exitCode = await talk({
@@ -35,6 +36,8 @@ export function registerTalkCommands(program: Command): void {
         worker,
         // the host answers what starts with "/": the worker never sees it
         command: (line, user, channel) => terminalCommand(paths, worker, line, user, channel),
+        // a linked terminal's lines go to the running server's one session for the group
+        handTurn: (turn, io) => turnThroughServer(paths, turn, io),
         idleSecs: flags.idle,
         input: process.stdin,
         output: process.stdout,

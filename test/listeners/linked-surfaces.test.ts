@@ -3,13 +3,17 @@ import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
+import { termChannelId } from "../../runner/services/chat/terminal/ids.ts";
+import { talkUser } from "../../runner/services/chat/terminal/talk.ts";
 import { readListenerStatuses } from "../../runner/services/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { chatWorker, lazyServer, messageOf, until } from "../support/chat-turns.ts";
+import { ROSTER_BIN } from "../support/cli.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
 import type { RecordedRequest } from "../support/model-server.ts";
 import { ModelServer } from "../support/model-server.ts";
+import { spawnInPty } from "../support/pty.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 import { SlackStandIn } from "../support/slack-stand-in.ts";
 
@@ -28,10 +32,15 @@ const SLACK_DM = `D${ANA_SLACK.slice(1)}`;
 const SLACK_DM_ID = `slack-t0roster-dm-${ANA_SLACK.toLowerCase()}`;
 
 /** The scripted worker answers with the send action of the surface the message came from. */
-const linkedWorker = (request: RecordedRequest) =>
-  chatWorker(messageOf(request)?.channel.startsWith("slack-") ? "slack_send" : "discord_send")(
-    request,
-  );
+const linkedWorker = (request: RecordedRequest) => {
+  const channel = messageOf(request)?.channel ?? "";
+  const tool = channel.startsWith("slack-")
+    ? "slack_send"
+    : channel.startsWith("term-")
+      ? "term_send"
+      : "discord_send";
+  return chatWorker(tool)(request);
+};
 
 describe.skipIf(!docker)("linked surfaces", () => {
   let model: ModelServer;
@@ -86,7 +95,7 @@ describe.skipIf(!docker)("linked surfaces", () => {
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
       modelKey: "LINKED-KEY",
       extraOrg:
-        '[[action]]\nname = "discord-send"\nexecutor = "discord"\n\n[[action]]\nname = "slack-send"\nexecutor = "slack"\n',
+        '[[action]]\nname = "discord-send"\nexecutor = "discord"\n\n[[action]]\nname = "slack-send"\nexecutor = "slack"\n\n[[action]]\nname = "term-send"\nexecutor = "term"\n',
     });
     await appendFile(
       join(deployment.paths.config, "workers/elf/worker.toml"),
@@ -181,5 +190,36 @@ describe.skipIf(!docker)("linked surfaces", () => {
     expect(history(SLACK_DM_ID).map((m) => m.content)).toEqual(["send: on my own", "on my own"]);
     const channels = sessions().map((record) => record?.channel_id);
     expect(channels).toEqual(expect.arrayContaining([DISCORD_DM_ID, SLACK_DM_ID]));
+  });
+
+  it("a linked terminal's lines are turns of the same session, held by the server; its replies print there", async () => {
+    const term = termChannelId(talkUser(), "elf");
+    const linked = await deployment.roster(["channel", "link", DISCORD_DM_ID, term]);
+    expect(linked.code, linked.stderr).toBe(0);
+    fromDiscord("send: before the terminal");
+    await inDiscord("before the terminal");
+    const groupSessions = () =>
+      sessions()
+        .filter((record) => record?.channel_id === DISCORD_DM_ID)
+        .map((record) => record?.id);
+    const before = groupSessions();
+    const pty = spawnInPty([process.execPath, ROSTER_BIN, "talk", "elf"], {
+      ROSTER_ROOT: deployment.root,
+    });
+    await pty.waitFor(/a running server holds the one session/);
+    pty.write("send: hello from the terminal\n");
+    await pty.waitFor(/elf> hello from the terminal/, 60_000);
+    pty.write("\x04");
+    expect(await pty.exited).toBe(0);
+    // one session served the DM and the terminal; the line is in the group's history
+    expect(groupSessions()).toEqual(before);
+    expect(
+      history(DISCORD_DM_ID)
+        .slice(-2)
+        .map((m) => [m.role, m.content, m.surface]),
+    ).toEqual([
+      ["user", "send: hello from the terminal", term],
+      ["worker", "hello from the terminal", term],
+    ]);
   });
 });

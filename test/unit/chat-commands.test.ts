@@ -17,9 +17,9 @@ import { listGates } from "../../runner/records/gates/gate-record.ts";
 import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { readTasks } from "../../runner/records/task-list/store.ts";
 import { assertNotPaused, pauseOf } from "../../runner/records/workers/pause.ts";
-import { terminalCommand } from "../../runner/services/chat/terminal/commands.ts";
 import type { Asker } from "../../runner/services/commands/authority.ts";
 import { answerLine } from "../../runner/services/commands/core.ts";
+import { terminalCommand } from "../../runner/services/commands/terminal.ts";
 import { readyTasks } from "../../runner/services/server/ready-tasks.ts";
 
 /**

@@ -11,15 +11,14 @@ import type {
 } from "../../boundary/gateway/action-host.ts";
 import type { ConfigSource } from "../../boundary/gateway/config-source.ts";
 import type { Identity } from "../../boundary/gateway/identity.ts";
-import { scopeApplies } from "../../boundary/gateway/judge.ts";
 import type { ActionGrant, Scoped } from "../../ground/config/action-schema.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";
 import { errorMessage } from "../../ground/errors.ts";
-import { classAdmits, classSaid } from "../../records/channels/channel-class.ts";
 import { appendJournal, readJournal } from "../../records/journal/journal.ts";
 import { runDir } from "../../records/run-records/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
+import { grantFor } from "./action-grant.ts";
 import { executorFor } from "./desk.ts";
 import { deskFull, heldCallTooBig } from "./desk-bounds.ts";
 import { mcpCall } from "./executors/mcp.ts";
@@ -165,20 +164,10 @@ export class ActionHost implements ActionHandler {
     const config = this.config.get();
     const broken = this.config.brokenReason(config);
     if (broken) return refuse(403, { status: "denied", reason: broken });
-    const named = config.actions.filter(
-      (candidate) => candidate.name === envelope.intent && scopeApplies(candidate.scope, subject),
-    );
-    // a grant limited to a class of channels is not there for a run started elsewhere
-    const grant = named.find(
-      (candidate) => !candidate.channels || classAdmits(candidate.channels, origins),
-    );
+    const found = grantFor(config.actions, envelope.intent, subject, origins);
     const runIdOrNull = runId || null;
-    if (!grant) {
-      const limited = named.find((candidate) => candidate.channels)?.channels;
-      const from = origins?.length ? origins.join(", ") : "no channel";
-      const reason = limited
-        ? `the action grant "${envelope.intent}" is only for runs started from ${classSaid(limited)}; this run started from ${from}`
-        : `no action grant for "${envelope.intent}"`;
+    if ("refused" in found) {
+      const reason = found.refused;
       appendJournal(this.paths, {
         worker,
         run_id: runIdOrNull,
@@ -195,6 +184,7 @@ export class ActionHost implements ActionHandler {
       });
       return refuse(403, { status: "denied", reason });
     }
+    const { grant } = found;
     const executor = executorFor(grant);
     const payload = envelope.payload ?? {};
     const payloadProblem = executor

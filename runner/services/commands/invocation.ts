@@ -1,7 +1,13 @@
 import { parseArgs } from "node:util";
 import { parseArgsStringToArgv } from "string-argv";
 import { errorMessage } from "../../ground/errors.ts";
-import { ALIASES, type CommandSpec, commandSpec, type SubSpec, subSpec } from "./catalogue.ts";
+import {
+  ALIASES,
+  type CommandSpec,
+  commandSpec,
+  type SubSpec,
+  subSpec,
+} from "../command-catalogue/catalogue.ts";
 
 /**
  * One command as a platform hands it over: Discord's options arrive named;

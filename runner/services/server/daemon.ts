@@ -19,6 +19,7 @@ import { chatCommands } from "../commands/from-chat.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import { Dispatcher } from "./dispatch.ts";
+import { handedTurn } from "./handed-turn.ts";
 import { recover } from "./recover.ts";
 import { type RunSocket, serveRuns } from "./run-socket.ts";
 import { readServerState, type ServerState, serverLockFile, serverStateFile } from "./state.ts";
@@ -171,7 +172,7 @@ async function startServices(
     queueBound: 64,
     replyBy: (provider) =>
       provider === "linked"
-        ? "this conversation is one person's linked surfaces: answer on the surface the latest message came from (its block names the provider and channel), through that provider's send action (discord_send, slack_send); your plain text is not shown to anyone"
+        ? "this conversation is one person's linked surfaces: answer on the surface the latest message came from (its block names the provider and channel), through that provider's send action (discord_send, slack_send, term_send); your plain text is not shown to anyone"
         : `only through the ${provider}_send action: your plain text is not shown to anyone`,
     recordReplies: false,
   });
@@ -190,7 +191,7 @@ async function startServices(
     ...takeReady,
   });
   counts.dispatched = () => dispatcher.active;
-  const runs = options.once ? undefined : await takeOverRuns(options, env, ready);
+  const runs = options.once ? undefined : await takeOverRuns(options, env, ready, router);
   if (runs) counts.runs = () => runs.active();
   // every store snapshotted once a day, beside the passes runs take as they settle
   const sweep = options.once ? undefined : new StoreSweep(paths, note);
@@ -226,19 +227,23 @@ function startListeners(
 
 /**
  * `roster run` hands its runs to this server: they always run (someone is
- * waiting at a terminal), and due tasks wait for them. A socket that can't be
+ * waiting at a terminal), and due tasks wait for them; a linked terminal hands
+ * it its lines. A socket that can't be
  * served is reported; each `roster run` then starts its own box.
  */
 async function takeOverRuns(
   options: ServerOptions,
   env: NodeJS.ProcessEnv,
   ready: ReturnType<typeof serverReadyPool> | undefined,
+  router: SessionRouter,
 ): Promise<RunSocket | undefined> {
   try {
     return await serveRuns({
       paths: options.paths,
       env,
       note: options.note,
+      // a linked terminal's lines are turns of its group's one session, held here
+      turn: (request, send) => handedTurn(options.paths, router, request, send),
       ...(ready ? { takeReady: ready.takeReady, takeReadyExec: ready.takeReadyExec } : {}),
     });
   } catch (error) {

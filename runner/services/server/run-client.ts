@@ -3,7 +3,7 @@ import { request } from "node:http";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
 import type { ExecEnvelope } from "../../work/runs/exec-envelope.ts";
-import type { ExecRequest, RunRequest } from "./run-socket.ts";
+import type { ExecRequest, RunRequest, TurnRequest } from "./run-socket.ts";
 import { readServerState, runSocketPath } from "./state.ts";
 
 /**
@@ -29,8 +29,8 @@ type Final = Record<string, unknown> | "aborted";
 
 function handToServer(
   paths: RosterPaths,
-  route: "/runs" | "/exec",
-  body: RunRequest | ExecRequest,
+  route: "/runs" | "/exec" | "/turns",
+  body: RunRequest | ExecRequest | TurnRequest,
   io: Io,
 ): Promise<Final | undefined> {
   const socketPath = runSocketPath(paths);
@@ -133,4 +133,24 @@ export async function execThroughServer(
   if (typeof envelope !== "object" || envelope === null)
     throw new RosterError("the server ended the exec without its envelope");
   return envelope as ExecEnvelope;
+}
+
+/**
+ * A linked terminal's line, a turn of its group's session on the server:
+ * resolves once the turn is done (what the worker sent the terminal has been
+ * written), or undefined when no server took it.
+ */
+export async function turnThroughServer(
+  paths: RosterPaths,
+  turn: TurnRequest,
+  io: Io,
+): Promise<{ runId: string | undefined; modelError: string | undefined } | undefined> {
+  const final = await handToServer(paths, "/turns", turn, io);
+  if (final === undefined) return undefined;
+  if (final === "aborted") return { runId: undefined, modelError: undefined };
+  const run = final.run as { id?: unknown } | undefined;
+  return {
+    runId: typeof run?.id === "string" ? run.id : undefined,
+    modelError: typeof final.model_error === "string" ? final.model_error : undefined,
+  };
 }

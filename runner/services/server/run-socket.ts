@@ -13,7 +13,8 @@ import { runSocketPath } from "./state.ts";
  * costs it a box and little else. It listens on a Unix socket in the state
  * folder (0600: the server's own user only; never mounted into a box). One
  * request per box: `POST /runs` with the run's worker, prompt, ceiling and
- * view, or `POST /exec` with the worker, command and timeout. The answer is a
+ * view, or `POST /exec` with the worker, command and timeout (or `POST
+ * /turns`: a linked terminal's line, a turn of its group's session). The answer is a
  * stream of JSON lines — `{out}` for the run's stdout, `{note}` for its
  * stderr, then one final line: `{exit, run}` for a run, `{exit, envelope}`
  * for an exec, or `{error, exit}` when no box could start. A client that goes
@@ -44,6 +45,18 @@ export const ExecRequest = Type.Object(
 );
 export type ExecRequest = Static<typeof ExecRequest>;
 
+/** A line typed in `roster talk` on a terminal linked to other surfaces: a turn of their one session. */
+export const TurnRequest = Type.Object(
+  {
+    worker: WorkerName,
+    channel: Type.String({ pattern: "^term-[a-z0-9_-]{1,100}$" }),
+    author: Type.String({ minLength: 1, maxLength: 128 }),
+    text: Type.String({ minLength: 1, maxLength: 64 * 1024 }),
+  },
+  { additionalProperties: false },
+);
+export type TurnRequest = Static<typeof TurnRequest>;
+
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 10_000;
 
@@ -62,6 +75,7 @@ interface Job {
   signal: AbortSignal;
   takeReady: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
   takeReadyExec: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
+  turn: RunSocketOptions["turn"];
 }
 
 /** A route: the request it accepts, checked against its schema, and the box it starts. */
@@ -137,6 +151,13 @@ const routes = new Map<string, Route>([
       job.send({ exit: execExitCode(envelope), envelope });
     }),
   ],
+  [
+    "/turns",
+    route("turn", TurnRequest, async (turn, job) => {
+      if (!job.turn) throw new Error("this server takes no turns from a terminal");
+      await job.turn(turn, job.send);
+    }),
+  ],
 ]);
 
 export interface RunSocketOptions {
@@ -149,6 +170,8 @@ export interface RunSocketOptions {
   takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
   /** And `box exec` takes one of those made for commands. */
   takeReadyExec?: (worker: string) => Promise<ReadyStart | undefined>;
+  /** A linked terminal's turn, in its group's one session (handed-turn.ts). */
+  turn?: (request: TurnRequest, send: (line: Record<string, unknown>) => void) => Promise<void>;
 }
 
 /**
@@ -198,6 +221,7 @@ function startJob(
     signal: abort.signal,
     takeReady: options.takeReady,
     takeReadyExec: options.takeReadyExec,
+    turn: options.turn,
   };
   const done = (async () => {
     try {
@@ -218,7 +242,7 @@ export async function serveRuns(options: RunSocketOptions): Promise<RunSocket> {
   const path = runSocketPath(options.paths);
   // a socket file left by a server that died: no live server holds it (the caller checked)
   await rm(path, { force: true });
-  const inFlight = new Set<{ abort: AbortController; done: Promise<void> }>();
+  const inFlight = new Set<{ abort: AbortController; done: Promise<void>; box: boolean }>();
 
   const timeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   // the stalled-request sweep must run often enough for the timeout to mean something
@@ -251,7 +275,8 @@ export async function serveRuns(options: RunSocketOptions): Promise<RunSocket> {
         .end(`${JSON.stringify({ error: start.refusal, exit: 2 })}\n`);
       return;
     }
-    const entry = startJob(res, start, options);
+    // a turn runs in a session's box, which the server counts already
+    const entry = { ...startJob(res, start, options), box: req.url !== "/turns" };
     inFlight.add(entry);
     await entry.done;
     inFlight.delete(entry);
@@ -266,7 +291,7 @@ export async function serveRuns(options: RunSocketOptions): Promise<RunSocket> {
   });
   await chmod(path, 0o600);
   return {
-    active: () => inFlight.size,
+    active: () => [...inFlight].filter((entry) => entry.box).length,
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const entry of inFlight) entry.abort.abort();

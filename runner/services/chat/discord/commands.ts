@@ -16,7 +16,7 @@ import {
 } from "discord-api-types/v10";
 import { errorMessage } from "../../../ground/errors.ts";
 import { splitText } from "../../../ground/text/message-parts.ts";
-import { COMMANDS, type OptionSpec } from "../../commands/catalogue.ts";
+import { COMMANDS, type OptionSpec } from "../../command-catalogue/catalogue.ts";
 import type { CommandReply, ListenerHost } from "../../listeners/child.ts";
 import { discordChannelId } from "./ids.ts";
 

@@ -2,6 +2,7 @@ import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import { errorMessage } from "../../../ground/errors.ts";
+import { groupOf } from "../../../records/channels/links.ts";
 import { describeEvent } from "../../../work/runs/pi-events.ts";
 import { SessionError, SessionRouter } from "../../../work/sessions/router.ts";
 import { termChannelId } from "./ids.ts";
@@ -28,6 +29,15 @@ export interface TalkOptions {
    * in by the CLI): the text to show, or "quit".
    */
   command: (line: string, user: string, channel: string) => Promise<string>;
+  /**
+   * Hands a line to a running server as a turn of the session a linked
+   * terminal shares with the person's other surfaces (handed in by the CLI);
+   * undefined when no server took it.
+   */
+  handTurn?: (
+    turn: { worker: string; channel: string; author: string; text: string },
+    io: { write(text: string): void; note(text: string): void; signal: AbortSignal },
+  ) => Promise<{ runId: string | undefined; modelError: string | undefined } | undefined>;
 }
 
 export const TALK_QUEUE_BOUND = 32;
@@ -50,7 +60,25 @@ export async function talk(options: TalkOptions): Promise<number> {
   const printer = new TurnPrinter(worker, output, note);
   let pending = 0;
   const turns: Promise<void>[] = [];
+  const linked = linkedTo(options.paths, channel);
+  const server =
+    linked && options.handTurn
+      ? new HandedTurns(options.handTurn, { worker, channel, author: user }, output, note, printer)
+      : undefined;
+  if (server) note(`${channel} is linked with ${linked}: a running server holds the one session`);
   const send = (text: string) => {
+    if (!server) return void local(text);
+    pending++;
+    const turn = server
+      .send(text)
+      // no server after all: the line gets a session here (the history is still the group's)
+      .then((taken) => (taken ? undefined : local(text)))
+      .finally(() => {
+        pending--;
+      });
+    turns.push(turn);
+  };
+  const local = (text: string): Promise<void> => {
     pending++;
     const message = {
       worker,
@@ -71,6 +99,7 @@ export async function talk(options: TalkOptions): Promise<number> {
         pending--;
       });
     turns.push(turn);
+    return turn;
   };
 
   const lines = createInterface({ input: options.input, crlfDelay: Number.POSITIVE_INFINITY });
@@ -89,6 +118,7 @@ export async function talk(options: TalkOptions): Promise<number> {
   const interactive = (options.input as { isTTY?: boolean }).isTTY === true;
   if (!interactive) await Promise.allSettled(turns);
   if (pending) note("(ending the session now)");
+  server?.end();
   await router.closeAll();
   await Promise.allSettled(turns);
   return 0;
@@ -115,6 +145,54 @@ function talkRouter(options: TalkOptions, note: (text: string) => void): Session
         );
     },
   });
+}
+
+/**
+ * A linked terminal's lines, each handed to the running server as a turn of
+ * the group's one session, one after another in the order typed; what the
+ * worker sent the terminal is printed when its turn is done.
+ */
+class HandedTurns {
+  private last: Promise<unknown> = Promise.resolve();
+  private readonly ending = new AbortController();
+
+  constructor(
+    private readonly handTurn: NonNullable<TalkOptions["handTurn"]>,
+    private readonly where: { worker: string; channel: string; author: string },
+    private readonly output: NodeJS.WritableStream,
+    private readonly note: (text: string) => void,
+    private readonly printer: TurnPrinter,
+  ) {}
+
+  /** Whether a server took the line. */
+  send(text: string): Promise<boolean> {
+    const turn = this.last.then(() => this.hand(text));
+    this.last = turn;
+    return turn;
+  }
+
+  /** Ctrl-D: lines still waiting are dropped; the session stays the server's. */
+  end(): void {
+    this.ending.abort();
+  }
+
+  private async hand(text: string): Promise<boolean> {
+    if (this.ending.signal.aborted) return true;
+    const result = await this.handTurn(
+      { ...this.where, text },
+      {
+        write: (reply) => this.output.write(`${this.where.worker}> ${reply}\n`),
+        note: this.note,
+        signal: this.ending.signal,
+      },
+    ).catch((error: unknown) => {
+      this.printer.failed(error);
+      return { runId: undefined, modelError: undefined };
+    });
+    if (!result) return false;
+    this.printer.done(result.modelError);
+    return true;
+  }
 }
 
 /**
@@ -166,5 +244,16 @@ class TurnPrinter {
   private endLine(): void {
     if (this.writing) this.output.write("\n");
     this.writing = false;
+  }
+}
+
+/** The surfaces a terminal is linked with, in words; undefined when it isn't (or the links can't be read). */
+function linkedTo(paths: RosterPaths, channel: string): string | undefined {
+  try {
+    return groupOf(paths, channel)
+      ?.surfaces.filter((surface) => surface !== channel)
+      .join(", ");
+  } catch {
+    return undefined;
   }
 }

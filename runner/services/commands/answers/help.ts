@@ -1,5 +1,5 @@
+import { COMMANDS } from "../../command-catalogue/catalogue.ts";
 import { allows } from "../authority.ts";
-import { COMMANDS } from "../catalogue.ts";
 import type { CommandContext } from "../context.ts";
 import { usageOf } from "../invocation.ts";
 

@@ -1,5 +1,5 @@
-import type { RosterPaths } from "../../../ground/config/paths.ts";
-import { answerLine } from "../../commands/core.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { answerLine } from "./core.ts";
 
 /**
  * What `roster talk` does with a line starting with "/": `/quit` ends the
