@@ -30,6 +30,9 @@ const ANA_SLACK = "U0ANA031";
 const DISCORD_DM_ID = `discord-dm-${ANA_DISCORD.id}`;
 const SLACK_DM = `D${ANA_SLACK.slice(1)}`;
 const SLACK_DM_ID = `slack-t0roster-dm-${ANA_SLACK.toLowerCase()}`;
+const GUILD = "810000000000000031";
+const ROOM = "820000000000000031";
+const ROOM_ID = `discord-${GUILD}-${ROOM}`;
 
 /** The scripted worker answers with the send action of the surface the message came from. */
 const linkedWorker = (request: RecordedRequest) => {
@@ -82,7 +85,7 @@ describe.skipIf(!docker)("linked surfaces", () => {
     model.play(...Array.from({ length: 40 }, () => linkedWorker));
     discord = await DiscordStandIn.start({
       token: "linked-discord-token",
-      channels: [],
+      channels: [ROOM],
       users: [ANA_DISCORD.id],
       heartbeatInterval: 1_000,
     });
@@ -95,7 +98,8 @@ describe.skipIf(!docker)("linked surfaces", () => {
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
       modelKey: "LINKED-KEY",
       extraOrg:
-        '[[action]]\nname = "discord-send"\nexecutor = "discord"\n\n[[action]]\nname = "slack-send"\nexecutor = "slack"\n\n[[action]]\nname = "term-send"\nexecutor = "term"\n',
+        // Discord sends only from runs a DM started: the room below is refused
+        '[[action]]\nname = "discord-send"\nexecutor = "discord"\nchannels = { surfaces = ["dm"] }\n\n[[action]]\nname = "slack-send"\nexecutor = "slack"\n\n[[action]]\nname = "term-send"\nexecutor = "term"\n',
     });
     await appendFile(
       join(deployment.paths.config, "workers/elf/worker.toml"),
@@ -110,6 +114,7 @@ describe.skipIf(!docker)("linked surfaces", () => {
       app_token: "xapp-linked",
       api_base: slack.apiBase,
     });
+    expect((await deployment.roster(["channel", "trust", ROOM_ID])).code).toBe(0);
     const linked = await deployment.roster(["channel", "link", DISCORD_DM_ID, SLACK_DM_ID]);
     expect(linked.code, linked.stderr).toBe(0);
     expect(linked.stdout).toContain(`${DISCORD_DM_ID} + ${SLACK_DM_ID} are one conversation`);
@@ -221,5 +226,28 @@ describe.skipIf(!docker)("linked surfaces", () => {
       ["user", "send: hello from the terminal", term],
       ["worker", "hello from the terminal", term],
     ]);
+  });
+
+  it("an action limited to DMs is refused to a session a room started, by the run's own origins", async () => {
+    discord.post({
+      channel_id: ROOM,
+      guild_id: GUILD,
+      author: ANA_DISCORD,
+      content: `<@${discord.botUserId}> send: not from a room`,
+      mentions: [discord.botUserId],
+    });
+    const refused = await until(
+      () =>
+        readFileSync(join(deployment.paths.audit, "decisions.jsonl"), "utf8")
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line) as Record<string, unknown>)
+          .find((line) => line.intent === "discord-send" && line.disposition === "refused"),
+      "the refused send",
+    );
+    expect(refused.reason).toBe(
+      `the action grant "discord-send" is only for runs started from surfaces dm; this run started from ${ROOM_ID}`,
+    );
+    expect(discord.history(ROOM).map((m) => m.content)).not.toContain("not from a room");
   });
 });

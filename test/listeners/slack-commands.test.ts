@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { readTasks } from "../../runner/records/task-list/store.ts";
 import { pauseOf } from "../../runner/records/workers/pause.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
@@ -90,6 +91,24 @@ describe.skipIf(!docker)("Slack slash commands", () => {
     expect(template).toMatchObject({ prompt: "write the weekly report", every: "7d" });
     expect(slack.history(ROOM).map((message) => message.text)).not.toContain(answer.text);
     expect((await slash(APPROVER, "/roster", "task ls")).text).toContain("write the weekly report");
+  });
+
+  it("reads the run records: the last runs, and one run's outcome", async () => {
+    const id = "2026-12-05-09-00-00-000cccccccc";
+    await writeRecord(runDir(deployment.paths.state, "elf", id), {
+      id,
+      worker: "elf",
+      kind: "task",
+      state: "done",
+      started_at: "2026-12-05T09:00:00.000Z",
+      ended_at: "2026-12-05T09:03:00.000Z",
+      ended_by: "exit",
+      exit_code: 0,
+    });
+    expect((await slash(APPROVER, "/runs")).text).toContain(id);
+    const shown = await slash(APPROVER, "/runs", "show 2026-12-05-09");
+    expect(shown).toMatchObject({ response_type: "ephemeral", user: APPROVER });
+    expect(shown.text).toContain(`run       ${id}`);
   });
 
   it("someone without standing is refused by the rule, and the journal says who asked from where", async () => {
