@@ -4,7 +4,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Offer } from "../../runner/services/actions/offers.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { chatWorker, lazyServer, until } from "../support/chat-turns.ts";
+import {
+  chatWorker,
+  type ListedGate,
+  lazyServer,
+  listedGates,
+  until,
+} from "../support/chat-turns.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
@@ -20,11 +26,7 @@ const ROOM_ID = `discord-${GUILD}-${ROOM}`;
 const ANA = { id: "830000000000000001", username: "ana" };
 const BEN = { id: "830000000000000002", username: "ben" };
 
-interface GateLine {
-  id: string;
-  state: string;
-  decided_by?: string;
-}
+type GateLine = ListedGate;
 
 describe.skipIf(!docker)("approvals from chat (Discord)", () => {
   let model: ModelServer;
@@ -32,14 +34,7 @@ describe.skipIf(!docker)("approvals from chat (Discord)", () => {
   let deployment: RosterRoot;
   const server = lazyServer(() => deployment);
 
-  const gates = async (): Promise<GateLine[]> => {
-    const ls = await deployment.roster(["approvals", "ls", "--all", "--json"]);
-    return ls.stdout
-      .trim()
-      .split("\n")
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as GateLine);
-  };
+  const gates = (): Promise<GateLine[]> => listedGates(deployment, true);
   /** The offer message for a gate: the bot's message whose buttons name it. */
   const offerFor = (gate: string) =>
     discord

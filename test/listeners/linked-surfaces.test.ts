@@ -7,7 +7,7 @@ import { termChannelId } from "../../runner/services/chat/terminal/ids.ts";
 import { talkUser } from "../../runner/services/chat/terminal/talk.ts";
 import { readListenerStatuses } from "../../runner/services/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { chatWorker, lazyServer, messageOf, until } from "../support/chat-turns.ts";
+import { chatWorker, lazyServer, messageOf, pendingGate, until } from "../support/chat-turns.ts";
 import { ROSTER_BIN } from "../support/cli.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
@@ -170,15 +170,7 @@ describe.skipIf(!docker)("linked surfaces", () => {
   it("each surface keeps its own trust: untrusted, Slack's reply waits as a gate while Discord's goes out", async () => {
     expect((await deployment.roster(["channel", "untrust", SLACK_DM_ID])).code).toBe(0);
     fromSlack("send: held for approval");
-    const gate = await until(async () => {
-      const ls = await deployment.roster(["approvals", "ls", "--json"]);
-      return ls.stdout
-        .trim()
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as { id: string; intent: string; state: string })
-        .find((one) => one.intent === "slack-send" && one.state === "pending");
-    }, "the gated Slack reply");
+    const gate = await pendingGate(deployment, "slack-send");
     expect(gate).toBeDefined();
     fromDiscord("send: still direct");
     await inDiscord("still direct");

@@ -8,7 +8,7 @@ import {
   readListenerStatuses,
 } from "../../runner/services/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { chatWorker, lazyServer, messageOf, until } from "../support/chat-turns.ts";
+import { chatWorker, lazyServer, messageOf, pendingGate, until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
@@ -110,15 +110,7 @@ describe.skipIf(!docker)("the Slack listener under roster server", () => {
 
   it("in an untrusted channel the reply waits as a gate and goes out once approved", async () => {
     post(LOBBY, "send: Welcome to the lobby");
-    const gate = await until(async () => {
-      const ls = await deployment.roster(["approvals", "ls", "--json"]);
-      return ls.stdout
-        .trim()
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as { id: string; intent: string; state: string })
-        .find((g) => g.intent === "slack-send" && g.state === "pending");
-    }, "the gate");
+    const gate = await pendingGate(deployment, "slack-send");
     expect(gate).toBeDefined();
     expect(sent(LOBBY)).toHaveLength(0);
     const approved = await deployment.roster(["approvals", "approve", gate.id]);

@@ -108,3 +108,30 @@ export function lazyServer(deployment: () => RosterRoot): ReturnType<typeof serv
   };
   return { start: () => get().start(), stop: () => get().stop() };
 }
+
+/** A gate as `roster approvals ls --json` lists it. */
+export interface ListedGate {
+  id: string;
+  intent: string;
+  state: string;
+  decided_by?: string;
+}
+
+/** The gates the desk lists now (`--all` for decided ones too). */
+export async function listedGates(deployment: RosterRoot, all = false): Promise<ListedGate[]> {
+  const ls = await deployment.roster(["approvals", "ls", ...(all ? ["--all"] : []), "--json"]);
+  return ls.stdout
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as ListedGate);
+}
+
+/** Waits until the desk holds a pending gate of this intent. */
+export function pendingGate(deployment: RosterRoot, intent: string): Promise<ListedGate> {
+  return until(
+    async () =>
+      (await listedGates(deployment)).find((g) => g.intent === intent && g.state === "pending"),
+    `a pending ${intent} gate`,
+  );
+}
