@@ -10,13 +10,11 @@
  *   npx tsx bench/chat-commands.ts
  */
 import { readFileSync } from "node:fs";
-import { appendFile } from "node:fs/promises";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { writeCursor } from "../runner/services/listeners/cursors.ts";
 import { readListenerStatuses } from "../runner/services/listeners/supervisor.ts";
-import { storeCredential } from "../runner/work/runs/credentials.ts";
 import {
+  bindElf,
   chatWorker,
   DiscordStandIn,
   ModelServer,
@@ -70,13 +68,11 @@ const deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
   modelKey: "BENCH-CHAT-KEY",
   extraOrg: `[[action]]\nname = "discord-send"\nexecutor = "discord"\n\n[chat]\nadmins = ["discord:${ADMIN.id}"]\n`,
 });
-await appendFile(
-  join(deployment.paths.config, "workers/elf/worker.toml"),
-  '\n[channels]\ndiscord = "discord"\n',
-);
-await storeCredential(deployment.paths.vault, "discord", {
-  token: TOKEN,
-  api_base: discord.apiBase,
+await bindElf(deployment, {
+  discord: {
+    token: TOKEN,
+    api_base: discord.apiBase,
+  },
 });
 const roomId = `discord-${GUILD}-${ROOM}`;
 if ((await deployment.roster(["channel", "trust", roomId])).code !== 0)

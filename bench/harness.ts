@@ -7,7 +7,7 @@
  */
 
 export { testBrowser } from "../test/support/browser.ts";
-export { chatWorker, serverFor, until } from "../test/support/chat-turns.ts";
+export { bindElf, chatWorker, serverFor, until } from "../test/support/chat-turns.ts";
 export { ROSTER_BIN } from "../test/support/cli.ts";
 export {
   CORPUS_DIR,

@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
-import { appendFile, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Offer } from "../../runner/services/actions/offers.ts";
-import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import {
+  bindElf,
   chatWorker,
   type ListedGate,
   lazyServer,
@@ -86,13 +86,11 @@ describe.skipIf(!docker)("approvals from chat (Discord)", () => {
         `[chat]\napprovers = ["discord:${ANA.id}"]\noffer_ttl_mins = 60\n`,
       ].join("\n"),
     });
-    await appendFile(
-      join(deployment.paths.config, "workers/elf/worker.toml"),
-      '\n[channels]\ndiscord = "discord"\n',
-    );
-    await storeCredential(deployment.paths.vault, "discord", {
-      token: TOKEN,
-      api_base: discord.apiBase,
+    await bindElf(deployment, {
+      discord: {
+        token: TOKEN,
+        api_base: discord.apiBase,
+      },
     });
     expect((await deployment.roster(["channel", "trust", ROOM_ID])).code).toBe(0);
     await server.start();
@@ -207,14 +205,12 @@ describe.skipIf(!docker)("approvals from chat (Slack)", () => {
         `[chat]\napprovers = ["slack:${ANA}"]\n`,
       ].join("\n"),
     });
-    await appendFile(
-      join(deployment.paths.config, "workers/elf/worker.toml"),
-      '\n[channels]\nslack = "slack"\n',
-    );
-    await storeCredential(deployment.paths.vault, "slack", {
-      bot_token: "xoxb-approvals",
-      app_token: "xapp-approvals",
-      api_base: slack.apiBase,
+    await bindElf(deployment, {
+      slack: {
+        bot_token: "xoxb-approvals",
+        app_token: "xapp-approvals",
+        api_base: slack.apiBase,
+      },
     });
     expect((await deployment.roster(["channel", "trust", ROOM_ID])).code).toBe(0);
     await server.start();

@@ -1,13 +1,11 @@
 import { readFileSync } from "node:fs";
-import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { InteractionResponseType, MessageFlags } from "discord-api-types/v10";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { workerSubject } from "../../runner/ground/config/subject.ts";
 import { readGate } from "../../runner/records/gates/gate-record.ts";
 import { type Gate, newGateId, writeGate } from "../../runner/services/actions/gates.ts";
-import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { lazyServer, until } from "../support/chat-turns.ts";
+import { bindElf, lazyServer, until } from "../support/chat-turns.ts";
 import { DiscordStandIn, type InteractionResponse } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
@@ -88,13 +86,11 @@ describe.skipIf(!docker)("Discord application commands", () => {
       modelKey: "DISCORD-COMMANDS-KEY",
       extraOrg: `[chat]\napprovers = ["discord:${ANA.id}"]\n\n[chat.from_platform]\ndiscord_roles = ["${ADMIN_ROLE}"]\ndiscord_manage_server = true\n`,
     });
-    await appendFile(
-      join(deployment.paths.config, "workers/elf/worker.toml"),
-      '\n[channels]\ndiscord = "discord"\n',
-    );
-    await storeCredential(deployment.paths.vault, "discord", {
-      token: TOKEN,
-      api_base: discord.apiBase,
+    await bindElf(deployment, {
+      discord: {
+        token: TOKEN,
+        api_base: discord.apiBase,
+      },
     });
     await server.start();
     await until(() => discord.registeredCommands(GUILD).length > 0, "the commands registered");

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { appendFile, mkdir, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askHealth } from "../../runner/boundary/gateway/health.ts";
@@ -9,7 +9,14 @@ import {
   readListenerStatuses,
 } from "../../runner/services/listeners/supervisor.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { chatWorker, lazyServer, messageOf, pendingGate, until } from "../support/chat-turns.ts";
+import {
+  bindElf,
+  chatWorker,
+  lazyServer,
+  messageOf,
+  pendingGate,
+  until,
+} from "../support/chat-turns.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
@@ -66,13 +73,11 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
       modelKey: "LISTENER-KEY",
       extraOrg: '[[action]]\nname = "discord-send"\nexecutor = "discord"\n',
     });
-    await appendFile(
-      join(deployment.paths.config, "workers/elf/worker.toml"),
-      '\n[channels]\ndiscord = "discord"\n',
-    );
-    await storeCredential(deployment.paths.vault, "discord", {
-      token: TOKEN,
-      api_base: discord.apiBase,
+    await bindElf(deployment, {
+      discord: {
+        token: TOKEN,
+        api_base: discord.apiBase,
+      },
     });
     // bob's bot has no credential at all; eve's has one Discord refuses
     for (const [name, bot] of [

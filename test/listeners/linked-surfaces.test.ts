@@ -1,13 +1,18 @@
 import { readFileSync } from "node:fs";
-import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import { termChannelId } from "../../runner/services/chat/terminal/ids.ts";
 import { talkUser } from "../../runner/services/chat/terminal/talk.ts";
 import { readListenerStatuses } from "../../runner/services/listeners/supervisor.ts";
-import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { chatWorker, lazyServer, messageOf, pendingGate, until } from "../support/chat-turns.ts";
+import {
+  bindElf,
+  chatWorker,
+  lazyServer,
+  messageOf,
+  pendingGate,
+  until,
+} from "../support/chat-turns.ts";
 import { ROSTER_BIN } from "../support/cli.ts";
 import { DiscordStandIn } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
@@ -101,18 +106,16 @@ describe.skipIf(!docker)("linked surfaces", () => {
         // Discord sends only from runs a DM started: the room below is refused
         '[[action]]\nname = "discord-send"\nexecutor = "discord"\nchannels = { surfaces = ["dm"] }\n\n[[action]]\nname = "slack-send"\nexecutor = "slack"\n\n[[action]]\nname = "term-send"\nexecutor = "term"\n',
     });
-    await appendFile(
-      join(deployment.paths.config, "workers/elf/worker.toml"),
-      '\n[channels]\ndiscord = "discord"\nslack = "slack"\n',
-    );
-    await storeCredential(deployment.paths.vault, "discord", {
-      token: "linked-discord-token",
-      api_base: discord.apiBase,
-    });
-    await storeCredential(deployment.paths.vault, "slack", {
-      bot_token: "xoxb-linked",
-      app_token: "xapp-linked",
-      api_base: slack.apiBase,
+    await bindElf(deployment, {
+      discord: {
+        token: "linked-discord-token",
+        api_base: discord.apiBase,
+      },
+      slack: {
+        bot_token: "xoxb-linked",
+        app_token: "xapp-linked",
+        api_base: slack.apiBase,
+      },
     });
     expect((await deployment.roster(["channel", "trust", ROOM_ID])).code).toBe(0);
     const linked = await deployment.roster(["channel", "link", DISCORD_DM_ID, SLACK_DM_ID]);

@@ -1,12 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
-import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { readTasks } from "../../runner/records/task-list/store.ts";
 import { pauseOf } from "../../runner/records/workers/pause.ts";
-import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { lazyServer, until } from "../support/chat-turns.ts";
+import { bindElf, lazyServer, until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
@@ -64,16 +62,12 @@ describe.skipIf(!docker)("Slack slash commands", () => {
       modelKey: "SLACK-COMMANDS-KEY",
       extraOrg: `[chat]\nadmins = ["slack:${ADMIN}"]\napprovers = ["slack:${APPROVER}"]\n\n[chat.from_platform]\nslack_workspace_admins = true\n`,
     });
-    await appendFile(
-      join(deployment.paths.config, "workers/elf/worker.toml"),
-      // only DMs wake elf: a room's messages are context
-      '\nwake = { surfaces = ["dm"] }\n\n[channels]\nslack = "slack"\n',
+    // only DMs wake elf: a room's messages are context
+    await bindElf(
+      deployment,
+      { slack: { bot_token: BOT_TOKEN, app_token: APP_TOKEN, api_base: slack.apiBase } },
+      'wake = { surfaces = ["dm"] }\n\n',
     );
-    await storeCredential(deployment.paths.vault, "slack", {
-      bot_token: BOT_TOKEN,
-      app_token: APP_TOKEN,
-      api_base: slack.apiBase,
-    });
     await server.start();
   });
   afterAll(async () => {

@@ -1,5 +1,4 @@
 import { readFileSync } from "node:fs";
-import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askHealth } from "../../runner/boundary/gateway/health.ts";
@@ -7,8 +6,14 @@ import {
   type ListenerStatus,
   readListenerStatuses,
 } from "../../runner/services/listeners/supervisor.ts";
-import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { chatWorker, lazyServer, messageOf, pendingGate, until } from "../support/chat-turns.ts";
+import {
+  bindElf,
+  chatWorker,
+  lazyServer,
+  messageOf,
+  pendingGate,
+  until,
+} from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
@@ -55,14 +60,12 @@ describe.skipIf(!docker)("the Slack listener under roster server", () => {
       modelKey: "SLACK-LISTENER-KEY",
       extraOrg: '[[action]]\nname = "slack-send"\nexecutor = "slack"\n',
     });
-    await appendFile(
-      join(deployment.paths.config, "workers/elf/worker.toml"),
-      '\n[channels]\nslack = "slack"\n',
-    );
-    await storeCredential(deployment.paths.vault, "slack", {
-      bot_token: BOT_TOKEN,
-      app_token: APP_TOKEN,
-      api_base: slack.apiBase,
+    await bindElf(deployment, {
+      slack: {
+        bot_token: BOT_TOKEN,
+        app_token: APP_TOKEN,
+        api_base: slack.apiBase,
+      },
     });
     const trusted = await deployment.roster(["channel", "trust", ROOM_ID]);
     expect(trusted.code, trusted.stderr).toBe(0);

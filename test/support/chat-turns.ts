@@ -4,7 +4,10 @@
  * the scripted model (model-server.ts); nothing here stands in for roster.
  */
 import type { ChildProcess } from "node:child_process";
+import { appendFile } from "node:fs/promises";
+import { join } from "node:path";
 import { readListenerStatuses } from "../../runner/services/listeners/supervisor.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { type RecordedRequest, type Turn, textOf } from "./model-server.ts";
 import type { RosterRoot } from "./roster-root.ts";
 
@@ -134,4 +137,23 @@ export function pendingGate(deployment: RosterRoot, intent: string): Promise<Lis
       (await listedGates(deployment)).find((g) => g.intent === intent && g.state === "pending"),
     `a pending ${intent} gate`,
   );
+}
+
+/**
+ * Binds elf to chat bots: a `[channels]` line for each platform, named after
+ * it (after `before`, more of elf's worker.toml), and each bot's credential
+ * in the vault under that name, as `roster login` keeps it.
+ */
+export async function bindElf(
+  deployment: RosterRoot,
+  bots: Partial<Record<"discord" | "slack", Record<string, string>>>,
+  before = "",
+): Promise<void> {
+  const lines = Object.keys(bots).map((platform) => `${platform} = "${platform}"`);
+  await appendFile(
+    join(deployment.paths.config, "workers/elf/worker.toml"),
+    `\n${before}[channels]\n${lines.join("\n")}\n`,
+  );
+  for (const [platform, credential] of Object.entries(bots))
+    await storeCredential(deployment.paths.vault, platform, credential);
 }

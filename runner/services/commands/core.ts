@@ -72,26 +72,31 @@ export async function answer(asked: Asked, invocation: Invocation): Promise<Comm
   }
 }
 
+/** Each command's answer, by name: what it reads or changes. */
+const ANSWERS: Readonly<
+  Record<
+    string,
+    (
+      context: CommandContext,
+      sub: string,
+      args: Record<string, string>,
+    ) => Promise<string | CommandAnswer> | string | CommandAnswer
+  >
+> = {
+  approvals: approvalsAnswer,
+  task: taskAnswer,
+  runs: runsAnswer,
+  channel: channelAnswer,
+  purpose: purposeAnswer,
+  worker: workerAnswer,
+  identity: identityAnswer,
+  help: helpAnswer,
+};
+
 function dispatch(
   context: CommandContext,
   { command, sub, args }: Invocation,
 ): Promise<string | CommandAnswer> | string | CommandAnswer {
-  switch (command.name) {
-    case "approvals":
-      return approvalsAnswer(context, sub.name, args);
-    case "task":
-      return taskAnswer(context, sub.name, args);
-    case "runs":
-      return runsAnswer(context, sub.name, args);
-    case "channel":
-      return channelAnswer(context, sub.name, args);
-    case "purpose":
-      return purposeAnswer(context, sub.name, args);
-    case "worker":
-      return workerAnswer(context, sub.name, args);
-    case "identity":
-      return identityAnswer(context);
-    default:
-      return helpAnswer(context);
-  }
+  const answerOf = ANSWERS[command.name] ?? helpAnswer;
+  return answerOf(context, sub.name, args);
 }
