@@ -89,9 +89,12 @@ function declareAddCommand(connection: Command): void {
   connection
     .command("add <name>")
     .description(
-      "write connections/<name>.toml from a recipe and store its secret (from stdin, --secret-env, or asked for)",
+      "write connections/<name>.toml from a recipe and store its secret (from stdin, --secret-env, or asked for); on a terminal, asks for what the recipe needs and the flags don't give",
     )
-    .requiredOption("--from <recipe>", "the recipe (roster connection catalog)")
+    .option(
+      "--from <recipe>",
+      "the recipe (roster connection catalog); the name itself when it names one",
+    )
     .option("--host <host>", "the API's host, instead of the recipe's (repeatable)", repeat)
     .option("--url <url>", "mcp: the server's https:// endpoint")
     .option("--path <folder>", "host-dir / host-repo: the folder on the host")
@@ -108,7 +111,7 @@ function declareAddCommand(connection: Command): void {
     .option("--verify-path <path>", "the path --verify asks for (bearer: default /)")
     .option("--as <worker>", "verify as this grantee (default: the first)")
     .addOption(new Option("--secret <value>").hideHelp())
-    .action(async (name: string, flags: AddFlags) =>
+    .action(async (name: string, flags: Partial<AddFlags>) =>
       (await connectionCommands()).addConnectionCommand(name, flags),
     );
 }

@@ -66,6 +66,12 @@ describe.skipIf(!docker)("linked surfaces", () => {
       .trim()
       .split("\n")
       .map((line) => JSON.parse(line) as { role: string; content: string; surface?: string });
+  /** The history once it holds this many messages (a send is kept just after it is posted). */
+  const historyOf = (channel: string, count: number) =>
+    until(() => {
+      const lines = history(channel);
+      return lines.length >= count ? lines : undefined;
+    }, `${count} messages in ${channel}'s history`);
   const fromDiscord = (text: string) =>
     discord.post({
       channel_id: discord.dmChannelOf(ANA_DISCORD.id),
@@ -158,7 +164,7 @@ describe.skipIf(!docker)("linked surfaces", () => {
     expect(JSON.stringify(slackTurn?.body.messages)).toContain("send: hello on discord");
     expect(sessions()).toHaveLength(1);
     expect(sessions()[0]?.channel_id).toBe(DISCORD_DM_ID);
-    expect(history(DISCORD_DM_ID).map((m) => [m.role, m.content, m.surface])).toEqual([
+    expect((await historyOf(DISCORD_DM_ID, 4)).map((m) => [m.role, m.content, m.surface])).toEqual([
       ["user", "send: hello on discord", undefined],
       ["worker", "hello on discord", undefined],
       ["user", "send: hello on slack", SLACK_DM_ID],
@@ -187,7 +193,10 @@ describe.skipIf(!docker)("linked surfaces", () => {
     expect(unlinked.stdout).toContain(`${SLACK_DM_ID} is its own conversation again`);
     fromSlack("send: on my own");
     await inSlack("on my own");
-    expect(history(SLACK_DM_ID).map((m) => m.content)).toEqual(["send: on my own", "on my own"]);
+    expect((await historyOf(SLACK_DM_ID, 2)).map((m) => m.content)).toEqual([
+      "send: on my own",
+      "on my own",
+    ]);
     const channels = sessions().map((record) => record?.channel_id);
     expect(channels).toEqual(expect.arrayContaining([DISCORD_DM_ID, SLACK_DM_ID]));
   });

@@ -101,6 +101,9 @@ describe("roster connection", () => {
       env(),
     );
     try {
+      // no grantee was named: it asks (empty: none yet), then the secret
+      await pty.waitFor(/grant it to which worker\?.*: /);
+      pty.write("\r");
       await pty.waitFor(/secret for api \(not shown\): /);
       pty.write(`${SECRET}\r`);
       expect(await pty.exited).toBe(0);
@@ -114,6 +117,34 @@ describe("roster connection", () => {
     });
   });
 
+  it("takes the recipe from the name, as `connection add github --worker elf`", async () => {
+    const added = await withSecret(["connection", "add", "github", "--worker", "scout"]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toContain("(from recipe github)");
+    expect(readFileSync(file("github"), "utf8")).toMatch(/^\[grant\.scout\]$/m);
+  });
+
+  it("asks on a terminal for what the recipe needs and the flags don't give", async () => {
+    const pty = spawnInPty([process.execPath, ROSTER_BIN, "connection", "add", "api"], env());
+    try {
+      await pty.waitFor(/which recipe\? \(github, .*\): /);
+      pty.write("bearer\r");
+      await pty.waitFor(/the API's host \(e\.g\. api\.example\.com\): /);
+      pty.write("api.example.test\r");
+      await pty.waitFor(/grant it to which worker\?.*: /);
+      pty.write("scout\r");
+      await pty.waitFor(/secret for api \(not shown\): /);
+      pty.write(`${SECRET}\r`);
+      expect(await pty.exited).toBe(0);
+    } finally {
+      pty.kill();
+    }
+    const written = readFileSync(file("api"), "utf8");
+    expect(written).toContain("api.example.test");
+    expect(written).toMatch(/^\[grant\.scout\]$/m);
+    expect(pty.output).not.toContain(SECRET);
+  });
+
   it("refuses a secret on the command line, an unknown recipe, a missing host and an unknown worker, changing nothing", async () => {
     const cases: Array<[string[], RegExp]> = [
       [
@@ -121,7 +152,11 @@ describe("roster connection", () => {
         /never taken on the command line/,
       ],
       [["connection", "add", "api", "--from", "nosuch"], /no recipe "nosuch": one of github/],
-      [["connection", "add", "api", "--from", "bearer"], /needs --host/],
+      [
+        ["connection", "add", "api", "--from", "bearer"],
+        /nothing was asked and nothing changed; missing: --host <name> \(the API's host\)/,
+      ],
+      [["connection", "add", "api"], /missing: --from <recipe> \(one of github, gitlab,/],
       [
         ["connection", "add", "api", "--from", "bearer", "--host", "a.test", "--worker", "ghost"],
         /refused, nothing changed: \S*config\/connections\/api\.toml:\d+: grant\.ghost: no worker named "ghost"/,

@@ -47,8 +47,10 @@ export async function catalogCommand(flags: { json?: boolean }): Promise<void> {
 }
 
 /** `roster connection add`: the file from a recipe, its secret, and a verify when asked. */
-export async function addConnectionCommand(name: string, flags: AddFlags): Promise<void> {
-  if (flags.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
+export async function addConnectionCommand(name: string, given: Partial<AddFlags>): Promise<void> {
+  if (given.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
+  const { guidedAddFlags } = await import("./guided-add.ts");
+  const flags = await guidedAddFlags(name, given);
   const { addConnection } = await import("./manage.ts");
   const { readSecret } = await import("./secret-input.ts");
   const paths = rosterPaths();

@@ -1,0 +1,106 @@
+import { createInterface } from "node:readline/promises";
+import { RosterError } from "../../ground/errors.ts";
+import type { AddFlags } from "./commands.ts";
+import { findRecipe, RECIPES, type Recipe } from "./recipes.ts";
+
+/**
+ * `roster connection add` as a person types it: the recipe may be the name
+ * itself (`connection add github --worker elf`), and on a terminal whatever
+ * the recipe needs and the flags don't give is asked for, one question each
+ * (the secret is asked for later, unechoed, by secret-input.ts). Without a
+ * terminal nothing is asked: the add is refused with every missing flag named.
+ */
+export interface Needed {
+  /** The flag that gives it, as the refusal names it. */
+  flag: string;
+  /** The question asked on a terminal. */
+  question: string;
+  set(flags: AddFlags, answer: string): AddFlags;
+}
+
+const asRecipe: Needed = {
+  flag: `--from <recipe> (one of ${RECIPES.map((recipe) => recipe.name).join(", ")})`,
+  question: `which recipe? (${RECIPES.map((recipe) => recipe.name).join(", ")})`,
+  set: (flags, answer) => ({ ...flags, from: answer }),
+};
+
+/** What the recipe needs to know where it reaches, when the flags don't say. */
+function reachNeeded(recipe: Recipe, flags: AddFlags): Needed[] {
+  if (recipe.kind === "service" && !recipe.hosts?.length && !flags.host?.length)
+    return [
+      {
+        flag: "--host <name> (the API's host)",
+        question: "the API's host (e.g. api.example.com)",
+        set: (given, answer) => ({ ...given, host: [answer] }),
+      },
+    ];
+  if (recipe.kind === "mcp" && flags.url === undefined)
+    return [
+      {
+        flag: "--url <https://host/path> (the MCP server's endpoint)",
+        question: "the MCP server's endpoint (https://…)",
+        set: (given, answer) => ({ ...given, url: answer }),
+      },
+    ];
+  if ((recipe.kind === "host-dir" || recipe.kind === "host-repo") && flags.path === undefined)
+    return [
+      {
+        flag: "--path <folder> (the folder on the host)",
+        question: "the folder on the host",
+        set: (given, answer) => ({ ...given, path: answer }),
+      },
+    ];
+  return [];
+}
+
+/** Who gets it: asked on a terminal only (a script may add one for nobody yet, as before). */
+const grantee: Needed = {
+  flag: "--worker <worker> or --org",
+  question: 'grant it to which worker? (a name; "org" for every worker; empty for none yet)',
+  set: (flags, answer) =>
+    answer === "org" ? { ...flags, org: true } : answer ? { ...flags, worker: [answer] } : flags,
+};
+
+/** The flags with the recipe read from the name when it names one, and what is missing asked for. */
+export async function guidedAddFlags(
+  name: string,
+  given: Partial<AddFlags>,
+  terminal = process.stdin.isTTY === true,
+): Promise<AddFlags> {
+  let flags: AddFlags = { ...given, from: given.from ?? (findRecipe(name) ? name : "") };
+  const ask = terminal ? questioner() : undefined;
+  try {
+    if (!flags.from) {
+      if (!ask) throw missing([asRecipe]);
+      flags = asRecipe.set(flags, await ask(asRecipe.question));
+    }
+    const recipe = findRecipe(flags.from);
+    // an unknown recipe is refused by the add itself, naming the recipes
+    if (!recipe) return flags;
+    const needed = reachNeeded(recipe, flags);
+    if (!ask) {
+      if (needed.length) throw missing(needed);
+      return flags;
+    }
+    for (const one of needed) flags = one.set(flags, await ask(one.question));
+    const granted = flags.org || flags.worker?.length || recipe.kind === "action-credential";
+    if (!granted) flags = grantee.set(flags, await ask(grantee.question));
+    return flags;
+  } finally {
+    ask?.close();
+  }
+}
+
+function missing(needed: Needed[]): RosterError {
+  return new RosterError(
+    `not in a terminal, so nothing was asked and nothing changed; missing: ${needed.map((one) => one.flag).join("; ")}`,
+    { exitCode: 2 },
+  );
+}
+
+/** One question at a time on the terminal (stderr, so stdout stays what the command printed). */
+function questioner(): ((question: string) => Promise<string>) & { close(): void } {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  const ask = async (question: string) => (await rl.question(`${question}: `)).trim();
+  return Object.assign(ask, { close: () => rl.close() });
+}
