@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { knowledgePath } from "../../runner/ground/config/knowledge.ts";
 import { runDir } from "../../runner/records/run-records/run-record.ts";
-import { updateTasks } from "../../runner/records/task-list/store.ts";
+import { readTasks, updateTasks } from "../../runner/records/task-list/store.ts";
 import { approveGate } from "../../runner/services/actions/desk.ts";
 import { listGates } from "../../runner/services/actions/gates.ts";
 import { RUN_CONTEXT } from "../../runner/work/runs/run-context.ts";
@@ -41,7 +41,15 @@ const GRANTS = `
 name = "repo-push"
 executor = "repo"
 trust = "gate"
+
+[[action]]
+name = "file-task"
+executor = "task"
+trust = "auto"
 `;
+const fileTask = (prompt: string): Turn => ({
+  toolCalls: [{ name: "file_task", arguments: { prompt } }],
+});
 
 describe.skipIf(!docker)("the knowledge repo and the clean-room rule", () => {
   let model: ModelServer;
@@ -73,7 +81,35 @@ describe.skipIf(!docker)("the knowledge repo and the clean-room rule", () => {
     await deployment?.cleanup();
   });
 
-  it("a session turn: the shared repo refuses the push naming the rule; knowledge lands after approval", async () => {
+  it("by default a session's conversation stays out of the knowledge repo and the task list", async () => {
+    const knowledge = knowledgePath(deployment.paths.data, "elf");
+    const knowledgeBefore = mainOf(knowledge);
+    model.play(
+      bash(
+        "cd ~/mnt/knowledge && echo 'the release is on Friday' > release.md && git add . && git commit -qm release",
+      ),
+      push("knowledge"),
+      fileTask("ask Zelda Quinn whether Friday holds"),
+      (request) => ({ text: `TASK: ${toolOutput(request)}` }),
+    );
+    const { router, send } = termRouter(deployment);
+    const delivered = await send(CHANNEL, "note the release date");
+    await router.closeAll();
+    const refused = toolOutput(model.requests[2]);
+    expect(refused).toContain("refused by the clean-room rule");
+    expect(refused).toContain('[knowledge] write_from = "clean-room"');
+    expect(mainOf(knowledge)).toBe(knowledgeBefore);
+    expect(delivered.result.texts.join("")).toMatch(
+      /TASK: .*payload\.prompt: refused by the clean-room rule: it names Zelda Quinn/s,
+    );
+    expect(readTasks(deployment.paths, "elf").tasks).toHaveLength(0);
+  });
+
+  it("a session turn: the shared repo refuses the push naming the rule; with [knowledge] write_from = any, knowledge lands after approval", async () => {
+    await appendFile(
+      join(deployment.paths.config, "org.toml"),
+      '\n[knowledge]\nwrite_from = "any"\n',
+    );
     const appBefore = mainOf(app);
     const knowledge = knowledgePath(deployment.paths.data, "elf");
     const knowledgeBefore = mainOf(knowledge);

@@ -2,6 +2,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
 import { ChannelClass } from "./channel-class-schema.ts";
 import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
+import { KnowledgeSection } from "./knowledge.ts";
 import { McpServerDeclaration } from "./mcp-schema.ts";
 import { AGE_PATTERN } from "./store-limits.ts";
 import { ToolchainSection } from "./toolchain-schema.ts";
@@ -396,6 +397,7 @@ export const OrgConfig = Type.Object(
     heartbeat: Type.Optional(Type.Array(HeartbeatRule)),
     schedule: Type.Optional(ScheduleSection),
     chat: Type.Optional(ChatSection),
+    knowledge: Type.Optional(KnowledgeSection),
     toolchain: Type.Optional(ToolchainSection),
     console: Type.Optional(ConsoleSection),
     server: Type.Optional(ServerSection),

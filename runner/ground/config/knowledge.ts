@@ -1,5 +1,23 @@
 import { join } from "node:path";
+import { type Static, Type } from "@sinclair/typebox";
 import { type ConnectionMount, REPO_DEFAULTS } from "./connections.ts";
+
+/**
+ * org.toml `[knowledge]`: which runs may write a worker's knowledge repo.
+ * "clean-room" (the default): only runs that carried no conversation, and a
+ * task a conversation files may not name its people; "any": every run.
+ * docs/store.md says why the default keeps conversations out.
+ */
+export const KnowledgeSection = Type.Object(
+  {
+    write_from: Type.Optional(Type.Union([Type.Literal("clean-room"), Type.Literal("any")])),
+  },
+  { additionalProperties: false },
+);
+export type KnowledgeSection = Static<typeof KnowledgeSection>;
+
+export type KnowledgeWriteFrom = NonNullable<KnowledgeSection["write_from"]>;
+export const KNOWLEDGE_WRITE_DEFAULT: KnowledgeWriteFrom = "clean-room";
 
 /**
  * Every worker's own knowledge repo: a gated host-repo connection named
@@ -17,7 +35,11 @@ export const KNOWLEDGE_REPO = "knowledge";
 export const knowledgePath = (dataRoot: string, worker: string) =>
   join(dataRoot, "workers", worker, "knowledge.git");
 
-export function knowledgeMount(dataRoot: string, worker: string): ConnectionMount {
+export function knowledgeMount(
+  dataRoot: string,
+  worker: string,
+  writeFrom: KnowledgeWriteFrom = KNOWLEDGE_WRITE_DEFAULT,
+): ConnectionMount {
   return {
     name: KNOWLEDGE_REPO,
     path: knowledgePath(dataRoot, worker),
@@ -30,11 +52,13 @@ export function knowledgeMount(dataRoot: string, worker: string): ConnectionMoun
       maxFileBytes: REPO_DEFAULTS.maxFileBytes,
       maxPushBytes: REPO_DEFAULTS.maxPushBytes,
       maxDeletionsUngated: REPO_DEFAULTS.maxDeletionsUngated,
-      writeFrom: "any",
+      writeFrom: writeFrom === "any" ? "any" : "clean",
       scanParticipants: false,
     },
   };
 }
 
-export const KNOWLEDGE_DETAIL =
-  "your own knowledge repo, kept between runs: a git clone at ~/mnt/knowledge on branch run/<run-id> (read-write); commit notes worth keeping there and land them on main with repo_push. It is yours alone, and any run may push to it";
+/** What the worker is told of its knowledge repo, by who may write it. */
+export function knowledgeDetail(writeFrom: KnowledgeWriteFrom = KNOWLEDGE_WRITE_DEFAULT): string {
+  return `your own knowledge repo, kept between runs: a git clone at ~/mnt/knowledge on branch run/<run-id> (read-write); commit notes worth keeping there and land them on main with repo_push. It is yours alone; ${writeFrom === "any" ? "any run may push to it" : "only a run that carried no conversation may push to it (what a conversation taught you stays in that channel's ~/channel/store)"}`;
+}

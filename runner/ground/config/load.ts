@@ -31,7 +31,7 @@ import {
 } from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
-import { KNOWLEDGE_DETAIL, KNOWLEDGE_REPO, knowledgeMount } from "./knowledge.ts";
+import { KNOWLEDGE_REPO, knowledgeDetail, knowledgeMount } from "./knowledge.ts";
 import { locateLine } from "./locate.ts";
 import type { McpServerEntry } from "./mcp-schema.ts";
 import { checkMcpNames, mcpConnectionNameProblem, mcpServersFor } from "./mcp-servers.ts";
@@ -395,8 +395,13 @@ export function workerView(
     }
   }
   if (options.dataRoot) {
-    view.mounts.push(knowledgeMount(options.dataRoot, name));
-    view.connections.push({ name: KNOWLEDGE_REPO, kind: "host-repo", detail: KNOWLEDGE_DETAIL });
+    const writeFrom = config.org.knowledge?.write_from;
+    view.mounts.push(knowledgeMount(options.dataRoot, name, writeFrom));
+    view.connections.push({
+      name: KNOWLEDGE_REPO,
+      kind: "host-repo",
+      detail: knowledgeDetail(writeFrom),
+    });
   }
   return view;
 }

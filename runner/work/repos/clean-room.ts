@@ -1,4 +1,5 @@
 import type { RepoPolicy } from "../../ground/config/connections.ts";
+import { KNOWLEDGE_REPO } from "../../ground/config/knowledge.ts";
 import { git } from "../../ground/git/git.ts";
 import { carriesConversation, type Participant, type RunContext } from "./provenance.ts";
 
@@ -11,8 +12,8 @@ import { carriesConversation, type Participant, type RunContext } from "./proven
  * of its conversations — their display names and handles as the channel
  * records keep them — in every file it adds or changes, every path and every
  * commit message, and refused when it names one. The worker's own knowledge
- * repo takes pushes from any run and is not scanned: keeping what it learnt
- * about people is what it is for.
+ * repo follows org.toml `[knowledge] write_from` (clean-room unless "any"),
+ * and is not scanned: a clean run has no participants to name.
  */
 export const CLEAN_ROOM = "clean-room rule";
 
@@ -25,6 +26,8 @@ export function cleanRoomRefusal(
   if (policy.writeFrom === "any" || !carriesConversation(context)) return undefined;
   const shown = context.channels.slice(0, 3).join(", ");
   const more = context.channels.length > 3 ? ` and ${context.channels.length - 3} more` : "";
+  if (repo === KNOWLEDGE_REPO)
+    return `refused by the ${CLEAN_ROOM}: this run carried conversation content (${shown}${more}) and your knowledge repo takes pushes only from runs that carried none (org.toml [knowledge] write_from = "clean-room"); keep what this conversation taught you in its channel's ~/channel/store, or make the note from a run without conversation`;
   return `refused by the ${CLEAN_ROOM}: this run carried conversation content (${shown}${more}) and "${repo}" takes pushes only from runs that carried none (write_from = "clean"); make the change from a run without conversation (a one-shot run, or a task not filed from a chat), keep it in your own knowledge repo, or ask the operator for write_from = "any" on this connection`;
 }
 

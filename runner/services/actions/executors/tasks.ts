@@ -24,6 +24,7 @@ import { dependencyProblem } from "../../../work/tasks/readiness.ts";
 import { applyTemplates, templateProblem } from "../../../work/tasks/template-edit.ts";
 import type { ExecutionContext, Executor } from "../../executor.ts";
 import { trustedChannels } from "../trusted-channels.ts";
+import { taskCleanRoomProblem } from "./task-clean-room.ts";
 
 /**
  * task (file_task): one more task on the worker's own list. task-list
@@ -174,7 +175,8 @@ export const fileTask: Executor<FilePayload> = {
       (payload.ceiling_min === undefined
         ? undefined
         : problemAt("payload.ceiling_min", ceilingProblem(payload.ceiling_min))) ??
-      replyProblem([payload], context, () => "payload.reply_to");
+      replyProblem([payload], context, () => "payload.reply_to") ??
+      taskCleanRoomProblem(context, [["payload.prompt", payload.prompt]]);
     if (problem || !payload.depends_on?.length || !context) return problem;
     const known = new Set(readTasks(context.paths, context.worker).tasks.map((task) => task.id));
     const missing = payload.depends_on.find((id) => !known.has(id));
@@ -247,6 +249,24 @@ export const setTasks: Executor<SetPayload> = {
       (id) => current.tasks.find((task) => task.id === id)?.channel,
     );
     if (reply) return reply;
+    // what is already on the list was judged when it was filed
+    const filed = new Set([
+      ...current.tasks.map((task) => task.id),
+      ...(current.recurring ?? []).map((entry) => entry.id),
+    ]);
+    const cleanRoom = taskCleanRoomProblem(context, [
+      ...payload.tasks.flatMap((task, index) =>
+        task.id && filed.has(task.id)
+          ? []
+          : [[`payload.tasks.${index}.prompt`, task.prompt] as const],
+      ),
+      ...(payload.recurring ?? []).flatMap((entry, index) =>
+        entry.id && filed.has(entry.id)
+          ? []
+          : [[`payload.recurring.${index}.prompt`, entry.prompt] as const],
+      ),
+    ]);
+    if (cleanRoom) return cleanRoom;
     return current.version === payload.base_version
       ? undefined
       : `payload.base_version: the task list is at version ${current.version} now, not ${payload.base_version}; read ~/self/schedule.json again`;
