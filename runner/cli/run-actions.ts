@@ -112,3 +112,35 @@ export async function showRunCommand(prefix: string): Promise<void> {
   if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });
   process.stdout.write(`${showRun(found, paths.audit)}\n`);
 }
+
+/** `roster runs context`: the run's prompt, block by block, against the worker's previous run. */
+export async function runContextCommand(
+  prefix: string,
+  flags: { all?: boolean; json?: boolean },
+): Promise<void> {
+  const { findRun } = await import("../records/run-records/run-record.ts");
+  const { formatContext, promptContext } = await import("../work/runs/prompt-context.ts");
+  const paths = rosterPaths();
+  const found = findRun(paths.state, prefix);
+  if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });
+  const context = promptContext(paths.state, found);
+  if (!context)
+    throw new RosterError(
+      `run ${found.id} kept no prompt (a command in a box, or a run that never started)`,
+      {
+        exitCode: 2,
+      },
+    );
+  process.stdout.write(
+    flags.json
+      ? `${JSON.stringify(
+          flags.all
+            ? context
+            : {
+                ...context,
+                blocks: context.blocks.map(({ content: _content, ...block }) => block),
+              },
+        )}\n`
+      : `${formatContext(context, flags.all === true)}\n`,
+  );
+}

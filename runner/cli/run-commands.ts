@@ -75,4 +75,14 @@ export function registerRunCommands(program: Command): void {
       "one run: its record, model tokens and cost, task, conversation and files (any unique prefix of its id)",
     )
     .action(async (prefix: string) => (await runCommands()).showRunCommand(prefix));
+  runs
+    .command("context <run>")
+    .description(
+      "what the model was told: each block of the run's prompt with its size in characters and tokens, a hash, what changed since the worker's previous run, and where a prompt cache can reach",
+    )
+    .option("--all", "each block's text too")
+    .option("--json", "the blocks as JSON")
+    .action(async (prefix: string, flags: { all?: boolean; json?: boolean }) =>
+      (await runCommands()).runContextCommand(prefix, flags),
+    );
 }

@@ -4,7 +4,10 @@ import type { MemoryRead } from "../memory/read.ts";
 import { memoryBlock } from "./memory.ts";
 /**
  * What the model is told. System = identity + runtime policy + the connections
- * granted to this worker + the run's scope, each as a labelled block; input =
+ * granted to this worker (+ the channel's purpose, the worker's memory, the
+ * outcomes since its last run) + the run's scope, each as a labelled block, in
+ * that order: what holds still from run to run first, so a provider's prompt
+ * cache reaches as far as it can (`roster runs context` shows where); input =
  * the task text. Limits come from [context]; a mandatory block over its limit
  * fails the run rather than being cut, so the model never acts on half an
  * identity. The channel's purpose and the worker's memory are context, not
@@ -23,6 +26,8 @@ export interface CompiledPrompt {
   /** The channel's purpose.md as read, before any cut: what a session compares a later one with. */
   purpose?: string;
 }
+
+const OUTCOMES_LABEL = "OUTCOMES SINCE YOUR LAST RUN";
 
 export const RUNTIME_POLICY = [
   "You run inside a locked box. Every request you make leaves through a gateway that applies the operator's policy.",
@@ -89,19 +94,22 @@ export function compilePrompt(input: {
   const connections = worker.connections.length
     ? worker.connections.map((c) => `- ${c.name} (${c.kind}): ${c.detail}`).join("\n")
     : "None. Only what the operator's gateway rules allow is reachable.";
+  // what holds still from run to run comes first, so a provider's prompt cache
+  // reaches as far as it can; the scope names the run, so it comes last
+  const scope: PromptBlock = {
+    label: "RUNTIME SCOPE",
+    content: [...scopeLines(input), ...stallLines(input.worker)].join("\n"),
+  };
   const blocks: PromptBlock[] = [
     { label: "IDENTITY", content: identity || `You are ${worker.name}, a worker.` },
     { label: "RUNTIME POLICY", content: RUNTIME_POLICY },
     { label: "CONNECTIONS", content: connections },
-    {
-      label: "RUNTIME SCOPE",
-      content: [...scopeLines(input), ...stallLines(input.worker)].join("\n"),
-    },
+    scope,
   ];
   const channel = input.session?.channel ?? input.origin?.channel;
   const purpose = channel && input.purpose ? purposeBlock(channel, input.purpose) : undefined;
   if (input.outcomes?.length)
-    blocks.push({ label: "OUTCOMES SINCE YOUR LAST RUN", content: outcomesBlock(input.outcomes) });
+    blocks.push({ label: OUTCOMES_LABEL, content: outcomesBlock(input.outcomes) });
   // memory, then the purpose, take what room the rest leaves under max_injected_chars, up to their own limits
   const memoryRead = input.session ? undefined : (input.memory ?? { notes: [], skipped: 0 });
   const memory = memoryBlock(
@@ -111,7 +119,18 @@ export function compilePrompt(input: {
   );
   if (memory) blocks.push(memory);
   const shown = purpose?.fit(limits, limits.max_injected_chars - renderSystem(blocks).length);
-  if (shown) blocks.splice(4, 0, shown);
+  // the order the model reads: the stable blocks, the purpose, memory, outcomes, then the scope
+  const stable = blocks.filter((block) => block !== scope && block.label !== OUTCOMES_LABEL);
+  const outcomes = blocks.filter((block) => block.label === OUTCOMES_LABEL);
+  blocks.splice(
+    0,
+    blocks.length,
+    ...stable.slice(0, 3),
+    ...(shown ? [shown] : []),
+    ...stable.slice(3),
+    ...outcomes,
+    scope,
+  );
   const system = renderSystem(blocks);
   if (system.length > limits.max_injected_chars) {
     throw new PromptTooLarge(
