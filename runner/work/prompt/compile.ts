@@ -119,18 +119,7 @@ export function compilePrompt(input: {
   );
   if (memory) blocks.push(memory);
   const shown = purpose?.fit(limits, limits.max_injected_chars - renderSystem(blocks).length);
-  // the order the model reads: the stable blocks, the purpose, memory, outcomes, then the scope
-  const stable = blocks.filter((block) => block !== scope && block.label !== OUTCOMES_LABEL);
-  const outcomes = blocks.filter((block) => block.label === OUTCOMES_LABEL);
-  blocks.splice(
-    0,
-    blocks.length,
-    ...stable.slice(0, 3),
-    ...(shown ? [shown] : []),
-    ...stable.slice(3),
-    ...outcomes,
-    scope,
-  );
+  blocks.splice(0, blocks.length, ...readingOrder(blocks, scope, shown));
   const system = renderSystem(blocks);
   if (system.length > limits.max_injected_chars) {
     throw new PromptTooLarge(
@@ -143,6 +132,27 @@ export function compilePrompt(input: {
     blocks: blocks.map((block) => ({ label: block.label, chars: block.content.length })),
     ...(shown && input.purpose ? { purpose: input.purpose } : {}),
   };
+}
+
+/**
+ * The order the model reads: identity, policy and connections, the purpose,
+ * memory, the outcomes, then the run's scope, which names the run and so
+ * changes every time (what holds still first, for a provider's prompt cache).
+ */
+function readingOrder(
+  blocks: PromptBlock[],
+  scope: PromptBlock,
+  purpose: PromptBlock | undefined,
+): PromptBlock[] {
+  const stable = blocks.filter((block) => block !== scope && block.label !== OUTCOMES_LABEL);
+  const outcomes = blocks.filter((block) => block.label === OUTCOMES_LABEL);
+  return [
+    ...stable.slice(0, 3),
+    ...(purpose ? [purpose] : []),
+    ...stable.slice(3),
+    ...outcomes,
+    scope,
+  ];
 }
 
 /**
