@@ -77,6 +77,32 @@ describe("config loading", () => {
     );
   });
 
+  it("names the file, line and field of a bad chat authority, channel class or knowledge setting", async () => {
+    const root = await configRoot({
+      "org.toml": [
+        '[knowledge]\nwrite_from = "sometimes"\n',
+        '[chat]\nadmins = ["irc:nick"]\n',
+        '[chat.from_platform]\ndiscord_roles = ["moderators"]\n',
+        '[[grant]]\nname = "g"\nverdict = "allow"\nchannels = { surfaces = ["everywhere"] }\n',
+        '[[action]]\nname = "note"\nexecutor = "message-user"\nchannels = { servers = ["Discord-1"] }\n',
+      ].join("\n"),
+      "workers/elf/worker.toml": 'name = "elf"\nwake = { surfaces = ["dm"], rooms = true }\n',
+    });
+    const errors = loadConfig(root).errors.map(formatConfigError).map(rel(root));
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          /^org\.toml:2: knowledge\.write_from: must be one of clean-room, any/,
+        ),
+        expect.stringMatching(/^org\.toml:4: chat\.admins\.0: must match/),
+        expect.stringMatching(/^org\.toml:7: chat\.from_platform\.discord_roles\.0: /),
+        expect.stringMatching(/^org\.toml:13: grant\.0\.channels\.surfaces\.0: /),
+        expect.stringMatching(/^org\.toml:18: action\.0\.channels\.servers\.0: /),
+        expect.stringMatching(/^workers\/elf\/worker\.toml:2: wake\.rooms: unknown key/),
+      ]),
+    );
+  });
+
   it("warns when an exposure names a credential the vault doesn't hold", async () => {
     const root = await configRoot({
       "org.toml": '[[expose]]\ncredential = "github"\nenv = "GITHUB_TOKEN"\n',
