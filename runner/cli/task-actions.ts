@@ -3,13 +3,14 @@
  * task list and its recurring templates, as lines or JSON. What the operator
  * files has owner standing. Loaded only when one of these commands runs.
  */
+
 import { existsSync, readdirSync } from "node:fs";
-import { userInfo } from "node:os";
 import { join } from "node:path";
 import { rosterPaths } from "../ground/config/paths.ts";
+import { operatorName } from "../ground/operator.ts";
 import type { AddFlags } from "../work/tasks/operator-add.ts";
 
-const operator = () => `cli:${process.env.USER ?? userInfo().username}`;
+const operator = () => operatorName();
 
 /** `roster task add`: a task on the worker's list, or a recurring template. */
 export async function addTaskCommand(

@@ -4,6 +4,7 @@
  * messages wake the worker, which surfaces are one conversation. The CLI only declares these commands; this module is loaded when one runs.
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
+import { operatorName } from "../../ground/operator.ts";
 
 /** `roster channel trust` / `untrust`: sends and purpose edits there run unasked, or wait for approval. */
 export async function trustChannelCommand(verb: "trust" | "untrust", id: string): Promise<void> {
@@ -57,20 +58,13 @@ export async function linkChannelCommand(
   other: string,
   flags: { json?: boolean },
 ): Promise<void> {
-  const { userInfo } = await import("node:os");
   const { linkSaid, linkSurfaces } = await import("./links.ts");
-  const by = `cli:${process.env.USER ?? userInfo().username}`;
-  const group = await linkSurfaces(rosterPaths(), id, other, by);
+  const group = await linkSurfaces(rosterPaths(), id, other, operatorName());
   process.stdout.write(flags.json ? `${JSON.stringify(group)}\n` : `${linkSaid(group)}\n`);
 }
 
 /** `roster channel unlink`: a surface leaves its link group. */
 export async function unlinkChannelCommand(id: string): Promise<void> {
-  const { unlinkSurface } = await import("./links.ts");
-  const before = await unlinkSurface(rosterPaths(), id);
-  process.stdout.write(
-    before
-      ? `${id} is its own conversation again (the history so far stays with ${before.surfaces[0]})\n`
-      : `${id} was not linked\n`,
-  );
+  const { unlinkSaid, unlinkSurface } = await import("./links.ts");
+  process.stdout.write(`${unlinkSaid(id, await unlinkSurface(rosterPaths(), id))}\n`);
 }

@@ -140,3 +140,9 @@ export async function unlinkSurface(
 export function linkSaid(group: LinkGroup): string {
   return `linked: ${group.surfaces.join(" + ")} are one conversation (its history is ${group.surfaces[0]}'s); each keeps its own trust`;
 }
+
+export function unlinkSaid(surface: string, before: LinkGroup | undefined): string {
+  return before
+    ? `${surface} is its own conversation again (the history so far stays with ${before.surfaces[0]})`
+    : `${surface} was not linked`;
+}

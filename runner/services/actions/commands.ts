@@ -3,10 +3,11 @@
  * inbox` do. Ids may be any unique prefix; `--json` prints what scripts need.
  * The CLI only declares these commands; this module is loaded when one runs.
  */
-import { userInfo } from "node:os";
-import { rosterPaths } from "../../ground/config/paths.ts";
 
-const decidedBy = () => `cli:${process.env.USER ?? userInfo().username}`;
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { operatorName } from "../../ground/operator.ts";
+
+const decidedBy = () => operatorName();
 
 /** `roster approvals ls`: the gates waiting for a decision, or with --all every gate. */
 export async function listGatesCommand(flags: {

@@ -7,6 +7,7 @@ import { rosterPaths } from "../../ground/config/paths.ts";
 import { workerNameProblem } from "../../ground/config/worker-name.ts";
 import { confirmedUnless } from "../../ground/confirm.ts";
 import { RosterError } from "../../ground/errors.ts";
+import { operatorName } from "../../ground/operator.ts";
 
 /** A bad worker name refused before anything is read, by the loader's rule. */
 export function checkName(name: string): void {
@@ -89,9 +90,7 @@ async function declared(name: string): Promise<void> {
 export async function pauseWorkerCommand(name: string, reason: string): Promise<void> {
   await declared(name);
   const { pauseSaid, pauseWorker } = await import("../../records/workers/pause.ts");
-  const { userInfo } = await import("node:os");
-  const by = `cli:${process.env.USER ?? userInfo().username}`;
-  const pause = pauseWorker(rosterPaths(), name, by, reason || undefined);
+  const pause = pauseWorker(rosterPaths(), name, operatorName(), reason || undefined);
   process.stdout.write(`${pauseSaid(name, pause)}\n`);
 }
 

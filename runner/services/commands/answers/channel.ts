@@ -8,7 +8,13 @@ import {
   trustSaid,
   WAKE_MODES,
 } from "../../../records/channels/designations.ts";
-import { groupOf, linkSaid, linkSurfaces, unlinkSurface } from "../../../records/channels/links.ts";
+import {
+  groupOf,
+  linkSaid,
+  linkSurfaces,
+  unlinkSaid,
+  unlinkSurface,
+} from "../../../records/channels/links.ts";
 import { readPurpose } from "../../../records/channels/store.ts";
 import type { CommandAnswer, CommandContext } from "../context.ts";
 
@@ -36,12 +42,7 @@ export async function channelAnswer(
     return { text: linkSaid(group) };
   }
   if (sub === "unlink") {
-    const before = await unlinkSurface(paths, channel);
-    return {
-      text: before
-        ? `${channel} is its own conversation again (the history so far stays with ${before.surfaces[0]})`
-        : `${channel} was not linked`,
-    };
+    return { text: unlinkSaid(channel, await unlinkSurface(paths, channel)) };
   }
   const standing = designationOf(readDesignations(paths), channel);
   const group = groupOf(paths, channel);
