@@ -100,6 +100,15 @@ export interface ChatAdapter {
 
 export type AdapterFactory = (host: ListenerHost, credential: Credential) => ChatAdapter;
 
+/** How long a command may take on the server (an approval that sends); a platform's answer token outlives it. */
+const COMMAND_ANSWER_MS = 5 * 60_000;
+/** Discord wants the choices within 3 s: later ones are of no use. */
+const CHOICES_MS = 2_500;
+const NO_ANSWER: CommandReply = {
+  text: "Not done: the server did not answer in time; the command may still have run (roster approvals, roster task ls)",
+  room: false,
+};
+
 /** Exit status when the bot's credential is missing or refused: restarted only slowly. */
 export const UNAUTHORISED_EXIT = 3;
 
@@ -245,6 +254,32 @@ class ServerLink {
     }
   }
 
+  /**
+   * One question to the server, answered by `ref`; a server that doesn't
+   * answer within `ms` gets `fallback` said for it, and the entry is gone
+   * either way, so unanswered questions never pile up in a listener.
+   */
+  private ask<T>(
+    pending: Map<string, (answer: T) => void>,
+    ref: string,
+    ms: number,
+    fallback: T,
+    send: (ref: string) => Promise<void>,
+  ): Promise<T> {
+    return new Promise<T>((resolve) => {
+      const timer = setTimeout(() => {
+        pending.delete(ref);
+        resolve(fallback);
+      }, ms);
+      timer.unref();
+      pending.set(ref, (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      });
+      void send(ref);
+    });
+  }
+
   /** What the adapter is given: every way it reaches the server. */
   host(paths: RosterPaths, worker: string, platform: Platform): ListenerHost {
     const say = this.say;
@@ -268,17 +303,18 @@ class ServerLink {
           void say({ type: "decide", ref, ...press });
         }),
       command: (command) =>
-        new Promise<CommandReply>((resolve) => {
-          const ref = `c${++this.counter}`;
-          this.commands.set(ref, resolve);
-          void say({ type: "command", ref, command });
-        }),
+        this.ask(this.commands, `c${++this.counter}`, COMMAND_ANSWER_MS, NO_ANSWER, (ref) =>
+          say({ type: "command", ref, command }),
+        ),
       complete: (complete) =>
-        new Promise<Choice[]>((resolve) => {
-          const ref = `a${++this.counter}`;
-          this.completions.set(ref, resolve);
-          void say({ type: "complete", ref, complete });
-        }),
+        this.ask(this.completions, `a${++this.counter}`, CHOICES_MS, [], (ref) =>
+          say({
+            type: "complete",
+            ref,
+            // what is being typed is short on every platform (Discord: 100)
+            complete: { ...complete, partial: complete.partial.slice(0, 100) },
+          }),
+        ),
       note: this.note,
     };
   }
