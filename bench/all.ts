@@ -76,6 +76,13 @@ const BENCHES: Bench[] = [
     needs: ["docker", "root"],
   },
   {
+    file: "prompt-cache",
+    title: "A provider's prompt cache across ten runs",
+    compares:
+      "the share of each run's prompt a provider's prefix cache serves, run 1 beside runs 2–10",
+    needs: ["docker"],
+  },
+  {
     file: "chat-commands",
     title: "Chat commands against chat replies",
     compares:

@@ -107,7 +107,10 @@ export default function (pi: ExtensionAPI) {
     label: "Push commits",
     description:
       `Land the commits of your clone's run branch on the repository's landing branch (fast-forward only). ` +
-      `Writable repos: ${repos.map((repo) => `${repo.connection} at ${repo.dir} (branch ${repo.branch} → ${repo.target})`).join("; ")}. ` +
+      // no run-specific word here (the run branch's name): tools come before the prompt, and one
+      // changing byte would keep a provider's prompt cache from every token after it
+      `Writable repos: ${repos.map((repo) => `${repo.connection} at ${repo.dir} (lands on ${repo.target})`).join("; ")}. ` +
+      "Your clone is checked out on its run branch (git branch --show-current); commit there. " +
       "Commit first (a clean tree is required). If the answer says stale, run `git fetch origin && git rebase origin/<branch>` and push again. " +
       "The answer says done (landed), pending (a human decides), denied or error (with the reason).",
     parameters: Type.Object({

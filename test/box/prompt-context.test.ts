@@ -94,6 +94,11 @@ describe.skipIf(!docker)("what the model was told, run by run", () => {
       "MEMORY",
     ]);
     expect(three.cachedPrefix).toBe(4);
+    // the tools go to the provider before the prompt: one run-specific word in them (a run
+    // branch's name did) and no cache reaches the prompt at all
+    const [secondAsked, thirdAsked] = model.requests.slice(-2).map((one) => one.body.tools);
+    expect(thirdAsked?.length).toBeGreaterThan(0);
+    expect(JSON.stringify(thirdAsked)).toBe(JSON.stringify(secondAsked));
   });
 
   it("draws the cache boundary in the table and shows each block's text with --all", async () => {

@@ -10,6 +10,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
+import type { PrefixCache } from "./prefix-cache.ts";
 
 export interface ScriptedToolCall {
   name: string;
@@ -62,6 +63,8 @@ export interface ChatRequestBody {
 
 export class ModelServer {
   readonly requests: RecordedRequest[] = [];
+  /** When set, usage reports the prompt's size and its cached prefix as a provider's cache would. */
+  cache: PrefixCache | undefined;
   /** Told of each chat request as it is recorded, before it is answered (a bench waits on it). */
   onRequest: ((request: RecordedRequest) => void) | undefined;
   private readonly steps: ScriptStep[];
@@ -160,13 +163,13 @@ export class ModelServer {
       "cache-control": "no-cache",
       connection: "keep-alive",
     });
-    for (const chunk of this.chunksFor(turn, body.model ?? "scripted")) {
+    for (const chunk of this.chunksFor(turn, body.model ?? "scripted", body)) {
       res.write(`data: ${JSON.stringify(chunk)}\n\n`);
     }
     res.end("data: [DONE]\n\n");
   }
 
-  private chunksFor(turn: Turn, model: string): object[] {
+  private chunksFor(turn: Turn, model: string, body: ChatRequestBody): object[] {
     const id = `chatcmpl-${++this.callCounter}`;
     const base = { id, object: "chat.completion.chunk", created: 0, model };
     const chunk = (delta: object, finish: string | null) => ({
@@ -205,7 +208,8 @@ export class ModelServer {
     if (!turn.omitFinishReason) {
       chunks.push(chunk({}, turn.toolCalls?.length ? "tool_calls" : "stop"));
     }
-    const prompt = turn.usage?.prompt ?? 10;
+    const cached = this.cache?.read(body);
+    const prompt = cached?.promptTokens ?? turn.usage?.prompt ?? 10;
     const completion = turn.usage?.completion ?? 5;
     chunks.push({
       ...base,
@@ -214,6 +218,7 @@ export class ModelServer {
         prompt_tokens: prompt,
         completion_tokens: completion,
         total_tokens: prompt + completion,
+        ...(cached ? { prompt_tokens_details: { cached_tokens: cached.cachedTokens } } : {}),
       },
     });
     return chunks;
