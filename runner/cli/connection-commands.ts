@@ -76,7 +76,7 @@ export function registerConnectionCommands(program: Command): void {
   connection
     .command("rm <name>")
     .description(
-      "remove connections/<name>.toml and its vault secret (says what, and does it only with --yes)",
+      "remove connections/<name>.toml and its vault secret, first revoking OAuth tokens at the provider (says what, and does it only with --yes)",
     )
     .option("--yes", "really remove them")
     .action(async (name: string, flags: { yes?: boolean }) =>
@@ -110,6 +110,31 @@ function declareAddCommand(connection: Command): void {
     .option("--verify", "then make one real call through the gateway and say whether it works")
     .option("--verify-path <path>", "the path --verify asks for (bearer: default /)")
     .option("--as <worker>", "verify as this grantee (default: the first)")
+    .option(
+      "--oauth",
+      "sign in by consent in a browser (authorization code with PKCE) instead of a secret",
+    )
+    .option(
+      "--device",
+      "sign in by the device flow: a code to enter on any browser (implies --oauth)",
+    )
+    .option("--client-id <id>", "--oauth: the client id the provider gave roster")
+    .option("--client-secret-env <VAR>", "--oauth: read the client's secret from this variable")
+    .option(
+      "--scope <scope>",
+      "--oauth: ask for this scope instead of the recipe's (repeatable)",
+      repeat,
+    )
+    .option(
+      "--callback-port <port>",
+      "--oauth: the loopback port, when the provider wants a fixed one",
+    )
+    .option("--declare", "--oauth to any provider: its endpoints from --issuer or the URLs below")
+    .option("--issuer <url>", "--declare: read the endpoints from this issuer's discovery document")
+    .option("--authorize-url <url>", "--declare: the authorization endpoint")
+    .option("--token-url <url>", "--declare: the token endpoint")
+    .option("--device-url <url>", "--declare: the device authorization endpoint")
+    .option("--revoke-url <url>", "--declare: the revocation endpoint (rm revokes there)")
     .addOption(new Option("--secret <value>").hideHelp())
     .action(async (name: string, flags: Partial<AddFlags>) =>
       (await connectionCommands()).addConnectionCommand(name, flags),

@@ -145,6 +145,33 @@ describe("roster connection", () => {
     expect(pty.output).not.toContain(SECRET);
   });
 
+  it("on a terminal, an OAuth recipe asks for its client, shows the scopes, then the consent link", async () => {
+    const pty = spawnInPty([process.execPath, ROSTER_BIN, "connection", "add", "linear"], env());
+    try {
+      await pty.waitFor(
+        /the OAuth client id the provider gave roster \(https:\/\/linear\.app\S*\): /,
+      );
+      pty.write("lin-client-1\r");
+      await pty.waitFor(/grant it to which worker\?.*: /);
+      pty.write("scout\r");
+      await pty.waitFor(/client secret for linear \(not shown; empty for a public client\): /);
+      pty.write(`${SECRET}\r`);
+      await pty.waitFor(/scopes asked for: read/);
+      await pty.waitFor(/waiting for the answer at http:\/\/127\.0\.0\.1:\d+\/callback/);
+    } finally {
+      pty.kill();
+    }
+    const link = new URL(
+      / {2}(https:\/\/linear\.app\/oauth\/authorize\S+)/.exec(pty.output)?.[1] ?? "",
+    );
+    expect(link.searchParams.get("client_id")).toBe("lin-client-1");
+    expect(link.searchParams.get("scope")).toBe("read");
+    expect(link.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(pty.output).not.toContain(SECRET);
+    // nothing is written before consent comes back
+    expect(existsSync(file("linear"))).toBe(false);
+  });
+
   it("refuses a secret on the command line, an unknown recipe, a missing host and an unknown worker, changing nothing", async () => {
     const cases: Array<[string[], RegExp]> = [
       [

@@ -9,7 +9,8 @@ import { type Credential, readCredential } from "./vault.ts";
 /**
  * The vault as admission sees it: a credential ready to inject. An OAuth
  * credential — `access`, `refresh`, `expires` (ms since the epoch) and
- * `token_url`, with `client_id`/`client_secret` when the provider wants them —
+ * `token_url`, with `client_id`/`client_secret` when the provider wants them
+ * (sent in the form, or as HTTP Basic when `client_auth` is "basic") —
  * is refreshed by the gateway once it is within a minute of expiring:
  *
  * - once per credential however many requests wait (they share one refresh
@@ -116,13 +117,19 @@ export class Credentials {
       if (value !== undefined && typeof value !== "string")
         throw new TokenRefusal(`${where}: ${field} must be a string`);
     }
+    const auth = current.client_auth;
+    if (auth !== undefined && auth !== "body" && auth !== "basic")
+      throw new TokenRefusal(`${where}: client_auth must be "body" or "basic"`);
     const clientId = current.client_id;
     const clientSecret = current.client_secret;
     const granted = await refreshAccessToken(this.options.upstreams, {
       tokenUrl,
       refreshToken: refresh,
-      ...(typeof clientId === "string" ? { clientId } : {}),
-      ...(typeof clientSecret === "string" ? { clientSecret } : {}),
+      client: {
+        ...(typeof clientId === "string" ? { id: clientId } : {}),
+        ...(typeof clientSecret === "string" ? { secret: clientSecret } : {}),
+        ...(auth !== undefined ? { auth } : {}),
+      },
     });
     const next: Credential = { ...current, access: granted.access };
     if (granted.refresh) next.refresh = granted.refresh;

@@ -5,8 +5,10 @@
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
+import type { OAuthFlags } from "./oauth/endpoints.ts";
+import type { Recipe } from "./recipes.ts";
 
-export interface AddFlags {
+export interface AddFlags extends OAuthFlags {
   from: string;
   host?: string[];
   url?: string;
@@ -41,7 +43,7 @@ export async function catalogCommand(flags: { json?: boolean }): Promise<void> {
   }
   for (const recipe of RECIPES) {
     process.stdout.write(
-      `${recipe.name}\n  ${recipe.summary}\n  grants:  ${grantsOf(recipe)}\n  injects: ${injectsOf(recipe)}\n${recipe.verify ? `  verify:  ${recipe.verify.method} ${recipe.verify.path}\n` : ""}`,
+      `${recipe.name}\n  ${recipe.summary}\n  grants:  ${grantsOf(recipe)}\n  injects: ${injectsOf(recipe)}\n${recipe.verify ? `  verify:  ${recipe.verify.method} ${recipe.verify.path}\n` : ""}${recipe.oauth ? `  sign-in: --oauth${recipe.oauth.deviceUrl ? " or --device" : ""}; scopes ${recipe.oauth.scopes.join(" ") || "(the provider's default)"}\n` : ""}`,
     );
   }
 }
@@ -65,6 +67,7 @@ export async function addConnectionCommand(name: string, given: Partial<AddFlags
     ...(flags.verifyPath !== undefined ? { verifyPath: flags.verifyPath } : {}),
     fields: parseFields(flags.field ?? []),
     secret: () => readSecret({ label: name, secretEnv: flags.secretEnv }),
+    ...(flags.oauth ? { signIn: (recipe: Recipe) => signInFor(paths, name, recipe, flags) } : {}),
   });
   if (added.file) process.stdout.write(`wrote ${added.file} (from recipe ${added.recipe.name})\n`);
   if (added.stored)
@@ -74,6 +77,32 @@ export async function addConnectionCommand(name: string, given: Partial<AddFlags
   if (added.bound) process.stdout.write(`${added.bound}\n`);
   if (added.recipe.note) process.stdout.write(`note: ${added.recipe.note}\n`);
   if (flags.verify) await verifyCommand(name, flags);
+}
+
+/** The sign-in, with the client secret from --client-secret-env or (on a terminal, optional) typed. */
+async function signInFor(
+  paths: ReturnType<typeof rosterPaths>,
+  name: string,
+  recipe: Recipe,
+  flags: AddFlags,
+): ReturnType<typeof import("./oauth/sign-in.ts").signIn> {
+  const { loadConfig } = await import("../../ground/config/load.ts");
+  const { signIn } = await import("./oauth/sign-in.ts");
+  const { askQuietly, readSecret } = await import("./secret-input.ts");
+  const clientSecret =
+    flags.clientSecretEnv !== undefined
+      ? await readSecret({ label: `${name}'s OAuth client`, secretEnv: flags.clientSecretEnv })
+      : process.stdin.isTTY && flags.clientId
+        ? await askQuietly(`client secret for ${name} (not shown; empty for a public client): `)
+        : "";
+  const config = loadConfig(paths.config, { vaultDir: paths.vault });
+  return signIn(
+    config,
+    name,
+    recipe,
+    { ...flags, ...(clientSecret ? { clientSecret } : {}) },
+    (line) => process.stderr.write(`${line}\n`),
+  );
 }
 
 /** `roster connection secret`: store or replace the secret, never taken as an argument. */
@@ -151,8 +180,15 @@ export async function removeConnectionCommand(
       hint: `roster connection rm ${name} --yes`,
     });
   }
+  // signed out at the provider first, while the vault still holds what to revoke
+  const { signOutSaid } = await import("./oauth/sign-out-said.ts");
+  const signedOut = await signOutSaid(paths, name);
   const removed = await removeConnection(paths, name);
   process.stdout.write(`removed ${removed.join(", ")}\n`);
+  if (signedOut) {
+    process.stdout.write(`${signedOut.line}\n`);
+    if (!signedOut.ok) process.exitCode = 1;
+  }
 }
 
 /** `roster connection verify`, and `--verify` after add or secret: one real call through the gateway. */

@@ -23,6 +23,8 @@ export interface ConnectionState {
   recipe?: string;
   verify_path?: string;
   last_verify?: VerifyResult;
+  /** A connection signed in by consent: the scopes granted, and where to revoke by hand if needed. */
+  oauth?: { scopes: string[]; signed_in: string; revoke_by_hand?: string };
 }
 
 export function stateFile(paths: RosterPaths, name: string): string {

@@ -53,6 +53,19 @@ function reachNeeded(recipe: Recipe, flags: AddFlags): Needed[] {
   return [];
 }
 
+/** A sign-in by consent needs the id the provider gave roster's client. */
+function clientNeeded(recipe: Recipe, flags: AddFlags): Needed[] {
+  if (!flags.oauth || flags.clientId) return [];
+  const where = recipe.oauth?.registerAt;
+  return [
+    {
+      flag: `--client-id <id> (the id the provider gave roster${where ? `: ${where}` : ""})`,
+      question: `the OAuth client id the provider gave roster${where ? ` (${where})` : ""}`,
+      set: (given, answer) => ({ ...given, clientId: answer }),
+    },
+  ];
+}
+
 /** Who gets it: asked on a terminal only (a script may add one for nobody yet, as before). */
 const grantee: Needed = {
   flag: "--worker <worker> or --org",
@@ -67,7 +80,9 @@ export async function guidedAddFlags(
   given: Partial<AddFlags>,
   terminal = process.stdin.isTTY === true,
 ): Promise<AddFlags> {
-  let flags: AddFlags = { ...given, from: given.from ?? (findRecipe(name) ? name : "") };
+  // --declare names a provider for any API: a bearer token from it, unless a recipe is named
+  const from = given.from ?? (findRecipe(name) ? name : given.declare ? "bearer" : "");
+  let flags: AddFlags = { ...given, from };
   const ask = terminal ? questioner() : undefined;
   try {
     if (!flags.from) {
@@ -77,7 +92,10 @@ export async function guidedAddFlags(
     const recipe = findRecipe(flags.from);
     // an unknown recipe is refused by the add itself, naming the recipes
     if (!recipe) return flags;
-    const needed = reachNeeded(recipe, flags);
+    // the forms of --oauth, and a recipe with no secret to paste, sign in by consent
+    const oauthOnly = recipe.oauth !== undefined && recipe.secretField === undefined;
+    if (flags.device || flags.declare || oauthOnly) flags = { ...flags, oauth: true };
+    const needed = [...reachNeeded(recipe, flags), ...clientNeeded(recipe, flags)];
     if (!ask) {
       if (needed.length) throw missing(needed);
       return flags;

@@ -10,6 +10,7 @@ import { storeCredential } from "../runs/credentials.ts";
 import { botBinding } from "./bot-binding.ts";
 import { addEdge, edgesOf, removeEdge, renderConnection } from "./connection-file.ts";
 import { forgetState, readState, stateFile, updateState } from "./connection-state.ts";
+import type { SignedIn } from "./oauth/sign-in.ts";
 import { findRecipe, RECIPES, type Recipe } from "./recipes.ts";
 
 /**
@@ -47,6 +48,8 @@ export interface AddOptions {
   fields: Record<string, string>;
   /** Asked for only after every check passed, so a refused add asks nothing. */
   secret: () => Promise<string>;
+  /** `--oauth`: consent instead of the secret, likewise only after every check passed. */
+  signIn?: (recipe: Recipe) => Promise<SignedIn>;
 }
 
 export interface Added {
@@ -67,17 +70,18 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
   const hosts = options.hosts.length ? options.hosts : (recipe.hosts ?? []);
   checkReach(recipe, options, hosts);
   const path = options.path && !isAbsolute(options.path) ? resolve(options.path) : options.path;
+  // consent (or the secret) before anything is written, so a refusal leaves nothing behind
+  const signed = options.signIn ? await options.signIn(recipe) : undefined;
   const text = renderConnection({
     name,
-    recipe,
+    recipe: signed ? { ...recipe, inject: signed.endpoints.inject } : recipe,
     hosts,
     ...(options.url !== undefined ? { url: options.url } : {}),
     ...(path !== undefined ? { path } : {}),
     ...(options.readWrite ? { readWrite: true } : {}),
     edges: options.edges,
   });
-  // the secret is read before anything is written, so a missing one leaves nothing behind
-  const secret = recipe.secretField ? await options.secret() : undefined;
+  const secret = !signed && recipe.secretField ? await options.secret() : undefined;
   const binding = recipe.bindsChannel
     ? botBinding(
         paths,
@@ -88,7 +92,14 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
     : undefined;
   await applyConfigChange(paths, [{ file, text }, ...(binding?.change ? [binding.change] : [])]);
   let stored: string | undefined;
-  if (recipe.secretField && secret !== undefined) {
+  if (signed) {
+    await storeCredential(paths.vault, name, {
+      ...storedFields(paths, name),
+      ...options.fields,
+      ...signed.credential,
+    });
+    stored = join(paths.vault, `${name}.json`);
+  } else if (recipe.secretField && secret !== undefined) {
     // what `roster login` stored under this name before (a Slack app token, say) is kept
     await storeCredential(paths.vault, name, {
       ...storedFields(paths, name),
@@ -100,6 +111,7 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
   await updateState(paths, name, {
     recipe: recipe.name,
     ...(options.verifyPath !== undefined ? { verify_path: options.verifyPath } : {}),
+    ...(signed ? { oauth: signed.state } : {}),
   });
   const missing = binding?.change ? listenerMissing(paths, recipe, name) : [];
   const bound = binding
@@ -288,6 +300,8 @@ export interface ConnectionRow {
   grantees: string[];
   state: ConnectionStateWord;
   detail: string;
+  /** Signed in by OAuth: the scopes granted. */
+  scopes?: string[];
 }
 
 /** Every connections/*.toml, hand-written or not, with its state. */
@@ -324,21 +338,28 @@ export function listConnections(paths: RosterPaths): ConnectionRow[] {
           state: "disabled" as const,
           detail: `until its secret is stored (roster connection secret ${name})`,
         };
-      const last = readState(paths, name).last_verify;
+      const state = readState(paths, name);
+      const last = state.last_verify;
+      // a sign-in's scopes are what it may do: shown with every state
+      const scopes = state.oauth
+        ? `; signed in by OAuth, scopes: ${state.oauth.scopes.join(" ") || "(the provider's default)"}`
+        : "";
       if (!last)
         return {
           name,
           kind,
           grantees,
           state: "ok" as const,
-          detail: "secret stored, never verified",
+          detail: `${state.oauth ? "tokens" : "secret"} stored, never verified${scopes}`,
+          ...(state.oauth ? { scopes: state.oauth.scopes } : {}),
         };
       return {
         name,
         kind,
         grantees,
         state: last.ok ? ("ok" as const) : ("failing verify" as const),
-        detail: `${last.detail} (as ${last.as}, ${last.at})`,
+        detail: `${last.detail} (as ${last.as}, ${last.at})${scopes}`,
+        ...(state.oauth ? { scopes: state.oauth.scopes } : {}),
       };
     });
 }

@@ -17,6 +17,31 @@ export interface VerifyCall {
   okField?: string;
 }
 
+/**
+ * How a provider hands out access by consent (OAuth 2.0 authorization code
+ * with PKCE, or the device flow): its endpoints, the scopes asked for unless
+ * --scope says otherwise, and what the gateway injects from the tokens.
+ */
+export interface OAuthRecipe {
+  authorizeUrl: string;
+  tokenUrl: string;
+  /** RFC 8628's device authorization endpoint, where the provider has one. */
+  deviceUrl?: string;
+  /** RFC 7009's revocation endpoint, where the provider has one. */
+  revokeUrl?: string;
+  /** Where a person takes roster's access away by hand when there is no revocation endpoint. */
+  revokeByHand?: string;
+  scopes: string[];
+  /** Authorization parameters the provider needs beside the standard ones (to hand out a refresh token). */
+  params?: Record<string, string>;
+  /** How the client authenticates at the token endpoint: in the form (default) or HTTP Basic. */
+  clientAuth?: "body" | "basic";
+  /** The header the gateway adds, from the vault's `access` field; default `Bearer {access}`. */
+  inject?: { header: string; value: string };
+  /** Where a person registers roster as a client to get its id. */
+  registerAt: string;
+}
+
 export interface Recipe {
   name: string;
   summary: string;
@@ -34,6 +59,8 @@ export interface Recipe {
   bindsChannel?: string;
   /** Vault fields its listener needs besides the secret (Slack's Socket Mode app token): named when missing. */
   listenerNeeds?: string[];
+  /** `--oauth`: sign in by consent instead of pasting the secret. */
+  oauth?: OAuthRecipe;
 }
 
 const TOKEN = "token";
@@ -49,6 +76,16 @@ export const RECIPES: readonly Recipe[] = [
     inject: { header: "authorization", value: "Basic {b64:x-access-token:{token}}" },
     secretField: TOKEN,
     verify: { method: "GET", path: "/user" },
+    oauth: {
+      authorizeUrl: "https://github.com/login/oauth/authorize",
+      tokenUrl: "https://github.com/login/oauth/access_token",
+      deviceUrl: "https://github.com/login/device/code",
+      revokeByHand: "https://github.com/settings/applications",
+      scopes: ["repo", "read:user"],
+      inject: { header: "authorization", value: "Basic {b64:x-access-token:{access}}" },
+      registerAt:
+        "https://github.com/settings/developers (an OAuth app; enable the device flow for --device)",
+    },
   },
   {
     name: "gitlab",
@@ -99,6 +136,94 @@ export const RECIPES: readonly Recipe[] = [
     inject: { header: "authorization", value: "Bearer {token}" },
     secretField: TOKEN,
     note: "its tools reach granted workers as <name>__<tool>; org.toml grants for its host (match = { host, mcp = { tool } }) come first: they deny or gate some tools, the connection allows the rest",
+  },
+  {
+    name: "google",
+    summary: "Google's APIs (Gmail, Drive, Calendar) by OAuth consent (--oauth)",
+    kind: "service",
+    hosts: ["www.googleapis.com", "gmail.googleapis.com"],
+    methods: ["*"],
+    inject: { header: "authorization", value: "Bearer {access}" },
+    verify: { method: "GET", path: "/oauth2/v3/userinfo" },
+    oauth: {
+      authorizeUrl: "https://accounts.google.com/o/oauth2/v2/auth",
+      tokenUrl: "https://oauth2.googleapis.com/token",
+      deviceUrl: "https://oauth2.googleapis.com/device/code",
+      revokeUrl: "https://oauth2.googleapis.com/revoke",
+      scopes: ["openid", "email", "https://www.googleapis.com/auth/gmail.readonly"],
+      // Google hands out a refresh token only for offline access, and again only on a fresh consent
+      params: { access_type: "offline", prompt: "consent" },
+      registerAt: "https://console.cloud.google.com/apis/credentials (a Desktop app client)",
+    },
+  },
+  {
+    name: "microsoft",
+    summary: "Microsoft 365 through Microsoft Graph by OAuth consent (--oauth)",
+    kind: "service",
+    hosts: ["graph.microsoft.com"],
+    methods: ["*"],
+    inject: { header: "authorization", value: "Bearer {access}" },
+    verify: { method: "GET", path: "/v1.0/me" },
+    oauth: {
+      authorizeUrl: "https://login.microsoftonline.com/common/oauth2/v2.0/authorize",
+      tokenUrl: "https://login.microsoftonline.com/common/oauth2/v2.0/token",
+      deviceUrl: "https://login.microsoftonline.com/common/oauth2/v2.0/devicecode",
+      revokeByHand:
+        "https://myapps.microsoft.com (or an admin, in Entra ID's enterprise applications)",
+      scopes: ["offline_access", "User.Read", "Mail.Read"],
+      registerAt:
+        "https://entra.microsoft.com (App registrations; a public client for loopback or device sign-in)",
+    },
+  },
+  {
+    name: "linear",
+    summary: "Linear's GraphQL API by OAuth consent (--oauth)",
+    kind: "service",
+    hosts: ["api.linear.app"],
+    methods: ["*"],
+    inject: { header: "authorization", value: "Bearer {access}" },
+    oauth: {
+      authorizeUrl: "https://linear.app/oauth/authorize",
+      tokenUrl: "https://api.linear.app/oauth/token",
+      revokeUrl: "https://api.linear.app/oauth/revoke",
+      scopes: ["read"],
+      registerAt: "https://linear.app/settings/api/applications",
+    },
+  },
+  {
+    name: "notion",
+    summary: "Notion's API by OAuth consent (--oauth); pages are chosen on the consent screen",
+    kind: "service",
+    hosts: ["api.notion.com"],
+    methods: ["*"],
+    inject: { header: "authorization", value: "Bearer {access}" },
+    verify: { method: "GET", path: "/v1/users/me", headers: { "notion-version": "2022-06-28" } },
+    oauth: {
+      authorizeUrl: "https://api.notion.com/v1/oauth/authorize",
+      tokenUrl: "https://api.notion.com/v1/oauth/token",
+      revokeByHand: "Notion's Settings → Connections",
+      scopes: [],
+      params: { owner: "user" },
+      clientAuth: "basic",
+      registerAt: "https://www.notion.so/profile/integrations (a public integration)",
+    },
+  },
+  {
+    name: "atlassian",
+    summary: "Jira and Confluence Cloud through api.atlassian.com by OAuth consent (--oauth)",
+    kind: "service",
+    hosts: ["api.atlassian.com"],
+    methods: ["*"],
+    inject: { header: "authorization", value: "Bearer {access}" },
+    verify: { method: "GET", path: "/oauth/token/accessible-resources" },
+    oauth: {
+      authorizeUrl: "https://auth.atlassian.com/authorize",
+      tokenUrl: "https://auth.atlassian.com/oauth/token",
+      revokeByHand: "https://id.atlassian.com/manage-profile/apps",
+      scopes: ["read:jira-work", "read:jira-user", "offline_access"],
+      params: { audience: "api.atlassian.com", prompt: "consent" },
+      registerAt: "https://developer.atlassian.com/console/myapps/ (an OAuth 2.0 integration)",
+    },
   },
   {
     name: "slack",

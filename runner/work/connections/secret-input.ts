@@ -21,7 +21,9 @@ export async function readSecret(options: {
       );
     return value;
   }
-  const secret = process.stdin.isTTY ? await askQuietly(options.label) : await readStdin();
+  const secret = process.stdin.isTTY
+    ? await askQuietly(`secret for ${options.label} (not shown): `)
+    : await readStdin();
   if (!secret)
     throw new RosterError(`no secret given for ${options.label}; nothing stored`, {
       exitCode: 2,
@@ -40,9 +42,9 @@ async function readStdin(): Promise<string> {
 }
 
 /** Reads one line from the terminal in raw mode, so nothing typed is shown. */
-async function askQuietly(label: string): Promise<string> {
+export async function askQuietly(prompt: string): Promise<string> {
   const input = process.stdin;
-  process.stderr.write(`secret for ${label} (not shown): `);
+  process.stderr.write(prompt);
   input.setRawMode(true);
   input.resume();
   let typed = "";

@@ -6,7 +6,7 @@ import { replaceFile } from "../../ground/files/atomic-replace.ts";
 export async function storeCredential(
   vaultDir: string,
   name: string,
-  credential: Record<string, string>,
+  credential: Record<string, string | number>,
 ): Promise<void> {
   if (!/^[a-z0-9_-]+$/.test(name))
     throw new Error(`credential names are lower-case letters, digits, '_' or '-' (got "${name}")`);
