@@ -17,6 +17,7 @@ import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.
 import { type CliResult, ROSTER_BIN, runRoster } from "../support/cli.ts";
 import { OidcBrowser } from "../support/oidc-browser.ts";
 import { CLIENT, type OidcProvider, startOidcProvider } from "../support/oidc-provider.ts";
+import { spawnInPty } from "../support/pty.ts";
 import { pointAtScriptedModel } from "../support/roster-root.ts";
 
 const root = process.getuid?.() === 0;
@@ -227,6 +228,23 @@ describe.skipIf(!root)("roster connection add --oauth", () => {
     const ended = await signIn.done;
     expect(ended.code, ended.stderr).toBe(0);
     expect(await idp.accessValid(String(vault("device").access))).toBe(true);
+  });
+
+  it("takes the address a browser on another machine ended at, pasted on the terminal", async () => {
+    const pty = spawnInPty([process.execPath, ROSTER_BIN, ...declared("pasted")], env());
+    try {
+      const [, link] = await pty.waitFor(/ {2}(https:\/\/auth\.test\S+)\n/);
+      await pty.waitFor(/paste here the address it ended at/);
+      // the browser ends at the loopback of a host it can't reach: nothing arrives there
+      const back = await browser.authorize(link ?? "", "allow");
+      pty.write("not an address\r");
+      await pty.waitFor(/that is not the address the browser ended at/);
+      pty.write(`${back.href}\r`);
+      expect(await pty.exited).toBe(0);
+    } finally {
+      pty.kill();
+    }
+    expect(await idp.accessValid(String(vault("pasted").access))).toBe(true);
   });
 
   it("names the missing client id without a terminal, and asks nothing", async () => {

@@ -15,6 +15,12 @@ export interface Loopback {
   redirectUri: string;
   /** The authorization code, or a RosterError saying why there is none. */
   code: Promise<string>;
+  /**
+   * The redirect's query as pasted by the person (a browser on another
+   * machine ends at an address it can't open): judged exactly as one that
+   * reached the listener. False when it carries no answer at all.
+   */
+  pasted(query: URLSearchParams): boolean;
   close(): void;
 }
 
@@ -41,10 +47,13 @@ export async function openLoopback(options: LoopbackOptions): Promise<Loopback> 
     }
     const outcome = readAnswer(url.searchParams, options);
     page(response, outcome.kind === "code" ? 200 : 400, outcome.page);
+    decide(outcome);
+  });
+  const decide = (outcome: Answer) => {
     if (outcome.kind === "code") settle?.resolve(outcome.code);
     else settle?.reject(new RosterError(outcome.error, { exitCode: 1 }));
     close();
-  });
+  };
   const timer = setTimeout(() => {
     settle?.reject(
       new RosterError(
@@ -72,7 +81,12 @@ export async function openLoopback(options: LoopbackOptions): Promise<Loopback> 
     server.listen(options.port ?? 0, "127.0.0.1", resolve);
   });
   const { port } = server.address() as AddressInfo;
-  return { redirectUri: `http://127.0.0.1:${port}${PATH}`, code, close };
+  const pasted = (query: URLSearchParams) => {
+    if (!query.has("state") && !query.has("code") && !query.has("error")) return false;
+    decide(readAnswer(query, options));
+    return true;
+  };
+  return { redirectUri: `http://127.0.0.1:${port}${PATH}`, code, pasted, close };
 }
 
 type Answer =

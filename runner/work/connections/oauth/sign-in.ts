@@ -1,3 +1,4 @@
+import { createInterface } from "node:readline";
 import { ClosedPorts } from "../../../boundary/gateway/closed-ports.ts";
 import { resolveTimeouts } from "../../../boundary/gateway/defaults.ts";
 import {
@@ -13,7 +14,7 @@ import type { ConnectionState } from "../connection-state.ts";
 import type { Recipe } from "../recipes.ts";
 import { deviceSignIn } from "./device.ts";
 import { type Endpoints, endpointsFor, type OAuthFlags } from "./endpoints.ts";
-import { openLoopback } from "./loopback.ts";
+import { type Loopback, openLoopback } from "./loopback.ts";
 import { newPkce, newState } from "./pkce.ts";
 
 /**
@@ -138,7 +139,8 @@ async function codeSignIn(
     for (const [key, value] of Object.entries(endpoints.params)) query.set(key, value);
     say(`open this link in a browser on this machine, and consent:\n  ${link.href}`);
     say(`waiting for the answer at ${loopback.redirectUri} …`);
-    const code = await loopback.code;
+    const stop = process.stdin.isTTY ? takePasted(loopback, say) : undefined;
+    const code = await loopback.code.finally(() => stop?.());
     return await requestTokens(
       upstreams,
       endpoints.token,
@@ -159,6 +161,27 @@ async function codeSignIn(
   } finally {
     loopback.close();
   }
+}
+
+/**
+ * A browser on another machine (this host has none, or is reached by ssh)
+ * ends at the loopback address it can't open: the person pastes that address
+ * here, and it is judged like one that arrived. Returns the stop.
+ */
+function takePasted(loopback: Loopback, say: (line: string) => void): () => void {
+  say("(a browser on another machine: paste here the address it ended at)");
+  const lines = createInterface({ input: process.stdin, terminal: false });
+  lines.on("line", (line) => {
+    let query: URLSearchParams | undefined;
+    try {
+      query = new URL(line.trim()).searchParams;
+    } catch {
+      query = undefined;
+    }
+    if (!query || !loopback.pasted(query))
+      say("that is not the address the browser ended at (it carries no code, state or error)");
+  });
+  return () => lines.close();
 }
 
 /** The vault credential from what was granted, and a word on anything less than asked. */
