@@ -56,7 +56,8 @@ export default function (pi: ExtensionAPI) {
     label: "Fetch pages",
     description:
       "Read web pages. Give http(s) URLs (from web_search or the task); each comes back as markdown of its main " +
-      "content with its title and final URL (text, JSON and PDF too), in the order asked. Long pages are cut; the " +
+      "content with its title and final URL (text, JSON and PDF too), in the order asked. A page whose text only its " +
+      "scripts make is rendered in a browser first, and says so. Long pages are cut; the " +
       "cut says which start offset reads on. A page refused by policy says so; don't retry it.",
     parameters: Type.Object({
       urls: Type.Array(Type.String({ minLength: 1 }), {
@@ -70,18 +71,30 @@ export default function (pi: ExtensionAPI) {
           description: "character offset to start reading at, to continue a cut page",
         }),
       ),
+      render: Type.Optional(
+        Type.Boolean({
+          description:
+            "true: run each page's scripts in a browser before reading it; false: never. Unset: pages that need it are rendered",
+        }),
+      ),
     }),
     async execute(_id, params, signal) {
       const { fetchPages, normaliseUrls, PAGE_DEFAULTS, renderPages } = await import(
         "./lib/pages.ts"
       );
       const { urls, rejected } = normaliseUrls(params.urls);
-      const pages = await fetchPages(urls, { ...PAGE_DEFAULTS, start: params.start ?? 0, signal });
+      const pages = await fetchPages(urls, {
+        ...PAGE_DEFAULTS,
+        start: params.start ?? 0,
+        signal,
+        render: params.render,
+      });
       return {
         content: [{ type: "text", text: renderPages(pages, rejected) }],
         details: {
           urls: pages.map((page) => page.url),
           errors: pages.filter((page) => page.error).length,
+          rendered: pages.filter((page) => page.rendered).map((page) => page.url),
         },
       };
     },

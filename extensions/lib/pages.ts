@@ -14,6 +14,8 @@ import {
   fetchWithLimits,
   gatewayRefusal,
 } from "./http.ts";
+import { RenderSession, renderedNote } from "./render/session.ts";
+import { renderReason } from "./render/when.ts";
 
 export interface PageOptions {
   /** Character offset to start each page at (to read on after a cut). */
@@ -23,6 +25,10 @@ export interface PageOptions {
   timeoutMs: number;
   maxBytes: number;
   signal?: AbortSignal | undefined;
+  /** true: render every HTML page in the box's browser; false: never; unset: when it needs it (render/when.ts). */
+  render?: boolean | undefined;
+  /** The call's browser, opened when a first page needs it. */
+  renderer?: RenderSession | undefined;
 }
 
 export const PAGE_DEFAULTS: PageOptions = {
@@ -39,6 +45,8 @@ export interface PageResult {
   title: string;
   text: string;
   error?: string;
+  /** Read from the DOM its scripts built, in the box's browser. */
+  rendered?: boolean;
 }
 
 /** Splits comma- or space-joined URLs, keeps http(s) only, drops duplicates, keeps order. */
@@ -85,7 +93,7 @@ async function pdfToText(body: Buffer, signal?: AbortSignal): Promise<string | u
 async function render(
   fetched: Fetched,
   options: PageOptions,
-): Promise<{ title: string; text: string }> {
+): Promise<{ title: string; text: string; rendered?: boolean }> {
   const type = (fetched.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
   const notes: string[] = [];
   if (fetched.timedOut)
@@ -118,6 +126,28 @@ async function render(
     (!type && /<html|<body|<p[\s>]/i.test(text.slice(0, 2000)))
   ) {
     const extracted = htmlToMarkdown(text, fetched.url);
+    const reason =
+      options.render === false
+        ? undefined
+        : options.render
+          ? "asked for"
+          : renderReason(text, extracted.markdown);
+    if (reason && options.renderer) {
+      const rendered = await options.renderer.render(fetched.url);
+      if (typeof rendered === "string") notes.push(`(not rendered: ${rendered})`);
+      else {
+        const after = htmlToMarkdown(rendered.html, rendered.url);
+        if (after.markdown) {
+          notes.unshift(renderedNote(rendered, reason));
+          return {
+            title: after.title || extracted.title,
+            text: withNotes(after.markdown),
+            rendered: true,
+          };
+        }
+        notes.push(`(rendered, but its DOM had no readable text: this is the page as served)`);
+      }
+    }
     return {
       title: extracted.title,
       text: withNotes(extracted.markdown || "(the page has no readable text)"),
@@ -174,6 +204,7 @@ export async function fetchOne(requested: string, options: PageOptions): Promise
       url: fetched.url,
       title: page.title,
       text: pageWindow(page.text, options.start, options.maxChars, fetched.url),
+      ...(page.rendered ? { rendered: true } : {}),
     };
   } catch (error) {
     const reason =
@@ -182,7 +213,18 @@ export async function fetchOne(requested: string, options: PageOptions): Promise
   }
 }
 
-export async function fetchPages(urls: string[], options: PageOptions): Promise<PageResult[]> {
+export async function fetchPages(urls: string[], given: PageOptions): Promise<PageResult[]> {
+  // a browser only when a page needs one, and never past this call
+  const renderer = given.render === false ? undefined : (given.renderer ?? new RenderSession());
+  const options = { ...given, renderer };
+  try {
+    return await fetchAll(urls, options);
+  } finally {
+    if (renderer && renderer !== given.renderer) await renderer.close();
+  }
+}
+
+async function fetchAll(urls: string[], options: PageOptions): Promise<PageResult[]> {
   const results: PageResult[] = new Array(urls.length);
   let next = 0;
   const worker = async () => {

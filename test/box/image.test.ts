@@ -60,7 +60,7 @@ describe.skipIf(!docker)("the box image", () => {
     const out = await inspectAsRoot(
       client,
       BOX_IMAGE,
-      "for t in git curl jq python3 rg fd make gcc pdftotext sqlite3 rsync node npm roster-lock roster-busy flock; do command -v $t >/dev/null && echo have:$t || echo missing:$t; done",
+      "for t in git curl jq python3 rg fd make gcc pdftotext sqlite3 rsync node npm roster-lock roster-busy flock chromium-headless-shell certutil; do command -v $t >/dev/null && echo have:$t || echo missing:$t; done",
     );
     expect(out).not.toContain("missing:");
   });

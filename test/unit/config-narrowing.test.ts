@@ -64,6 +64,7 @@ const SESSION_DEFAULTS = {
   chat_idle_secs: 90,
   talk_idle_secs: 300,
   stall_after: "5m",
+  render_secs: 15,
 };
 const HISTORY_DEFAULTS = {
   history_max_messages: 25,
@@ -189,7 +190,7 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
     const { config } = await load({
       "org.toml": ORG_BOX,
       "workers/elf/worker.toml": elf(
-        '[box]\npids_limit = 128\nmemory = "512m"\ncpus = 0.5\nturn_ceiling_min = 5\ntalk_idle_secs = 30\n\n[context]\ntask_max_chars = 400\nhistory_max_chars = 1000\n',
+        '[box]\npids_limit = 128\nmemory = "512m"\ncpus = 0.5\nturn_ceiling_min = 5\ntalk_idle_secs = 30\nrender_secs = 5\n\n[context]\ntask_max_chars = 400\nhistory_max_chars = 1000\n',
       ),
       "workers/bob/worker.toml": 'name = "bob"\n',
     });
@@ -203,6 +204,7 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
       ...SESSION_DEFAULTS,
       turn_ceiling_min: 5,
       talk_idle_secs: 30,
+      render_secs: 5,
     });
     expect(view.context).toEqual({
       identity_max_chars: 12_000,

@@ -61,6 +61,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
     ...(stallMs !== undefined
       ? { ROSTER_STALL_AFTER_SECS: String(Math.ceil(stallMs / 1000)) }
       : {}),
+    ROSTER_RENDER_SECS: String(worker.box.render_secs),
     ...input.env,
   };
   return {

@@ -141,6 +141,11 @@ export const BoxSection = Type.Object(
      * `roster box doctor --fix` registers it). A worker may require runsc, never drop it.
      */
     runtime: Type.Optional(BoxRuntime),
+    /**
+     * The longest fetch_pages lets one page's scripts run in the box's browser
+     * before reading what it has (seconds; 15 by default).
+     */
+    render_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 300 })),
   },
   { additionalProperties: false },
 );

@@ -45,6 +45,7 @@ export const BOX_DEFAULTS: Required<BoxSection> = {
   talk_idle_secs: 300,
   stall_after: "5m",
   runtime: "runc",
+  render_secs: 15,
 };
 
 /** [box] keys that are plain numbers: a worker's smaller one wins. */
@@ -53,6 +54,7 @@ const BOX_TIME_KEYS = [
   "turn_ceiling_min",
   "chat_idle_secs",
   "talk_idle_secs",
+  "render_secs",
 ] as const;
 
 /** What the runner applies when org.toml leaves a [context] key unset. */
@@ -139,6 +141,7 @@ function timeLimits(
     turn_ceiling_min: pick("turn_ceiling_min"),
     chat_idle_secs: pick("chat_idle_secs"),
     talk_idle_secs: pick("talk_idle_secs"),
+    render_secs: pick("render_secs"),
   };
 }
 
