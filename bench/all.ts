@@ -139,6 +139,13 @@ const BENCHES: Bench[] = [
     needs: ["corpus"],
   },
   {
+    file: "extraction-rendered",
+    title: "Pages their scripts make: read as served against rendered in the box",
+    compares:
+      "fetch_pages reading three app shells as served beside rendering them in the box's browser (word-F1 and the tool's time, beside the same call with nothing to fetch), and whether it renders them unasked",
+    needs: ["docker"],
+  },
+  {
     file: "console",
     title: "The web console",
     compares: "the server with the console beside the server without it",

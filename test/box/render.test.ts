@@ -58,6 +58,15 @@ const PUSHY = (self: string) =>
      document.getElementById("text").textContent = "The pushy page's own words.";`,
   );
 
+/** A page that asks for far more than a render may: 200 images, of which 150 are fetched. */
+const GREEDY = (self: string) =>
+  page(
+    "Greedy",
+    `<main><h1>Greedy page</h1><div id="words"></div></main>`,
+    `for (let i = 0; i < 200; i++) { const img = new Image(); img.src = "${self}/pixel/" + i; }
+     document.getElementById("words").textContent = "The greedy page's words arrive anyway.";`,
+  );
+
 describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in the box", () => {
   let model: ModelServer;
   let deployment: RosterRoot;
@@ -93,6 +102,11 @@ describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in 
         if (req.url === "/tracked") return html(TRACKED(origin("tracker.test")));
         if (req.url === "/restless") return html(RESTLESS(origin("app.test")));
         if (req.url === "/pushy") return html(PUSHY(origin("app.test")));
+        if (req.url === "/greedy") return html(GREEDY(origin("app.test")));
+        if (req.url?.startsWith("/pixel/")) {
+          res.writeHead(204).end();
+          return;
+        }
         if (req.url === "/payload.bin") {
           res.writeHead(200, { "content-type": "application/octet-stream" }).end("binary");
           return;
@@ -170,6 +184,15 @@ describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in 
     expect(answer).toContain("it never settled, so this is what it had at the limit");
     // render_secs = 3: the run is not held for the default 15 s
     expect(Date.now() - started).toBeLessThan(40_000);
+  });
+
+  it("aborts the requests past a render's cap, and reads the page", async () => {
+    const answer = await fetchPages({ urls: [`${origin("app.test")}/greedy`] });
+    expect(answer).toContain("The greedy page's words arrive anyway.");
+    expect(answer).toMatch(/not allowed: [^\n]*requests past 150/);
+    const pixels = site.seen.filter((one) => one.url.startsWith("/pixel/")).length;
+    expect(pixels).toBeGreaterThan(0);
+    expect(pixels).toBeLessThanOrEqual(150);
   });
 
   it("allows no popup and no download", async () => {

@@ -114,6 +114,7 @@ export class Renderer {
       javaScriptEnabled: true,
     });
     const watch = watchContext(context, limits);
+    this.forwarder.begin();
     const startBytes = this.forwarder.bytes;
     const deadline = Date.now() + limits.timeoutMs;
     let cut = false;

@@ -42,8 +42,10 @@ export class DoorForwarder {
   bytes = 0;
   /** Tunnels and plain requests opened. */
   opened = 0;
-  /** True once the byte bound was passed: every socket was cut, and new ones are refused. */
+  /** True once this page's byte bound was passed: every socket was cut, and new ones are refused. */
   cut = false;
+  /** Where this page's bytes started counting. */
+  private baseline = 0;
   private readonly sockets = new Set<Duplex>();
   private server: Server | undefined;
 
@@ -113,6 +115,13 @@ export class DoorForwarder {
     return typeof address === "object" && address ? address.port : 0;
   }
 
+  /** A new page: its own byte bound, counted from here, and whatever the last one opened cut. */
+  begin(): void {
+    for (const socket of this.sockets) socket.destroy();
+    this.baseline = this.bytes;
+    this.cut = false;
+  }
+
   close(): void {
     for (const socket of this.sockets) socket.destroy();
     this.server?.close();
@@ -126,7 +135,7 @@ export class DoorForwarder {
 
   private count(size: number): void {
     this.bytes += size;
-    if (this.bytes <= this.maxBytes || this.cut) return;
+    if (this.bytes - this.baseline <= this.maxBytes || this.cut) return;
     this.cut = true;
     for (const socket of this.sockets) socket.destroy();
   }
