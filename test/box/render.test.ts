@@ -152,7 +152,10 @@ describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in 
     return answer;
   };
 
-  it("renders an app shell whose text comes from another granted host, through the door", async () => {
+  // the browser runs under the box's runtime (gVisor's syscalls, Podman's /dev/shm): tagged to run there too
+  it("renders an app shell whose text comes from another granted host, through the door", {
+    tags: ["runtime"],
+  }, async () => {
     const answer = await fetchPages({ urls: [`${origin("app.test")}/shell`] });
     expect(answer).toMatch(
       /rendered in a browser \(its served HTML has \d+ readable characters and scripts\)/,
