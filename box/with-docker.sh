@@ -4,7 +4,7 @@
 # (and debootstrap, for building a base without a registry; chromium, for the
 # console's browser tests; rsync, for store snapshots; zsh and fish, for completion
 # scripts; runsc, for boxes under gVisor; podman and catatonit, for boxes under
-# Podman) when absent, starts dockerd when none answers, registers runsc with it,
+# Podman; prometheus, for the telemetry suite) when absent, starts dockerd when none answers, registers runsc with it,
 # starts Podman's API service (rootful, and a rootless one for a user of its own),
 # and stops what it started when the command ends. Needs root only for what it
 # has to install or start.
@@ -30,6 +30,8 @@ command -v runsc >/dev/null 2>&1 || missing+=(runsc)
 # rootless service needs (uidmap, slirp4netns), which apt only recommends
 command -v podman >/dev/null 2>&1 || missing+=(podman netavark aardvark-dns uidmap slirp4netns)
 [[ -x /usr/libexec/podman/catatonit ]] || missing+=(catatonit)
+# the telemetry suite has a real Prometheus scrape a running server
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 # `roster completion` scripts are checked by the shells they are for
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
 command -v fish >/dev/null 2>&1 || missing+=(fish)

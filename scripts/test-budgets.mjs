@@ -15,6 +15,10 @@ export const BUDGETS = {
     seconds: 50,
     why: "nine cases through one real server; one waits out the 10 s idle window, the least the schema allows",
   },
+  "test/box/render.test.ts": {
+    seconds: 40,
+    why: "five pages rendered by a real browser in four real runs; one waits out a 3 s render limit (CI measured 36.5 s for five runs)",
+  },
   "test/box/stall.test.ts": {
     seconds: 45,
     why: "four runs, each held past a 4 s silence window (less would cut pi's own start on a slow machine)",

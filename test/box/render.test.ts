@@ -189,19 +189,19 @@ describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in 
     expect(Date.now() - started).toBeLessThan(40_000);
   });
 
-  it("aborts the requests past a render's cap, and reads the page", async () => {
-    const answer = await fetchPages({ urls: [`${origin("app.test")}/greedy`] });
-    expect(answer).toContain("The greedy page's words arrive anyway.");
-    expect(answer).toMatch(/not allowed: [^\n]*requests past 150/);
+  it("allows no popup, no download and no request past the cap, and reads each page", async () => {
+    const answer = await fetchPages({
+      urls: [`${origin("app.test")}/pushy`, `${origin("app.test")}/greedy`],
+      render: true,
+    });
+    const [pushy, greedy] = answer.split("\n---\n");
+    expect(pushy).toContain("The pushy page's own words.");
+    expect(pushy).toMatch(/not allowed: [^\n]*a popup/);
+    expect(pushy).toMatch(/not allowed: [^\n]*a download \(payload\.bin\)/);
+    expect(greedy).toContain("The greedy page's words arrive anyway.");
+    expect(greedy).toMatch(/not allowed: [^\n]*requests past 150/);
     const pixels = site.seen.filter((one) => one.url.startsWith("/pixel/")).length;
     expect(pixels).toBeGreaterThan(0);
     expect(pixels).toBeLessThanOrEqual(150);
-  });
-
-  it("allows no popup and no download", async () => {
-    const answer = await fetchPages({ urls: [`${origin("app.test")}/pushy`], render: true });
-    expect(answer).toContain("The pushy page's own words.");
-    expect(answer).toMatch(/not allowed: [^\n]*a popup/);
-    expect(answer).toMatch(/not allowed: [^\n]*a download \(payload\.bin\)/);
   });
 });

@@ -1,5 +1,6 @@
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { cutHeaders, cutStrings } from "./audit-cuts.ts";
 import type { McpOutcome } from "./mcp-outcome.ts";
 import type { RequestFacts } from "./request-facts.ts";
@@ -77,6 +78,8 @@ function decisionId(): string {
 export class DecisionLine {
   private held: AuditOutcome | undefined;
   private done = false;
+  /** When the exchange began, for its duration in the door's metrics. */
+  private readonly started = performance.now();
 
   constructor(
     private readonly log: AuditLog,
@@ -88,7 +91,7 @@ export class DecisionLine {
     if (this.done) return;
     this.done = true;
     this.log.release(this);
-    this.log.record(this.facts, outcome);
+    this.log.record(this.facts, outcome, this.started);
   }
 
   /** The decision is made but the transfer goes on: written by `finish`, or as aborted if the gateway stops first. */
@@ -127,6 +130,9 @@ export class AuditLog {
   private fd: number | undefined;
   private readonly open = new Set<DecisionLine>();
 
+  /** Told of each line as it is written, with its exchange's seconds (the door's metrics). */
+  observer: ((record: DecisionRecord, seconds: number) => void) | undefined;
+
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.fd = openSync(join(dir, "decisions.jsonl"), "a", 0o600);
@@ -145,7 +151,7 @@ export class AuditLog {
     this.open.delete(line);
   }
 
-  record(facts: RequestFacts, outcome: AuditOutcome): DecisionRecord {
+  record(facts: RequestFacts, outcome: AuditOutcome, started?: number): DecisionRecord {
     // headers first (in number), then every string of the line: a box chose most of them
     const record: DecisionRecord = cutStrings({
       decision_id: decisionId(),
@@ -175,6 +181,7 @@ export class AuditLog {
       ...(outcome.mcp_answer ? { mcp_answer: outcome.mcp_answer } : {}),
     });
     if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify(record)}\n`);
+    if (started !== undefined) this.observer?.(record, (performance.now() - started) / 1000);
     return record;
   }
 

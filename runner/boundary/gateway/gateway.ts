@@ -16,6 +16,7 @@ import { ConfigSource } from "./config-source.ts";
 import { Credentials } from "./credentials.ts";
 import { type GatewayTimeouts, resolveTimeouts } from "./defaults.ts";
 import { closeDoor, openDoor } from "./door.ts";
+import type { DoorMetrics } from "./door-metrics.ts";
 import { DOOR_CAP_RULE, RunDoors } from "./run-doors.ts";
 import { createProxyServers, type ServerDeps } from "./server.ts";
 import { type Upstreams, upstreamsFor } from "./upstreams.ts";
@@ -148,7 +149,10 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   const closed = ClosedPorts.forConfig(loaded.org, options.closedPorts);
   const upstreams = upstreamsFor(section, timeouts, closed);
   const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
+  // counted only where a monitoring stack reads them: prom-client loads for nobody else
+  const metrics = loaded.org.telemetry?.metrics_listen ? await doorMetrics(audit) : undefined;
   return {
+    ...(metrics ? { metrics } : {}),
     config,
     audit,
     budgets,
@@ -164,6 +168,14 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
     resolve: upstreams.options.resolve,
     timeouts,
   };
+}
+
+/** The door's metrics, told of every audit line from now on. */
+async function doorMetrics(audit: AuditLog): Promise<DoorMetrics> {
+  const { DoorMetrics } = await import("./door-metrics.ts");
+  const metrics = new DoorMetrics();
+  audit.observer = (record, seconds) => metrics.record(record, seconds);
+  return metrics;
 }
 
 interface Listening {

@@ -7,8 +7,9 @@ import { DoorError } from "./run-doors.ts";
 
 /**
  * What the gateway answers the host alone, on its loopback port: /healthz
- * (is it up, which deployment), and /doors/<run id> (POST opens a run's own
- * door and answers its folder; DELETE closes it). A box reaches this port too,
+ * (is it up, which deployment), /doors/<run id> (POST opens a run's own
+ * door and answers its folder; DELETE closes it), and /metrics (the door's
+ * numbers, for the server's own /metrics). A box reaches this port too,
  * through its door, and these answers name host paths or change what boxes
  * reach: anyone not on loopback is refused, and the attempt audited.
  */
@@ -22,6 +23,8 @@ export interface HostRouteDeps {
   configRoot: string;
   /** Undefined for a gateway with no door: it serves no box. */
   doors?: DoorControl | undefined;
+  /** The door's numbers, when `[telemetry] metrics_listen` asks for them (door-metrics.ts). */
+  metrics?: { text(): Promise<string>; contentType: string } | undefined;
 }
 
 const DOORS = /^\/doors\/([^/?]*)$/;
@@ -35,10 +38,11 @@ export function answerHostRoute(
 ): boolean {
   const url = req.url ?? "";
   const doors = DOORS.exec(url);
-  if (url !== "/healthz" && !doors) return false;
+  const metrics = url === "/metrics";
+  if (url !== "/healthz" && !doors && !metrics) return false;
   if (!isLoopback(req.socket.remoteAddress)) {
     const identity = identify();
-    const path = doors ? "/doors" : "/healthz";
+    const path = doors ? "/doors" : metrics ? "/metrics" : "/healthz";
     deps.audit
       .line(
         requestFacts({
@@ -58,7 +62,7 @@ export function answerHostRoute(
         verdict: "deny",
         rule: "closed",
         status: 403,
-        note: doors ? "gateway door control" : "gateway health check",
+        note: doors ? "gateway door control" : metrics ? "gateway metrics" : "gateway health check",
       });
     sendRefusal(
       res,
@@ -66,9 +70,20 @@ export function answerHostRoute(
         "closed",
         doors
           ? "the gateway's doors are opened by the host only (on loopback)"
-          : "the gateway's health check answers the host only (on loopback)",
+          : `the gateway's ${metrics ? "metrics answer" : "health check answers"} the host only (on loopback)`,
       ),
     );
+    return true;
+  }
+  if (metrics) {
+    req.resume();
+    const source = deps.metrics;
+    if (!source) sendJson(res, 404, { error: "metrics are off: [telemetry] metrics_listen" });
+    else
+      void source.text().then(
+        (text) => res.writeHead(200, { "content-type": source.contentType }).end(text),
+        () => sendJson(res, 500, { error: "the metrics could not be gathered" }),
+      );
     return true;
   }
   if (!doors) {

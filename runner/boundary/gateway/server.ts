@@ -6,6 +6,7 @@ import { hostName } from "../../ground/config/host-name.ts";
 import { admit, requestFacts, upstreamFailure, upstreamRefusal } from "./admission.ts";
 import type { CertificateAuthority } from "./ca.ts";
 import type { GatewayTimeouts } from "./defaults.ts";
+import type { DoorMetrics } from "./door-metrics.ts";
 import { type ExchangeDeps, handleRequest } from "./exchange.ts";
 import { answerHostRoute, type DoorControl } from "./host-routes.ts";
 import { type Identity, TokenResolver, tokenFromProxyAuthorization } from "./identity.ts";
@@ -30,6 +31,8 @@ export interface ServerDeps extends ExchangeDeps {
   timeouts: GatewayTimeouts;
   /** Opens and closes run doors (run-doors.ts); set once the gateway has its doors. */
   doors?: DoorControl;
+  /** The door's numbers at /metrics, when telemetry asks for them. */
+  metrics?: DoorMetrics;
 }
 
 interface TunnelContext {

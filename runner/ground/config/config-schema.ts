@@ -382,6 +382,26 @@ export const ServerSection = Type.Object(
 );
 export type ServerSection = Static<typeof ServerSection>;
 
+/**
+ * What an operator's monitoring stack reads (docs/telemetry.md). Org-only.
+ * `metrics_listen`: where `roster server start` serves Prometheus's
+ * /metrics (off unless set); its own listener, not the console's port, so a
+ * scraper needs no browser login and the console may face people while the
+ * metrics stay on an internal address.
+ */
+export const TelemetrySection = Type.Object(
+  {
+    metrics_listen: Type.Optional(
+      Type.String({
+        pattern: "^(\\[[0-9a-fA-F:]+\\]|[^:\\s]+):\\d{1,5}$",
+        description: 'HOST:PORT, like "127.0.0.1:9464"',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type TelemetrySection = Static<typeof TelemetrySection>;
+
 /** Ready boxes kept per worker, and how long one waits, when org.toml says nothing. */
 export const READY_DEFAULTS = { ready_boxes: 0, ready_idle_secs: 300 } as const;
 
@@ -406,6 +426,7 @@ export const OrgConfig = Type.Object(
     toolchain: Type.Optional(ToolchainSection),
     console: Type.Optional(ConsoleSection),
     server: Type.Optional(ServerSection),
+    telemetry: Type.Optional(TelemetrySection),
   },
   { additionalProperties: false },
 );

@@ -18,6 +18,8 @@ import { OfferDesk } from "../actions/offers.ts";
 import { chatCommands } from "../commands/from-chat.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
+import type { RunningMetrics } from "../metrics/metrics-listener.ts";
+import { startMetrics } from "../metrics/start.ts";
 import { Dispatcher } from "./dispatch.ts";
 import { handedTurn } from "./handed-turn.ts";
 import { recover } from "./recover.ts";
@@ -89,7 +91,7 @@ async function serve(options: ServerOptions, config: LoadedConfig): Promise<numb
     onGiveUp: (reason) => halt.abort(new Error(reason)),
   });
   const stateFile = await announce(options, gateway);
-  const services = await startServices(options, config, env);
+  const services = await startServices(options, config, env, () => gateway.port);
   let exitCode = 0;
   try {
     await runUntilStopped(options, services.dispatcher, halt.signal, services.beforeTick);
@@ -137,6 +139,7 @@ interface Services {
   dispatcher: Dispatcher;
   runs: RunSocket | undefined;
   sweep: StoreSweep | undefined;
+  metrics: RunningMetrics | undefined;
   /** Before each dispatch tick: count the sessions, offer, sweep, refill the ready boxes. */
   beforeTick: () => Promise<void>;
 }
@@ -149,6 +152,7 @@ async function startServices(
   options: ServerOptions,
   config: LoadedConfig,
   env: NodeJS.ProcessEnv,
+  gatewayPort: () => number,
 ): Promise<Services> {
   const { paths, note } = options;
   const counts = { sessions: 0, runs: (): number => 0, dispatched: (): number => 0 };
@@ -201,7 +205,14 @@ async function startServices(
     sweep?.tick();
     await ready?.tick();
   };
-  return { ready, router, listeners, webConsole, dispatcher, runs, sweep, beforeTick };
+  const where = options.once ? undefined : config.org.telemetry?.metrics_listen;
+  const metrics = await startMetrics(where, note, gatewayPort, {
+    paths,
+    boxes: () => ({ task: dispatcher.active, session: counts.sessions, run: counts.runs() }),
+    ready: () => ready?.pool.count() ?? 0,
+    sessions: () => counts.sessions,
+  });
+  return { ready, router, listeners, webConsole, dispatcher, runs, sweep, metrics, beforeTick };
 }
 
 /** Chat listeners for every bound bot (none with --no-listen or --once). */
@@ -256,6 +267,7 @@ async function takeOverRuns(
 
 /** Stops what startServices started, in the order that leaves nothing half-done. */
 async function stopServices(services: Services): Promise<void> {
+  await services.metrics?.close();
   await services.runs?.close();
   await services.webConsole?.close();
   await services.listeners.stop();
