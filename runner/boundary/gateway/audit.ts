@@ -130,8 +130,10 @@ export class AuditLog {
   private fd: number | undefined;
   private readonly open = new Set<DecisionLine>();
 
-  /** Told of each line as it is written, with its exchange's seconds (the door's metrics). */
+  /** Told of each line as it is written, with its exchange's seconds (the door's metrics and spans). */
   observer: ((record: DecisionRecord, seconds: number) => void) | undefined;
+  /** Awaited as the log closes: what the observer still holds goes out (the door's spans). */
+  onClose: (() => Promise<unknown>) | undefined;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -189,5 +191,6 @@ export class AuditLog {
     for (const line of [...this.open]) line.abandon("the gateway stopped mid-transfer");
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
+    await this.onClose?.();
   }
 }

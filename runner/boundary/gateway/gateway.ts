@@ -3,11 +3,13 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 
+import type { TelemetrySection } from "../../ground/config/config-schema.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
+import { tracingFor } from "../../ground/telemetry/tracing.ts";
 import type { ActionHostFactory } from "./action-host.ts";
 import { requestFacts } from "./admission.ts";
-import { AuditLog } from "./audit.ts";
+import { AuditLog, type DecisionRecord } from "./audit.ts";
 import { bodyBudgetFor } from "./body-budget.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
@@ -149,8 +151,8 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   const closed = ClosedPorts.forConfig(loaded.org, options.closedPorts);
   const upstreams = upstreamsFor(section, timeouts, closed);
   const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
-  // counted only where a monitoring stack reads them: prom-client loads for nobody else
-  const metrics = loaded.org.telemetry?.metrics_listen ? await doorMetrics(audit) : undefined;
+  // counted and traced only where a monitoring stack reads them: the libraries load for nobody else
+  const metrics = await watchDoor(audit, loaded.org.telemetry);
   return {
     ...(metrics ? { metrics } : {}),
     config,
@@ -170,11 +172,34 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   };
 }
 
-/** The door's metrics, told of every audit line from now on. */
-async function doorMetrics(audit: AuditLog): Promise<DoorMetrics> {
-  const { DoorMetrics } = await import("./door-metrics.ts");
-  const metrics = new DoorMetrics();
-  audit.observer = (record, seconds) => metrics.record(record, seconds);
+/**
+ * What telemetry asks of the door, told of every audit line from now on: its
+ * metrics (`metrics_listen`), returned for /metrics, and its decisions as
+ * spans under their runs (`otlp_endpoint`), sent before the audit log closes.
+ */
+async function watchDoor(
+  audit: AuditLog,
+  telemetry: TelemetrySection | undefined,
+): Promise<DoorMetrics | undefined> {
+  const observers: Array<(record: DecisionRecord, seconds: number) => void> = [];
+  let metrics: DoorMetrics | undefined;
+  if (telemetry?.metrics_listen) {
+    const { DoorMetrics } = await import("./door-metrics.ts");
+    const made = new DoorMetrics();
+    metrics = made;
+    observers.push((record, seconds) => made.record(record, seconds));
+  }
+  const tracing = tracingFor(telemetry?.otlp_endpoint, "roster-gateway");
+  if (tracing) {
+    const { doorSpans } = await import("./door-spans.ts");
+    const traced = await tracing;
+    observers.push(doorSpans(traced));
+    audit.onClose = () => traced.shutdown().catch(() => undefined);
+  }
+  if (observers.length)
+    audit.observer = (record, seconds) => {
+      for (const observe of observers) observe(record, seconds);
+    };
   return metrics;
 }
 

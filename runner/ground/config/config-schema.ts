@@ -384,6 +384,7 @@ export type ServerSection = Static<typeof ServerSection>;
 
 /**
  * What an operator's monitoring stack reads (docs/telemetry.md). Org-only.
+ * `otlp_endpoint`: where traces go (off unless set).
  * `metrics_listen`: where `roster server start` serves Prometheus's
  * /metrics (off unless set); its own listener, not the console's port, so a
  * scraper needs no browser login and the console may face people while the
@@ -395,6 +396,16 @@ export const TelemetrySection = Type.Object(
       Type.String({
         pattern: "^(\\[[0-9a-fA-F:]+\\]|[^:\\s]+):\\d{1,5}$",
         description: 'HOST:PORT, like "127.0.0.1:9464"',
+      }),
+    ),
+    /**
+     * Where traces go, over OTLP/HTTP (`/v1/traces` is added): a collector's
+     * base URL. Nothing is exported unless set.
+     */
+    otlp_endpoint: Type.Optional(
+      Type.String({
+        pattern: "^https?://[^\\s/?#]+(/[^\\s?#]*)?$",
+        description: 'an http(s) URL, like "http://127.0.0.1:4318"',
       }),
     ),
   },

@@ -30,6 +30,7 @@ import {
   type Starting,
   writeStartRecord,
 } from "./run-start.ts";
+import { RunTrace } from "./run-trace.ts";
 import type { StallWatchdog } from "./stall-watchdog.ts";
 
 /**
@@ -47,6 +48,19 @@ import type { StallWatchdog } from "./stall-watchdog.ts";
 export type { EngineDrive } from "./engine-prompt.ts";
 export type { LimitReached, RunEnding, RunKind, RunRequest } from "./run-request.ts";
 
+/** The request with its trace: pi's events read into spans, and the box told its traceparent. */
+function withTrace(request: RunRequest, trace: RunTrace): RunRequest {
+  const onLine = request.onLine;
+  return {
+    ...request,
+    onLine: (line: string) => {
+      trace.line(line);
+      onLine?.(line);
+    },
+    boxEnv: { ...request.boxEnv, TRACEPARENT: trace.traceparent },
+  };
+}
+
 /** The run a start failed in, once its record existed (undefined: refused before any record). */
 const failedRuns = new WeakMap<object, string>();
 export function failedRunId(error: unknown): string | undefined {
@@ -59,6 +73,8 @@ export class Run {
   private settling: Promise<RunRecord> | undefined;
   /** The limit the owner stopped the box for, in the words the record and a sender get. */
   private limit: LimitReached | undefined;
+  /** The run as a trace, when telemetry exports one (run-trace.ts). */
+  private trace: RunTrace | undefined;
   readonly id: string;
   readonly dir: string;
 
@@ -102,12 +118,16 @@ export class Run {
         ...(request.env ? { env: request.env } : {}),
       }));
     const starting = firstRecord(request, box);
+    const trace = await RunTrace.start(box.config.org.telemetry?.otlp_endpoint, starting.record);
+    const traced = trace ? withTrace(request, trace) : request;
     try {
       assertCeiling(starting.record.ceiling_min ?? 0);
       await writeStartRecord(request, starting);
       await writeRunContext(request.paths, starting.dir, starting.record);
       await request.onRecord?.(starting.record);
-      return await Run.launch(request, starting);
+      const run = await Run.launch(traced, starting);
+      run.trace = trace;
+      return run;
     } catch (error) {
       if (starting.record.state === "running")
         await writeRecord(
@@ -116,6 +136,7 @@ export class Run {
         ).catch(() => undefined);
       // whatever the start got to goes back: a ready box that could not take the run serves no other
       await teardown(request.paths, starting, { kill: "error" });
+      await trace?.end(finished(starting.record, "error", undefined, errorMessage(error)));
       if (typeof error === "object" && error) failedRuns.set(error, starting.id);
       throw error;
     }
@@ -279,6 +300,7 @@ export class Run {
       await writeRecord(this.dir, record);
       // a session's channel may have heard from more people since it began
       await writeRunContext(this.request.paths, this.dir, record).catch(() => undefined);
+      await this.trace?.end(record);
       return record;
     });
   }
