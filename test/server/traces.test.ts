@@ -10,9 +10,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { traceparentOf } from "../../runner/ground/telemetry/tracing.ts";
 import { until } from "../support/chat-turns.ts";
+import { ROSTER_BIN } from "../support/cli.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { OtlpReceiver } from "../support/otlp-receiver.ts";
+import { spawnInPty } from "../support/pty.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 const docker = await testDocker();
@@ -42,8 +44,20 @@ describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
     await deployment?.cleanup();
   });
 
-  const runWithTool = async () => {
-    model.play({ toolCalls: [{ name: "bash", arguments: { command: CURL } }] }, { text: "done" });
+  const runWithTool = async (action = false) => {
+    model.play(
+      { toolCalls: [{ name: "bash", arguments: { command: CURL } }] },
+      ...(action
+        ? [
+            {
+              toolCalls: [
+                { name: "file_task", arguments: { prompt: "look at the blog again tomorrow" } },
+              ],
+            },
+          ]
+        : []),
+      { text: "done" },
+    );
     const run = await deployment.roster(["run", "elf", "try the blog", "--json"]);
     expect(run.code, run.stderr).toBe(0);
     const ls = await deployment.roster(["runs", "ls", "--worker", "elf", "--json"]);
@@ -54,8 +68,8 @@ describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
 
   it("sends the run's span with its model, tool and door spans under it", async () => {
     await writeFile(orgFile, `${org}\n[telemetry]\notlp_endpoint = "${collector.url}"\n`);
-    const runId = await runWithTool();
-    expect(model.toolResults().at(-1)?.content).toBe("403");
+    const runId = await runWithTool(true);
+    expect(model.toolResults().find((one) => one.content === "403")).toBeDefined();
     const [, traceId, runSpanId] = traceparentOf(runId).split("-");
     const ofRun = () => collector.spans.filter((span) => span.traceId === traceId);
     // the gateway's spans leave with its next batch: wait for the door's refusal
@@ -71,8 +85,14 @@ describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
     expect(run?.attributes).toMatchObject({ "roster.run.id": runId, "roster.ended_by": "exit" });
     const under = (name: string) =>
       spans.filter((span) => span.name === name && span.parentSpanId === runSpanId);
-    expect(under("model call")).toHaveLength(2);
+    expect(under("model call")).toHaveLength(3);
     expect(under("tool bash")).toHaveLength(1);
+    expect(under("tool file_task")).toHaveLength(1);
+    // the action host decided the proposal in the gateway's process: under the run too
+    const actions = spans.filter(
+      (span) => span.name.startsWith("action ") && span.parentSpanId === runSpanId,
+    );
+    expect(actions.map((span) => span.attributes["roster.intent"])).toContain("file-task");
     const [refused] = under("door deny");
     expect(refused?.service).toBe("roster-gateway");
     expect(refused?.attributes).toMatchObject({
@@ -91,6 +111,38 @@ describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
     const said = JSON.stringify(spans.map((span) => span.attributes));
     for (const secret of ["secret-path", "abc123", "authorization", "Bearer"])
       expect(said).not.toContain(secret);
+  });
+
+  it("gives a warm session a span per turn, its model calls under each", async () => {
+    await writeFile(orgFile, `${org}\n[telemetry]\notlp_endpoint = "${collector.url}"\n`);
+    model.play({ text: "First answer." }, { text: "Second answer." });
+    const pty = spawnInPty([process.execPath, ROSTER_BIN, "talk", "elf", "--idle", "60"], {
+      ROSTER_ROOT: deployment.root,
+    });
+    try {
+      await pty.waitFor(/Ctrl-D ends/);
+      pty.write("first question\n");
+      await pty.waitFor(/elf> First answer\.\n/);
+      pty.write("second question\n");
+      await pty.waitFor(/elf> Second answer\.\n/);
+      pty.write("\x04");
+      expect(await pty.exited).toBe(0);
+    } finally {
+      pty.kill();
+    }
+    const sessions = () =>
+      collector.spans.filter((span) => span.attributes["roster.run.kind"] === "session");
+    const [session] = await until(
+      () => (sessions().length ? sessions() : undefined),
+      "the session's span",
+    );
+    const ofIt = collector.spans.filter((span) => span.traceId === session?.traceId);
+    const turns = ofIt.filter((span) => span.name === "session turn");
+    expect(turns.map((turn) => turn.parentSpanId)).toEqual([session?.spanId, session?.spanId]);
+    for (const turn of turns)
+      expect(
+        ofIt.filter((span) => span.name === "model call" && span.parentSpanId === turn.spanId),
+      ).toHaveLength(1);
   });
 
   it("sends nothing when no endpoint is set", async () => {

@@ -6,7 +6,9 @@ import { join } from "node:path";
 import type { TelemetrySection } from "../../ground/config/config-schema.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
+import { actionSpans } from "../../ground/telemetry/action-spans.ts";
 import { tracingFor } from "../../ground/telemetry/tracing.ts";
+import { watchJournal } from "../../records/journal/journal.ts";
 import type { ActionHostFactory } from "./action-host.ts";
 import { requestFacts } from "./admission.ts";
 import { AuditLog, type DecisionRecord } from "./audit.ts";
@@ -194,6 +196,8 @@ async function watchDoor(
     const { doorSpans } = await import("./door-spans.ts");
     const traced = await tracing;
     observers.push(doorSpans(traced));
+    // the action host answers in this process: its decisions join their runs' traces
+    watchJournal(actionSpans(traced));
     audit.onClose = () => traced.shutdown().catch(() => undefined);
   }
   if (observers.length)

@@ -36,6 +36,8 @@ export interface Tracing {
   runSpan(runId: string, name: string, attributes: Attributes, startTime?: number): Span;
   /** A span under the run's span (whoever started that one). */
   childOf(runId: string, name: string, attributes: Attributes, startTime?: number): Span;
+  /** A span under another span of this process. */
+  under(parent: Span, name: string, attributes: Attributes): Span;
   flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -117,6 +119,9 @@ async function makeTracing(endpoint: string, service: string): Promise<Tracing> 
         { attributes, ...(startTime ? { startTime } : {}) },
         under(runIds(runId)),
       );
+    },
+    under(parent, name, attributes) {
+      return tracer.startSpan(name, { attributes }, api.trace.setSpan(api.ROOT_CONTEXT, parent));
     },
     flush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),

@@ -39,10 +39,26 @@ export function journalFile(paths: RosterPaths, worker: string): string {
   return join(paths.data, "workers", worker, "journal", "events.jsonl");
 }
 
+/** Told of every line this process appends (the action host's decisions as spans, docs/telemetry.md). */
+const watchers = new Set<(event: JournalEvent) => void>();
+
+/** Watches what this process appends from now on; returns the unwatch. */
+export function watchJournal(watcher: (event: JournalEvent) => void): () => void {
+  watchers.add(watcher);
+  return () => watchers.delete(watcher);
+}
+
 export function appendJournal(paths: RosterPaths, event: Omit<JournalEvent, "ts">): JournalEvent {
   const line: JournalEvent = { ts: new Date().toISOString(), ...event };
   // the box reads its journal through a read-only mount, as its own user
   appendJsonLine(journalFile(paths, event.worker), line, { file: 0o644, dir: 0o755 });
+  for (const watcher of watchers) {
+    try {
+      watcher(line);
+    } catch {
+      // a watcher's failure never undoes what was written
+    }
+  }
   return line;
 }
 

@@ -12,6 +12,9 @@ import { loadValidConfig } from "../../ground/config/valid-config.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
 import { LockBusy, withFileLock } from "../../ground/files/file-lock.ts";
+import { actionSpans } from "../../ground/telemetry/action-spans.ts";
+import { tracingFor } from "../../ground/telemetry/tracing.ts";
+import { watchJournal } from "../../records/journal/journal.ts";
 import { serverReadyPool } from "../../work/ready/server-pool.ts";
 import { SessionRouter } from "../../work/sessions/router.ts";
 import { OfferDesk } from "../actions/offers.ts";
@@ -140,6 +143,8 @@ interface Services {
   runs: RunSocket | undefined;
   sweep: StoreSweep | undefined;
   metrics: RunningMetrics | undefined;
+  /** The server's part of the traces: what it holds goes out as it stops. */
+  traces: { unwatch: (() => void) | undefined; flush: () => Promise<void> } | undefined;
   /** Before each dispatch tick: count the sessions, offer, sweep, refill the ready boxes. */
   beforeTick: () => Promise<void>;
 }
@@ -205,6 +210,9 @@ async function startServices(
     sweep?.tick();
     await ready?.tick();
   };
+  // approvals at the console or in chat are decided here: they join their runs' traces
+  const tracing = await tracingFor(config.org.telemetry?.otlp_endpoint, "roster");
+  const unwatch = tracing ? watchJournal(actionSpans(tracing)) : undefined;
   const where = options.once ? undefined : config.org.telemetry?.metrics_listen;
   const metrics = await startMetrics(where, note, gatewayPort, {
     paths,
@@ -212,7 +220,19 @@ async function startServices(
     ready: () => ready?.pool.count() ?? 0,
     sessions: () => counts.sessions,
   });
-  return { ready, router, listeners, webConsole, dispatcher, runs, sweep, metrics, beforeTick };
+  const traces = tracing ? { unwatch, flush: () => tracing.flush() } : undefined;
+  return {
+    ready,
+    router,
+    listeners,
+    webConsole,
+    dispatcher,
+    runs,
+    sweep,
+    metrics,
+    traces,
+    beforeTick,
+  };
 }
 
 /** Chat listeners for every bound bot (none with --no-listen or --once). */
@@ -275,6 +295,8 @@ async function stopServices(services: Services): Promise<void> {
   await services.router.closeAll();
   await services.ready?.close();
   await services.sweep?.idle();
+  services.traces?.unwatch?.();
+  await services.traces?.flush().catch(() => undefined);
 }
 
 /**

@@ -12,7 +12,8 @@ import { parseEvent } from "./pi-events.ts";
  * A run as a trace (docs/telemetry.md): its own span from start to settle,
  * and under it a span per model call (a turn's start to its assistant
  * message's end) and per tool call (pi's tool_execution_start to its end),
- * read from pi's events as the run owner reads them. The gateway adds the
+ * read from pi's events as the run owner reads them. A warm session's run has
+ * a span per turn (a prompt, agent_start to agent_settled) between the two. The gateway adds the
  * door's decisions under the same span, knowing only the run id (tracing.ts).
  * What a span says is its kind and bounded names: never a prompt, an
  * argument, a result or a credential.
@@ -25,11 +26,15 @@ export class RunTrace {
   private model: Span | undefined;
   private readonly tools = new Map<string, Span>();
   private turns = 0;
+  /** A session's turn under way (sessions only). */
+  private turn: Span | undefined;
+  private prompts = 0;
 
   private constructor(
     private readonly tracing: Tracing,
     private readonly run: Span,
     private readonly runId: string,
+    private readonly session: boolean,
   ) {}
 
   /** The run's trace when `[telemetry] otlp_endpoint` is set; undefined otherwise. */
@@ -50,7 +55,7 @@ export class RunTrace {
       },
       Date.parse(record.started_at) || undefined,
     );
-    return new RunTrace(tracing, span, record.id);
+    return new RunTrace(tracing, span, record.id, record.kind === "session");
   }
 
   /** What the box's engine is told to put its own spans under. */
@@ -62,10 +67,19 @@ export class RunTrace {
   line(line: string): void {
     const event = parseEvent(line);
     if (!event) return;
-    if (event.type === "turn_start") {
+    if (this.session && event.type === "agent_start" && !this.turn) {
+      this.prompts++;
+      this.turn = this.tracing.childOf(this.runId, "session turn", {
+        "roster.prompt": this.prompts,
+      });
+    } else if (this.session && event.type === "agent_settled") {
+      this.endOpen();
+      this.turn?.end();
+      this.turn = undefined;
+    } else if (event.type === "turn_start") {
       this.model?.end();
       this.turns++;
-      this.model = this.tracing.childOf(this.runId, "model call", { "roster.turn": this.turns });
+      this.model = this.child("model call", { "roster.turn": this.turns });
     } else if (event.type === "message_end") {
       const message = event.message as { role?: string; stopReason?: string } | undefined;
       if (message?.role !== "assistant" || !this.model) return;
@@ -94,11 +108,25 @@ export class RunTrace {
     }
   }
 
-  /** The run's end: what is open ends with it, and the spans go out (2 s at most). */
-  async end(record: RunRecord): Promise<void> {
+  /** Under the session's turn when one is under way, else under the run. */
+  private child(name: string, attributes: Record<string, string | number | boolean>): Span {
+    return this.turn
+      ? this.tracing.under(this.turn, name, attributes)
+      : this.tracing.childOf(this.runId, name, attributes);
+  }
+
+  private endOpen(): void {
     this.model?.end();
+    this.model = undefined;
     for (const span of this.tools.values()) span.end();
     this.tools.clear();
+  }
+
+  /** The run's end: what is open ends with it, and the spans go out (2 s at most). */
+  async end(record: RunRecord): Promise<void> {
+    this.endOpen();
+    this.turn?.end();
+    this.turn = undefined;
     this.run.setAttribute("roster.ended_by", attribute(record.ended_by ?? "unknown"));
     if (record.error) this.run.setStatus({ code: 2, message: record.error.slice(0, 256) });
     this.run.end(Date.parse(record.ended_at ?? "") || undefined);
