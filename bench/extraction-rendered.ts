@@ -22,6 +22,7 @@ import { readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { serveNamesLocally } from "../test/support/roster-root.ts";
 import { Upstream } from "../test/support/upstream.ts";
 import { ModelServer, makeRosterRoot, markdownWords, wordF1, words } from "./harness.ts";
 
@@ -139,18 +140,12 @@ async function fetchPage(url: string, render: boolean | undefined): Promise<Call
 }
 
 try {
-  const caFile = join(deployment.root, "site-ca.pem");
-  await writeFile(caFile, site.certificate?.caPem ?? "");
+  await serveNamesLocally(deployment, site.certificate?.caPem ?? "", [SITE, API]);
   const orgFile = join(deployment.paths.config, "org.toml");
-  const org = (await readFile(orgFile, "utf8"))
-    .replace(
-      /\[gateway\]\n/,
-      `[gateway]\nupstream_ca = ${JSON.stringify([caFile])}\nresolve = { "${SITE}" = "127.0.0.1", "${API}" = "127.0.0.1" }\n`,
-    )
-    .replace(
-      '[[grant]]\nname = "web-read"',
-      `[[grant]]\nname = "bench-site"\nverdict = "allow"\nmatch = { host = "${SITE}", method = "GET" }\n\n[[grant]]\nname = "bench-api"\nverdict = "allow"\nmatch = { host = "${API}", method = "GET" }\n\n[[grant]]\nname = "web-read"`,
-    );
+  const org = (await readFile(orgFile, "utf8")).replace(
+    '[[grant]]\nname = "web-read"',
+    `[[grant]]\nname = "bench-site"\nverdict = "allow"\nmatch = { host = "${SITE}", method = "GET" }\n\n[[grant]]\nname = "bench-api"\nverdict = "allow"\nmatch = { host = "${API}", method = "GET" }\n\n[[grant]]\nname = "web-read"`,
+  );
   if (!org.includes('name = "bench-api"'))
     throw new Error("org.toml: no web-read grant to go before");
   await writeFile(orgFile, org);

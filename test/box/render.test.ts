@@ -4,15 +4,15 @@
  * request it makes goes through the door (judged and audited: the audit log
  * shows the page's own API call), a refused API leaves the page's static text
  * and names the refusal, a page that never settles is cut at `[box]
- * render_secs` with what it had, and a popup and a download are not allowed.
+ * render_secs` (a worker's own, lower) with what it had, and a popup and a download are not allowed.
  */
 import { readFileSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
-import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { makeRosterRoot, type RosterRoot, serveNamesLocally } from "../support/roster-root.ts";
 import { Upstream } from "../support/upstream.ts";
 
 const docker = await testDocker();
@@ -115,20 +115,22 @@ describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in 
       },
     });
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"));
-    const caFile = join(deployment.root, "site-ca.pem");
-    await writeFile(caFile, site.certificate?.caPem ?? "");
+    await serveNamesLocally(deployment, site.certificate?.caPem ?? "", [
+      "app.test",
+      "api.test",
+      "tracker.test",
+    ]);
     const orgFile = join(deployment.paths.config, "org.toml");
-    const org = (await readFile(orgFile, "utf8"))
-      .replace(
-        /\[gateway\]\n/,
-        `[gateway]\nupstream_ca = ${JSON.stringify([caFile])}\nresolve = { "app.test" = "127.0.0.1", "api.test" = "127.0.0.1", "tracker.test" = "127.0.0.1" }\n`,
-      )
-      .replace(/^render_secs = \d+$/m, "render_secs = 3")
-      .replace(
-        '[[grant]]\nname = "web-read"',
-        `[[grant]]\nname = "app"\nverdict = "allow"\nmatch = { host = "app.test", method = "GET" }\n\n[[grant]]\nname = "figures-api"\nverdict = "allow"\nmatch = { host = "api.test", method = "GET" }\n\n[[grant]]\nname = "no-trackers"\nverdict = "deny"\nmatch = { host = "tracker.test" }\n\n[[grant]]\nname = "web-read"`,
-      );
-    expect(org).toContain("render_secs = 3");
+    const org = (await readFile(orgFile, "utf8")).replace(
+      '[[grant]]\nname = "web-read"',
+      `[[grant]]\nname = "app"\nverdict = "allow"\nmatch = { host = "app.test", method = "GET" }\n\n[[grant]]\nname = "figures-api"\nverdict = "allow"\nmatch = { host = "api.test", method = "GET" }\n\n[[grant]]\nname = "no-trackers"\nverdict = "deny"\nmatch = { host = "tracker.test" }\n\n[[grant]]\nname = "web-read"`,
+    );
+    // a worker of its own for the page that never settles: a worker may lower render_secs
+    await mkdir(join(deployment.paths.config, "workers", "hasty"), { recursive: true });
+    await writeFile(
+      join(deployment.paths.config, "workers", "hasty", "worker.toml"),
+      'name = "hasty"\n\n[box]\nrender_secs = 2\n',
+    );
     await writeFile(orgFile, org);
   });
   afterAll(async () => {
@@ -138,7 +140,7 @@ describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in 
   });
 
   /** One fetch_pages call in a real run; the tool's answer as the model received it. */
-  const fetchPages = async (args: Record<string, unknown>): Promise<string> => {
+  const fetchPages = async (args: Record<string, unknown>, worker = "elf"): Promise<string> => {
     let answer = "";
     const echo: ScriptStep = (request) => {
       const result = [...(request.body.messages ?? [])].reverse().find((m) => m.role === "tool");
@@ -147,7 +149,7 @@ describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in 
       return { text: "read" };
     };
     model.play({ toolCalls: [{ name: "fetch_pages", arguments: args }] }, echo);
-    const run = await deployment.roster(["run", "elf", "read these pages"]);
+    const run = await deployment.roster(["run", worker, "read these pages"]);
     expect(run.code, run.stderr).toBe(0);
     return answer;
   };
@@ -182,10 +184,10 @@ describe.skipIf(!docker)("fetch_pages renders pages that need their scripts, in 
 
   it("cuts a page that never settles at the limit, with what it had", async () => {
     const started = Date.now();
-    const answer = await fetchPages({ urls: [`${origin("app.test")}/restless`] });
+    const answer = await fetchPages({ urls: [`${origin("app.test")}/restless`] }, "hasty");
     expect(answer).toContain("First items of the restless feed.");
     expect(answer).toContain("it never settled, so this is what it had at the limit");
-    // render_secs = 3: the run is not held for the default 15 s
+    // hasty's render_secs = 2: the run is not held for the default 15 s
     expect(Date.now() - started).toBeLessThan(40_000);
   });
 

@@ -118,6 +118,27 @@ export async function pointAtScriptedModel(
   return gatewayPort;
 }
 
+/**
+ * Has a deployment's gateway trust a test site's CA and answer its `names`
+ * with loopback (org.toml's `[gateway] upstream_ca` and `resolve`): a local
+ * HTTPS site reached under real-looking names, as a box would reach the web.
+ */
+export async function serveNamesLocally(
+  deployment: { root: string; paths: RosterPaths },
+  caPem: string,
+  names: string[],
+): Promise<void> {
+  const caFile = join(deployment.root, `site-ca-${names[0] ?? "site"}.pem`);
+  await writeFile(caFile, caPem);
+  const orgFile = join(deployment.paths.config, "org.toml");
+  const resolve = names.map((name) => `${JSON.stringify(name)} = "127.0.0.1"`).join(", ");
+  const org = (await readFile(orgFile, "utf8")).replace(
+    /\[gateway\]\n/,
+    `[gateway]\nupstream_ca = ${JSON.stringify([caFile])}\nresolve = { ${resolve} }\n`,
+  );
+  await writeFile(orgFile, org);
+}
+
 /** A worker's newest run record in a deployment. */
 export function latestRecord(paths: RosterPaths, worker: string): RunRecord | undefined {
   // by when each started, to the millisecond: run ids sort by the second only, so two runs
