@@ -12,7 +12,7 @@
  * drift between rows (pi's floor alone moved 827–1230 ms between runs) then
  * cancels out. `roster` is run by its own shebang, as a shell runs it. Needs
  * Docker and the box image.
- *   npx tsx bench/run-latency.ts
+ *   npx tsx bench/run-latency.ts            (TELEMETRY=on: metrics and traces on in every deployment)
  */
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -24,10 +24,25 @@ import type { DockerEngine } from "../runner/boundary/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
 import { listRuns, readRecord } from "../runner/records/run-records/run-record.ts";
 import { readReadyStatus } from "../runner/work/ready/server-pool.ts";
-import { ModelServer, makeRosterRoot, ROSTER_BIN, type RosterRoot } from "./harness.ts";
+import { OtlpReceiver } from "../test/support/otlp-receiver.ts";
+import { freePort, ModelServer, makeRosterRoot, ROSTER_BIN, type RosterRoot } from "./harness.ts";
 import { piFloor } from "./pi-floor.ts";
 
 const ROUNDS = 5;
+
+/**
+ * TELEMETRY=on: every deployment serves /metrics and exports traces to a
+ * local OTLP receiver (docs/telemetry.md), so the same rows can be read with
+ * telemetry on and off, side by side.
+ */
+const receiver = process.env.TELEMETRY === "on" ? await OtlpReceiver.start() : undefined;
+async function telemetry(extraOrg = ""): Promise<{ extraOrg?: string }> {
+  const section = receiver
+    ? `[telemetry]\nmetrics_listen = "127.0.0.1:${await freePort()}"\notlp_endpoint = "${receiver.url}"\n`
+    : "";
+  const org = `${extraOrg}${section}`;
+  return org ? { extraOrg: org } : {};
+}
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 const engine = await connectEngine();
@@ -125,7 +140,7 @@ for (let i = 0; i < ROUNDS; i++) {
 await floorSample();
 bare.length = 0;
 
-const fresh = await makeRosterRoot(model.baseUrl("127.0.0.1"));
+const fresh = await makeRosterRoot(model.baseUrl("127.0.0.1"), await telemetry());
 let cold: Sample[];
 let warm: Sample[];
 try {
@@ -135,7 +150,7 @@ try {
   await fresh.cleanup();
 }
 
-const held = await makeRosterRoot(model.baseUrl("127.0.0.1"));
+const held = await makeRosterRoot(model.baseUrl("127.0.0.1"), await telemetry());
 let withGateway: Sample[];
 const gateway = spawn(ROSTER_BIN, ["gateway", "start"], {
   env: { ...process.env, ROSTER_ROOT: held.root },
@@ -167,7 +182,7 @@ try {
 async function servedSamples(ready: boolean): Promise<{ samples: Sample[]; idleMiB?: number }> {
   const served = await makeRosterRoot(
     model.baseUrl("127.0.0.1"),
-    ready ? { extraOrg: "[server]\nready_boxes = 1\nready_idle_secs = 600\n" } : {},
+    await telemetry(ready ? "[server]\nready_boxes = 1\nready_idle_secs = 600\n" : ""),
   );
   const server = spawn(ROSTER_BIN, ["server", "start", "--no-listen"], {
     env: { ...process.env, ROSTER_ROOT: served.root },
@@ -209,6 +224,8 @@ const readied = await servedSamples(true);
 
 floorRun.cleanup();
 await model.stop();
+const spans = receiver?.spans.length;
+await receiver?.stop();
 
 const floor = median(floors);
 const row = (label: string, samples: Sample[]) => {
@@ -223,7 +240,7 @@ const row = (label: string, samples: Sample[]) => {
   );
 };
 console.log(
-  `Docker ${(await client.version()).Version}, Node ${process.version}, medians of ${ROUNDS}; each roster run paired with a run of pi's floor just before it (${bare.length} floor runs)\n`,
+  `Docker ${(await client.version()).Version}, Node ${process.version}, medians of ${ROUNDS}; each roster run paired with a run of pi's floor just before it (${bare.length} floor runs)${receiver ? `; telemetry on (metrics served, ${spans} spans received)` : ""}\n`,
 );
 console.log(
   "| run | to first model request ms | vs pi floor (median of the pairs' ratios) | to exit ms | record final → exit ms | host CPU s | peak RSS MB |",
