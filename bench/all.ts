@@ -102,6 +102,13 @@ const BENCHES: Bench[] = [
     needs: [],
   },
   {
+    file: "telemetry-overhead",
+    title: "The door with telemetry (metrics and traces) on and off",
+    compares:
+      "a gateway counting every audit line for Prometheus and sending a span per decision over OTLP (`[telemetry]`) beside the same gateway without it, in paired rounds",
+    needs: [],
+  },
+  {
     file: "mcp",
     title: "MCP tool calls through the gateway",
     compares: "per-call latency through the gateway beside the same calls straight at the server",

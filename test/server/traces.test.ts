@@ -19,6 +19,14 @@ import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 const docker = await testDocker();
 
+/** message_user waits for a human at the desk, who decides at the CLI. */
+const GATED = `
+[[action]]
+name = "message-user"
+executor = "message-user"
+trust = "gate"
+`;
+
 const CURL = 'curl -s -o /dev/null -w "%{http_code}" "https://blocked.test/secret-path?key=abc123"';
 
 describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
@@ -33,10 +41,10 @@ describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
     collector = await OtlpReceiver.start();
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"));
     orgFile = join(deployment.paths.config, "org.toml");
-    org = (await readFile(orgFile, "utf8")).replace(
+    org = `${(await readFile(orgFile, "utf8")).replace(
       '[[grant]]\nname = "web-read"',
       `[[grant]]\nname = "no-blogs"\nverdict = "deny"\nmatch = { host = "blocked.test" }\n\n[[grant]]\nname = "web-read"`,
-    );
+    )}${GATED}`;
   });
   afterAll(async () => {
     await model?.stop();
@@ -52,6 +60,14 @@ describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
             {
               toolCalls: [
                 { name: "file_task", arguments: { prompt: "look at the blog again tomorrow" } },
+              ],
+            },
+            {
+              toolCalls: [
+                {
+                  name: "message_user",
+                  arguments: { text: "The blog is blocked.", rationale: "asked" },
+                },
               ],
             },
           ]
@@ -85,7 +101,7 @@ describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
     expect(run?.attributes).toMatchObject({ "roster.run.id": runId, "roster.ended_by": "exit" });
     const under = (name: string) =>
       spans.filter((span) => span.name === name && span.parentSpanId === runSpanId);
-    expect(under("model call")).toHaveLength(3);
+    expect(under("model call")).toHaveLength(4);
     expect(under("tool bash")).toHaveLength(1);
     expect(under("tool file_task")).toHaveLength(1);
     // the action host decided the proposal in the gateway's process: under the run too
@@ -93,6 +109,23 @@ describe.skipIf(!docker)("a run's trace, exported to a collector", () => {
       (span) => span.name.startsWith("action ") && span.parentSpanId === runSpanId,
     );
     expect(actions.map((span) => span.attributes["roster.intent"])).toContain("file-task");
+    // a proposal filed for the desk and approved at the CLI: that process's decisions join the run
+    const [filed] = actions.filter((span) => span.name === "action gate-filed");
+    const gate = String(filed?.attributes["roster.gate"]);
+    const approved = await deployment.roster(["approvals", "approve", gate]);
+    expect(approved.stdout, approved.stderr).toContain(`${gate} executed`);
+    const decided = await until(() => {
+      const found = ofRun().filter((span) => span.attributes["roster.gate"] === gate);
+      return found.some((span) => span.name === "action executed") ? found : undefined;
+    }, "the CLI's decision at the collector");
+    expect(
+      decided
+        .filter((span) => span.service === "roster")
+        .map((span) => [span.name, span.parentSpanId]),
+    ).toEqual([
+      ["action approved", runSpanId],
+      ["action executed", runSpanId],
+    ]);
     const [refused] = under("door deny");
     expect(refused?.service).toBe("roster-gateway");
     expect(refused?.attributes).toMatchObject({

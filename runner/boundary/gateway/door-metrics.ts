@@ -1,6 +1,7 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, Histogram, Registry } from "prom-client";
 import { workerOfSubject } from "../../ground/config/subject.ts";
 import { BoundedLabel } from "../../ground/telemetry/bounded-label.ts";
+import { collectProcessMetrics } from "../../ground/telemetry/process-metrics.ts";
 import type { DecisionRecord } from "./audit.ts";
 
 /**
@@ -43,7 +44,7 @@ export class DoorMetrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: "roster_gateway_" });
+    collectProcessMetrics(this.registry, "roster_gateway_");
   }
 
   /** One audit line, `seconds` after its request arrived. */

@@ -4,8 +4,10 @@
  * The CLI only declares these commands; this module is loaded when one runs.
  */
 
-import { rosterPaths } from "../../ground/config/paths.ts";
+import { type RosterPaths, rosterPaths } from "../../ground/config/paths.ts";
 import { operatorName } from "../../ground/operator.ts";
+
+import type { Gate } from "./gates.ts";
 
 const decidedBy = () => operatorName();
 
@@ -52,13 +54,41 @@ export async function decideGateCommand(
   const { approveGate, denyGate } = await import("./desk.ts");
   const gate = findGate(paths, id);
   const decision = { by: decidedBy(), ...(note.length ? { note: note.join(" ") } : {}) };
-  const decided = await (verb === "approve" ? approveGate : denyGate)(paths, gate, decision);
+  const traced = await traceDecisions(paths);
+  let decided: Gate;
+  try {
+    decided = await (verb === "approve" ? approveGate : denyGate)(paths, gate, decision);
+  } finally {
+    await traced?.();
+  }
   if (flags.json) process.stdout.write(`${JSON.stringify(decided)}\n`);
   else if (decided.state === "executed")
     process.stdout.write(`${decided.id} executed: ${JSON.stringify(decided.result)}\n`);
   else if (decided.state === "denied") process.stdout.write(`${decided.id} denied\n`);
   else process.stdout.write(`${decided.id} failed: ${decided.error ?? "unknown error"}\n`);
   if (decided.state === "failed") process.exitCode = 1;
+}
+
+/**
+ * With `[telemetry] otlp_endpoint`, what this process journals (approved,
+ * denied, executed, failed) goes to the collector as spans under the
+ * proposing run, as the server's and the gateway's decisions do; returns
+ * what sends them before the command exits. An unreadable config traces
+ * nothing and blocks no decision: `roster config check` is where it is said.
+ */
+async function traceDecisions(paths: RosterPaths): Promise<(() => Promise<void>) | undefined> {
+  const { loadConfig } = await import("../../ground/config/load.ts");
+  const endpoint = loadConfig(paths.config, { vaultDir: paths.vault }).org.telemetry?.otlp_endpoint;
+  const { tracingFor } = await import("../../ground/telemetry/tracing.ts");
+  const tracing = await tracingFor(endpoint, "roster");
+  if (!tracing) return undefined;
+  const { actionSpans } = await import("../../ground/telemetry/action-spans.ts");
+  const { watchJournal } = await import("../../records/journal/journal.ts");
+  const unwatch = watchJournal(actionSpans(tracing));
+  return async () => {
+    unwatch();
+    await tracing.shutdown();
+  };
 }
 
 /** `roster trust`: what each of a worker's proposals would do, refused on an invalid config. */

@@ -1,7 +1,8 @@
 import { join } from "node:path";
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { BoundedLabel } from "../../ground/telemetry/bounded-label.ts";
+import { collectProcessMetrics } from "../../ground/telemetry/process-metrics.ts";
 import { listGates } from "../../records/gates/gate-record.ts";
 import { allTasks, OPEN_STATES } from "../../records/task-list/store.ts";
 import { RunIndex } from "../console/run-index.ts";
@@ -35,7 +36,7 @@ export class ServerMetrics {
   constructor(sources: ServerSources) {
     const { paths } = sources;
     this.runs = new RunIndex(paths.state, join(paths.state, "telemetry", "run-index.json"));
-    collectDefaultMetrics({ register: this.registry, prefix: "roster_server_" });
+    collectProcessMetrics(this.registry, "roster_server_");
     const registers = [this.registry];
     new Gauge({
       name: "roster_boxes_running",
