@@ -31,6 +31,31 @@ function markdownService(): TurndownService {
 /** Never content: dropped before Readability looks (cheap, and keeps hostile markup small). */
 const NEVER_CONTENT = "script, style, noscript, template, svg, canvas, iframe, object, embed";
 
+/**
+ * A docs page's callout (a note, a warning) is an `<aside>` inside its article
+ * (Starlight, docutils' HTML5 writer, hand-written docs), and Readability drops
+ * every aside in what it keeps. One whose class or role says it is a callout,
+ * and which is not mostly links, is kept as a quotation: the "make retried side
+ * effects idempotent" warning is the page's, not its chrome's.
+ */
+type ParsedDocument = ReturnType<typeof parseHTML>["document"];
+const CALLOUT =
+  /(?:^|[\s_-])(?:callout|admonition|note|notice|tip|hint|info|warning|caution|important|danger|alert)(?:$|[\s_-])/i;
+function keepCallouts(document: ParsedDocument): void {
+  for (const aside of document.querySelectorAll("article aside, main aside")) {
+    if (!CALLOUT.test(aside.getAttribute("class") ?? "") && aside.getAttribute("role") !== "note")
+      continue;
+    const text = (aside.textContent ?? "").trim().length;
+    let linked = 0;
+    for (const link of aside.querySelectorAll("a"))
+      linked += (link.textContent ?? "").trim().length;
+    if (!text || linked / text >= 0.5) continue;
+    const quote = document.createElement("blockquote");
+    while (aside.firstChild) quote.appendChild(aside.firstChild);
+    aside.replaceWith(quote);
+  }
+}
+
 function absolutise(markdown: string, url: string): string {
   return markdown.replace(/\]\((?!https?:|mailto:|#|data:)([^)\s]+)/g, (whole, target: string) => {
     try {
@@ -47,6 +72,7 @@ export function htmlToMarkdown(html: string, url: string): Extracted {
   if (!document.documentElement)
     document = parseHTML(`<!doctype html><html><body>${html}</body></html>`).document;
   for (const node of document.querySelectorAll(NEVER_CONTENT)) node.remove();
+  keepCallouts(document);
   const fallbackTitle = (document.querySelector("title")?.textContent ?? "").trim();
   let article: ReturnType<Readability<string>["parse"]> = null;
   try {
