@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Attributes, Context, Span, Tracer } from "@opentelemetry/api";
+import { SpanBudget } from "./span-budget.ts";
 
 /**
  * Traces for an operator's collector, over OTLP/HTTP, only when `[telemetry]
@@ -34,10 +35,13 @@ export function traceparentOf(runId: string): string {
 export interface Tracing {
   /** The run's own span, with its derived ids. */
   runSpan(runId: string, name: string, attributes: Attributes, startTime?: number): Span;
-  /** A span under the run's span (whoever started that one). */
+  /**
+   * A span under the run's span (whoever started that one), within the run's
+   * share (span-budget.ts): past it, a span that records nothing.
+   */
   childOf(runId: string, name: string, attributes: Attributes, startTime?: number): Span;
-  /** A span under another span of this process. */
-  under(parent: Span, name: string, attributes: Attributes): Span;
+  /** A span of the run under another span of this process, within the run's share too. */
+  under(runId: string, parent: Span, name: string, attributes: Attributes): Span;
   flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -92,6 +96,14 @@ async function makeTracing(endpoint: string, service: string): Promise<Tracing> 
     ],
   });
   const tracer: Tracer = provider.getTracer("roster");
+  const budget = new SpanBudget();
+  /** The run's span may start with these attributes, or, past its share, none at all. */
+  const admitted = (runId: string, attributes: Attributes): Attributes | undefined => {
+    const { allowed, dropped } = budget.take(runId);
+    if (!allowed) return undefined;
+    return dropped ? { ...attributes, "roster.spans_dropped": dropped } : attributes;
+  };
+  const nothing = () => api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
   const under = (ids: RunIds): Context =>
     api.trace.setSpanContext(api.ROOT_CONTEXT, {
       traceId: ids.traceId,
@@ -114,14 +126,22 @@ async function makeTracing(endpoint: string, service: string): Promise<Tracing> 
       }
     },
     childOf(runId, name, attributes, startTime) {
+      const given = admitted(runId, attributes);
+      if (!given) return nothing();
       return tracer.startSpan(
         name,
-        { attributes, ...(startTime ? { startTime } : {}) },
+        { attributes: given, ...(startTime ? { startTime } : {}) },
         under(runIds(runId)),
       );
     },
-    under(parent, name, attributes) {
-      return tracer.startSpan(name, { attributes }, api.trace.setSpan(api.ROOT_CONTEXT, parent));
+    under(runId, parent, name, attributes) {
+      const given = admitted(runId, attributes);
+      if (!given) return nothing();
+      return tracer.startSpan(
+        name,
+        { attributes: given },
+        api.trace.setSpan(api.ROOT_CONTEXT, parent),
+      );
     },
     flush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),

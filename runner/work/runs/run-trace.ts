@@ -111,7 +111,7 @@ export class RunTrace {
   /** Under the session's turn when one is under way, else under the run. */
   private child(name: string, attributes: Record<string, string | number | boolean>): Span {
     return this.turn
-      ? this.tracing.under(this.turn, name, attributes)
+      ? this.tracing.under(this.runId, this.turn, name, attributes)
       : this.tracing.childOf(this.runId, name, attributes);
   }
 
