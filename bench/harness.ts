@@ -18,7 +18,11 @@ export {
   words,
 } from "../test/support/corpus.ts";
 export { DiscordStandIn } from "../test/support/discord-stand-in.ts";
-export { makeGatewayRoot, startGatewayProcess } from "../test/support/gateway-process.ts";
+export {
+  listeningPort,
+  makeGatewayRoot,
+  startGatewayProcess,
+} from "../test/support/gateway-process.ts";
 export { connectMcp } from "../test/support/mcp-clients.ts";
 export { McpUpstream } from "../test/support/mcp-upstream.ts";
 export { ModelServer, type RecordedRequest } from "../test/support/model-server.ts";

@@ -38,7 +38,7 @@ import { type RosterPaths, rosterPaths } from "../runner/ground/config/paths.ts"
 import { SPAN_BURST, SPAN_RATE } from "../runner/ground/telemetry/span-budget.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { OtlpReceiver } from "../test/support/otlp-receiver.ts";
-import { freePort, makeServerCertificate } from "./harness.ts";
+import { freePort, listeningPort, makeServerCertificate } from "./harness.ts";
 import { hey, heyAvailable } from "./hey.ts";
 import { median } from "./timing.ts";
 
@@ -129,24 +129,7 @@ async function startGateway(root: Root): Promise<Running> {
     { env: { ...process.env, ROSTER_ROOT: root.root }, stdio: ["ignore", "pipe", "pipe"] },
   );
   const exited = new Promise((gone) => child.once("exit", gone));
-  let output = "";
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no gateway after 30 s:\n${output}`)), 30_000);
-    const seen = (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-      const match = /gateway listening on 127\.0\.0\.1:(\d+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
-    };
-    child.stdout.on("data", seen);
-    child.stderr.on("data", seen);
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`the gateway exited before it listened:\n${output}`));
-    });
-  });
+  const port = await listeningPort(child, exited);
   const startMs = performance.now() - started;
   // the shebang execs node in the same process: this pid is the gateway's
   return { child, pid: child.pid ?? 0, port, startMs, exited };

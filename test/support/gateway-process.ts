@@ -32,17 +32,10 @@ export interface GatewayProcess {
   stop(): Promise<void>;
 }
 
-export async function startGatewayProcess(
-  root: string,
-  env: NodeJS.ProcessEnv = {},
-): Promise<GatewayProcess> {
-  const child = spawnRoster(["gateway", "start", "--addr", "127.0.0.1:0"], {
-    ROSTER_ROOT: root,
-    ...env,
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+/** The port a starting `roster gateway start` says it listens on; killed if it says nothing in 30 s. */
+export function listeningPort(child: ChildProcess, exited: Promise<unknown>): Promise<number> {
   let output = "";
-  const port = await new Promise<number>((resolve, reject) => {
+  return new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
       reject(new Error(`the gateway did not start within 30 s:\n${output}`));
@@ -62,6 +55,18 @@ export async function startGatewayProcess(
       reject(new Error(`the gateway exited before it listened:\n${output}`));
     });
   });
+}
+
+export async function startGatewayProcess(
+  root: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<GatewayProcess> {
+  const child = spawnRoster(["gateway", "start", "--addr", "127.0.0.1:0"], {
+    ROSTER_ROOT: root,
+    ...env,
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const port = await listeningPort(child, exited);
   const paths = rosterPaths({ ROSTER_ROOT: root });
   return {
     child,
