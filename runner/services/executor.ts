@@ -28,6 +28,9 @@ export interface Executor<Payload = unknown> {
     context: Omit<ExecutionContext, "key">,
   ): string | undefined | Promise<string | undefined>;
   /** A reason this proposal waits for a human whatever trust says (a bulk delete, say). */
-  mustGate?(payload: Payload): string | undefined;
+  mustGate?(
+    payload: Payload,
+    context: Omit<ExecutionContext, "key">,
+  ): string | undefined | Promise<string | undefined>;
   run(payload: Payload, context: ExecutionContext): Promise<Record<string, unknown>>;
 }

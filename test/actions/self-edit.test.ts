@@ -163,3 +163,42 @@ describe("a task run's outcome", () => {
     expect(String(bad.body.error)).toMatch(/^bad outcome: status/);
   });
 });
+
+describe("file_update trusted to run unasked", () => {
+  let trusted: GatewayEnv;
+  let file: string;
+  beforeAll(async () => {
+    trusted = await startGatewayEnv(
+      `[[action]]\nname = "file-update"\nexecutor = "self"\ntrust = "auto"\n`,
+    );
+    file = join(trusted.paths.config, "workers/elf/worker.toml");
+    await mkdir(join(file, ".."), { recursive: true });
+    await writeFile(file, ORIGINAL);
+  });
+  afterAll(async () => {
+    await trusted?.cleanup();
+  });
+
+  it("still waits for a human when it changes [toolchain], what the worker's image installs", async () => {
+    const token = await trusted.token("elf");
+    const submit = (content: string) =>
+      postAction(trusted, token, "/submit", {
+        intent: "file-update",
+        payload: { path: "config/worker.toml", base_hash: sha256(readFileSync(file)), content },
+        rationale: "tools",
+      });
+    const tooled = `${ORIGINAL}\n[toolchain]\nnpm = ["left-pad"]\n`;
+    const held = await submit(tooled);
+    expect(held.status, JSON.stringify(held.body)).toBe(202);
+    expect(readFileSync(file, "utf8")).toBe(ORIGINAL);
+    expect(readJournal(trusted.paths, "elf").at(-1)).toMatchObject({
+      kind: "gate-filed",
+      detail:
+        "it changes [toolchain], what the worker's image installs, which always waits for a human",
+    });
+    // an edit that leaves [toolchain] alone runs at once, as its trust says
+    const narrowed = `${ORIGINAL}\n[box]\ncpus = 1\n`;
+    expect((await submit(narrowed)).status).toBe(200);
+    expect(readFileSync(file, "utf8")).toBe(narrowed);
+  });
+});

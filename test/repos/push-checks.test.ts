@@ -143,6 +143,34 @@ describe("repo_push lands", () => {
     expect(mainOf(canonical)).toBe(head);
   });
 
+  it("a push that changes .roster/ (what the project's workers install) always gates, whatever trust says", async () => {
+    const run = await newRun();
+    mkdirSync(join(run.clone, ".roster"), { recursive: true });
+    writeFileSync(join(run.clone, ".roster/toolchain.toml"), 'npm = ["left-pad"]\n');
+    writeFileSync(join(run.clone, "notes.md"), "why\n");
+    const head = commitAndBundle(run.clone, run.runId, "tools for next time");
+    const before = mainOf(canonical);
+    const held = await run.push(head);
+    expect(held.status, JSON.stringify(held.body)).toBe(202); // trust = "auto", and still held
+    const gate = findGate(env.paths, String(held.body.gate_id));
+    expect(gate.state).toBe("pending");
+    expect(mainOf(canonical)).toBe(before);
+    const filed = readJournal(env.paths, "elf").find(
+      (event) => event.kind === "gate-filed" && event.gate_id === gate.id,
+    );
+    expect(JSON.stringify(filed)).toContain(
+      "it changes .roster/toolchain.toml: what the project's workers install, which always waits for a human",
+    );
+    const done = await approveGate(env.paths, gate, { by: "test" });
+    expect(done).toMatchObject({ state: "executed", result: { status: "landed" } });
+    expect(mainOf(canonical)).toBe(head);
+    // a later push that leaves .roster/ alone is trusted as before
+    const next = await newRun();
+    writeFileSync(join(next.clone, "more.md"), "more\n");
+    const plain = commitAndBundle(next.clone, next.runId, "more notes");
+    expect((await next.push(plain)).status).toBe(200);
+  });
+
   it("two pushes checked against the same main: the lane lands one, the other is told it is stale; no commit is lost", async () => {
     const a = await newRun();
     const b = await newRun();

@@ -250,7 +250,11 @@ export class ActionHost implements ActionHandler {
       intent: grant.name,
       summary,
     });
-    const forced = executor.mustGate?.(payload);
+    // when in doubt, a human decides
+    const forced = await (async () =>
+      executor.mustGate?.(payload, { paths: this.paths, worker, runId: runIdOrNull }))().catch(
+      (error: unknown) => `it could not be checked for what always waits: ${errorMessage(error)}`,
+    );
     const trust = forced
       ? { run: "gate" as const, because: forced }
       : decideTrust({

@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { readRecord, runDir } from "../../../records/run-records/run-record.ts";
+import { projectConfigChanges } from "../../../work/repos/project-config-change.ts";
 import { checkAndHold, land, PushRefused, type PushRequest } from "../../../work/repos/push.ts";
 import { renderPush } from "../../../work/repos/render.ts";
 import { readRunContext } from "../../../work/runs/run-context.ts";
@@ -55,8 +56,18 @@ export const repoPush: Executor<Payload> = {
           message: payload.message,
         })
       : `push of ${payload.head} to ${payload.repo}`,
-  mustGate: (payload) =>
-    payload.confirm_bulk_delete ? "a bulk delete always waits for a human" : undefined,
+  async mustGate(payload, context) {
+    if (payload.confirm_bulk_delete) return "a bulk delete always waits for a human";
+    const changed = await projectConfigChanges(
+      context.paths,
+      context.worker,
+      payload.repo,
+      payload.head,
+    );
+    return changed.length
+      ? `it changes ${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ` and ${changed.length - 3} more` : ""}: what the project's workers install, which always waits for a human`
+      : undefined;
+  },
   async precheck(payload, context) {
     try {
       await checkAndHold(pushRequest(payload, context));

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
+import { parse } from "smol-toml";
 import { formatConfigError } from "../../../ground/config/config-error.ts";
 import { loadConfig } from "../../../ground/config/load.ts";
 import { replaceFileSync } from "../../../ground/files/atomic-replace.ts";
@@ -14,7 +15,8 @@ import { diffAgainst } from "./file-diff.ts";
  * edit of a file that changed since is refused, never merged. After writing,
  * the whole config is loaded again; if the edit broke it — or widened anything
  * org.toml grants, which the loader reports as an error — the old bytes are
- * put back and the edit fails with the loader's words.
+ * put back and the edit fails with the loader's words. An edit of its
+ * `[toolchain]` always waits for a human, whatever trust says.
  */
 const Payload = Type.Object(
   {
@@ -44,6 +46,15 @@ function staleness(
     : `payload.base_hash: worker.toml changed since (its sha256 is now ${current}); read it again and propose against that`;
 }
 
+/** The `[toolchain]` a worker.toml's text declares, as JSON, or why it can't be read. */
+function toolchainOf(text: string): string {
+  try {
+    return JSON.stringify((parse(text) as { toolchain?: unknown }).toolchain ?? null);
+  } catch {
+    return "(unreadable)";
+  }
+}
+
 export const selfEdit: Executor<Payload> = {
   schema: Payload,
   summary: (payload) =>
@@ -51,6 +62,11 @@ export const selfEdit: Executor<Payload> = {
   render: (payload, context) =>
     context ? diffAgainst(workerToml(context), "worker.toml", payload.content) : payload.content,
   precheck: staleness,
+  // what its image installs is built with the network: a worker never widens it unseen
+  mustGate: (payload, context) =>
+    toolchainOf(readFileSync(workerToml(context), "utf8")) === toolchainOf(payload.content)
+      ? undefined
+      : "it changes [toolchain], what the worker's image installs, which always waits for a human",
   async run(payload, context) {
     const file = workerToml(context);
     const before = readFileSync(file);
