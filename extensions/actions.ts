@@ -70,9 +70,21 @@ export default function (pi: ExtensionAPI) {
   registerSetTasks(pi);
   registerSelfTools(pi);
   // A task run reports how it ended; other runs have no task to report on.
-  if (!process.env.ROSTER_TASK_ID) return;
-  registerOutcomeTools(pi);
+  if (process.env.ROSTER_TASK_ID) registerOutcomeTools(pi);
+  else if (process.env.ROSTER_HANDOFF) {
+    // A ready box learns whether its run is a task only at hand-off, when its first
+    // agent starts (engine/handoff.ts, loaded before this): the tools are there, and
+    // declared to the model only in a task's run.
+    registerOutcomeTools(pi);
+    pi.on("before_agent_start", () => {
+      if (!process.env.ROSTER_TASK_ID)
+        pi.setActiveTools(pi.getActiveTools().filter((name) => !OUTCOME_TOOLS.includes(name)));
+      return undefined;
+    });
+  }
 }
+
+const OUTCOME_TOOLS = ["task_complete", "task_fail"];
 
 /** Telling the user, and email: messages that leave for a person rather than a channel. */
 function registerUserTools(pi: ExtensionAPI): void {
@@ -328,7 +340,8 @@ function registerOutcomeTools(pi: ExtensionAPI): void {
     label: "Task complete",
     description: "Report that this run's task is done, with a short note on what was achieved.",
     parameters: Type.Object({ note }),
-    execute: (_id, params, signal) => reportOutcome("completed", params.note, { signal }),
+    execute: (_id, params, signal) =>
+      noTask() ?? reportOutcome("completed", params.note, { signal }),
   });
   pi.registerTool({
     name: "task_fail",
@@ -336,6 +349,13 @@ function registerOutcomeTools(pi: ExtensionAPI): void {
     description:
       "Report that this run's task can't be done, with a short note on why and what would unblock it.",
     parameters: Type.Object({ note }),
-    execute: (_id, params, signal) => reportOutcome("failed", params.note, { signal }),
+    execute: (_id, params, signal) => noTask() ?? reportOutcome("failed", params.note, { signal }),
   });
+}
+
+/** A run that is not a task's has nothing to report on (a ready box's tools outlive its choice). */
+function noTask(): Promise<never> | undefined {
+  return process.env.ROSTER_TASK_ID
+    ? undefined
+    : Promise.reject(new Error("this run is not a task's: there is no outcome to report"));
 }

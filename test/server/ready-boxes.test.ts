@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { proxyUrl } from "../../runner/boundary/gateway/identity.ts";
 import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
+import { readTasks } from "../../runner/records/task-list/store.ts";
 import { readReadyStatus, readyStatusFile } from "../../runner/work/ready/server-pool.ts";
 import { testDocker } from "../support/docker.ts";
 import { textOf } from "../support/model-server.ts";
@@ -46,6 +47,10 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
       },
       `the server to make a ready box${measured ? " and measure it" : ""}`,
     );
+
+  /** The tools declared to the model in its latest request. */
+  const toolNames = () =>
+    (kept.model.requests.at(-1)?.body.tools ?? []).map((tool) => tool.function.name);
 
   beforeAll(async () => {
     kept = await readyServer({});
@@ -102,12 +107,40 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
     const asked = kept.model.requests.at(-1)?.body.messages ?? [];
     expect(textOf(asked.find((m) => m.role === "system")?.content)).toContain(`run: ${box.run}`);
     expect(textOf(asked.find((m) => m.role === "user")?.content)).toContain("the second task");
+    // not a task's run: no outcome to report, none offered
+    expect(toolNames()).toContain("message_user");
+    expect(toolNames()).not.toContain("task_complete");
     // its box is gone with its run, its token too; another is ready for the next
     await kept.waitFor(() => !running(box.container), "the used box to go");
     expect(existsSync(join(kept.deployment.paths.identity, `${token}.json`))).toBe(false);
     const behind = await nextReady(box.run);
     expect(behind.container).not.toBe(box.container);
   }, 240_000);
+
+  it("a task's run in a ready box reports its outcome (the box learned it was a task at hand-off)", async () => {
+    const box = await nextReady();
+    kept.model.play({ toolCalls: [{ name: "task_complete", arguments: { note: "12 apples" } }] });
+    const added = await kept.deployment.roster([
+      "task",
+      "add",
+      "elf",
+      "count the apples",
+      "--json",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    const id = (JSON.parse(added.stdout) as { id: string }).id;
+    const task = () => readTasks(kept.deployment.paths, "elf").tasks.find((one) => one.id === id);
+    await kept.waitFor(
+      () => task()?.state === "done" || task()?.state === "needs-review",
+      "the task to settle",
+    );
+    expect(task()).toMatchObject({ state: "done", note: "12 apples" });
+    // in the box made for it
+    expect(readRecord(runDir(kept.deployment.paths.state, "elf", box.run))).toMatchObject({
+      task_id: id,
+    });
+    expect(toolNames()).toContain("task_complete");
+  }, 120_000);
 
   it("two runs at once never share one", async () => {
     const box = await nextReady();

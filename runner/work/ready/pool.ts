@@ -1,3 +1,4 @@
+import { loadConfig, workerView } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { discardReadyBox, makeReadyBox, type ReadyBox } from "./ready-box.ts";
@@ -76,6 +77,7 @@ export class ReadyPool {
    * only when this session ends, see `want`).
    */
   async take(slot: Slot, refill = true): Promise<ReadyBox | undefined> {
+    if (this.unpooled(slot)) return undefined;
     const key = slotKey(slot);
     if (refill) this.lastAsked.set(key, { slot, at: Date.now() });
     else this.lastAsked.delete(key);
@@ -95,6 +97,7 @@ export class ReadyPool {
 
   /** This slot will want a box soon (a channel whose session just ended): one is made. */
   want(slot: Slot): void {
+    if (this.unpooled(slot)) return;
     this.lastAsked.set(slotKey(slot), { slot, at: Date.now() });
     this.fill(slot);
   }
@@ -187,6 +190,19 @@ export class ReadyPool {
       await Promise.all([...this.discarding]);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+  }
+
+  /**
+   * Whether this slot's runs start the usual way, never from a ready box: a
+   * worker with MCP servers has them listed as pi starts (extensions/mcp.ts),
+   * and a ready box's door opens only at hand-off, so its tools would be
+   * missing for the whole run. A `box exec` box starts no engine.
+   */
+  private unpooled(slot: Slot): boolean {
+    if (slot.exec) return false;
+    const { paths } = this.options;
+    const config = loadConfig(paths.config, { vaultDir: paths.vault });
+    return (workerView(config, slot.worker)?.mcp.length ?? 0) > 0;
   }
 
   private fill(slot: Slot): void {
