@@ -1,4 +1,13 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  statSync,
+} from "node:fs";
 import { join } from "node:path";
 import type { DecisionRecord } from "../../boundary/gateway/audit.ts";
 import { readDecisions } from "../../boundary/gateway/audit-view.ts";
@@ -64,26 +73,63 @@ export function formatRows(rows: RunRow[]): string {
 }
 
 /**
- * The run's events, read as the run read them (box-lines.ts): the box wrote the
- * log, up to `[box] max_output`, which may be more than one string can hold.
+ * How much of a run's event log `runs show` and the console read: its end.
+ * The box wrote the log, up to `[box] max_output` (512 MiB by default), and
+ * the console reads it in the server's process: reading it all would hold
+ * that much and stall every other page meanwhile.
  */
-function eventsOf(dir: string): PiEvent[] {
+export const CONVERSATION_TAIL_BYTES = 4 * 1024 * 1024;
+/** One line of the conversation at most (a tool's arguments may be a whole file). */
+const CONVERSATION_LINE_MAX = 2_000;
+
+/**
+ * The run's last events, read as the run read them (box-lines.ts), from the
+ * last CONVERSATION_TAIL_BYTES of its log; `skipped` is how many bytes came
+ * before them.
+ */
+function lastEventsOf(dir: string): { events: PiEvent[]; skipped: number } {
   const file = join(dir, "events.jsonl");
-  if (!existsSync(file)) return [];
+  if (!existsSync(file)) return { events: [], skipped: 0 };
+  const fd = openSync(file, "r");
+  let tail: Buffer;
+  let skipped: number;
+  try {
+    const size = fstatSync(fd).size;
+    skipped = Math.max(0, size - CONVERSATION_TAIL_BYTES);
+    tail = Buffer.alloc(size - skipped);
+    const read = readSync(fd, tail, 0, tail.length, skipped);
+    tail = tail.subarray(0, read);
+  } finally {
+    closeSync(fd);
+  }
+  // a tail that starts mid-line starts at the next whole one
+  if (skipped > 0) {
+    const newline = tail.indexOf(0x0a);
+    skipped += newline < 0 ? tail.length : newline + 1;
+    tail = newline < 0 ? Buffer.alloc(0) : tail.subarray(newline + 1);
+  }
   const events: PiEvent[] = [];
   const lines = new BoxLines(LINE_MAX, (line) => {
     const event = parseEvent(line);
     if (event) events.push(event);
   });
-  lines.push(readFileSync(file));
+  lines.push(tail);
   lines.flush();
-  return events;
+  return { events, skipped };
 }
 
-/** The conversation from the event stream: user, assistant text, tool calls and their results. */
-export function conversation(dir: string): string[] {
+const cut = (line: string) =>
+  line.length > CONVERSATION_LINE_MAX ? `${line.slice(0, CONVERSATION_LINE_MAX - 1)}…` : line;
+
+/**
+ * The conversation from the end of the event stream: user, assistant text,
+ * tool calls and their results, each line cut to CONVERSATION_LINE_MAX; what
+ * came before the part read is said, never read.
+ */
+export function conversation(dir: string): { lines: string[]; unread?: string } {
+  const { events, skipped } = lastEventsOf(dir);
   const out: string[] = [];
-  for (const event of eventsOf(dir)) {
+  for (const event of events) {
     if (event.type === "message_end") {
       const message = event.message as {
         role?: string;
@@ -92,12 +138,12 @@ export function conversation(dir: string): string[] {
         errorMessage?: string;
       };
       const text = textOf(message.content).trim();
-      if (message.role === "user" && text) out.push(`user: ${text}`);
-      if (message.role === "assistant" && text) out.push(`assistant: ${text}`);
+      if (message.role === "user" && text) out.push(cut(`user: ${text}`));
+      if (message.role === "assistant" && text) out.push(cut(`assistant: ${text}`));
       if (message.role === "assistant" && message.stopReason === "error")
-        out.push(`assistant: (model error: ${message.errorMessage ?? "unknown"})`);
+        out.push(cut(`assistant: (model error: ${message.errorMessage ?? "unknown"})`));
     } else if (event.type === "tool_execution_start") {
-      out.push(`tool ${String(event.toolName)} ${JSON.stringify(event.args ?? {})}`);
+      out.push(cut(`tool ${String(event.toolName)} ${JSON.stringify(event.args ?? {})}`));
     } else if (event.type === "tool_execution_end") {
       const result = event.result as { content?: unknown } | undefined;
       const text = textOf(result?.content).replace(/\s+/g, " ").trim();
@@ -106,8 +152,15 @@ export function conversation(dir: string): string[] {
       );
     }
   }
-  return out;
+  return skipped
+    ? {
+        lines: out,
+        unread: `(the first ${mebibytes(skipped)} of events.jsonl not shown: only its last ${mebibytes(CONVERSATION_TAIL_BYTES)} is read)`,
+      }
+    : { lines: out };
 }
+
+const mebibytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
 /** A run's model calls as the gateway metered them: tokens by kind, and cost when priced. */
 export interface RunUsage {
@@ -167,7 +220,13 @@ export function showRun(run: RunLocation, auditDir?: string): string {
   const input = join(run.dir, "prompt/input.md");
   if (existsSync(input)) lines.push("", "task:", readFileSync(input, "utf8").trim());
   const talk = conversation(run.dir);
-  if (talk.length) lines.push("", "conversation:", ...talk.slice(-50));
+  if (talk.lines.length || talk.unread)
+    lines.push(
+      "",
+      "conversation:",
+      ...(talk.unread ? [talk.unread] : []),
+      ...talk.lines.slice(-50),
+    );
   // what the run did to its store, as the snapshot pass after it found (store/passes.ts)
   const changes = join(run.dir, "store-changes.txt");
   if (existsSync(changes)) {

@@ -44,6 +44,12 @@ export function runsFilters(filter: RunFilter, workers: string[]): Html {
 <button type="submit">Filter</button></form>`;
 }
 
+/** The run's conversation as the page shows it: what was not read said first. */
+function conversationText(dir: string): string {
+  const { lines, unread } = conversation(dir);
+  return [...(unread ? [unread] : []), ...lines].join("\n") || "(no events)";
+}
+
 const read = (file: string) => (existsSync(file) ? readFileSync(file, "utf8") : undefined);
 
 /** One run (and whether it is still going), or undefined when there is no such run. */
@@ -88,7 +94,7 @@ ${record.error ? html`<tr><th>error</th><td>${record.error}</td></tr>` : ""}
 ${usage ? html`<tr><th>model</th><td>${formatUsage(usage)}</td></tr>` : ""}
 </table>
 <h2>Conversation</h2>
-<pre class="conversation">${conversation(dir).join("\n") || "(no events)"}</pre>
+<pre class="conversation">${conversationText(dir)}</pre>
 <h2>Door</h2>
 <table><thead><tr><th>host</th><th>allowed</th><th>refused</th><th>bytes</th></tr></thead><tbody>
 ${[...hosts].map(([host, entry]) => html`<tr><td>${host}</td><td class="allow">${entry.allowed}</td><td class="deny">${entry.refused}</td><td>${entry.bytes}</td></tr>`)}
