@@ -77,6 +77,22 @@ describe("config loading", () => {
     );
   });
 
+  it("refuses a connection whose env is one the box contract sets, naming file, line and field", async () => {
+    const root = await configRoot({
+      "org.toml": "",
+      "workers/elf/worker.toml": 'name = "elf"\n',
+      "connections/proxy.toml": 'hosts = ["api.example.com"]\nenv = "HTTPS_PROXY"\n',
+      "connections/runs.toml": 'hosts = ["api.example.com"]\nenv = "ROSTER_RUN_ID"\n',
+      "connections/fine.toml": 'hosts = ["api.example.com"]\nenv = "EXAMPLE_TOKEN"\n',
+    });
+    const loaded = loadConfig(root);
+    expect(loaded.errors.map(formatConfigError).map(rel(root))).toEqual([
+      "connections/proxy.toml:2: env: HTTPS_PROXY is reserved by the box contract; pick another name",
+      "connections/runs.toml:2: env: ROSTER_RUN_ID is reserved by the box contract; pick another name",
+    ]);
+    expect([...loaded.connections.keys()]).toEqual(["fine"]);
+  });
+
   it("names the file, line and field of a bad chat authority, channel class or knowledge setting", async () => {
     const root = await configRoot({
       "org.toml": [

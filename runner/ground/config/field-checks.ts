@@ -60,6 +60,13 @@ export function checkGateGrants(
 const RESERVED_ENV =
   /^(HOME|TMPDIR|PATH|PI_CODING_AGENT_DIR|ANTHROPIC_API_KEY|OPENAI_API_KEY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|GIT_SSL_CAINFO|PIP_CERT|NODE_USE_ENV_PROXY|NO_PROXY|HTTPS?_PROXY|GIT_CONFIG_.*|ROSTER_.*)$/;
 
+/** A service connection's `env` names the variable its sentinel rides in: never one the box contract sets. */
+export function reservedEnvProblem(env: string | undefined): string | undefined {
+  return env && RESERVED_ENV.test(env)
+    ? `${env} is reserved by the box contract; pick another name`
+    : undefined;
+}
+
 export function checkExposes(
   exposes: { env: string }[] | undefined,
   display: string,

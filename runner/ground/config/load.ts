@@ -28,6 +28,7 @@ import {
   checkModel,
   checkUniqueNames,
   checkZone,
+  reservedEnvProblem,
 } from "./field-checks.ts";
 import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
@@ -274,6 +275,20 @@ function readConnections(
         line: connection.value.kind === "mcp" ? 1 : locateLine(raw.text, "/path"),
         field: connection.value.kind === "mcp" ? "(file name)" : "path",
         message: problem,
+      });
+      continue;
+    }
+    const reserved = reservedEnvProblem(
+      connection.value.kind === undefined || connection.value.kind === "service"
+        ? connection.value.env
+        : undefined,
+    );
+    if (reserved) {
+      errors.push({
+        file: show(file),
+        line: locateLine(raw.text, "/env"),
+        field: "env",
+        message: reserved,
       });
       continue;
     }
