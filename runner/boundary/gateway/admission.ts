@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { ScopedGrant } from "../../ground/config/grant-schema.ts";
 import { hostName } from "../../ground/config/host-name.ts";
 import { ACTIONS_HOST } from "./action-host.ts";
-import type { AuditLog, AuditOutcome, DecisionLine } from "./audit.ts";
+import { AUDIT_FULL_RULE, type AuditLog, type AuditOutcome, type DecisionLine } from "./audit.ts";
 import type { Budgets } from "./budget.ts";
 import type { ClosedPorts } from "./closed-ports.ts";
 import type { ConfigSource } from "./config-source.ts";
@@ -140,9 +140,10 @@ function admitConnect(deps: AdmissionDeps, facts: RequestFacts): ConnectAdmissio
   const config = deps.config.get();
   const broken = deps.config.brokenReason(config);
   const closed = deps.closed.reason(facts.host, facts.port);
-  // a closed host service or a broken config is never piped raw: the tunnel is
-  // opened and each request inside it refused (and audited) on its own
-  if (broken || closed || facts.host === ACTIONS_HOST) return { kind: "intercept" };
+  // a closed host service, a broken config or a run whose audit is full is never
+  // piped raw: the tunnel is opened and each request inside it refused on its own
+  if (broken || closed || facts.host === ACTIONS_HOST || deps.audit.isFull(facts.runId))
+    return { kind: "intercept" };
   const decision = judge(config.grants, facts, "connect");
   return decision.verdict === "tunnel" && decision.rule
     ? { kind: "tunnel", grant: decision.rule }
@@ -161,6 +162,8 @@ async function admitRequest(
   // the action host is the gateway's own: it answers whatever the grants say
   // (an upgrade to it is refused by the caller, on the same audit line)
   if (facts.host === ACTIONS_HOST) return { kind: "action" };
+  if (deps.audit.isFull(facts.runId))
+    return { kind: "refuse", refusal: auditFullRefusal(), decision: undefined };
   if (broken) return { kind: "refuse", refusal: denied(undefined, broken), decision: undefined };
   if (closed)
     return {
@@ -221,6 +224,18 @@ async function admitRequest(
     };
   }
   return { kind: "forward", decision, inject, spend, allowInternal: named, model };
+}
+
+/** The door serves nothing it can't record: a run past its share of the audit log (audit.ts). */
+function auditFullRefusal(): Refusal {
+  return {
+    ...denied(
+      AUDIT_FULL_RULE,
+      "this run has made more requests than the audit log keeps for one run ([gateway] audit_max_per_run): the door refuses the rest of them",
+      "denied by gateway (this run's audit is full)",
+    ),
+    status: 429,
+  };
 }
 
 /** A body the gateway won't forward because it can't judge it: a batch, or one it can't read. */

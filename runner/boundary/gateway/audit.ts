@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { parseMemory } from "../../ground/config/memory.ts";
 import { cutHeaders, cutStrings } from "./audit-cuts.ts";
 import type { McpOutcome } from "./mcp-outcome.ts";
 import type { RequestFacts } from "./request-facts.ts";
@@ -126,18 +127,44 @@ export class DecisionLine {
   }
 }
 
+/** The rule the door's refusal of a run whose audit is full names (admission.ts). */
+export const AUDIT_FULL_RULE = "audit-full";
+
+/** `[gateway] audit_max_per_run`'s default: what one run's requests may add to the audit log. */
+export const AUDIT_MAX_PER_RUN_DEFAULT = "64m";
+/** Runs whose audit bytes are remembered at once; the one written to longest ago is forgotten first. */
+const RUNS_COUNTED = 10_000;
+
 export class AuditLog {
   private fd: number | undefined;
   private readonly open = new Set<DecisionLine>();
+  /** Bytes each run's requests have added to the log (from this gateway's start). */
+  private readonly written = new Map<string, number>();
+  /** Runs past their share: their requests are refused (admission.ts) and not written. */
+  private readonly full = new Set<string>();
 
   /** Told of each line as it is written, with its exchange's seconds (the door's metrics and spans). */
   observer: ((record: DecisionRecord, seconds: number) => void) | undefined;
   /** Awaited as the log closes: what the observer still holds goes out (the door's spans). */
   onClose: (() => Promise<unknown>) | undefined;
 
-  constructor(readonly dir: string) {
+  /**
+   * A box chooses how many requests its run makes, and each is a line on the
+   * host's disk: past `maxPerRun` bytes a run's audit is full, one line says
+   * so, and the door refuses the run's later requests (it serves nothing it
+   * can't record) without writing them.
+   */
+  constructor(
+    readonly dir: string,
+    public maxPerRun = parseMemory(AUDIT_MAX_PER_RUN_DEFAULT),
+  ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.fd = openSync(join(dir, "decisions.jsonl"), "a", 0o600);
+  }
+
+  /** Whether this run's audit is full: the door refuses what it would add. */
+  isFull(runId: string | undefined): boolean {
+    return runId !== undefined && this.full.has(runId);
   }
 
   /** A line for one exchange; see DecisionLine. */
@@ -182,9 +209,42 @@ export class AuditLog {
       ...(outcome.budget ? { budget: outcome.budget } : {}),
       ...(outcome.mcp_answer ? { mcp_answer: outcome.mcp_answer } : {}),
     });
-    if (this.fd !== undefined) writeSync(this.fd, `${JSON.stringify(record)}\n`);
+    this.write(record);
     if (started !== undefined) this.observer?.(record, (performance.now() - started) / 1000);
     return record;
+  }
+
+  /** One line, within its run's share of the log. */
+  private write(record: DecisionRecord): void {
+    if (this.fd === undefined) return;
+    const text = `${JSON.stringify(record)}\n`;
+    const runId = record.run_id;
+    if (runId === null) {
+      writeSync(this.fd, text);
+      return;
+    }
+    if (this.full.has(runId)) return;
+    const before = this.written.get(runId) ?? 0;
+    const bytes = Buffer.byteLength(text);
+    if (before + bytes <= this.maxPerRun) {
+      // kept in the order last written: the first key is the run written to longest ago
+      this.written.delete(runId);
+      this.written.set(runId, before + bytes);
+      if (this.written.size > RUNS_COUNTED) {
+        const oldest = this.written.keys().next().value;
+        if (oldest !== undefined) this.written.delete(oldest);
+      }
+      writeSync(this.fd, text);
+      return;
+    }
+    // the line that crosses is the run's last: it says so, and nothing of the run follows it
+    this.written.delete(runId);
+    this.full.add(runId);
+    const full = `this run's audit is full (${before} bytes; audit_max_per_run ${this.maxPerRun}): its later requests are refused and not written`;
+    writeSync(
+      this.fd,
+      `${JSON.stringify({ ...record, note: record.note ? `${record.note}; ${full}` : full })}\n`,
+    );
   }
 
   async close(): Promise<void> {

@@ -2,8 +2,8 @@ import { mkdir, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-
 import type { TelemetrySection } from "../../ground/config/config-schema.ts";
+import { parseMemory } from "../../ground/config/memory.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
 import { actionSpans } from "../../ground/telemetry/action-spans.ts";
@@ -11,7 +11,7 @@ import { tracingFor } from "../../ground/telemetry/tracing.ts";
 import { watchJournal } from "../../records/journal/journal.ts";
 import type { ActionHostFactory } from "./action-host.ts";
 import { requestFacts } from "./admission.ts";
-import { AuditLog, type DecisionRecord } from "./audit.ts";
+import { AUDIT_MAX_PER_RUN_DEFAULT, AuditLog, type DecisionRecord } from "./audit.ts";
 import { bodyBudgetFor } from "./body-budget.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
@@ -137,7 +137,12 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   const loaded = config.get();
   const section = loaded.org.gateway ?? {};
   const ca = await CertificateAuthority.open(paths.ca);
-  const audit = new AuditLog(paths.audit);
+  const auditShare = (org: typeof loaded.org) =>
+    parseMemory(org.gateway?.audit_max_per_run ?? AUDIT_MAX_PER_RUN_DEFAULT);
+  const audit = new AuditLog(paths.audit, auditShare(loaded.org));
+  config.onChange((next) => {
+    audit.maxPerRun = auditShare(next.org);
+  });
   const budgets = new Budgets(
     paths.audit,
     loaded.meters,

@@ -20,6 +20,16 @@ export const GatewaySection = Type.Object(
     resolve: Type.Optional(Type.Record(Type.String(), Type.String())),
     /** Largest request body buffered for judging, in bytes. */
     max_body_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
+    /**
+     * What one run's requests may add to the audit log ("64m" by default);
+     * past it the door refuses the run's requests (boundary/gateway/audit.ts).
+     */
+    audit_max_per_run: Type.Optional(
+      Type.String({
+        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
+        description: 'a size like "64m" or "1g"',
+      }),
+    ),
     /** How long the gateway waits on each side; defaults in GATEWAY_TIMEOUT_DEFAULTS. */
     timeouts: Type.Optional(
       Type.Object(
