@@ -126,6 +126,19 @@ describe.skipIf(!docker)("the Discord listener under roster server", () => {
     expect(session).toMatchObject({ kind: "session", channel_id: ROOM_ID, state: "running" });
   });
 
+  it("a turn that answers in plain text, sending nothing, is said in the server's log as not delivered", async () => {
+    post(ROOM, "just thinking aloud");
+    const said = await until(
+      () =>
+        /elf in (\S+): the turn ended in plain text and no send action, so nobody saw it \(not delivered\): "noted: .*just thinking aloud"/.exec(
+          server.log(),
+        ) ?? undefined,
+      "the server to say the reply was not delivered",
+    );
+    expect(said[1]).toBe(ROOM_ID);
+    expect(discord.messages.some((m) => m.content.includes("just thinking aloud"))).toBe(false);
+  });
+
   it("a burst of three messages becomes three ordered turns in the same box", async () => {
     const before = turns().length;
     post(ROOM, "one");

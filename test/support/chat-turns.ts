@@ -78,14 +78,18 @@ export async function until<T>(
 export function serverFor(deployment: RosterRoot): {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** What the server has written to its stderr (its notes) so far. */
+  log(): string;
 } {
   let server: ChildProcess | undefined;
+  let log = "";
   const elf = () =>
     readListenerStatuses(deployment.paths).find((status) => status.worker === "elf");
   return {
     async start() {
       const child = deployment.spawnRoster(["server", "start"]);
       child.stderr.on("data", (chunk: Buffer) => {
+        log += chunk.toString("utf8");
         if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
       });
       server = child;
@@ -99,6 +103,7 @@ export function serverFor(deployment: RosterRoot): {
       await exited;
       server = undefined;
     },
+    log: () => log,
   };
 }
 
@@ -109,7 +114,7 @@ export function lazyServer(deployment: () => RosterRoot): ReturnType<typeof serv
     made ??= serverFor(deployment());
     return made;
   };
-  return { start: () => get().start(), stop: () => get().stop() };
+  return { start: () => get().start(), stop: () => get().stop(), log: () => get().log() };
 }
 
 /** A gate as `roster approvals ls --json` lists it. */

@@ -21,6 +21,14 @@ import { Session, type SessionEnd, SessionError } from "./session.ts";
  * worker's reply when the surface shows it directly (the terminal). Each chat
  * platform's adapter only turns its events into `deliver`.
  */
+/** The tools that put a turn's answer in front of someone. */
+const SEND_TOOLS = new Set(["discord_send", "slack_send", "term_send", "message_user"]);
+const sends = (tool: string) => SEND_TOOLS.has(tool);
+const oneLine = (text: string) => {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > 120 ? `${flat.slice(0, 119)}…` : flat;
+};
+
 export interface Inbound {
   worker: string;
   channel: string;
@@ -161,6 +169,11 @@ export class SessionRouter {
       }),
     });
     const result = await session.submit(input, listener);
+    // a chat turn's plain text reaches nobody: one that sent nothing is said, not lost quietly
+    if (!this.options.recordReplies && result.texts.length && !result.tools.some(sends))
+      this.options.note(
+        `${inbound.worker} in ${home}: the turn ended in plain text and no send action, so nobody saw it (not delivered): "${oneLine(result.texts.join(" "))}"`,
+      );
     if (this.options.recordReplies && result.texts.length) {
       appendMessage(paths, home, {
         ts: new Date().toISOString(),
