@@ -104,13 +104,17 @@ export async function listRunsCommand(flags: {
 }
 
 /** `roster runs show`: one run, found by any unique prefix of its id. */
-export async function showRunCommand(prefix: string): Promise<void> {
+export async function showRunCommand(prefix: string, flags: { json?: boolean }): Promise<void> {
   const { findRun } = await import("../records/run-records/run-record.ts");
-  const { showRun } = await import("../work/runs/runs-view.ts");
+  const { runJson, showRun } = await import("../work/runs/runs-view.ts");
   const paths = rosterPaths();
   const found = findRun(paths.state, prefix);
   if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });
-  process.stdout.write(`${showRun(found, paths.audit)}\n`);
+  process.stdout.write(
+    flags.json
+      ? `${JSON.stringify(runJson(found, paths.audit))}\n`
+      : `${showRun(found, paths.audit)}\n`,
+  );
 }
 
 /** `roster runs context`: the run's prompt, block by block, against the worker's previous run. */

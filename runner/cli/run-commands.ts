@@ -74,7 +74,10 @@ export function registerRunCommands(program: Command): void {
     .description(
       "one run: its record, model tokens and cost, task, conversation and files (any unique prefix of its id)",
     )
-    .action(async (prefix: string) => (await runCommands()).showRunCommand(prefix));
+    .option("--json", "the same as one JSON object")
+    .action(async (prefix: string, flags: { json?: boolean }) =>
+      (await runCommands()).showRunCommand(prefix, flags),
+    );
   runs
     .command("context <run>")
     .description(

@@ -149,5 +149,15 @@ describe("model usage at the door", () => {
     expect(shown.stdout).toContain(
       "model     1200 tokens over 2 model call(s) (input 700, output 300, cache read 200, cache write 0), $0.0046",
     );
+    // the same for a script
+    const json = await runRoster(["runs", "show", "run-usage", "--json"], rosterEnv);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      id: "run-usage",
+      state: "done",
+      usage: { calls: 2, input: 700, output: 300, cache_read: 200, cache_write: 0 },
+      conversation: [],
+      files: expect.arrayContaining([{ name: "run.json", bytes: expect.any(Number) }]),
+    });
   });
 });

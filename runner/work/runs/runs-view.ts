@@ -193,6 +193,31 @@ export function formatUsage(usage: RunUsage): string {
   return `${tokens} tokens over ${usage.calls} model call(s) (input ${usage.input}, output ${usage.output}, cache read ${usage.cache_read}, cache write ${usage.cache_write})${usage.cost_usd !== undefined ? `, $${usage.cost_usd.toFixed(4)}` : ", cost unknown (no price for the model)"}`;
 }
 
+/** `roster runs show --json`: the record, its model usage, task and conversation, its files. */
+export function runJson(run: RunLocation, auditDir?: string): Record<string, unknown> {
+  const record = readRecord(run.dir);
+  if (!record) return { id: run.id, error: "no record" };
+  const usage = auditDir
+    ? runUsage(readDecisions(auditDir, { run: record.id }), record.id)
+    : undefined;
+  const input = join(run.dir, "prompt/input.md");
+  const talk = conversation(run.dir);
+  return {
+    ...record,
+    ...(usage ? { usage } : {}),
+    path: run.dir,
+    ...(existsSync(input) ? { task: readFileSync(input, "utf8").trim() } : {}),
+    conversation: talk.lines,
+    ...(talk.unread ? { conversation_unread: talk.unread } : {}),
+    files: readdirSync(run.dir)
+      .sort()
+      .map((name) => {
+        const stat = statSync(join(run.dir, name));
+        return stat.isDirectory() ? { name, dir: true } : { name, bytes: stat.size };
+      }),
+  };
+}
+
 export function showRun(run: RunLocation, auditDir?: string): string {
   const record = readRecord(run.dir);
   if (!record) return `run ${run.id}: no record`;
