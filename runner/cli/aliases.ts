@@ -17,11 +17,15 @@ export interface Alias {
 
 export const ALIASES: readonly Alias[] = [
   { spelled: ["server", "approvals"], ours: ["approvals"] },
+  { spelled: ["server", "gates"], ours: ["approvals"] },
+  { spelled: ["server", "validate"], ours: ["validate"] },
   { spelled: ["server", "runs"], ours: ["runs"] },
   { spelled: ["worker", "run"], ours: ["run"] },
   { spelled: ["worker", "task"], ours: ["task"] },
   { spelled: ["worker", "trust"], ours: ["trust"] },
   { spelled: ["worker", "init"], ours: ["worker", "add"] },
+  // a session at this terminal; ours is always a terminal channel's
+  { spelled: ["worker", "chat"], ours: ["talk"] },
   { spelled: ["completions"], ours: ["completion"] },
 ];
 
