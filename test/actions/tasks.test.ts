@@ -7,6 +7,7 @@ import { loadConfig } from "../../runner/ground/config/load.ts";
 import { readJournal } from "../../runner/records/journal/journal.ts";
 import { readTasks, updateList, updateTasks } from "../../runner/records/task-list/store.ts";
 import { denyGate } from "../../runner/services/actions/desk.ts";
+import { MAX_UNSETTLED_TASKS } from "../../runner/services/actions/executors/tasks.ts";
 import { findGate } from "../../runner/services/actions/gates.ts";
 import { readyTasks } from "../../runner/services/server/ready-tasks.ts";
 import { submitAction } from "../support/action-host.ts";
@@ -364,5 +365,40 @@ describe("tasks", () => {
     const again = await cli(["task", "requeue", a]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain("is pending already");
+  });
+  it("file_task refuses past the unsettled tasks one worker may have, naming the bound, and files again once some settle", async () => {
+    const token = await env.token("elf", "run-loop");
+    const unsettled = () =>
+      readTasks(env.paths, "elf").tasks.filter(
+        (task) => !["done", "failed", "cancelled", "blocked"].includes(task.state),
+      );
+    const filler = MAX_UNSETTLED_TASKS - unsettled().length;
+    await updateTasks(env.paths, "elf", (current) => [
+      ...current.tasks,
+      ...Array.from({ length: filler }, (_, i) => ({
+        id: `t-${(0xa0000000 + i).toString(16)}`,
+        prompt: `filed in a loop ${i}`,
+        ceiling_min: 5,
+        state: "pending" as const,
+        filed_at: new Date().toISOString(),
+        filed_by: "run:run-loop",
+      })),
+    ]);
+    const file = () =>
+      submit(token, { intent: "file-task", payload: { prompt: "one more, again" } });
+    const refused = await file();
+    expect(refused.status).toBe(409);
+    expect(String(refused.body.error)).toBe(
+      `payload: the list already has ${MAX_UNSETTLED_TASKS} tasks not yet settled, the most a worker may have (${MAX_UNSETTLED_TASKS}); nothing was filed until some are done`,
+    );
+    expect(unsettled()).toHaveLength(MAX_UNSETTLED_TASKS);
+    // one settled: there is room for one
+    await updateTasks(env.paths, "elf", (current) =>
+      current.tasks.map((task) =>
+        task.id === "t-a0000000" ? { ...task, state: "done" as const } : task,
+      ),
+    );
+    expect((await file()).status).toBe(200);
+    expect((await file()).status).toBe(409);
   });
 });

@@ -7,6 +7,7 @@ import { scheduleZone } from "../../../ground/config/time-zone.ts";
 import { RosterError } from "../../../ground/errors.ts";
 import { oneLine } from "../../../ground/text/message-parts.ts";
 import { readRecord, runDir } from "../../../records/run-records/run-record.ts";
+import { SETTLED } from "../../../records/task-list/finished.ts";
 import {
   newTaskId,
   readLive,
@@ -166,6 +167,20 @@ function channelOf(
   return { channel, reply_to: replyTo ?? existing?.reply_to ?? true };
 }
 
+/**
+ * Unsettled tasks one worker may have at once. A box chooses how many tasks
+ * it files, and each becomes a box of its own later: a run filing in a loop
+ * (trusted to file unasked) would fill the list and the host's boxes.
+ */
+export const MAX_UNSETTLED_TASKS = 200;
+
+function tooManyTasks(tasks: readonly Task[], adding: number): string | undefined {
+  const unsettled = tasks.filter((task) => !SETTLED.has(task.state)).length;
+  return unsettled + adding > MAX_UNSETTLED_TASKS
+    ? `the list already has ${unsettled} tasks not yet settled, the most a worker may have (${MAX_UNSETTLED_TASKS}); nothing was filed until some are done`
+    : undefined;
+}
+
 export const fileTask: Executor<FilePayload> = {
   schema: FilePayload,
   summary: (payload) =>
@@ -177,8 +192,12 @@ export const fileTask: Executor<FilePayload> = {
         : problemAt("payload.ceiling_min", ceilingProblem(payload.ceiling_min))) ??
       replyProblem([payload], context, () => "payload.reply_to") ??
       taskCleanRoomProblem(context, [["payload.prompt", payload.prompt]]);
-    if (problem || !payload.depends_on?.length || !context) return problem;
-    const known = new Set(readTasks(context.paths, context.worker).tasks.map((task) => task.id));
+    if (problem || !context) return problem;
+    const { tasks } = readTasks(context.paths, context.worker);
+    const full = tooManyTasks(tasks, 1);
+    if (full) return `payload: ${full}`;
+    if (!payload.depends_on?.length) return undefined;
+    const known = new Set(tasks.map((task) => task.id));
     const missing = payload.depends_on.find((id) => !known.has(id));
     return missing ? `payload.depends_on: ${missing} is not on your task list` : undefined;
   },
@@ -199,7 +218,9 @@ export const fileTask: Executor<FilePayload> = {
       ...carriedFrom(context),
     };
     const list = await updateTasks(context.paths, context.worker, (current) => {
-      const problem = dependencyProblem([task], new Set(current.tasks.map((one) => one.id)));
+      const problem =
+        tooManyTasks(current.tasks, 1) ??
+        dependencyProblem([task], new Set(current.tasks.map((one) => one.id)));
       if (problem) throw new RosterError(`${problem}; nothing was filed`);
       return [...current.tasks, task];
     });
