@@ -4,7 +4,8 @@
  * while another run's spans all reach the collector.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SPAN_BURST, SpanBudget } from "../../runner/ground/telemetry/span-budget.ts";
+import { KeyedShare } from "../../runner/ground/shares/keyed-share.ts";
+import { SPAN_BURST } from "../../runner/ground/telemetry/span-budget.ts";
 import { runIds, tracingFor } from "../../runner/ground/telemetry/tracing.ts";
 import { OtlpReceiver } from "../support/otlp-receiver.ts";
 
@@ -50,7 +51,7 @@ describe("each run's share of the spans", () => {
 
   it("refills at its rate, forgets nothing it owes, and counts each drop once", () => {
     let now = 0;
-    const budget = new SpanBudget(3, 10, () => now);
+    const budget = new KeyedShare(3, 10, () => now);
     expect([1, 2, 3, 4, 5].map(() => budget.take("r").allowed)).toEqual([
       true,
       true,

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Attributes, Context, Span, Tracer } from "@opentelemetry/api";
-import { SpanBudget } from "./span-budget.ts";
+import { spanShare } from "./span-budget.ts";
 
 /**
  * Traces for an operator's collector, over OTLP/HTTP, only when `[telemetry]
@@ -96,7 +96,7 @@ async function makeTracing(endpoint: string, service: string): Promise<Tracing> 
     ],
   });
   const tracer: Tracer = provider.getTracer("roster");
-  const budget = new SpanBudget();
+  const budget = spanShare();
   /** The run's span may start with these attributes, or, past its share, none at all. */
   const admitted = (runId: string, attributes: Attributes): Attributes | undefined => {
     const { allowed, dropped } = budget.take(runId);

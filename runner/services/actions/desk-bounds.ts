@@ -1,4 +1,5 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import { KeyedShare } from "../../ground/shares/keyed-share.ts";
 import { listGates } from "./gates.ts";
 
 /**
@@ -26,4 +27,29 @@ export function deskFull(paths: RosterPaths, worker: string): string | undefined
   const pending = listGates(paths, worker).filter((gate) => gate.state === "pending").length;
   if (pending < MAX_PENDING_GATES) return undefined;
   return `${worker} already has ${pending} proposals waiting for approval, the most one worker may (${MAX_PENDING_GATES}); nothing more is filed until a human decides some`;
+}
+
+/**
+ * Proposals one run may make: PROPOSAL_BURST at once, then PROPOSAL_RATE a
+ * second. Each is a journal line, an audit line, and under `auto` trust a
+ * message, a task or a post that runs at once: a box proposing in a loop
+ * would fill the host's disk (and its chat channels) whatever trust says.
+ */
+export const PROPOSAL_BURST = 100;
+export const PROPOSAL_RATE = 0.5;
+
+export class ProposalShare {
+  private readonly share = new KeyedShare(PROPOSAL_BURST, PROPOSAL_RATE);
+
+  /** Why this run may not propose now (and whether this is its first refusal since it last could). */
+  refused(runId: string): { reason: string; first: boolean; retryAfterSecs: number } | undefined {
+    const { allowed, dropped } = this.share.take(runId);
+    if (allowed) return undefined;
+    const retryAfterSecs = this.share.waitSecs(runId);
+    return {
+      reason: `this run has proposed more than one run may (${PROPOSAL_BURST} at once, then one every ${1 / PROPOSAL_RATE} s); nothing was filed: try again in ${retryAfterSecs} s, or stop`,
+      first: dropped === 1,
+      retryAfterSecs,
+    };
+  }
 }

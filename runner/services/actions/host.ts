@@ -20,7 +20,7 @@ import { runDir } from "../../records/run-records/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { grantFor } from "./action-grant.ts";
 import { executorFor } from "./desk.ts";
-import { deskFull, heldCallTooBig } from "./desk-bounds.ts";
+import { deskFull, heldCallTooBig, ProposalShare } from "./desk-bounds.ts";
 import { mcpCall } from "./executors/mcp.ts";
 import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
 import { decideTrust } from "./trust.ts";
@@ -80,6 +80,9 @@ export function firstProblem(
 }
 
 export class ActionHost implements ActionHandler {
+  /** Each run's share of the proposals this host takes (desk-bounds.ts). */
+  private readonly proposals = new ProposalShare();
+
   constructor(
     private readonly paths: RosterPaths,
     private readonly config: ConfigSource,
@@ -147,6 +150,22 @@ export class ActionHost implements ActionHandler {
     const refuse = (status: number, answer: Record<string, unknown>) => ({
       refusal: reply(status, answer),
     });
+    const over = runId ? this.proposals.refused(runId) : undefined;
+    if (over) {
+      // said once per streak: the refusals themselves write nothing more
+      if (over.first)
+        appendJournal(this.paths, {
+          worker,
+          run_id: runId,
+          kind: "action-refused",
+          detail: over.reason,
+        });
+      return refuse(429, {
+        status: "denied",
+        reason: over.reason,
+        retry_after_secs: over.retryAfterSecs,
+      });
+    }
     if (body.length > MAX_ENVELOPE_BYTES)
       return refuse(400, {
         status: "error",
