@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import { readLinesFrom } from "../../ground/files/appended-lines.ts";
 import type { DecisionRecord } from "./audit.ts";
@@ -12,24 +12,29 @@ export interface LogFilter {
   deniedOnly?: boolean;
 }
 
+/**
+ * The decisions the filter names, the log read a chunk at a time (it grows
+ * for as long as the deployment lives: one string of it would not fit), and
+ * a line parsed only when it may be the run's.
+ */
 export function readDecisions(auditDir: string, filter: LogFilter = {}): DecisionRecord[] {
   const file = join(auditDir, "decisions.jsonl");
-  if (!existsSync(file)) return [];
+  const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
   const out: DecisionRecord[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (!line.trim()) continue;
+  readLinesFrom(file, 0, size, (line) => {
+    if (!line.trim() || (filter.run && !line.includes(filter.run))) return;
     let record: DecisionRecord;
     try {
       record = JSON.parse(line) as DecisionRecord;
     } catch {
-      continue;
+      return;
     }
     // action dispositions share the file; `roster approvals` shows those
-    if (!record.request) continue;
-    if (filter.run && !(record.run_id ?? "").startsWith(filter.run)) continue;
-    if (filter.deniedOnly && record.status < 400) continue;
+    if (!record.request) return;
+    if (filter.run && !(record.run_id ?? "").startsWith(filter.run)) return;
+    if (filter.deniedOnly && record.status < 400) return;
     out.push(record);
-  }
+  });
   return out;
 }
 
