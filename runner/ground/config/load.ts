@@ -218,6 +218,25 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
 }
 
 /** Each connections/<name>.toml: its kind, its checks, the grants it compiles to. */
+/** What a well-formed connection file still may not say: where, and why. */
+function connectionProblem(
+  name: string,
+  connection: ConnectionConfig,
+  text: string,
+): Omit<ConfigError, "file"> | undefined {
+  const mount = mountProblem(connection);
+  if (mount) return { line: locateLine(text, "/path"), field: "path", message: mount };
+  if (connection.kind === "mcp") {
+    const named = mcpConnectionNameProblem(name);
+    return named ? { line: 1, field: "(file name)", message: named } : undefined;
+  }
+  const reserved =
+    connection.kind === undefined || connection.kind === "service"
+      ? reservedEnvProblem(connection.env)
+      : undefined;
+  return reserved ? { line: locateLine(text, "/env"), field: "env", message: reserved } : undefined;
+}
+
 function readConnections(
   reading: Reading,
   connectionsDir: string,
@@ -266,30 +285,9 @@ function readConnections(
     }
     const connection = validateToml<ConnectionConfig>(raw, show(file), variant, errors);
     if (!connection) continue;
-    const problem =
-      mountProblem(connection.value) ??
-      (connection.value.kind === "mcp" ? mcpConnectionNameProblem(name) : undefined);
+    const problem = connectionProblem(name, connection.value, raw.text);
     if (problem) {
-      errors.push({
-        file: show(file),
-        line: connection.value.kind === "mcp" ? 1 : locateLine(raw.text, "/path"),
-        field: connection.value.kind === "mcp" ? "(file name)" : "path",
-        message: problem,
-      });
-      continue;
-    }
-    const reserved = reservedEnvProblem(
-      connection.value.kind === undefined || connection.value.kind === "service"
-        ? connection.value.env
-        : undefined,
-    );
-    if (reserved) {
-      errors.push({
-        file: show(file),
-        line: locateLine(raw.text, "/env"),
-        field: "env",
-        message: reserved,
-      });
+      errors.push({ file: show(file), ...problem });
       continue;
     }
     for (const edge of Object.keys(connection.value.grant ?? {})) {

@@ -135,6 +135,38 @@ export class ActionHost implements ActionHandler {
     );
   }
 
+  /** Why this proposal waits for a human whatever trust says; when in doubt, a human decides. */
+  private async mustGate(
+    executor: NonNullable<ReturnType<typeof executorFor>>,
+    payload: unknown,
+    worker: string,
+    runId: string | null,
+  ): Promise<string | undefined> {
+    try {
+      return await executor.mustGate?.(payload, { paths: this.paths, worker, runId });
+    } catch (error) {
+      return `it could not be checked for what always waits: ${errorMessage(error)}`;
+    }
+  }
+
+  /** A run past its share of proposals (desk-bounds.ts), said in the journal once a streak. */
+  private overShare(worker: string, runId: string): ActionResponse | undefined {
+    const over = runId ? this.proposals.refused(runId) : undefined;
+    if (!over) return undefined;
+    if (over.first)
+      appendJournal(this.paths, {
+        worker,
+        run_id: runId,
+        kind: "action-refused",
+        detail: over.reason,
+      });
+    return reply(429, {
+      status: "denied",
+      reason: over.reason,
+      retry_after_secs: over.retryAfterSecs,
+    });
+  }
+
   /**
    * A proposal's admission, in order: the envelope, the config, an action
    * grant in scope, the payload against its executor's schema, the
@@ -150,22 +182,8 @@ export class ActionHost implements ActionHandler {
     const refuse = (status: number, answer: Record<string, unknown>) => ({
       refusal: reply(status, answer),
     });
-    const over = runId ? this.proposals.refused(runId) : undefined;
-    if (over) {
-      // said once per streak: the refusals themselves write nothing more
-      if (over.first)
-        appendJournal(this.paths, {
-          worker,
-          run_id: runId,
-          kind: "action-refused",
-          detail: over.reason,
-        });
-      return refuse(429, {
-        status: "denied",
-        reason: over.reason,
-        retry_after_secs: over.retryAfterSecs,
-      });
-    }
+    const overShare = this.overShare(worker, runId);
+    if (overShare) return { refusal: overShare };
     if (body.length > MAX_ENVELOPE_BYTES)
       return refuse(400, {
         status: "error",
@@ -269,11 +287,7 @@ export class ActionHost implements ActionHandler {
       intent: grant.name,
       summary,
     });
-    // when in doubt, a human decides
-    const forced = await (async () =>
-      executor.mustGate?.(payload, { paths: this.paths, worker, runId: runIdOrNull }))().catch(
-      (error: unknown) => `it could not be checked for what always waits: ${errorMessage(error)}`,
-    );
+    const forced = await this.mustGate(executor, payload, worker, runIdOrNull);
     const trust = forced
       ? { run: "gate" as const, because: forced }
       : decideTrust({
