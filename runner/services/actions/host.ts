@@ -182,8 +182,6 @@ export class ActionHost implements ActionHandler {
     const refuse = (status: number, answer: Record<string, unknown>) => ({
       refusal: reply(status, answer),
     });
-    const overShare = this.overShare(worker, runId);
-    if (overShare) return { refusal: overShare };
     if (body.length > MAX_ENVELOPE_BYTES)
       return refuse(400, {
         status: "error",
@@ -197,6 +195,9 @@ export class ActionHost implements ActionHandler {
     }
     const problem = firstProblem(Envelope, envelope, "");
     if (problem) return refuse(400, { status: "error", error: `bad envelope: ${problem}` });
+    // past the envelope, a proposal is written down (journal, audit) or runs: each counts
+    const overShare = this.overShare(worker, runId);
+    if (overShare) return { refusal: overShare };
 
     const config = this.config.get();
     const broken = this.config.brokenReason(config);
