@@ -13,14 +13,17 @@ export interface LogFilter {
 }
 
 /**
- * The decisions the filter names, the log read a chunk at a time (it grows
- * for as long as the deployment lives: one string of it would not fit), and
- * a line parsed only when it may be the run's.
+ * Each decision the filter names, in the log's order: the log read a chunk at
+ * a time (it grows for as long as the deployment lives: one string of it
+ * would not fit), and a line parsed only when it may be the run's.
  */
-export function readDecisions(auditDir: string, filter: LogFilter = {}): DecisionRecord[] {
+export function eachDecision(
+  auditDir: string,
+  filter: LogFilter,
+  take: (record: DecisionRecord) => void,
+): void {
   const file = join(auditDir, "decisions.jsonl");
   const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
-  const out: DecisionRecord[] = [];
   readLinesFrom(file, 0, size, (line) => {
     if (!line.trim() || (filter.run && !line.includes(filter.run))) return;
     let record: DecisionRecord;
@@ -33,8 +36,14 @@ export function readDecisions(auditDir: string, filter: LogFilter = {}): Decisio
     if (!record.request) return;
     if (filter.run && !(record.run_id ?? "").startsWith(filter.run)) return;
     if (filter.deniedOnly && record.status < 400) return;
-    out.push(record);
+    take(record);
   });
+}
+
+/** The decisions the filter names (one run's: what a view of that run needs). */
+export function readDecisions(auditDir: string, filter: LogFilter = {}): DecisionRecord[] {
+  const out: DecisionRecord[] = [];
+  eachDecision(auditDir, filter, (record) => out.push(record));
   return out;
 }
 
@@ -80,19 +89,27 @@ export function formatDecision(record: DecisionRecord): string {
   return `${record.ts.slice(0, 19)}Z ${(record.subject ?? "?").padEnd(14)} ${outcome.padEnd(12)} ${where}  [${rule}]${extra ? ` ${extra}` : ""}`;
 }
 
-/** Per host: how many requests were let through and how many refused. */
-export function summarise(records: DecisionRecord[]): string[] {
-  const hosts = new Map<string, { allowed: number; refused: number }>();
-  for (const record of records) {
-    const entry = hosts.get(record.request.host) ?? { allowed: 0, refused: 0 };
+/** Per host: how many requests were let through and how many refused, counted as they come. */
+export class HostTally {
+  private readonly hosts = new Map<string, { allowed: number; refused: number }>();
+
+  add(record: DecisionRecord): void {
+    const entry = this.hosts.get(record.request.host) ?? { allowed: 0, refused: 0 };
     if (record.status >= 400) entry.refused++;
     else entry.allowed++;
-    hosts.set(record.request.host, entry);
+    this.hosts.set(record.request.host, entry);
   }
-  return [...hosts.entries()]
-    .sort((a, b) => a[0].localeCompare(b[0]))
-    .map(
-      ([host, counts]) =>
-        `  ${host.padEnd(40)} reached ${counts.allowed}, refused ${counts.refused}`,
-    );
+
+  get size(): number {
+    return this.hosts.size;
+  }
+
+  lines(): string[] {
+    return [...this.hosts.entries()]
+      .sort((a, b) => a[0].localeCompare(b[0]))
+      .map(
+        ([host, counts]) =>
+          `  ${host.padEnd(40)} reached ${counts.allowed}, refused ${counts.refused}`,
+      );
+  }
 }

@@ -53,19 +53,25 @@ export async function gatewayLogCommand(flags: {
   denied?: boolean;
   json?: boolean;
 }): Promise<void> {
-  const { formatDecision, readDecisions, summarise } = await import("./audit-view.ts");
-  const records = readDecisions(rosterPaths().audit, {
-    ...(flags.run ? { run: flags.run } : {}),
-    deniedOnly: flags.denied ?? false,
-  });
-  if (flags.json) {
-    for (const record of records) process.stdout.write(`${JSON.stringify(record)}\n`);
-    return;
-  }
-  if (records.length === 0) {
+  const { eachDecision, formatDecision, HostTally } = await import("./audit-view.ts");
+  // written as read: the log may hold more decisions than fit in memory
+  const tally = new HostTally();
+  eachDecision(
+    rosterPaths().audit,
+    { ...(flags.run ? { run: flags.run } : {}), deniedOnly: flags.denied ?? false },
+    (record) => {
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(record)}\n`);
+        return;
+      }
+      tally.add(record);
+      process.stdout.write(`${formatDecision(record)}\n`);
+    },
+  );
+  if (flags.json) return;
+  if (tally.size === 0) {
     process.stdout.write("no decisions recorded\n");
     return;
   }
-  for (const record of records) process.stdout.write(`${formatDecision(record)}\n`);
-  process.stdout.write(`\nhosts:\n${summarise(records).join("\n")}\n`);
+  process.stdout.write(`\nhosts:\n${tally.lines().join("\n")}\n`);
 }
