@@ -95,6 +95,9 @@ describe("commands at the terminal (the operator)", () => {
     const answer = await term("/runs");
     expect(answer).toContain(ELF_RUN);
     expect(answer).not.toContain(IMP_RUN);
+    // what kind of run, and for which task or channel
+    expect(answer).toMatch(/RUN\s+WORKER\s+KIND\s+STATE\s+ENDED BY\s+STARTED \(UTC\)\s+FOR/);
+    expect(answer).toMatch(new RegExp(`${ELF_RUN}\\s+elf\\s+task\\s+.*\\st-tidy`));
   });
 
   it("/runs <id> shows one run's outcome by any unique prefix, only of this worker", async () => {

@@ -34,6 +34,10 @@ export interface RunRow {
   ended_by: string | null;
   exit_code: number | null;
   error: string | null;
+  /** The task it ran, if any. */
+  task_id?: string;
+  /** The channel its input came from (a session's, or a task's filed there). */
+  channel_id?: string;
 }
 
 export function runRows(stateRoot: string, worker?: string, limit = 20): RunRow[] {
@@ -56,18 +60,22 @@ export function runRow(record: RunRecord): RunRow {
     ended_by: record.ended_by ?? null,
     exit_code: record.exit_code ?? null,
     error: record.error ?? null,
+    ...(record.task_id ? { task_id: record.task_id } : {}),
+    ...(record.channel_id ? { channel_id: record.channel_id } : {}),
   };
 }
 
 export function formatRows(rows: RunRow[]): string {
   if (rows.length === 0) return "no runs yet";
-  const header = ["RUN", "WORKER", "STATE", "ENDED BY", "STARTED (UTC)"];
+  const header = ["RUN", "WORKER", "KIND", "STATE", "ENDED BY", "STARTED (UTC)", "FOR"];
   const lines = rows.map((row) => [
     row.id,
     row.worker,
+    row.kind,
     row.state,
     row.ended_by ?? "-",
     row.started_at.slice(0, 19).replace("T", " "),
+    row.task_id ?? row.channel_id ?? "-",
   ]);
   return columns([header, ...lines]);
 }
