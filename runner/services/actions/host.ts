@@ -24,7 +24,7 @@ import { deskFull, heldCallTooBig, ProposalShare } from "./desk-bounds.ts";
 import { mcpCall } from "./executors/mcp.ts";
 import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
 import { decideTrust } from "./trust.ts";
-import { trustedChannels } from "./trusted-channels.ts";
+import { channelTrust } from "./trusted-channels.ts";
 
 /**
  * The action host behind https://actions.roster.internal (the gateway hands it
@@ -297,7 +297,8 @@ export class ActionHost implements ActionHandler {
           subject,
           payload,
           history: () => listGates(this.paths, worker),
-          isTrustedChannel: trustedChannels(this.paths),
+          channels: channelTrust(this.paths),
+          origins,
         });
     if (trust.run === "auto") return this.runNow(grant, gate, summary, trust.because);
     const full = deskFull(this.paths, worker);

@@ -6,12 +6,15 @@ import type {
   TrustRule,
 } from "../../ground/config/action-schema.ts";
 import type { Gate } from "./gates.ts";
-import { CHANNEL_EXECUTORS } from "./trusted-channels.ts";
+import { CHANNEL_EXECUTORS, type ChannelTrust, trustedForRun } from "./trusted-channels.ts";
 
 /**
  * Who decides a proposal: run it now ("auto") or hold it for a human
  * ("gate"). Identity edits always gate; a send or purpose edit into a trusted
- * channel runs. Otherwise the first `[[trust]]` rule in scope for the intent whose payload
+ * channel runs when that channel is the run's own (its origin, or linked with
+ * it: trusted-channels.ts) — a run's authority is where its input came from,
+ * never the channel its payload names. Otherwise the first `[[trust]]` rule
+ * in scope for the intent whose payload
  * globs all hold decides; with none, the grant's own `trust` (gate by
  * default). "earned" runs unasked once `after` gates of this worker and intent
  * were executed with no denial ever; one denial revokes it.
@@ -48,8 +51,10 @@ export function decideTrust(options: {
   rules: Scoped<TrustRule>[];
   subject: string;
   payload: unknown;
-  /** Whether sends into a channel run unasked (data/channels/settings.json). */
-  isTrustedChannel?: (channelId: string) => boolean;
+  /** The operator's trust and the links (data/channels/settings.json, links.json). */
+  channels?: ChannelTrust;
+  /** The channels the run's input came from (its token's); undefined when the token doesn't say. */
+  origins?: readonly string[] | undefined;
   /** This worker's gates (any intent), read only when earned trust has to count them. */
   history: () => Gate[];
 }): TrustDecision {
@@ -60,9 +65,10 @@ export function decideTrust(options: {
   if (
     CHANNEL_EXECUTORS.has(grant.executor) &&
     typeof channel === "string" &&
-    options.isTrustedChannel?.(channel)
+    options.channels &&
+    trustedForRun(options.channels, channel, options.origins)
   )
-    return { run: "auto", because: `${channel} is a trusted channel` };
+    return { run: "auto", because: `${channel} is this run's own channel and trusted` };
   const rule = options.rules.find(
     (candidate) =>
       candidate.intent === grant.name &&

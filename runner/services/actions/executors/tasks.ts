@@ -24,7 +24,7 @@ import { readRunContext } from "../../../work/runs/run-context.ts";
 import { dependencyProblem } from "../../../work/tasks/readiness.ts";
 import { applyTemplates, templateProblem } from "../../../work/tasks/template-edit.ts";
 import type { ExecutionContext, Executor } from "../../executor.ts";
-import { trustedChannels } from "../trusted-channels.ts";
+import { channelTrust, trustedForRun } from "../trusted-channels.ts";
 import { taskCleanRoomProblem } from "./task-clean-room.ts";
 
 /**
@@ -121,10 +121,16 @@ function carriedFrom(context: Omit<ExecutionContext, "key">): Pick<Task, "contex
   return channels.length ? { context_channels: channels } : {};
 }
 
-/** Owner when a session in a trusted channel asked for it; the worker's own idea otherwise. */
+/**
+ * Owner when a session asked for it in a trusted channel that is the run's
+ * own (every conversation it carried is that channel's, or linked with it:
+ * the rule a send there is judged by); the worker's own idea otherwise.
+ */
 function standingFrom(context: ExecutionContext): Standing {
   const channel = sessionChannel(context);
-  return channel && trustedChannels(context.paths)(channel) ? "owner" : "proactive";
+  if (!channel || !context.runId) return "proactive";
+  const { channels } = readRunContext(context.paths, context.worker, context.runId);
+  return trustedForRun(channelTrust(context.paths), channel, channels) ? "owner" : "proactive";
 }
 
 /** Where a task filed now comes from, and whether its answer goes back there. */
