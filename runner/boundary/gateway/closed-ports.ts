@@ -6,7 +6,8 @@ import { addressProblem } from "./ssrf.ts";
 
 /**
  * Host services no box may reach whatever a grant says: the web console
- * (where gates are approved) and the gateway itself (its door control closes
+ * (where gates are approved), the server's /metrics (`[telemetry]
+ * metrics_listen`: the deployment's numbers) and the gateway itself (its door control closes
  * other runs' doors; its health check names the host's config). A
  * destination is closed when its port is one of these services' and it is
  * this machine. That is judged twice: by name before any grant (loopback,
@@ -34,13 +35,15 @@ export function consolePort(section: { listen?: string } | undefined): number {
 export interface ServicePlaces {
   console?: { listen?: string } | undefined;
   gateway?: { port?: number | undefined; listen?: string[] | undefined } | undefined;
+  telemetry?: { metrics_listen?: string | undefined } | undefined;
 }
 
-type Service = "console" | "gateway";
+type Service = "console" | "gateway" | "metrics";
 
 const WHAT: Record<Service, string> = {
   console: "roster's console",
   gateway: "roster's gateway (its door control and health check)",
+  metrics: "roster's metrics",
 };
 
 const HOST_NAMES = new Set(["localhost", "host.docker.internal", "gateway.docker.internal"]);
@@ -75,19 +78,25 @@ export class ClosedPorts {
   private readonly ports = new Map<number, Service>();
 
   /** `consolePorts`: the console's (and any other host service's, closed the same way). */
-  constructor(consolePorts: number[], gatewayPorts: number[] = []) {
+  constructor(consolePorts: number[], gatewayPorts: number[] = [], metricsPorts: number[] = []) {
     for (const port of gatewayPorts) this.ports.set(port, "gateway");
+    for (const port of metricsPorts) this.ports.set(port, "metrics");
     for (const port of consolePorts) this.ports.set(port, "console");
   }
 
-  /** The ports org.toml gives the console and the gateway. */
+  /** The ports org.toml gives the console, the metrics and the gateway. */
   static forConfig(places: ServicePlaces, extra: number[] = []): ClosedPorts {
     const gateway = [places.gateway?.port ?? DEFAULT_GATEWAY_PORT];
     for (const listen of places.gateway?.listen ?? []) {
       const port = portOf(listen);
       if (port) gateway.push(port);
     }
-    return new ClosedPorts([consolePort(places.console), ...extra], gateway);
+    const metrics = portOf(places.telemetry?.metrics_listen ?? "");
+    return new ClosedPorts(
+      [consolePort(places.console), ...extra],
+      gateway,
+      metrics ? [metrics] : [],
+    );
   }
 
   /** A port the gateway turned out to listen on (port 0 is chosen at bind). */

@@ -398,7 +398,7 @@ export type ServerSection = Static<typeof ServerSection>;
  * `metrics_listen`: where `roster server start` serves Prometheus's
  * /metrics (off unless set); its own listener, not the console's port, so a
  * scraper needs no browser login and the console may face people while the
- * metrics stay on an internal address.
+ * metrics stay on an internal address. No box reaches it (closed-ports.ts).
  */
 export const TelemetrySection = Type.Object(
   {
@@ -408,6 +408,12 @@ export const TelemetrySection = Type.Object(
         description: 'HOST:PORT, like "127.0.0.1:9464"',
       }),
     ),
+    /**
+     * The vault credential (`roster login NAME`) whose `key` a scraper must
+     * send as `Authorization: Bearer …`; none asked unless set. A name, never
+     * the secret: org.toml is read by people who must not scrape.
+     */
+    metrics_credential: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$", description: NAME })),
     /**
      * Where traces go, over OTLP/HTTP (`/v1/traces` is added): a collector's
      * base URL. Nothing is exported unless set.

@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { replaceFileSync } from "../../ground/files/atomic-replace.ts";
 import { readRecord } from "../../records/run-records/run-record.ts";
 import { type RunRow, runRow } from "../../work/runs/runs-view.ts";
@@ -69,11 +69,14 @@ export class RunIndex {
         removed = true;
       }
     this.running = running;
-    if (added || removed)
+    if (added || removed) {
+      // its folder is made on first need: a fresh deployment has none yet
+      mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
       replaceFileSync(
         this.file,
         JSON.stringify({ version: 1, done: Object.fromEntries(this.done) } satisfies IndexFile),
       );
+    }
     return read;
   }
 

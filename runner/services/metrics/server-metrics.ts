@@ -3,17 +3,18 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { BoundedLabel } from "../../ground/telemetry/bounded-label.ts";
 import { collectProcessMetrics } from "../../ground/telemetry/process-metrics.ts";
-import { listGates } from "../../records/gates/gate-record.ts";
-import { allTasks, OPEN_STATES } from "../../records/task-list/store.ts";
 import { RunIndex } from "../console/run-index.ts";
+import { WaitingCounts } from "./waiting-counts.ts";
 
 /**
  * The server in numbers: boxes running (by what runs in them) and ready,
  * warm sessions, tasks waiting per worker, approvals waiting, runs started and
  * ended (by worker and how they ended) with their durations, and the server's
  * own process (memory, event-loop lag). Read when a scraper asks, from what
- * the server holds and from the records (the run index reads only runs it
- * has not seen finish), so nothing here sits in a run's path.
+ * the server holds and from the records, incrementally (the run index reads
+ * only runs it has not seen finish; waiting-counts.ts reads only gates not
+ * yet decided and task lists that changed), so nothing here sits in a run's
+ * path and a scrape's cost does not grow with the deployment's history.
  */
 export interface ServerSources {
   paths: RosterPaths;
@@ -65,23 +66,24 @@ export class ServerMetrics {
       },
     });
     const workers = this.workers;
+    const waiting = new WaitingCounts(paths);
     new Gauge({
       name: "roster_tasks_waiting",
       help: "Tasks on a worker's list not yet run (pending or claimed)",
       labelNames: ["worker"],
       registers,
-      collect() {
+      async collect() {
+        const counts = await waiting.tasks();
         this.reset();
-        for (const task of allTasks(paths, undefined, { live: true }))
-          if (OPEN_STATES.has(task.state)) this.inc({ worker: workers.of(task.worker) });
+        for (const [worker, count] of counts) this.inc({ worker: workers.of(worker) }, count);
       },
     });
     new Gauge({
       name: "roster_approvals_waiting",
       help: "Proposals waiting for a human's decision at the desk",
       registers,
-      collect() {
-        this.set(listGates(paths).filter((gate) => gate.state === "pending").length);
+      async collect() {
+        this.set(await waiting.approvals());
       },
     });
     this.runMetrics(registers);

@@ -1,6 +1,8 @@
 import { parseAddr } from "../../boundary/gateway/listen.ts";
+import { readCredential } from "../../boundary/gateway/vault.ts";
+import type { TelemetrySection } from "../../ground/config/config-schema.ts";
 import { errorMessage } from "../../ground/errors.ts";
-import type { RunningMetrics } from "./metrics-listener.ts";
+import type { MetricsToken, RunningMetrics } from "./metrics-listener.ts";
 import type { ServerSources } from "./server-metrics.ts";
 
 /**
@@ -9,26 +11,42 @@ import type { ServerSources } from "./server-metrics.ts";
  * reported and the server goes on: its work does not depend on being watched.
  */
 export async function startMetrics(
-  where: string | undefined,
+  telemetry: Pick<TelemetrySection, "metrics_listen" | "metrics_credential"> | undefined,
   note: (text: string) => void,
   gatewayPort: () => number,
   sources: ServerSources,
 ): Promise<RunningMetrics | undefined> {
+  const where = telemetry?.metrics_listen;
   if (!where) return undefined;
   try {
     const [listen] = parseAddr(where);
     if (!listen) throw new Error("no address to listen on");
     const { ServerMetrics } = await import("./server-metrics.ts");
     const { serveMetrics } = await import("./metrics-listener.ts");
+    const credential = telemetry.metrics_credential;
     const running = await serveMetrics({
       listen,
       metrics: new ServerMetrics(sources),
       gatewayPort,
+      token: () => (credential ? tokenOf(sources.paths.vault, credential) : { kind: "none" }),
+      note,
     });
-    note(`metrics on ${running.url}`);
+    note(
+      `metrics on ${running.url}${credential ? ` (bearer token: vault credential ${credential})` : ""}`,
+    );
     return running;
   } catch (error) {
     note(`metrics are not served (telemetry.metrics_listen ${where}): ${errorMessage(error)}`);
     return undefined;
   }
+}
+
+/** The key of the vault credential `[telemetry] metrics_credential` names; missing or keyless refuses every scrape. */
+function tokenOf(vault: string, name: string): MetricsToken {
+  const key = readCredential(vault, name)?.key;
+  if (typeof key === "string" && key.length >= 16) return { kind: "key", key };
+  return {
+    kind: "broken",
+    why: `metrics: every scrape is refused: telemetry.metrics_credential names "${name}", but the vault has no such credential with a key of 16 characters or more (roster login ${name})`,
+  };
 }

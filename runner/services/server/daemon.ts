@@ -213,8 +213,8 @@ async function startServices(
   // approvals at the console or in chat are decided here: they join their runs' traces
   const tracing = await tracingFor(config.org.telemetry?.otlp_endpoint, "roster");
   const unwatch = tracing ? watchJournal(actionSpans(tracing)) : undefined;
-  const where = options.once ? undefined : config.org.telemetry?.metrics_listen;
-  const metrics = await startMetrics(where, note, gatewayPort, {
+  const telemetry = options.once ? undefined : config.org.telemetry;
+  const metrics = await startMetrics(telemetry, note, gatewayPort, {
     paths,
     boxes: () => ({ task: dispatcher.active, session: counts.sessions, run: counts.runs() }),
     ready: () => ready?.pool.count() ?? 0,
