@@ -3,19 +3,23 @@
  * server` while real runs and door requests happen — the runs by worker and
  * how they ended, the door's decisions by worker, verdict and rule, boxes,
  * approvals, the server's own memory and event-loop lag — and the series stay
- * few when a box sends 10,000 requests to distinct paths.
+ * few when a box sends 10,000 requests to distinct paths. Prometheus sends
+ * the bearer token `metrics_credential` names; a box can't reach the port at
+ * all, whatever name it uses (the door closes it as it closes the console's).
  */
 import type { ChildProcess } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { until } from "../support/chat-turns.ts";
-import { testDocker } from "../support/docker.ts";
+import { hostBridgeAddress, testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { type Prometheus, prometheusAvailable, startPrometheus } from "../support/prometheus.ts";
 import { freePort, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 const docker = await testDocker();
+const TOKEN = "prometheus-scrape-token-0123456789";
 const prometheus = prometheusAvailable();
 
 /** Ten thousand requests from the box, eight at a time, each to a path of its own on a refused host. */
@@ -31,19 +35,24 @@ describe.skipIf(!docker || !prometheus)("metrics a real Prometheus scrapes from 
   let deployment: RosterRoot;
   let server: ChildProcess | undefined;
   let scraper: Prometheus;
+  let port = 0;
   let said = "";
   const value = async (expression: string) => (await scraper.query(expression))[0]?.value;
 
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"));
-    const port = await freePort();
+    port = await freePort();
     const orgFile = join(deployment.paths.config, "org.toml");
     const org = (await readFile(orgFile, "utf8")).replace(
       '[[grant]]\nname = "web-read"',
       `[[grant]]\nname = "no-blogs"\nverdict = "deny"\nmatch = { host = "blocked.test" }\n\n[[grant]]\nname = "web-read"`,
     );
-    await writeFile(orgFile, `${org}\n[telemetry]\nmetrics_listen = "127.0.0.1:${port}"\n`);
+    await writeFile(
+      orgFile,
+      `${org}\n[telemetry]\nmetrics_listen = "127.0.0.1:${port}"\nmetrics_credential = "prometheus"\n`,
+    );
+    await storeCredential(deployment.paths.vault, "prometheus", { key: TOKEN });
     const child = deployment.spawnRoster(["server", "start", "--no-listen"]);
     child.stderr.on("data", (chunk: Buffer) => {
       said += chunk.toString("utf8");
@@ -53,7 +62,7 @@ describe.skipIf(!docker || !prometheus)("metrics a real Prometheus scrapes from 
       () => said.includes("metrics on http://127.0.0.1:"),
       `the server's metrics (${said})`,
     );
-    scraper = await startPrometheus(`127.0.0.1:${port}`);
+    scraper = await startPrometheus(`127.0.0.1:${port}`, TOKEN);
   });
   afterAll(async () => {
     await scraper?.stop();
@@ -115,5 +124,30 @@ describe.skipIf(!docker || !prometheus)("metrics a real Prometheus scrapes from 
     expect(await value("roster_server_process_resident_memory_bytes")).toBeGreaterThan(0);
     expect(await value("roster_gateway_process_resident_memory_bytes")).toBeGreaterThan(0);
     expect(await value("roster_door_metrics_up")).toBe(1);
+  });
+
+  it("is out of every box's reach: through the gateway and around it", async () => {
+    const tries = [
+      `curl -s -o /dev/null -w '%{http_code}' http://host.docker.internal:${port}/metrics`,
+      `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/metrics`,
+      `curl -s --noproxy '*' --max-time 3 -o /dev/null -w '%{http_code}' http://${hostBridgeAddress()}:${port}/metrics; echo " exit=$?"`,
+    ];
+    const exec = await deployment.roster(["box", "exec", "elf", "--", tries.join("; echo; ")], {
+      timeoutMs: 60_000,
+    });
+    const out = (JSON.parse(exec.stdout) as { stdout: string }).stdout.split("\n");
+    expect(out[0]).toBe("403");
+    expect(out[1]).toBe("403");
+    expect(out[2]).toMatch(/^000 exit=(7|28)$/); // no route: a box has no network
+    const door = await deployment.roster(["gateway", "log", "--denied", "--json"]);
+    const refusals = door.stdout
+      .trim()
+      .split("\n")
+      .map(
+        (line) =>
+          JSON.parse(line) as { rule: string | null; reason?: string; request: { port: number } },
+      )
+      .filter((refusal) => refusal.request.port === port);
+    expect(refusals.map((refusal) => refusal.rule)).toEqual(["closed", "closed"]);
   });
 });

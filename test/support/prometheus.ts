@@ -34,13 +34,14 @@ export function prometheusAvailable(): boolean {
   }
 }
 
-export async function startPrometheus(target: string): Promise<Prometheus> {
+/** `bearer`: the token each scrape sends (the key `[telemetry] metrics_credential` names). */
+export async function startPrometheus(target: string, bearer?: string): Promise<Prometheus> {
   const dir = await mkdtemp(join(tmpdir(), "roster-prometheus-"));
   const port = await freePort();
   const config = join(dir, "prometheus.yml");
   await writeFile(
     config,
-    `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: roster\n    static_configs:\n      - targets: ["${target}"]\n`,
+    `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: roster\n${bearer ? `    authorization:\n      credentials: "${bearer}"\n` : ""}    static_configs:\n      - targets: ["${target}"]\n`,
   );
   const child: ChildProcess = spawn(
     "prometheus",

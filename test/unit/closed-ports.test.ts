@@ -39,3 +39,14 @@ describe("closed host ports", () => {
     expect(consolePort({ listen: "[::1]:9000" })).toBe(9000);
   });
 });
+
+describe("the metrics' port", () => {
+  it("is closed as the console's is, where [telemetry] metrics_listen puts it", () => {
+    const closed = ClosedPorts.forConfig({ telemetry: { metrics_listen: "0.0.0.0:9464" } });
+    for (const host of ["127.0.0.1", "localhost", "host.docker.internal", "172.17.0.1"])
+      expect(closed.reason(host, 9464), host).toMatch(/roster's metrics/);
+    expect(closed.at(9464)?.("127.0.0.1")).toMatch(/roster's metrics/);
+    expect(closed.reason("example.com", 9464)).toBeUndefined();
+    expect(ClosedPorts.forConfig({}).reason("127.0.0.1", 9464)).toBeUndefined();
+  });
+});
