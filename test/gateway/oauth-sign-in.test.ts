@@ -4,8 +4,9 @@
  * PKCE required): the scopes shown before the link, the code exchanged at the
  * loopback, the tokens in the vault, a call through the real gateway with the
  * access token injected, a refresh, and the revocation at `rm`. A denied
- * consent, a tampered state and the device flow each end the way a person
- * expects, and a refused sign-in leaves nothing behind. No Docker.
+ * consent and the device flow each end the way a person expects, a refused
+ * sign-in leaves nothing behind, and a redirect with a tampered state is
+ * refused without ending the sign-in it was meant to spoil. No Docker.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -202,21 +203,32 @@ describe.skipIf(!root)("roster connection add --oauth", () => {
     leftNothing("denied");
   });
 
-  it("refuses an answer whose state was tampered with, and its code is useless without the verifier", async () => {
+  it("refuses an answer whose state was tampered with and keeps waiting for its own; a stolen code is useless without the verifier", async () => {
     const signIn = startSignIn(declared("forged"), env());
     const back = await browser.authorize((await linkOf(signIn)).href, "allow");
     const code = back.searchParams.get("code") ?? "";
+    // anyone on this host can send the loopback a redirect: one with another state is refused…
     const forged = new URL(back);
     forged.searchParams.set("state", "a-state-of-someone-else");
-    expect((await browser.deliver(forged)).status).toBe(400);
-    const ended = await signIn.done;
-    expect(ended.code).toBe(1);
-    expect(ended.stderr).toContain("carries a state that is not this sign-in's");
-    leftNothing("forged");
-    // whoever caught the code can't spend it: the provider wants the verifier only roster held
+    const refused = await browser.deliver(forged);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toContain("not for the sign-in roster is waiting for");
+    const denial = new URL(back.origin + back.pathname);
+    denial.searchParams.set("state", "another-stale-state");
+    denial.searchParams.set("error", "access_denied");
+    expect((await browser.deliver(denial)).status).toBe(400);
+    await signIn.line(/state that is not this sign-in's .*: ignored; still waiting/);
+    // …whoever caught the code can't spend it: the provider wants the verifier only roster held
     const spent = await browser.exchange(code, back.origin + back.pathname);
     expect(spent.status).toBe(400);
     expect(spent.error).toBe("invalid_grant");
+    // …and the sign-in still takes its own answer
+    const page = await browser.deliver(back);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("Signed in");
+    const ended = await signIn.done;
+    expect(ended.code, ended.stderr).toBe(0);
+    expect(await idp.accessValid(String(vault("forged").access))).toBe(true);
   });
 
   it("signs in by the device flow: a code entered on any browser", async () => {

@@ -6,10 +6,14 @@ import { RosterError } from "../../../ground/errors.ts";
  * The loopback redirect of a native app's sign-in (RFC 8252 §7.3): an HTTP
  * listener on 127.0.0.1 only, at a port the system picks unless the person
  * names one, waiting for the one answer the provider sends the browser back
- * with. The answer counts only when its `state` is this sign-in's (a forged
- * or stale redirect is refused and nothing is stored) and, when the issuer is
- * known, when its `iss` names it (RFC 9207, against a mix-up). Whatever the
- * outcome, the browser is told in one sentence, and the listener closes.
+ * with. Only an answer carrying this sign-in's `state` counts: any other
+ * (a forged or stale redirect, which anyone on this host can send to a
+ * loopback port) is answered with an error page and ignored, and the wait
+ * goes on until the right one or the deadline, so a stray request can't end
+ * a sign-in the person is still consenting to. The right one decides: a code
+ * when its `iss`, where the issuer is known, names it (RFC 9207, against a
+ * mix-up), else a refusal. The browser is told in one sentence either way;
+ * the listener closes once an answer has decided.
  */
 export interface Loopback {
   redirectUri: string;
@@ -18,9 +22,10 @@ export interface Loopback {
   /**
    * The redirect's query as pasted by the person (a browser on another
    * machine ends at an address it can't open): judged exactly as one that
-   * reached the listener. False when it carries no answer at all.
+   * reached the listener. Undefined when it decided; else why it was not taken
+   * (no answer at all, or another sign-in's), and the wait goes on.
    */
-  pasted(query: URLSearchParams): boolean;
+  pasted(query: URLSearchParams): string | undefined;
   close(): void;
 }
 
@@ -29,6 +34,8 @@ export interface LoopbackOptions {
   issuer?: string;
   port?: number;
   waitMs: number;
+  /** Told of each answer ignored for carrying another state. */
+  ignored?: (why: string) => void;
 }
 
 const PATH = "/callback";
@@ -47,9 +54,10 @@ export async function openLoopback(options: LoopbackOptions): Promise<Loopback> 
     }
     const outcome = readAnswer(url.searchParams, options);
     page(response, outcome.kind === "code" ? 200 : 400, outcome.page);
-    decide(outcome);
+    if (outcome.kind === "stray") options.ignored?.(outcome.error);
+    else decide(outcome);
   });
-  const decide = (outcome: Answer) => {
+  const decide = (outcome: Exclude<Answer, { kind: "stray" }>) => {
     if (outcome.kind === "code") settle?.resolve(outcome.code);
     else settle?.reject(new RosterError(outcome.error, { exitCode: 1 }));
     close();
@@ -82,24 +90,29 @@ export async function openLoopback(options: LoopbackOptions): Promise<Loopback> 
   });
   const { port } = server.address() as AddressInfo;
   const pasted = (query: URLSearchParams) => {
-    if (!query.has("state") && !query.has("code") && !query.has("error")) return false;
-    decide(readAnswer(query, options));
-    return true;
+    if (!query.has("state") && !query.has("code") && !query.has("error"))
+      return "that is not the address the browser ended at (it carries no code, state or error)";
+    const outcome = readAnswer(query, options);
+    if (outcome.kind === "stray") return outcome.error;
+    decide(outcome);
+    return undefined;
   };
   return { redirectUri: `http://127.0.0.1:${port}${PATH}`, code, pasted, close };
 }
 
+/** `stray`: not this sign-in's answer at all, ignored; the others decide it. */
 type Answer =
   | { kind: "code"; code: string; page: string }
-  | { kind: "refused"; error: string; page: string };
+  | { kind: "refused"; error: string; page: string }
+  | { kind: "stray"; error: string; page: string };
 
 function readAnswer(query: URLSearchParams, options: LoopbackOptions): Answer {
   if (query.get("state") !== options.state)
     return {
-      kind: "refused",
+      kind: "stray",
       error:
-        "the answer that came back to the loopback carries a state that is not this sign-in's (a forged or stale redirect); nothing was stored",
-      page: "This answer is not for the sign-in roster is waiting for, so it was refused. Nothing was stored.",
+        "an answer came back to the loopback with a state that is not this sign-in's (a forged or stale redirect): ignored; still waiting for this sign-in's",
+      page: "This answer is not for the sign-in roster is waiting for, so it was refused and ignored. Nothing was stored.",
     };
   const iss = query.get("iss");
   if (options.issuer !== undefined && iss !== null && iss !== options.issuer)

@@ -123,6 +123,7 @@ async function codeSignIn(
     ...(endpoints.issuer ? { issuer: endpoints.issuer } : {}),
     ...(port !== undefined ? { port } : {}),
     waitMs: CONSENT_WAIT_MS,
+    ignored: say,
   });
   try {
     const link = new URL(authorize);
@@ -178,8 +179,10 @@ function takePasted(loopback: Loopback, say: (line: string) => void): () => void
     } catch {
       query = undefined;
     }
-    if (!query || !loopback.pasted(query))
-      say("that is not the address the browser ended at (it carries no code, state or error)");
+    const why = query
+      ? loopback.pasted(query)
+      : "that is not the address the browser ended at (it carries no code, state or error)";
+    if (why) say(why);
   });
   return () => lines.close();
 }
