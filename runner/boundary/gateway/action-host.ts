@@ -10,6 +10,9 @@ import type { Identity } from "./identity.ts";
  */
 export const ACTIONS_HOST = "actions.roster.internal";
 
+/** The rule an audit line of a request the action host answered names (a stable name). */
+export const ACTION_HOST_RULE = "action-host";
+
 export interface ActionRequest {
   method: string;
   path: string;

@@ -4,6 +4,7 @@ import { hostName } from "../../ground/config/host-name.ts";
 import { ACTIONS_HOST } from "./action-host.ts";
 import { AUDIT_FULL_RULE, type AuditLog, type AuditOutcome, type DecisionLine } from "./audit.ts";
 import type { Budgets } from "./budget.ts";
+import { pageRefusal } from "./caller.ts";
 import type { ClosedPorts } from "./closed-ports.ts";
 import type { ConfigSource } from "./config-source.ts";
 import { type Credentials, RETRY_AFTER_MS } from "./credentials.ts";
@@ -60,6 +61,7 @@ export function requestFacts(arrival: Arrival): RequestFacts {
     subject: arrival.identity?.subject,
     runId: arrival.identity?.runId,
     origins: arrival.identity?.origins,
+    ...(arrival.identity?.actor ? { actor: arrival.identity.actor } : {}),
     protocol: arrival.target.protocol,
     method: arrival.method.toUpperCase(),
     host: hostName(arrival.target.host),
@@ -159,11 +161,14 @@ async function admitRequest(
   const config = deps.config.get();
   const broken = deps.config.brokenReason(config);
   const closed = deps.closed.reason(facts.host, facts.port);
+  // a run past its share of the audit log is served nothing, the action host included
+  if (deps.audit.isFull(facts.runId))
+    return { kind: "refuse", refusal: auditFullRefusal(), decision: undefined };
+  const page = pageRefusal(facts);
+  if (page) return { kind: "refuse", refusal: page, decision: undefined };
   // the action host is the gateway's own: it answers whatever the grants say
   // (an upgrade to it is refused by the caller, on the same audit line)
   if (facts.host === ACTIONS_HOST) return { kind: "action" };
-  if (deps.audit.isFull(facts.runId))
-    return { kind: "refuse", refusal: auditFullRefusal(), decision: undefined };
   if (broken) return { kind: "refuse", refusal: denied(undefined, broken), decision: undefined };
   if (closed)
     return {
@@ -180,7 +185,8 @@ async function admitRequest(
   const decision = judge(config.grants, facts, "request");
   if (decision.verdict === "gate" && decision.rule) {
     // a gate holds a tool call for a human; anything else it matches is refused, never forwarded
-    if (mcp?.method === "tools/call" && mcp.tool !== undefined)
+    // (and a page's call is never held: only the run's own tool calls reach the desk)
+    if (mcp?.method === "tools/call" && mcp.tool !== undefined && !facts.actor)
       return { kind: "gate", decision, tool: mcp.tool };
     return {
       kind: "refuse",
@@ -212,7 +218,10 @@ async function admitRequest(
   const over = modelOver ?? (facts.subject ? deps.budgets.charge(facts.subject, spend) : undefined);
   if (over)
     return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, over) };
-  const inject = await injectionFor(deps, decision, grant, facts.host);
+  // a page reads as the run but never with the run's credentials (caller.ts)
+  const inject = facts.actor
+    ? new Map<string, string>()
+    : await injectionFor(deps, decision, grant, facts.host);
   if (!(inject instanceof Map)) return inject;
   const named = grantNamesHost(grant, facts.host);
   const literal = literalRefusal(facts.host, named);

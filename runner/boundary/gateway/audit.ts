@@ -45,8 +45,10 @@ export interface DecisionRecord extends Omit<AuditOutcome, "rule"> {
   rule: string | null;
   subject: string | null;
   run_id: string | null;
+  /** `page`: the run's renderer, not the run itself (caller.ts); absent for the run. */
+  actor?: "page";
   /** The request facts as judged (header values of credentials redacted). */
-  request: Omit<RequestFacts, "subject" | "runId" | "origins">;
+  request: Omit<RequestFacts, "subject" | "runId" | "origins" | "actor">;
 }
 
 const REDACTED = new Set([
@@ -132,6 +134,8 @@ export const AUDIT_FULL_RULE = "audit-full";
 
 /** `[gateway] audit_max_per_run`'s default: what one run's requests may add to the audit log. */
 export const AUDIT_MAX_PER_RUN_DEFAULT = "64m";
+/** The share every line without a run (no door, no token: a host process) counts against. */
+const UNIDENTIFIED = "";
 /** Runs whose audit bytes are remembered at once; the one written to longest ago is forgotten first. */
 const RUNS_COUNTED = 10_000;
 
@@ -164,7 +168,7 @@ export class AuditLog {
 
   /** Whether this run's audit is full: the door refuses what it would add. */
   isFull(runId: string | undefined): boolean {
-    return runId !== undefined && this.full.has(runId);
+    return this.full.has(runId ?? UNIDENTIFIED);
   }
 
   /** A line for one exchange; see DecisionLine. */
@@ -189,6 +193,7 @@ export class AuditLog {
       rule: outcome.rule ?? null,
       subject: facts.subject ?? null,
       run_id: facts.runId ?? null,
+      ...(facts.actor ? { actor: facts.actor } : {}),
       request: {
         protocol: facts.protocol,
         method: facts.method,
@@ -218,11 +223,8 @@ export class AuditLog {
   private write(record: DecisionRecord): void {
     if (this.fd === undefined) return;
     const text = `${JSON.stringify(record)}\n`;
-    const runId = record.run_id;
-    if (runId === null) {
-      writeSync(this.fd, text);
-      return;
-    }
+    // lines no run's token or door names share one share: nobody may write without bound
+    const runId = record.run_id ?? UNIDENTIFIED;
     if (this.full.has(runId)) return;
     const before = this.written.get(runId) ?? 0;
     const bytes = Buffer.byteLength(text);

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
+import { errorMessage } from "../../ground/errors.ts";
+import { ACTION_HOST_RULE, ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
 import {
   type AdmissionDeps,
   admit,
@@ -91,7 +92,7 @@ export async function handleRequest(
     const line = deps.audit.line(facts);
     const admission = await admit(deps, facts, "request", held.body);
     if (admission.kind === "action")
-      return await answerAction(deps, res, facts, held.body, identity);
+      return await answerAction(deps, res, line, facts, held.body, identity);
     if (admission.kind === "refuse") return answerRefusal(res, line, admission, facts, held.body);
     if (admission.kind === "gate") {
       const rule = admission.decision.rule?.name ?? "";
@@ -183,19 +184,36 @@ function refuseBody(
   refuseAndLinger(req, refusal);
 }
 
+/**
+ * A request to the action host, answered by it and written on the request's
+ * one audit line like any other: the run's share of the log counts it, and
+ * what the host said (its status, and its reason when it refused) is there.
+ */
 async function answerAction(
   deps: ExchangeDeps,
   res: ServerResponse,
+  line: DecisionLine,
   facts: RequestFacts,
   body: Buffer,
   identity: Identity | undefined,
 ): Promise<void> {
-  const reply = await deps.actions.handle({
-    method: facts.method,
-    path: facts.path,
-    headers: facts.headers,
-    body,
-    caller: identity,
+  const reply = await deps.actions
+    .handle({
+      method: facts.method,
+      path: facts.path,
+      headers: facts.headers,
+      body,
+      caller: identity,
+    })
+    .catch((error: unknown) => ({
+      status: 500,
+      body: { status: "error", error: `the action host failed: ${errorMessage(error)}` },
+    }));
+  line.write({
+    verdict: reply.status < 400 ? "allow" : "deny",
+    rule: ACTION_HOST_RULE,
+    status: reply.status,
+    ...(reply.status >= 400 ? { note: refusalReason(reply.body) } : {}),
   });
   const text = JSON.stringify(reply.body);
   res.writeHead(reply.status, {
@@ -348,4 +366,12 @@ async function relayAnswer(
     },
     meter ? (chunk) => meter.push(chunk) : tap && ((chunk) => tap.push(chunk)),
   );
+}
+
+/** The action host's reason for a refusal, for its audit line (cut there like every string). */
+function refusalReason(body: unknown): string | undefined {
+  if (!body || typeof body !== "object") return undefined;
+  const { reason, error } = body as { reason?: unknown; error?: unknown };
+  const said = typeof reason === "string" ? reason : error;
+  return typeof said === "string" ? said : undefined;
 }

@@ -15,6 +15,7 @@ import { AUDIT_MAX_PER_RUN_DEFAULT, AuditLog, type DecisionRecord } from "./audi
 import { bodyBudgetFor } from "./body-budget.ts";
 import { Budgets } from "./budget.ts";
 import { CertificateAuthority } from "./ca.ts";
+import { arrivedAtDoor } from "./caller.ts";
 import { ClosedPorts } from "./closed-ports.ts";
 import { ConfigSource } from "./config-source.ts";
 import { Credentials } from "./credentials.ts";
@@ -305,7 +306,11 @@ function openRunDoors(
   return new RunDoors({
     ownerDir,
     identityDir,
-    accept: (socket) => outer.emit("connection", socket),
+    accept: (socket, door) => {
+      // the run is the door the bytes came through (caller.ts), known before a byte is read
+      arrivedAtDoor(socket, door.identity);
+      outer.emit("connection", socket);
+    },
     onCap: (door, cap) =>
       deps.audit.record(
         requestFacts({
@@ -313,7 +318,7 @@ function openRunDoors(
           method: "OPEN",
           rawPath: "/",
           headers: {},
-          identity: { subject: door.subject, runId: door.runId },
+          identity: door.identity,
           bodySize: 0,
         }),
         {

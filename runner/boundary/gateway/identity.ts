@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
@@ -25,6 +25,12 @@ export interface Identity {
    * which no such grant admits.
    */
   origins?: string[];
+  /**
+   * Set by the door, never by a token: `page` is a request that reached the
+   * run's own door with no token (the renderer's browser; caller.ts), which
+   * may read for the run but never act as it.
+   */
+  actor?: "page";
 }
 
 /** A live token's file; a ready (unbound) one's. */
@@ -45,28 +51,45 @@ export async function mintReadyToken(dir: string, identity: Identity): Promise<s
 /**
  * Makes a ready token live (the run it was minted for has been handed its
  * box). Fails if it was never minted ready or was revoked meanwhile: a box
- * whose token can't be bound must not serve the run.
+ * whose token can't be bound must not serve the run. `origins` are the run's
+ * own (a task's channels, known only at hand-off): written into the ready
+ * file before it goes live, so the token says them from its first request.
  */
-export async function bindToken(dir: string, token: string): Promise<void> {
+export async function bindToken(
+  dir: string,
+  token: string,
+  origins?: readonly string[],
+): Promise<void> {
   if (!TOKEN.test(token)) throw new Error("not a run token");
-  await rename(join(dir, `${token}${READY}`), join(dir, `${token}${LIVE}`));
+  const ready = join(dir, `${token}${READY}`);
+  if (origins) {
+    // the file it was minted in, rewritten in place: a token revoked meanwhile is never made again
+    const file = await open(ready, "r+");
+    try {
+      const minted = parseIdentity(await file.readFile("utf8"));
+      if (!minted) throw new Error("its ready token can't be read");
+      await file.truncate(0);
+      await file.write(tokenText({ ...minted, origins: [...origins] }), 0);
+    } finally {
+      await file.close();
+    }
+  }
+  await rename(ready, join(dir, `${token}${LIVE}`));
 }
+
+/** A token file's text. */
+const tokenText = (identity: Identity) =>
+  `${JSON.stringify({
+    subject: identity.subject,
+    run_id: identity.runId,
+    ...(identity.origins ? { origins: identity.origins } : {}),
+  })}\n`;
 
 async function writeToken(dir: string, identity: Identity, suffix: string): Promise<string> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const token = randomUUID();
   const file = join(dir, `${token}${suffix}`);
-  await writeFile(
-    file,
-    `${JSON.stringify({
-      subject: identity.subject,
-      run_id: identity.runId,
-      ...(identity.origins ? { origins: identity.origins } : {}),
-    })}\n`,
-    {
-      mode: 0o600,
-    },
-  );
+  await writeFile(file, tokenText(identity), { mode: 0o600 });
   await chmod(file, 0o600);
   return token;
 }
@@ -104,7 +127,15 @@ export function resolveToken(dir: string, token: string | undefined): Identity |
 
 function readIdentity(file: string): Identity | undefined {
   try {
-    const raw = JSON.parse(readFileSync(file, "utf8")) as {
+    return parseIdentity(readFileSync(file, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+function parseIdentity(text: string): Identity | undefined {
+  try {
+    const raw = JSON.parse(text) as {
       subject?: unknown;
       run_id?: unknown;
       origins?: unknown;
@@ -121,12 +152,12 @@ function readIdentity(file: string): Identity | undefined {
 }
 
 /**
- * The runs whose tokens are live now (run id → subject): what a gateway may
+ * The runs whose tokens are live now (run id → identity): what a gateway may
  * open a door for. Read from the folder itself, so a gateway restarted in place
  * finds the runs that were going on before it.
  */
-export function liveRuns(dir: string): Map<string, string> {
-  const runs = new Map<string, string>();
+export function liveRuns(dir: string): Map<string, Identity> {
+  const runs = new Map<string, Identity>();
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -136,7 +167,7 @@ export function liveRuns(dir: string): Map<string, string> {
   for (const name of names) {
     if (!name.endsWith(LIVE)) continue;
     const identity = resolveToken(dir, name.slice(0, -LIVE.length));
-    if (identity) runs.set(identity.runId, identity.subject);
+    if (identity) runs.set(identity.runId, identity);
   }
   return runs;
 }

@@ -22,6 +22,8 @@ export interface RequestFacts {
   runId: string | undefined;
   /** The channels the run's input came from (identity.ts); undefined when its token doesn't say. */
   origins: string[] | undefined;
+  /** `page`: no token on the run's own door, the renderer's browser (caller.ts); undefined: the run itself. */
+  actor?: "page";
   protocol: Protocol;
   method: string;
   host: string;

@@ -1,6 +1,6 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { closeDoor, openDoor, runDoorDir, runDoorsOf } from "./door.ts";
-import { liveRuns } from "./identity.ts";
+import { type Identity, liveRuns } from "./identity.ts";
 
 /**
  * One door per box. The runner, once it has minted a run's token, asks its
@@ -40,6 +40,8 @@ export class DoorError extends Error {
 export interface RunDoor {
   runId: string;
   subject: string;
+  /** The run as its token says it (subject, run id, origins): every request at this door is its. */
+  identity: Identity;
   dir: string;
 }
 
@@ -81,8 +83,8 @@ export class RunDoors {
     }
     const open = this.doors.get(runId);
     if (open) return Promise.resolve(open.dir);
-    const subject = liveRuns(this.options.identityDir).get(runId);
-    if (!subject) {
+    const identity = liveRuns(this.options.identityDir).get(runId);
+    if (!identity) {
       return Promise.reject(
         new DoorError(404, `run ${runId} has no live token: mint it before opening the run's door`),
       );
@@ -90,7 +92,7 @@ export class RunDoors {
     // two asks at once open one door
     let opening = this.pending.get(runId);
     if (!opening) {
-      opening = this.listen(runId, subject).finally(() => this.pending.delete(runId));
+      opening = this.listen(runId, identity).finally(() => this.pending.delete(runId));
       this.pending.set(runId, opening);
     }
     return opening;
@@ -134,11 +136,16 @@ export class RunDoors {
     return this.doors.get(runId)?.sockets.size ?? 0;
   }
 
-  private async listen(runId: string, subject: string): Promise<string> {
+  private async listen(runId: string, identity: Identity): Promise<string> {
     const dir = runDoorDir(this.options.ownerDir, runId);
     const door: OpenDoor = {
       runId,
-      subject,
+      subject: identity.subject,
+      identity: {
+        subject: identity.subject,
+        runId,
+        ...(identity.origins ? { origins: identity.origins } : {}),
+      },
       dir,
       server: createServer({ allowHalfOpen: true }),
       sockets: new Set(),

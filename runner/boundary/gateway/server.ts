@@ -5,11 +5,12 @@ import { TLSSocket } from "node:tls";
 import { hostName } from "../../ground/config/host-name.ts";
 import { admit, requestFacts, upstreamFailure, upstreamRefusal } from "./admission.ts";
 import type { CertificateAuthority } from "./ca.ts";
+import { type Caller, callerOf, doorRunOf } from "./caller.ts";
 import type { GatewayTimeouts } from "./defaults.ts";
 import type { DoorMetrics } from "./door-metrics.ts";
 import { type ExchangeDeps, handleRequest } from "./exchange.ts";
 import { answerHostRoute, type DoorControl } from "./host-routes.ts";
-import { type Identity, TokenResolver, tokenFromProxyAuthorization } from "./identity.ts";
+import { type Identity, TokenResolver } from "./identity.ts";
 import { grantNamesHost } from "./judge.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
 import type { RequestFacts, Target } from "./request-facts.ts";
@@ -39,13 +40,16 @@ interface TunnelContext {
   target: Target;
   /** The CONNECT's Proxy-Authorization: re-resolved per request, so revoking a token stops a live tunnel. */
   tokenHeader: string | undefined;
+  /** The run whose door the CONNECT came through (caller.ts), if it did. */
+  door: Identity | undefined;
 }
 
 const tunnels = new WeakMap<object, TunnelContext>();
 
 export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Server } {
   const tokens = new TokenResolver(deps.identityDir);
-  const identify: Identify = (header) => tokens.resolve(tokenFromProxyAuthorization(header));
+  const identify: Identify = (header, door) =>
+    callerOf((token) => tokens.resolve(token), header, door);
   // stalled clients are found by a periodic sweep: sweep often enough for the timeouts to mean something
   const serverOptions = {
     maxHeaderSize: 32 * 1024,
@@ -59,8 +63,8 @@ export function createProxyServers(deps: ServerDeps): { outer: Server; inner: Se
   return { outer, inner };
 }
 
-/** Who a Proxy-Authorization header speaks for (undefined: nobody). */
-type Identify = (header: string | undefined) => Identity | undefined;
+/** Who a request speaks for: its Proxy-Authorization, and the run door it came through (caller.ts). */
+type Identify = (header: string | undefined, door: Identity | undefined) => Caller;
 
 /** Every timeout on one server, and a legible refusal (audited) of what can't be parsed. */
 function bound(server: Server, deps: ServerDeps): void {
@@ -101,7 +105,9 @@ function serveTunnelled(inner: Server, deps: ServerDeps, identify: Identify): vo
   inner.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const context = tunnels.get(req.socket);
     if (!context) return sendRefusal(res, auditUnread(deps, undefined, NO_TUNNEL));
-    const identity = identify(context.tokenHeader);
+    const caller = identify(context.tokenHeader, context.door);
+    const identity = caller.identity;
+    if (caller.refusal) return sendRefusal(res, auditUnread(deps, identity, caller.refusal));
     const mismatch = hostMismatch(deps, req, context.target, identity);
     if (mismatch) return sendRefusal(res, mismatch);
     void handleRequest(deps, req, res, context.target, identity, req.url ?? "/").catch(
@@ -111,7 +117,9 @@ function serveTunnelled(inner: Server, deps: ServerDeps, identify: Identify): vo
   inner.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const context = tunnels.get(req.socket);
     if (!context) return writeRawRefusal(socket, auditUnread(deps, undefined, NO_TUNNEL));
-    const identity = identify(context.tokenHeader);
+    const caller = identify(context.tokenHeader, context.door);
+    const identity = caller.identity;
+    if (caller.refusal) return writeRawRefusal(socket, auditUnread(deps, identity, caller.refusal));
     const mismatch = hostMismatch(deps, req, context.target, identity);
     if (mismatch) return writeRawRefusal(socket, mismatch);
     handleUpgrade(deps, req, socket, head, context.target, identity, req.url ?? "/").catch(() =>
@@ -124,33 +132,35 @@ function serveTunnelled(inner: Server, deps: ServerDeps, identify: Identify): vo
 function serveOuter(outer: Server, inner: Server, deps: ServerDeps, identify: Identify): void {
   outer.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? "";
-    if (answerHostRoute(deps, req, res, () => identify(req.headers["proxy-authorization"]))) return;
+    const caller = identify(req.headers["proxy-authorization"], doorRunOf(req.socket));
+    const identity = caller.identity;
+    if (answerHostRoute(deps, req, res, () => identity)) return;
+    if (caller.refusal) return sendRefusal(res, auditUnread(deps, identity, caller.refusal));
     const absolute = parseAbsolute(url);
-    if (!absolute) {
-      const identity = identify(req.headers["proxy-authorization"]);
-      return sendRefusal(res, auditUnread(deps, identity, NOT_A_PROXY_REQUEST));
-    }
-    const identity = identify(req.headers["proxy-authorization"]);
+    if (!absolute) return sendRefusal(res, auditUnread(deps, identity, NOT_A_PROXY_REQUEST));
     void handleRequest(deps, req, res, absolute.target, identity, absolute.path).catch(
       (error: unknown) => sendRefusal(res, upstreamRefusal(error, undefined)),
     );
   });
   outer.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const caller = identify(req.headers["proxy-authorization"], doorRunOf(req.socket));
+    const identity = caller.identity;
+    if (caller.refusal) return writeRawRefusal(socket, auditUnread(deps, identity, caller.refusal));
     const absolute = parseAbsolute(req.url ?? "");
-    if (!absolute) {
-      const identity = identify(req.headers["proxy-authorization"]);
-      return writeRawRefusal(socket, auditUnread(deps, identity, NOT_A_PROXY_REQUEST));
-    }
-    const identity = identify(req.headers["proxy-authorization"]);
+    if (!absolute) return writeRawRefusal(socket, auditUnread(deps, identity, NOT_A_PROXY_REQUEST));
     handleUpgrade(deps, req, socket, head, absolute.target, identity, absolute.path).catch(() =>
       socket.destroy(),
     );
   });
   outer.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => {
     socket.on("error", () => socket.destroy());
+    const tokenHeader = req.headers["proxy-authorization"];
+    const door = doorRunOf(req.socket);
+    const caller = identify(tokenHeader, door);
+    const identity = caller.identity;
+    if (caller.refusal) return writeRawRefusal(socket, auditUnread(deps, identity, caller.refusal));
     const target = parseConnectTarget(req.url ?? "");
     if (!target) {
-      const identity = identify(req.headers["proxy-authorization"]);
       writeRawRefusal(
         socket,
         auditUnread(deps, identity, {
@@ -163,9 +173,7 @@ function serveOuter(outer: Server, inner: Server, deps: ServerDeps, identify: Id
       );
       return;
     }
-    const tokenHeader = req.headers["proxy-authorization"];
-    const identity = identify(tokenHeader);
-    openTunnel(deps, inner, socket, head, target, identity, tokenHeader).catch(() =>
+    openTunnel(deps, inner, socket, head, target, identity, { tokenHeader, door }).catch(() =>
       socket.destroy(),
     );
   });
@@ -200,7 +208,7 @@ function auditUnread(deps: ServerDeps, identity: Identity | undefined, refusal: 
     }),
     {
       verdict: "deny",
-      rule: UNREAD_RULE,
+      rule: refusal.rule ?? UNREAD_RULE,
       status: refusal.status,
       note: String(refusal.body.error),
     },
@@ -215,7 +223,7 @@ async function openTunnel(
   head: Buffer,
   target: { host: string; port: number },
   identity: Identity | undefined,
-  tokenHeader: string | undefined,
+  who: Pick<TunnelContext, "tokenHeader" | "door">,
 ): Promise<void> {
   // a CONNECT is judged on its target alone: its own headers are the proxy's, not the request's
   const facts = requestFacts({
@@ -233,7 +241,7 @@ async function openTunnel(
   }
   socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
   socket.setTimeout(deps.timeouts.idleMs, () => socket.destroy());
-  const context: TunnelContext = { target: { protocol: "https", ...target }, tokenHeader };
+  const context: TunnelContext = { target: { protocol: "https", ...target }, ...who };
   const first = head.length ? head : await firstChunk(socket);
   if (!first) return;
   socket.unshift(first);

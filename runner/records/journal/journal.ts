@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { appendJsonLine } from "../../ground/files/append-line.ts";
+import { linesFromEnd } from "../../ground/files/tail-lines.ts";
 
 /**
  * A worker's journal: what became of what it proposed. One JSON line per
@@ -9,6 +9,11 @@ import { appendJsonLine } from "../../ground/files/append-line.ts";
  * each line one write() on an O_APPEND descriptor, so concurrent runs and the
  * approval desk never tear a line. Mounted read-only at ~/self/journal in
  * every later run.
+ *
+ * A box chooses much of what a line says (a proposal's summary, an outcome's
+ * note) and how often it proposes, and the journal lives as long as the
+ * worker: each line is bounded (JOURNAL_FIELD_CHARS a field) and the file is
+ * only ever read from its end (readJournal), never whole.
  */
 export type JournalKind =
   | "action-proposed"
@@ -48,8 +53,23 @@ export function watchJournal(watcher: (event: JournalEvent) => void): () => void
   return () => watchers.delete(watcher);
 }
 
+/** The most characters a line's summary or detail keeps (as JSON, for a detail that is not text). */
+export const JOURNAL_FIELD_CHARS = 2000;
+/** The most of the journal's end a read looks at, however long the worker has lived. */
+const READ_BUDGET_BYTES = 4 * 1024 * 1024;
+
+/** A field cut to its bound, saying how much was cut; a detail that is not text is cut as JSON. */
+function bounded(value: unknown): unknown {
+  if (value === undefined) return undefined;
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  if (text === undefined || text.length <= JOURNAL_FIELD_CHARS) return value;
+  return `${text.slice(0, JOURNAL_FIELD_CHARS)}… (${text.length - JOURNAL_FIELD_CHARS} more characters cut)`;
+}
+
 export function appendJournal(paths: RosterPaths, event: Omit<JournalEvent, "ts">): JournalEvent {
   const line: JournalEvent = { ts: new Date().toISOString(), ...event };
+  if (line.summary !== undefined) line.summary = String(bounded(line.summary));
+  if (line.detail !== undefined) line.detail = bounded(line.detail);
   // the box reads its journal through a read-only mount, as its own user
   appendJsonLine(journalFile(paths, event.worker), line, { file: 0o644, dir: 0o755 });
   for (const watcher of watchers) {
@@ -62,20 +82,28 @@ export function appendJournal(paths: RosterPaths, event: Omit<JournalEvent, "ts"
   return line;
 }
 
-/** The last `limit` events (oldest first); a torn or foreign line is skipped, never fatal. */
+/**
+ * The last `limit` events (oldest first), read from the journal's end (at most
+ * READ_BUDGET_BYTES of it, however long it has grown); a torn or foreign line
+ * is skipped, never fatal.
+ */
 export function readJournal(paths: RosterPaths, worker: string, limit = 30): JournalEvent[] {
-  const file = journalFile(paths, worker);
-  if (!existsSync(file)) return [];
   const events: JournalEvent[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (!line.trim()) continue;
-    try {
-      events.push(JSON.parse(line) as JournalEvent);
-    } catch {
-      // a line cut by a full disk: the rest still reads
-    }
-  }
-  return events.slice(-limit);
+  if (limit <= 0) return events;
+  linesFromEnd(
+    journalFile(paths, worker),
+    (line) => {
+      try {
+        const event = JSON.parse(line) as JournalEvent;
+        if (event && typeof event === "object") events.push(event);
+      } catch {
+        // a line cut by a full disk: the rest still reads
+      }
+      return events.length < limit;
+    },
+    READ_BUDGET_BYTES,
+  );
+  return events.reverse();
 }
 
 const OUTCOME_KINDS: ReadonlySet<JournalKind> = new Set([

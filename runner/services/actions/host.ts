@@ -23,6 +23,7 @@ import { executorFor } from "./desk.ts";
 import { deskFull, heldCallTooBig, ProposalShare } from "./desk-bounds.ts";
 import { mcpCall } from "./executors/mcp.ts";
 import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
+import { RouteShares } from "./route-shares.ts";
 import { decideTrust } from "./trust.ts";
 import { channelTrust } from "./trusted-channels.ts";
 
@@ -34,6 +35,8 @@ import { channelTrust } from "./trusted-channels.ts";
  * for the approval desk.
  */
 const MAX_ENVELOPE_BYTES = 256 * 1024;
+/** The most gates GET /gates answers with (the newest). */
+const GATES_ANSWERED = 50;
 
 const Envelope = Type.Object(
   {
@@ -82,6 +85,8 @@ export function firstProblem(
 export class ActionHost implements ActionHandler {
   /** Each run's share of the proposals this host takes (desk-bounds.ts). */
   private readonly proposals = new ProposalShare();
+  /** Each run's share of the reads and outcome reports (route-shares.ts). */
+  private readonly routes = new RouteShares();
 
   constructor(
     private readonly paths: RosterPaths,
@@ -97,21 +102,33 @@ export class ActionHost implements ActionHandler {
       });
     const worker = workerOfSubject(caller.subject);
     const route = `${request.method} ${request.path}`;
+    const kind =
+      route === "POST /outcome" ? "outcome" : route.startsWith("GET ") ? "read" : undefined;
+    const over = kind && caller.runId ? this.routes.refused(kind, caller.runId) : undefined;
+    if (over)
+      return reply(429, {
+        status: "denied",
+        reason: over.reason,
+        retry_after_secs: over.retryAfterSecs,
+      });
     if (route === "POST /submit")
       return this.submit(request.body, caller.subject, worker, caller.runId, caller.origins);
     if (route === "GET /gates")
       return reply(200, {
-        gates: listGates(this.paths, worker).map((gate) => ({
-          id: gate.id,
-          intent: gate.intent,
-          state: gate.state,
-          filed_at: gate.filed_at,
-          decided_by: gate.decided_by ?? null,
-          decided_at: gate.decided_at ?? null,
-          executed_at: gate.executed_at ?? null,
-          ...(gate.decision_note ? { note: gate.decision_note } : {}),
-          ...(gate.error ? { error: gate.error } : {}),
-        })),
+        // the newest GATES_ANSWERED: a worker's gates pile up for as long as it lives
+        gates: listGates(this.paths, worker)
+          .slice(-GATES_ANSWERED)
+          .map((gate) => ({
+            id: gate.id,
+            intent: gate.intent,
+            state: gate.state,
+            filed_at: gate.filed_at,
+            decided_by: gate.decided_by ?? null,
+            decided_at: gate.decided_at ?? null,
+            executed_at: gate.executed_at ?? null,
+            ...(gate.decision_note ? { note: gate.decision_note } : {}),
+            ...(gate.error ? { error: gate.error } : {}),
+          })),
       });
     if (route === "GET /journal")
       return reply(200, { events: readJournal(this.paths, worker, 30) });
