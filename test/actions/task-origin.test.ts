@@ -7,6 +7,7 @@ import { runDir, writeRecord } from "../../runner/records/run-records/run-record
 import { readTasks } from "../../runner/records/task-list/store.ts";
 import { listGates } from "../../runner/services/actions/gates.ts";
 import { replyFromTask } from "../../runner/services/actions/task-reply.ts";
+import { fireTemplates } from "../../runner/work/tasks/templates.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 
@@ -94,6 +95,30 @@ describe("tasks filed from a chat session", () => {
       ["Find the flaky test, then fix it", CHANNEL, true],
       ["New one", CHANNEL, true],
     ]);
+  });
+
+  it("a recurring template filed from a chat session keeps its channel: each task it fires comes from there", async () => {
+    await sessionRun("run-template", CHANNEL);
+    const list = readTasks(env.paths, "elf");
+    const set = await submitAction(env, await env.token("elf", "run-template"), {
+      intent: "set-tasks",
+      payload: {
+        base_version: list.version,
+        tasks: list.tasks
+          .filter((one) => one.state === "pending")
+          .map((one) => ({ id: one.id, prompt: one.prompt })),
+        recurring: [{ prompt: "Summarise the week", every: "1d" }],
+      },
+    });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    const after = readTasks(env.paths, "elf");
+    const template = after.recurring?.find((one) => one.prompt === "Summarise the week");
+    expect(template).toMatchObject({ channel: CHANNEL, context_channels: [CHANNEL] });
+
+    // its fire: a task from that channel, judged and clean-roomed as one filed there
+    const fired = fireTemplates(after, new Date(Date.now() + 2 * 86_400_000), "UTC");
+    const task = fired?.list.tasks.find((one) => one.template_id === template?.id);
+    expect(task).toMatchObject({ channel: CHANNEL, context_channels: [CHANNEL], reply_to: false });
   });
 
   it("a run that is not a chat session files tasks without a channel, and can't ask for a reply", async () => {

@@ -43,6 +43,13 @@ export interface Template {
   last_fired_at?: string;
   /** The task its last fire filed (a fire while that one is still open files nothing). */
   last_task_id?: string;
+  /**
+   * The chat channel of the session that filed it, and the conversations
+   * that run carried: each task it fires carries them on, as a task filed
+   * there would (its purpose, its origins, the clean-room rule).
+   */
+  channel?: string;
+  context_channels?: string[];
 }
 
 export interface TaskList {

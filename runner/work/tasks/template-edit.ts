@@ -1,15 +1,16 @@
 import { ceilingProblem } from "../../ground/config/ceiling.ts";
 import { RosterError } from "../../ground/errors.ts";
-import type { Standing, Template } from "../../records/task-list/store.ts";
+import type { Template } from "../../records/task-list/store.ts";
 import { type Cadence, cronProblem, intervalMs, nextFire, WINDOW_PATTERN } from "./schedule.ts";
-import { HEARTBEAT_ID, newTemplate } from "./templates.ts";
+import { HEARTBEAT_ID, newTemplate, type TemplateFiling } from "./templates.ts";
 
 /**
  * A worker's recurring templates as it files them (set_tasks' `recurring`),
  * or the operator adds one: checked one field at a time with the field named,
  * then applied as a whole — entries with an id change that template (a new
  * cadence moves its next fire, an unchanged one keeps it), entries without
- * one are new, and the worker's templates it leaves out are retired. The
+ * one are new (filed from where `filed` says), and the worker's templates it
+ * leaves out are retired; a changed one keeps where it was filed from. The
  * host's templates (the heartbeat) are kept as they are and can't be named.
  */
 export interface TemplateEntry {
@@ -48,7 +49,7 @@ export const cadenceOfEntry = (entry: Pick<TemplateEntry, "cron" | "every">): Ca
 export function applyTemplates(
   current: Template[],
   entries: TemplateEntry[],
-  filed: { by: string; standing: Standing; now: Date; zone: string },
+  filed: TemplateFiling,
 ): Template[] {
   entries.forEach((entry, index) => {
     const problem = templateProblem(entry, `recurring.${index}`);

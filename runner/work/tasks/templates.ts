@@ -62,6 +62,9 @@ export function fireTemplates(list: TaskList, now: Date, zone: string): Fired | 
       standing: template.standing,
       template_id: template.id,
       ...(template.window ? { window: template.window } : {}),
+      // where it was filed from, its answer kept home: a fire is no one's ask in that channel
+      ...(template.channel ? { channel: template.channel, reply_to: false } : {}),
+      ...(template.context_channels?.length ? { context_channels: template.context_channels } : {}),
       ...(late
         ? (() => {
             const said = `due at ${template.next_at}${missed > 0 ? ` (and ${missed} more fire${missed === 1 ? "" : "s"} since)` : ""}, missed while the server was down; run once now`;
@@ -122,10 +125,18 @@ export function syncHeartbeat(
   return { tasks: list.tasks, recurring: [template, ...others] };
 }
 
+/** Who filed a template, when, and from where (a chat session's channel and what its run carried). */
+export interface TemplateFiling extends Partial<Pick<Template, "channel" | "context_channels">> {
+  by: string;
+  standing: Template["standing"];
+  now: Date;
+  zone: string;
+}
+
 /** A template as filed: its first fire is the first after `now`. */
 export function newTemplate(
   fields: { prompt: string; cadence: Cadence; window?: string; ceiling_min?: number },
-  filed: { by: string; standing: Template["standing"]; now: Date; zone: string; id?: string },
+  filed: TemplateFiling & { id?: string },
 ): Template {
   return {
     id: filed.id ?? `r-${newTaskId().slice(2)}`,
@@ -139,5 +150,7 @@ export function newTemplate(
     filed_by: filed.by,
     standing: filed.standing,
     next_at: nextFire(fields.cadence, filed.now, filed.zone).toISOString(),
+    ...(filed.channel ? { channel: filed.channel } : {}),
+    ...(filed.context_channels?.length ? { context_channels: filed.context_channels } : {}),
   };
 }

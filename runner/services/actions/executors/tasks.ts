@@ -353,6 +353,9 @@ export const setTasks: Executor<SetPayload> = {
             standing,
             now: new Date(),
             zone,
+            // a chat session's template fires tasks from its channel, carrying what it carried
+            ...(origin ? { channel: origin } : {}),
+            ...carried,
           })
         : (current.recurring ?? []);
       return { tasks, recurring };
