@@ -3,8 +3,11 @@ import { join } from "node:path";
 import { InteractionResponseType, MessageFlags } from "discord-api-types/v10";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { workerSubject } from "../../runner/ground/config/subject.ts";
+import { groupOf } from "../../runner/records/channels/links.ts";
 import { readGate } from "../../runner/records/gates/gate-record.ts";
+import { pauseOf } from "../../runner/records/workers/pause.ts";
 import { type Gate, newGateId, writeGate } from "../../runner/services/actions/gates.ts";
+import { discordCommands } from "../../runner/services/chat/discord/commands.ts";
 import { bindElf, lazyServer, until } from "../support/chat-turns.ts";
 import { DiscordStandIn, type InteractionResponse } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";
@@ -13,7 +16,8 @@ import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 
 /**
  * Discord application commands under `roster server`: registered in the
- * bot's guild when the listener connects, run as INTERACTION_CREATE, answered
+ * guild org.toml names when the listener connects (and in no other guild the
+ * bot is in), run as INTERACTION_CREATE, answered
  * by the host's command core through the interaction's callback — the
  * asker's alone unless the channel itself changed — and completed as typed.
  */
@@ -23,10 +27,14 @@ const TOKEN = "discord-commands-test-token";
 const GUILD = "810000000000000021";
 const ROOM = "820000000000000021";
 const ROOM_ID = `discord-${GUILD}-${ROOM}`;
+/** A guild the bot was invited to that org.toml doesn't name: anyone's, where they manage everything. */
+const STRANGE_GUILD = "810000000000000029";
+const STRANGE_ROOM = "820000000000000029";
 const ADMIN_ROLE = "840000000000000021";
 const ANA = { id: "830000000000000021", username: "ana" };
 const BEN = { id: "830000000000000022", username: "ben" };
 const CAL = { id: "830000000000000023", username: "cal" };
+const DAN = { id: "830000000000000024", username: "dan" };
 /** Discord's MANAGE_GUILD permission bit. */
 const MANAGE_GUILD = 1n << 5n;
 
@@ -44,15 +52,9 @@ describe.skipIf(!docker)("Discord application commands", () => {
     name: string,
     options: Record<string, string | Record<string, string>>,
     member: { roles?: string[]; permissions?: bigint } = {},
+    where: { channel_id: string; guild_id?: string } = { channel_id: ROOM, guild_id: GUILD },
   ) => {
-    const { id } = discord.command({
-      name,
-      options,
-      user,
-      channel_id: ROOM,
-      guild_id: GUILD,
-      ...member,
-    });
+    const { id } = discord.command({ name, options, user, ...where, ...member });
     const first = await until(() => responses(id)[0], `the answer to /${name}`, 20_000);
     return { id, first, content: String(first.data?.content ?? "") };
   };
@@ -77,14 +79,15 @@ describe.skipIf(!docker)("Discord application commands", () => {
     model = await new ModelServer().start("127.0.0.1");
     discord = await DiscordStandIn.start({
       token: TOKEN,
-      channels: [ROOM],
-      users: [ANA.id, BEN.id, CAL.id],
-      guilds: [GUILD],
+      users: [ANA.id, BEN.id, CAL.id, DAN.id],
+      channels: [ROOM, STRANGE_ROOM],
+      // READY lists the strange guild first: once GUILD has its commands, it was passed over
+      guilds: [STRANGE_GUILD, GUILD],
       heartbeatInterval: 1_000,
     });
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
       modelKey: "DISCORD-COMMANDS-KEY",
-      extraOrg: `[chat]\napprovers = ["discord:${ANA.id}"]\n\n[chat.from_platform]\ndiscord_roles = ["${ADMIN_ROLE}"]\ndiscord_manage_server = true\n`,
+      extraOrg: `[chat]\napprovers = ["discord:${ANA.id}"]\nadmins = ["discord:${DAN.id}"]\n\n[chat.from_platform]\ndiscord_guilds = ["${GUILD}"]\ndiscord_roles = ["${ADMIN_ROLE}"]\ndiscord_manage_server = true\n`,
     });
     await bindElf(deployment, {
       discord: {
@@ -102,7 +105,7 @@ describe.skipIf(!docker)("Discord application commands", () => {
     await deployment?.cleanup();
   });
 
-  it("registers every command in the guild, its parts as subcommands", () => {
+  it("registers every command in the guild org.toml names, its parts as subcommands", () => {
     const names = discord.registeredCommands(GUILD).map((command) => command.name);
     expect(names).toEqual(
       expect.arrayContaining([
@@ -168,6 +171,50 @@ describe.skipIf(!docker)("Discord application commands", () => {
       { permissions: MANAGE_GUILD },
     );
     expect(manager.content).toBe("elf may run again");
+  });
+
+  it("a guild org.toml doesn't name gets no commands; one still offered there is refused unjudged, Manage Server or not", async () => {
+    expect(discord.registeredCommands(STRANGE_GUILD)).toEqual([]);
+    // an earlier registration (before the guild list) still offers them there
+    const stale = await fetch(
+      `${discord.apiBase}/v10/applications/${discord.botUserId}/guilds/${STRANGE_GUILD}/commands`,
+      {
+        method: "PUT",
+        headers: { authorization: `Bot ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify(discordCommands()),
+      },
+    );
+    expect(stale.status).toBe(200);
+    const strange = { channel_id: STRANGE_ROOM, guild_id: STRANGE_GUILD };
+    const paused = await run(
+      BEN,
+      "worker",
+      { pause: { name: "elf" } },
+      { roles: [ADMIN_ROLE], permissions: MANAGE_GUILD },
+      strange,
+    );
+    expect(paused.first.data?.flags).toBe(MessageFlags.Ephemeral);
+    expect(paused.content).toBe(
+      `Not done: this bot takes commands only in the servers its org.toml names ([chat.from_platform] discord_guilds), and ${STRANGE_GUILD} is not one.`,
+    );
+    expect(pauseOf(deployment.paths, "elf")).toBeUndefined();
+    // not even an admin by org.toml is answered there: the room is someone else's
+    const trusted = await run(DAN, "channel", { trust: {} }, {}, strange);
+    expect(trusted.content).toMatch(/^Not done: this bot takes commands only in the servers/);
+  });
+
+  it("a DM can't be linked into another person's conversation from chat", async () => {
+    const { id } = discord.command({
+      name: "channel",
+      options: { link: { other: `discord-dm-${ANA.id}` } },
+      user: DAN,
+      channel_id: discord.dmChannelOf(DAN.id),
+    });
+    const answer = await until(() => responses(id)[0], "the answer to /channel link", 20_000);
+    expect(String(answer.data?.content)).toBe(
+      `Not done: /channel link discord-dm-${ANA.id} is not yours: from chat only surfaces you are the person in link (the operator links others at the terminal, roster channel link).`,
+    );
+    expect(groupOf(deployment.paths, `discord-dm-${ANA.id}`)).toBeUndefined();
   });
 
   it("a change to the channel is said to the room; reading it is not", async () => {

@@ -14,7 +14,8 @@ import { SlackStandIn } from "../support/slack-stand-in.ts";
  * Slack slash commands under `roster server`: Slack's Socket Mode envelope
  * (slash_commands) through the listener to the host's command core and back
  * on the ack, judged by org.toml [chat] and, where it says so, by Slack's
- * own word that someone is a workspace admin.
+ * own word that someone is an admin of the workspace it names; a command
+ * from anyone of another workspace is refused.
  */
 const docker = await testDocker();
 
@@ -25,6 +26,9 @@ const ADMIN = "U0ADMIN01";
 const APPROVER = "U0APPROV1";
 const BOSS = "U0BOSS001";
 const STRANGER = "U0STRANG1";
+/** A Slack Connect guest: an admin of a workspace of their own. */
+const GUEST = "U0GUEST01";
+const NOSY = "U0NOSY001";
 const ROOM_ID = `slack-t0roster-${ROOM.toLowerCase()}`;
 
 describe.skipIf(!docker)("Slack slash commands", () => {
@@ -34,8 +38,14 @@ describe.skipIf(!docker)("Slack slash commands", () => {
   const server = lazyServer(() => deployment);
 
   /** Runs a slash command and waits for its answer, as the person sees it. */
-  const slash = async (user: string, command: string, text = "") => {
-    const { trigger_id } = slack.slash({ command, text, user, channel: ROOM });
+  const slash = async (user: string, command: string, text = "", team_id?: string) => {
+    const { trigger_id } = slack.slash({
+      command,
+      text,
+      user,
+      channel: ROOM,
+      ...(team_id ? { team_id } : {}),
+    });
     return until(
       () => slack.slashResponses.find((response) => response.trigger_id === trigger_id),
       `the answer to ${command} ${text}`,
@@ -55,12 +65,13 @@ describe.skipIf(!docker)("Slack slash commands", () => {
       botToken: BOT_TOKEN,
       appToken: APP_TOKEN,
       channels: [ROOM],
-      users: [ADMIN, APPROVER, BOSS, STRANGER],
+      users: [ADMIN, APPROVER, BOSS, STRANGER, GUEST, NOSY],
     });
     slack.setUser(BOSS, { name: "boss", is_admin: true });
+    slack.setUser(GUEST, { name: "guest", is_admin: true, team_id: "T0OTHERS" });
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
       modelKey: "SLACK-COMMANDS-KEY",
-      extraOrg: `[chat]\nadmins = ["slack:${ADMIN}"]\napprovers = ["slack:${APPROVER}"]\n\n[chat.from_platform]\nslack_workspace_admins = true\n`,
+      extraOrg: `[chat]\nadmins = ["slack:${ADMIN}"]\napprovers = ["slack:${APPROVER}"]\n\n[chat.from_platform]\nslack_workspaces = ["T0ROSTER"]\nslack_workspace_admins = true\n`,
     });
     // only DMs wake elf: a room's messages are context
     await bindElf(
@@ -126,6 +137,33 @@ describe.skipIf(!docker)("Slack slash commands", () => {
     expect(paused.text).toMatch(/^elf is paused \(by slack:U0BOSS001 at .*: quiet week\)/);
     expect(pauseOf(deployment.paths, "elf")?.by).toBe(`slack:${BOSS}`);
     expect((await slash(BOSS, "/worker", "resume elf")).text).toBe("elf may run again");
+  });
+
+  it("a command from another workspace is refused unjudged, even from that workspace's admin", async () => {
+    const guest = await slash(GUEST, "/worker", "pause elf");
+    expect(guest.text).toBe(
+      "Not done: this bot takes commands only from people of its own workspace (T0ROSTER), and T0OTHERS is another.",
+    );
+    expect(pauseOf(deployment.paths, "elf")).toBeUndefined();
+    // run in another workspace (a sibling of an org-wide install), even an admin's is refused
+    const elsewhere = await slash(ADMIN, "/task", "ls", "T0SIBLING");
+    expect(elsewhere.text).toBe(
+      "Not done: this bot takes commands only from people of its own workspace (T0ROSTER), and T0SIBLING is another.",
+    );
+  });
+
+  it("a refusal's journal line keeps a short excerpt of the command, at most 5 a minute per asker", async () => {
+    const long = "x".repeat(6_000);
+    for (let i = 0; i < 7; i++)
+      expect((await slash(NOSY, "/task", `add "${long}"`)).text).toMatch(
+        /^Not done: \/task add this needs an admin/,
+      );
+    const lines = journal().filter((line) => line.decided_by === `slack:${NOSY}`);
+    expect(lines).toHaveLength(5);
+    for (const line of lines) {
+      expect(line.disposition).toBe("refused");
+      expect(JSON.stringify(line.result).length).toBeLessThan(300);
+    }
   });
 
   it("a room outside the worker's wake class is kept as context and wakes nothing", async () => {

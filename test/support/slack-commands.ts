@@ -49,6 +49,8 @@ export interface SlashInput {
   channel: string;
   user_name?: string;
   channel_name?: string;
+  /** The workspace the command is run in, as the payload's team_id says; this one's unless set. */
+  team_id?: string;
 }
 
 /** What `slash()` sent; envelope_id is undefined when nothing was connected to take it. */
@@ -134,7 +136,7 @@ export class SlackCommands {
     });
     const payload = {
       token: IDENTITY.verificationToken,
-      team_id: IDENTITY.teamId,
+      team_id: input.team_id ?? IDENTITY.teamId,
       team_domain: IDENTITY.teamName,
       channel_id: channel,
       channel_name: channel.startsWith("D")

@@ -14,6 +14,8 @@
  * Everyone is in Etc/UTC; profile fields Slack fills from a person's own
  * settings (title, phone, status) are empty; no email is given (that takes
  * the users:read.email scope). The app's bot user is there too, as is_bot.
+ * A Slack Connect guest (`team_id` set) is shown with their own team's id
+ * and their standing there, as Slack shows someone from another workspace.
  */
 import { IDENTITY } from "./slack-objects.ts";
 
@@ -27,6 +29,8 @@ export interface SlackUserInput {
   is_restricted?: boolean;
   is_ultra_restricted?: boolean;
   deleted?: boolean;
+  /** Their own workspace, when it isn't this one: a Slack Connect guest from another team. */
+  team_id?: string;
 }
 
 export interface SlackUserProfile {
@@ -111,7 +115,7 @@ export class SlackUsers {
     const primary = input?.is_primary_owner ?? false;
     const owner = primary || (input?.is_owner ?? false);
     return {
-      ...base(id, name, realName, input?.deleted ?? false),
+      ...base(id, name, realName, input?.deleted ?? false, input?.team_id),
       is_admin: owner || (input?.is_admin ?? false),
       is_owner: owner,
       is_primary_owner: primary,
@@ -131,12 +135,18 @@ export class SlackUsers {
   }
 }
 
-function base(id: string, name: string, realName: string, deleted: boolean) {
+function base(
+  id: string,
+  name: string,
+  realName: string,
+  deleted: boolean,
+  team: string = IDENTITY.teamId,
+) {
   const [first = "", ...rest] = realName.split(" ");
   const avatar = `https://secure.gravatar.com/avatar/${id.toLowerCase()}.jpg`;
   return {
     id,
-    team_id: IDENTITY.teamId,
+    team_id: team,
     name,
     deleted,
     color: "9f69e7",
@@ -162,7 +172,7 @@ function base(id: string, name: string, realName: string, deleted: boolean) {
       image_24: `${avatar}?s=24`,
       image_48: `${avatar}?s=48`,
       image_72: `${avatar}?s=72`,
-      team: IDENTITY.teamId,
+      team,
     },
   };
 }

@@ -32,7 +32,8 @@ let root: string;
 let paths: RosterPaths;
 const ELF_RUN = "2026-07-10-09-00-00-000aaaaaaaa";
 const IMP_RUN = "2026-07-10-10-00-00-000bbbbbbbb";
-const ROOM = "discord-810000000000000001-820000000000000001";
+const GUILD = "810000000000000001";
+const ROOM = `discord-${GUILD}-820000000000000001`;
 const ADMIN = "discord:830000000000000001";
 const APPROVER = "discord:830000000000000002";
 const STRANGER = "discord:830000000000000003";
@@ -64,7 +65,7 @@ beforeAll(async () => {
   await initRoots(paths);
   await appendFile(
     join(paths.config, "org.toml"),
-    `\n[chat]\nadmins = ["${ADMIN}"]\napprovers = ["${APPROVER}"]\n\n[chat.from_platform]\ndiscord_roles = ["840000000000000001"]\ndiscord_manage_server = true\nslack_workspace_admins = true\n`,
+    `\n[chat]\nadmins = ["${ADMIN}"]\napprovers = ["${APPROVER}"]\n\n[chat.from_platform]\ndiscord_guilds = ["${GUILD}"]\nslack_workspaces = ["T0ROSTER"]\ndiscord_roles = ["840000000000000001"]\ndiscord_manage_server = true\nslack_workspace_admins = true\n`,
   );
   await writeRecord(runDir(paths.state, "elf", ELF_RUN), {
     id: ELF_RUN,
@@ -161,17 +162,34 @@ describe("who may run what, from chat", () => {
     expect(await ask(APPROVER, "/task")).toContain("tidy the notes");
   });
 
-  it("a platform's word counts only where [chat.from_platform] says so", async () => {
-    const role = { user: STRANGER, platform: { roles: ["840000000000000001"] } };
+  it("a platform's word counts only where [chat.from_platform] says so, in a guild or workspace it names", async () => {
+    const role = { user: STRANGER, platform: { server: GUILD, roles: ["840000000000000001"] } };
     expect(await ask(role, "/identity")).toMatch(
       /admin by org\.toml \[chat\.from_platform\] discord_roles \(you hold role 840000000000000001\)/,
     );
-    const manager = { user: STRANGER, platform: { manageServer: true } };
+    const manager = { user: STRANGER, platform: { server: GUILD, manageServer: true } };
     expect(await ask(manager, "/channel trust")).toMatch(
       /is trusted.*by discord:830000000000000003/,
     );
-    const slackAdmin = { user: "slack:U0ADMIN", platform: { workspaceAdmin: true } };
+    const slackAdmin = {
+      user: "slack:U0ADMIN",
+      platform: { server: "t0roster", workspaceAdmin: true },
+    };
     expect(await ask(slackAdmin, "/worker")).toMatch(/^elf/m);
+    // Manage Server in a guild of their own, or a workspace not named, vouches for nothing
+    const ownGuild = {
+      user: STRANGER,
+      platform: { server: "810000000000000099", manageServer: true },
+    };
+    expect(await ask(ownGuild, "/worker pause elf")).toBe(
+      `Not done: /worker pause this needs an admin: ${STRANGER} is in neither org.toml [chat] admins nor [chat] approvers, and [chat.from_platform] does not name 810000000000000099 (its word counts only in the guilds and workspaces named there).`,
+    );
+    expect(
+      await ask(
+        { user: "slack:U0OTHER", platform: { server: "T0OTHER", workspaceAdmin: true } },
+        "/worker",
+      ),
+    ).toMatch(/^Not done/);
     // a Slack admin flag on a Discord user, or a role not listed, vouches for nothing
     expect(await ask({ user: STRANGER, platform: { workspaceAdmin: true } }, "/worker")).toMatch(
       /^Not done/,
@@ -220,17 +238,24 @@ describe("what the commands change", () => {
     expect(await ask(ADMIN, "/worker pause ghost")).toBe('no worker named "ghost"');
   });
 
-  it("/channel link joins this DM to another of the person's surfaces; a room is refused", async () => {
+  it("/channel link joins only surfaces the asker is the person in (the terminal any); a room is refused", async () => {
     const dm = "discord-dm-830000000000000001";
     const other = "slack-t0roster-dm-u0admin";
     expect(await ask(APPROVER, `/channel link ${other}`, dm)).toMatch(
       /^Not done: .* needs an admin/,
     );
+    // from chat, only a surface the asker is the person in: this Slack DM may be anyone's
     expect(await ask(ADMIN, `/channel link ${other}`, dm)).toBe(
-      `linked: ${dm} + ${other} are one conversation (its history is ${dm}'s); each keeps its own trust`,
+      `Not done: /channel link ${other} is not yours: from chat only surfaces you are the person in link (the operator links others at the terminal, roster channel link).`,
     );
-    expect(homeOf(paths, other)).toBe(dm);
-    expect(await ask(ADMIN, "/channel", other)).toMatch(new RegExp(`^linked {4}${dm}$`, "m"));
+    expect(homeOf(paths, other)).toBe(other);
+    // the operator at the terminal decides: their terminal and the DM become one
+    const mine = "term-ann-elf";
+    expect(await term(`/channel link ${other}`)).toBe(
+      `linked: ${mine} + ${other} are one conversation (its history is ${mine}'s); each keeps its own trust`,
+    );
+    expect(homeOf(paths, other)).toBe(mine);
+    expect(await ask(ADMIN, "/channel", other)).toMatch(new RegExp(`^linked {4}${mine}$`, "m"));
     expect(await ask(ADMIN, `/channel link ${other}`)).toMatch(/is not a direct surface/);
     expect(await ask(ADMIN, "/channel unlink", other)).toMatch(/is its own conversation again/);
     expect(homeOf(paths, other)).toBe(other);

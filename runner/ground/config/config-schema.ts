@@ -332,15 +332,40 @@ export const ChatSection = Type.Object(
     admins: Type.Optional(
       Type.Array(Type.String({ pattern: "^(discord|slack):[A-Za-z0-9]{1,40}$" })),
     ),
-    /** Whom a platform's own standing makes an admin, each only when set here. */
+    /**
+     * Whom a platform's own standing makes an admin, each only when set here,
+     * and only in the guilds and workspaces named here: a bot can be invited
+     * anywhere, and a stranger's own server would vouch for anyone.
+     */
     from_platform: Type.Optional(
       Type.Object(
         {
+          /**
+           * This deployment's own Discord guilds: commands are registered and
+           * answered only in these (and in DMs with the bot), and the Discord
+           * keys below count only here. None named: no guild gets commands.
+           */
+          discord_guilds: Type.Optional(
+            Type.Array(Type.String({ pattern: "^[0-9]{1,25}$", description: "a guild id" })),
+          ),
+          /**
+           * The Slack workspaces (team ids, e.g. "T0123ABCD") whose word counts:
+           * `slack_workspace_admins` only there. Commands come only from the
+           * bot's own workspace, whatever is named.
+           */
+          slack_workspaces: Type.Optional(
+            Type.Array(
+              Type.String({
+                pattern: "^[A-Z0-9]{1,40}$",
+                description: 'a team id like "T0123ABCD"',
+              }),
+            ),
+          ),
           /** Members holding one of these Discord role ids. */
           discord_roles: Type.Optional(Type.Array(Type.String({ pattern: "^[0-9]{1,25}$" }))),
-          /** Members with Discord's Manage Server permission in the guild. */
+          /** Members with Discord's Manage Server permission in a guild `discord_guilds` names. */
           discord_manage_server: Type.Optional(Type.Boolean()),
-          /** Slack workspace admins and owners. */
+          /** Admins and owners of a workspace `slack_workspaces` names. */
           slack_workspace_admins: Type.Optional(Type.Boolean()),
         },
         { additionalProperties: false },

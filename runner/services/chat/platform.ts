@@ -26,6 +26,12 @@ export interface ChatPlatform {
    * is its listener.
    */
   readonly listener?: () => Promise<AdapterFactory>;
+  /**
+   * The one person a direct surface of this platform is with, named as a
+   * command's asker is (`discord:<user id>`); undefined for a room. The
+   * terminal has none: it is the operator's, linked only from the terminal.
+   */
+  readonly personOf?: (channelId: string) => string | undefined;
   /** How message-user reaches the operator here, when the platform's credential names one. */
   readonly operatorDm?: OperatorDm;
 }

@@ -4,7 +4,9 @@ import type { Authority } from "../command-catalogue/catalogue.ts";
 /**
  * Who may run what. A person's standing comes from org.toml `[chat]`
  * (`admins`, `approvers`), and from what their platform says of them only
- * where `[chat.from_platform]` turns that on. The terminal is the operator's
+ * where `[chat.from_platform]` turns that on, and only for a guild or
+ * workspace it names: anyone can invite a bot to a server of their own, where
+ * they hold every role and Manage Server. The terminal is the operator's
  * own shell on the host and may do everything. Every answer names the rule
  * it went by, so a refusal tells the person what would let them.
  */
@@ -13,6 +15,8 @@ export interface Asker {
   user: string;
   /** What the platform said of them with this very command (the listener read it there). */
   platform?: {
+    /** The guild or workspace (team id) these facts are about: they count only where the config names it. */
+    server?: string;
     /** Discord role ids they hold in the guild the command came from. */
     roles?: string[];
     /** Discord's Manage Server permission in that guild. */
@@ -42,9 +46,23 @@ export function standingOf(asker: Asker, chat: ChatSection | undefined): Judged 
   return {
     standing: "none",
     rule: `${asker.user} is in neither org.toml [chat] admins nor [chat] approvers${
-      chat?.from_platform ? ", and [chat.from_platform] vouches for nothing they have" : ""
+      !chat?.from_platform
+        ? ""
+        : asker.platform?.server && !named(asker, chat.from_platform)
+          ? `, and [chat.from_platform] does not name ${asker.platform.server} (its word counts only in the guilds and workspaces named there)`
+          : ", and [chat.from_platform] vouches for nothing they have"
     }`,
   };
+}
+
+/** Whether the server the platform spoke for is one the config names as this deployment's. */
+function named(asker: Asker, rules: NonNullable<ChatSection["from_platform"]>): boolean {
+  const server = asker.platform?.server;
+  if (!server) return false;
+  if (asker.user.startsWith("discord:")) return rules.discord_guilds?.includes(server) === true;
+  if (asker.user.startsWith("slack:"))
+    return rules.slack_workspaces?.includes(server.toUpperCase()) === true;
+  return false;
 }
 
 function platformRule(
@@ -52,7 +70,7 @@ function platformRule(
   rules: ChatSection["from_platform"] | undefined,
 ): string | undefined {
   const facts = asker.platform;
-  if (!rules || !facts) return undefined;
+  if (!rules || !facts || !named(asker, rules)) return undefined;
   if (asker.user.startsWith("discord:")) {
     if (rules.discord_manage_server && facts.manageServer)
       return "org.toml [chat.from_platform] discord_manage_server (you have Manage Server)";

@@ -20,3 +20,11 @@ export interface CommandAnswer {
 }
 
 export const onlyYou = (text: string): CommandAnswer => ({ text });
+
+/**
+ * A command its asker may not give here, found by the answer itself (the
+ * standing was enough, the target is not theirs): journalled as refused.
+ */
+export class CommandRefused extends Error {
+  override name = "CommandRefused";
+}

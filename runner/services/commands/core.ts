@@ -12,15 +12,16 @@ import { runsAnswer } from "./answers/runs.ts";
 import { taskAnswer } from "./answers/tasks.ts";
 import { workerAnswer } from "./answers/worker.ts";
 import { type Asker, allows, refusal, standingOf } from "./authority.ts";
-import type { CommandAnswer, CommandContext } from "./context.ts";
+import { type CommandAnswer, type CommandContext, CommandRefused } from "./context.ts";
 import { type Invocation, readLine, UsageError } from "./invocation.ts";
+import { REFUSALS_WRITTEN, refusals, refusedArgs } from "./refusals.ts";
 
 /**
  * The one place a person's command is answered, whichever surface it came
  * from (`roster talk`, a Discord application command, a Slack slash
  * command): read against the catalogue, judged against the asker's standing,
  * answered, and written to the action journal with who asked from where and
- * how it ended. These never reach the worker: a worker can't approve its
+ * how it ended (a refusal's line bounded, refusals.ts). These never reach the worker: a worker can't approve its
  * own proposals by typing.
  */
 export interface Asked {
@@ -47,7 +48,7 @@ export async function answer(asked: Asked, invocation: Invocation): Promise<Comm
   const name = `/${command.name} ${sub.name}`;
   const chat = loadConfig(asked.paths.config).org.chat;
   const judged = standingOf(asked.asker, chat);
-  const journal = (disposition: "executed" | "refused" | "failed", detail?: string) =>
+  const journal = (disposition: "executed" | "failed", detail?: string) =>
     appendActionAudit(asked.paths, {
       worker: workerSubject(asked.worker),
       intent: `command ${name}`,
@@ -56,17 +57,32 @@ export async function answer(asked: Asked, invocation: Invocation): Promise<Comm
       reason: `from ${asked.channel ?? "no channel"}${detail ? `: ${detail}` : ""}`,
       ...(Object.keys(args).length ? { result: { args } } : {}),
     });
-  if (!allows(judged.standing, sub.authority)) {
-    const why = refusal(sub.authority, judged);
-    journal("refused", why);
+  /** A refusal's line: an excerpt of its arguments, and none past the asker's bound (refusals.ts). */
+  const refused = (why: string) => {
+    const admitted = refusals.admit(asked.asker.user);
+    if (admitted)
+      appendActionAudit(asked.paths, {
+        worker: workerSubject(asked.worker),
+        intent: `command ${name}`,
+        disposition: "refused",
+        decided_by: asked.asker.user,
+        reason: `from ${asked.channel ?? "no channel"}: ${why}${
+          admitted.leftOut
+            ? ` (and ${admitted.leftOut} refusal(s) of this asker before it not written: over ${REFUSALS_WRITTEN} a minute)`
+            : ""
+        }`,
+        ...(Object.keys(args).length ? { result: { args: refusedArgs(args) } } : {}),
+      });
     return { text: `Not done: ${name} ${why}.` };
-  }
+  };
+  if (!allows(judged.standing, sub.authority)) return refused(refusal(sub.authority, judged));
   const context: CommandContext = { ...asked, judged };
   try {
     const said = await dispatch(context, invocation);
     if (command.name !== "help") journal("executed");
     return typeof said === "string" ? { text: said } : said;
   } catch (error) {
+    if (error instanceof CommandRefused) return refused(error.message);
     journal("failed", errorMessage(error));
     return { text: `${name}: ${errorMessage(error)}` };
   }

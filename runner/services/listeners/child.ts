@@ -1,6 +1,7 @@
 import { type Credential, readCredential } from "../../boundary/gateway/vault.ts";
 import { botBindings, type Platform } from "../../ground/config/bot-bindings.ts";
 import type { ChannelClass } from "../../ground/config/channel-class-schema.ts";
+import type { ChatSection } from "../../ground/config/config-schema.ts";
 import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
@@ -33,6 +34,11 @@ export interface ListenerHost {
   paths: RosterPaths;
   /** worker.toml `wake`: the channels whose messages wake the worker; absent, every one. */
   wake?: ChannelClass;
+  /**
+   * org.toml `[chat]` as it reads now (where commands are taken, whose word
+   * counts); undefined when the config can't be read, which names nothing.
+   */
+  chat(): ChatSection | undefined;
   status(state: ConnectionState, detail?: string): void;
   event(): void;
   /** Resolves once the server has the message recorded and queued (advance the cursor then). */
@@ -286,6 +292,13 @@ class ServerLink {
     return {
       worker,
       paths,
+      chat: () => {
+        try {
+          return loadConfig(paths.config).org.chat;
+        } catch {
+          return undefined;
+        }
+      },
       status: (state, detail) => void say({ type: "status", state, ...(detail ? { detail } : {}) }),
       event: () => void say({ type: "event" }),
       deliver: (message, hooks) =>

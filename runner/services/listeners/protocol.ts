@@ -45,7 +45,13 @@ export interface CommandRequest {
   /** platform:user-id (the server puts the binding's platform on it whatever the child says). */
   user: string;
   /** What the platform said of the person with this command. */
-  platform?: { roles?: string[]; manageServer?: boolean; workspaceAdmin?: boolean };
+  platform?: {
+    /** The guild or workspace the facts are about (they count only where org.toml names it). */
+    server?: string;
+    roles?: string[];
+    manageServer?: boolean;
+    workspaceAdmin?: boolean;
+  };
   /** A typed line (`/task add …`), or a command with its part and named options. */
   line?: string;
   named?: { command: string; sub?: string; options: Record<string, string> };

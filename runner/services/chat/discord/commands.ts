@@ -7,6 +7,7 @@ import {
   type APIChatInputApplicationCommandInteraction,
   ApplicationCommandOptionType,
   ApplicationCommandType,
+  ChannelType,
   InteractionContextType,
   InteractionResponseType,
   MessageFlags,
@@ -22,8 +23,9 @@ import { discordChannelId } from "./ids.ts";
 
 /**
  * Discord application commands: the host's catalogue (services/commands/)
- * registered in every guild the bot is in (a guild's commands show at once)
- * and globally for DMs with the bot only, each part a subcommand, the options that
+ * registered in each guild org.toml names as this deployment's own (a guild's
+ * commands show at once; any other guild the bot is in gets none, and a
+ * command from one is refused unjudged) and globally for DMs with the bot only, each part a subcommand, the options that
  * name a proposal, a task, a run or a worker completed as they are typed. A
  * command becomes named options for the host's command core, with what
  * Discord says of the person (their roles, Manage Server); the answer is
@@ -127,6 +129,26 @@ function readOptions(options: APIApplicationCommandInteractionDataOption[] | und
   return { sub, values, focused };
 }
 
+/**
+ * This deployment's own guilds (org.toml `[chat.from_platform] discord_guilds`),
+ * read fresh each time: commands are registered and answered only there and
+ * in DMs with the bot. A bot can be invited to anyone's guild.
+ */
+export function ownGuilds(host: ListenerHost): readonly string[] {
+  return host.chat()?.from_platform?.discord_guilds ?? [];
+}
+
+/** Why a command from here is not taken, or undefined when it is: a named guild, or a DM with the bot. */
+function placeRefusal(host: ListenerHost, interaction: Interaction): string | undefined {
+  if (interaction.guild_id)
+    return ownGuilds(host).includes(interaction.guild_id)
+      ? undefined
+      : `Not done: this bot takes commands only in the servers its org.toml names ([chat.from_platform] discord_guilds), and ${interaction.guild_id} is not one.`;
+  return interaction.channel?.type === ChannelType.DM
+    ? undefined
+    : "Not done: outside a server, this bot takes commands only in a DM with it.";
+}
+
 /** Who asked, where, and what Discord says of them there. */
 function askerOf(interaction: Interaction) {
   const user = interaction.member?.user ?? interaction.user;
@@ -137,14 +159,16 @@ function askerOf(interaction: Interaction) {
       : { dmUser: user.id },
   );
   const member = interaction.member;
-  const platform = member
-    ? {
-        roles: member.roles,
-        manageServer:
-          (BigInt(member.permissions) & PermissionFlagsBits.ManageGuild) ===
-          PermissionFlagsBits.ManageGuild,
-      }
-    : undefined;
+  const platform =
+    member && interaction.guild_id
+      ? {
+          server: interaction.guild_id,
+          roles: member.roles,
+          manageServer:
+            (BigInt(member.permissions) & PermissionFlagsBits.ManageGuild) ===
+            PermissionFlagsBits.ManageGuild,
+        }
+      : undefined;
   return { user: `discord:${user.id}`, channel, ...(platform ? { platform } : {}) };
 }
 
@@ -153,7 +177,7 @@ export async function handleDiscordAutocomplete(
   host: ListenerHost,
   interaction: APIApplicationCommandAutocompleteInteraction,
 ): Promise<void> {
-  const asker = askerOf(interaction);
+  const asker = placeRefusal(host, interaction) ? undefined : askerOf(interaction);
   const { sub, focused } = readOptions(interaction.data.options);
   const choices =
     asker && focused
@@ -179,17 +203,20 @@ export async function handleDiscordCommand(
   const asker = askerOf(interaction);
   if (!asker) return;
   const { sub, values } = readOptions(interaction.data.options);
-  const answering = host
-    .command({
-      ...asker,
-      named: { command: interaction.data.name, ...(sub ? { sub } : {}), options: values },
-    })
-    .catch(
-      (error: unknown): CommandReply => ({
-        text: `Not done: ${errorMessage(error)}.`,
-        room: false,
-      }),
-    );
+  const elsewhere = placeRefusal(host, interaction);
+  const answering = (
+    elsewhere
+      ? Promise.resolve<CommandReply>({ text: elsewhere, room: false })
+      : host.command({
+          ...asker,
+          named: { command: interaction.data.name, ...(sub ? { sub } : {}), options: values },
+        })
+  ).catch(
+    (error: unknown): CommandReply => ({
+      text: `Not done: ${errorMessage(error)}.`,
+      room: false,
+    }),
+  );
   const timely = await Promise.race([
     answering,
     new Promise<undefined>((resolve) =>

@@ -24,6 +24,7 @@ import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
 import {
   handleDiscordAutocomplete,
   handleDiscordCommand,
+  ownGuilds,
   registerDiscordCommands,
   registerDiscordDmCommands,
 } from "./commands.ts";
@@ -145,7 +146,15 @@ export class DiscordListener implements ChatAdapter {
       );
   }
 
+  /** The DMs' commands, and each guild's that org.toml names; says where commands are taken. */
   private async registerEverywhere(guilds: string[]): Promise<void> {
+    const own = ownGuilds(this.host);
+    const others = guilds.filter((guild) => !own.includes(guild)).length;
+    this.host.note(
+      own.length
+        ? `commands are taken in guilds ${own.join(", ")} ([chat.from_platform] discord_guilds) and in DMs with the bot, and Discord's word on a person counts only in those guilds; ${others} other guild(s) the bot is in get none`
+        : "no guild is named in org.toml [chat.from_platform] discord_guilds: commands are taken only in DMs with the bot, and Discord's word on a person (roles, Manage Server) counts nowhere",
+    );
     await this.registerDms();
     for (const guild of guilds) await this.register(guild);
   }
@@ -162,9 +171,13 @@ export class DiscordListener implements ChatAdapter {
     }
   }
 
-  /** The commands in a guild the bot is in, once per guild while this listener runs. */
+  /**
+   * The commands in a guild the bot is in and org.toml names, once per guild
+   * while this listener runs; a guild not named gets none.
+   */
   private async register(guild: string): Promise<void> {
     if (!this.applicationId || this.registered.has(guild)) return;
+    if (!ownGuilds(this.host).includes(guild)) return;
     this.registered.add(guild);
     try {
       await registerDiscordCommands(this.rest, this.applicationId, guild);

@@ -1,5 +1,5 @@
 import type { ChatPlatform } from "../platform.ts";
-import { DISCORD_PREFIX } from "./ids.ts";
+import { DISCORD_PREFIX, discordPlace } from "./ids.ts";
 import { discordOperatorDm, discordSender } from "./sender.ts";
 
 /** Discord: a bot in guild channels and DMs, over its gateway (listener.ts) and REST (client.ts). */
@@ -10,6 +10,10 @@ export const discord: ChatPlatform = {
   listener: async () => {
     const { DiscordListener } = await import("./listener.ts");
     return (host, credential) => new DiscordListener(host, credential);
+  },
+  personOf: (channelId) => {
+    const place = discordPlace(channelId);
+    return place && "dmUser" in place ? `discord:${place.dmUser}` : undefined;
   },
   operatorDm: discordOperatorDm,
 };

@@ -11,11 +11,14 @@ import { slackChannelId } from "./ids.ts";
  * answers it. Slack wants the ack within 3 s: an answer ready by then rides
  * on the ack; a slower one (an approval that sends an email) is acked bare
  * and posted to the command's response_url when it comes. Whether the person
- * is a workspace admin is asked of users.info with every command, so a
- * demotion counts at once.
+ * is a workspace admin, and of which team, is asked of users.info with every
+ * command, so a demotion counts at once; a command from anyone outside the
+ * bot's own workspace is refused here, unjudged.
  */
 export interface SlashBody {
   command?: string;
+  /** The workspace the command was run in. */
+  team_id?: string;
   text?: string;
   user_id?: string;
   channel_id?: string;
@@ -51,14 +54,16 @@ export async function handleSlackCommand(
   const text = (body.text ?? "").trim();
   // `/roster task ls` and `/task ls` say the same
   const line = name === "roster" ? `/${text}` : `/${name} ${text}`;
-  const answering = workspaceAdmin(web, user).then((admin) =>
-    host.command({
+  const answering = personOf(web, user).then((person) => {
+    const foreign = foreignTeam(team, body.team_id, person?.team);
+    if (foreign) return { text: foreign, room: false };
+    return host.command({
       channel,
       user: `slack:${user}`,
-      ...(admin === undefined ? {} : { platform: { workspaceAdmin: admin } }),
+      ...(person ? { platform: { server: team.toUpperCase(), workspaceAdmin: person.admin } } : {}),
       line,
-    }),
-  );
+    });
+  });
   const timely = await Promise.race([
     answering,
     new Promise<undefined>((resolve) =>
@@ -97,13 +102,36 @@ function message(reply: CommandReply): Record<string, unknown> {
   return { response_type: reply.room ? "in_channel" : "ephemeral", text };
 }
 
-/** users.info's word on the person; undefined when Slack couldn't be asked (then nothing is vouched). */
-async function workspaceAdmin(web: WebClient, user: string): Promise<boolean | undefined> {
+/**
+ * Why a command from another workspace is refused unjudged, or undefined when
+ * it is the bot's own: the workspace it was run in and the asker's own team
+ * (users.info; a Slack Connect guest's is their home team) must both be the
+ * bot's. Another team's admin is no admin here.
+ */
+function foreignTeam(
+  own: string,
+  ranIn: string | undefined,
+  asker: string | undefined,
+): string | undefined {
+  const theirs = [ranIn, asker].find((one) => one !== undefined && one.toLowerCase() !== own);
+  return theirs === undefined
+    ? undefined
+    : `Not done: this bot takes commands only from people of its own workspace (${own.toUpperCase()}), and ${theirs} is another.`;
+}
+
+/**
+ * users.info's word on the person: their team and whether they are an admin
+ * or owner of it; undefined when Slack couldn't be asked (then nothing is vouched).
+ */
+async function personOf(
+  web: WebClient,
+  user: string,
+): Promise<{ team: string | undefined; admin: boolean } | undefined> {
   try {
     const info = await web.users.info({ user });
     const found = info.user;
     if (!found) return undefined;
-    return found.is_admin === true || found.is_owner === true;
+    return { team: found.team_id, admin: found.is_admin === true || found.is_owner === true };
   } catch {
     return undefined;
   }

@@ -93,6 +93,7 @@ export class SlackListener implements ChatAdapter {
       const auth = await this.web.auth.test();
       this.botUser = auth.user_id;
       this.team = (auth.team_id ?? "").toLowerCase();
+      this.sayWhereCommandsCount(auth.team_id ?? "");
     } catch (error) {
       const code = (error as { data?: { error?: string } }).data?.error;
       if (code && AUTH_ERRORS.has(code))
@@ -151,6 +152,18 @@ export class SlackListener implements ChatAdapter {
         throw new Unauthorised(`Slack answered ${code} to the app token`);
       throw error;
     }
+  }
+
+  /** The start's line on whose commands are taken and where Slack's word on a person counts. */
+  private sayWhereCommandsCount(team: string): void {
+    const named = this.host.chat()?.from_platform?.slack_workspaces ?? [];
+    this.host.note(
+      `commands are taken only from people of workspace ${team}; ${
+        named.includes(team.toUpperCase())
+          ? "Slack's word on a person (workspace admin) counts there ([chat.from_platform] slack_workspaces)"
+          : "it is not named in org.toml [chat.from_platform] slack_workspaces, so Slack's word on a person (workspace admin) counts nowhere"
+      }`,
+    );
   }
 
   offer(offer: GateOffer): Promise<void> {

@@ -1,5 +1,5 @@
 import type { ChatPlatform } from "../platform.ts";
-import { SLACK_PREFIX } from "./ids.ts";
+import { SLACK_PREFIX, slackPlace } from "./ids.ts";
 import { slackOperatorDm, slackSender } from "./sender.ts";
 
 /** Slack: an app's bot in a workspace's channels and DMs, over Socket Mode (listener.ts) and the Web API (client.ts). */
@@ -10,6 +10,11 @@ export const slack: ChatPlatform = {
   listener: async () => {
     const { SlackListener } = await import("./listener.ts");
     return (host, credential) => new SlackListener(host, credential);
+  },
+  // Slack's ids are upper case; the channel id keeps them lower
+  personOf: (channelId) => {
+    const place = slackPlace(channelId);
+    return place && "dmUser" in place ? `slack:${place.dmUser.toUpperCase()}` : undefined;
   },
   operatorDm: slackOperatorDm,
 };

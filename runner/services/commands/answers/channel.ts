@@ -8,6 +8,7 @@ import {
   trustSaid,
   WAKE_MODES,
 } from "../../../records/channels/designations.ts";
+import { isDirectChannel } from "../../../records/channels/ids.ts";
 import {
   groupOf,
   linkSaid,
@@ -16,7 +17,8 @@ import {
   unlinkSurface,
 } from "../../../records/channels/links.ts";
 import { readPurpose } from "../../../records/channels/store.ts";
-import type { CommandAnswer, CommandContext } from "../context.ts";
+import { platformOfChannel } from "../../chat/platforms.ts";
+import { type CommandAnswer, type CommandContext, CommandRefused } from "../context.ts";
 
 /** `/channel`: its standing and purpose; `trust`, `untrust`, `mode all|mention` change it, as `roster channel` does. */
 export async function channelAnswer(
@@ -38,7 +40,11 @@ export async function channelAnswer(
     return { text: `${modeSaid(await setMode(paths, channel, mode))} ${by}`, room: true };
   }
   if (sub === "link") {
-    const group = await linkSurfaces(paths, channel, args.other ?? "", context.asker.user);
+    const other = args.other ?? "";
+    // a room never links (linkSurfaces says so); else each surface must be the asker's
+    if (isDirectChannel(channel) && isDirectChannel(other))
+      for (const surface of [channel, other]) mustOwn(context, surface);
+    const group = await linkSurfaces(paths, channel, other, context.asker.user);
     return { text: linkSaid(group) };
   }
   if (sub === "unlink") {
@@ -56,4 +62,20 @@ export async function channelAnswer(
       ...(group ? [`linked    ${group.surfaces.filter((one) => one !== channel).join(", ")}`] : []),
     ].join("\n"),
   };
+}
+
+/**
+ * Only a surface's own person joins it into a conversation: the linked group's
+ * home holds everyone's history and session, so linking someone else's DM (or
+ * the operator's terminal) would hand it to the asker. The terminal is the
+ * operator's, who may link any surfaces there.
+ */
+function mustOwn(context: CommandContext, surface: string): void {
+  const asker = context.asker.user;
+  if (asker.startsWith("term:")) return;
+  const person = platformOfChannel(surface)?.personOf?.(surface);
+  if (person?.toLowerCase() === asker.toLowerCase()) return;
+  throw new CommandRefused(
+    `${surface} is not yours: from chat only surfaces you are the person in link (the operator links others at the terminal, roster channel link)`,
+  );
 }
