@@ -98,7 +98,7 @@ describe("config loading", () => {
       "org.toml": [
         '[knowledge]\nwrite_from = "sometimes"\n',
         '[chat]\nadmins = ["irc:nick"]\n',
-        '[chat.from_platform]\ndiscord_roles = ["moderators"]\n',
+        '[chat.from_platform]\ndiscord_roles = ["moderators"]\ndiscord_guilds = ["our server"]\nslack_workspaces = ["t0lower"]\n',
         '[[grant]]\nname = "g"\nverdict = "allow"\nchannels = { surfaces = ["everywhere"] }\n',
         '[[action]]\nname = "note"\nexecutor = "message-user"\nchannels = { servers = ["Discord-1"] }\n',
       ].join("\n"),
@@ -112,8 +112,12 @@ describe("config loading", () => {
         ),
         expect.stringMatching(/^org\.toml:4: chat\.admins\.0: must match/),
         expect.stringMatching(/^org\.toml:7: chat\.from_platform\.discord_roles\.0: /),
-        expect.stringMatching(/^org\.toml:13: grant\.0\.channels\.surfaces\.0: /),
-        expect.stringMatching(/^org\.toml:18: action\.0\.channels\.servers\.0: /),
+        expect.stringMatching(/^org\.toml:7: chat\.from_platform\.discord_guilds\.0: .*a guild id/),
+        expect.stringMatching(
+          /^org\.toml:7: chat\.from_platform\.slack_workspaces\.0: .*a team id like "T0123ABCD"/,
+        ),
+        expect.stringMatching(/^org\.toml:15: grant\.0\.channels\.surfaces\.0: /),
+        expect.stringMatching(/^org\.toml:20: action\.0\.channels\.servers\.0: /),
         expect.stringMatching(/^workers\/elf\/worker\.toml:2: wake\.rooms: unknown key/),
       ]),
     );
