@@ -122,6 +122,17 @@ describe.skipIf(!docker)("Discord application commands", () => {
     expect(approvals?.options?.map((one) => one.name)).toEqual(["ls", "show", "approve", "deny"]);
   });
 
+  it("says in the server's log where commands are taken", async () => {
+    await until(
+      () =>
+        server
+          .log()
+          .includes(`commands are taken in guilds ${GUILD} ([chat.from_platform] discord_guilds)`),
+      "the listener's line on where commands are taken",
+    );
+    expect(server.log()).toContain("1 other guild(s) the bot is in get none");
+  });
+
   it("in a DM with the bot the same commands are there, registered globally for DMs only", async () => {
     const global = discord.registeredCommands();
     expect(global.map((one) => one.name)).toContain("identity");

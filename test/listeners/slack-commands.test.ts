@@ -139,6 +139,18 @@ describe.skipIf(!docker)("Slack slash commands", () => {
     expect((await slash(BOSS, "/worker", "resume elf")).text).toBe("elf may run again");
   });
 
+  it("says in the server's log whose commands are taken and where Slack's word counts", async () => {
+    await until(
+      () =>
+        server
+          .log()
+          .includes(
+            "commands are taken only from people of workspace T0ROSTER; Slack's word on a person (workspace admin) counts there",
+          ),
+      "the listener's line on whose commands are taken",
+    );
+  });
+
   it("a command from another workspace is refused unjudged, even from that workspace's admin", async () => {
     const guest = await slash(GUEST, "/worker", "pause elf");
     expect(guest.text).toBe(
