@@ -75,6 +75,19 @@ describe.skipIf(!docker)("Discord application commands", () => {
     return gate;
   };
 
+  /** The commands in the strange guild, as an earlier registration of this bot left them. */
+  const registerStale = async () => {
+    const put = await fetch(
+      `${discord.apiBase}/v10/applications/${discord.botUserId}/guilds/${STRANGE_GUILD}/commands`,
+      {
+        method: "PUT",
+        headers: { authorization: `Bot ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify(discordCommands()),
+      },
+    );
+    expect(put.status).toBe(200);
+  };
+
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
     discord = await DiscordStandIn.start({
@@ -95,6 +108,7 @@ describe.skipIf(!docker)("Discord application commands", () => {
         api_base: discord.apiBase,
       },
     });
+    await registerStale();
     await server.start();
     await until(() => discord.registeredCommands(GUILD).length > 0, "the commands registered");
   });
@@ -185,17 +199,10 @@ describe.skipIf(!docker)("Discord application commands", () => {
   });
 
   it("a guild org.toml doesn't name gets no commands; one still offered there is refused unjudged, Manage Server or not", async () => {
+    // the earlier registration made before the server started is gone
     expect(discord.registeredCommands(STRANGE_GUILD)).toEqual([]);
-    // an earlier registration (before the guild list) still offers them there
-    const stale = await fetch(
-      `${discord.apiBase}/v10/applications/${discord.botUserId}/guilds/${STRANGE_GUILD}/commands`,
-      {
-        method: "PUT",
-        headers: { authorization: `Bot ${TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(discordCommands()),
-      },
-    );
-    expect(stale.status).toBe(200);
+    // one made while it runs (another deployment of the same bot) still offers them there
+    await registerStale();
     const strange = { channel_id: STRANGE_ROOM, guild_id: STRANGE_GUILD };
     const paused = await run(
       BEN,

@@ -79,13 +79,15 @@ export function discordCommands(): RESTPutAPIApplicationGuildCommandsJSONBody {
   });
 }
 
+/** A guild's whole set of commands: the catalogue in one of ours, none in any other. */
 export async function registerDiscordCommands(
   rest: REST,
   applicationId: string,
   guildId: string,
+  ours: boolean,
 ): Promise<void> {
   await rest.put(Routes.applicationGuildCommands(applicationId, guildId), {
-    body: discordCommands(),
+    body: ours ? discordCommands() : [],
   });
 }
 

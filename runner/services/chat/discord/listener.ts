@@ -173,17 +173,21 @@ export class DiscordListener implements ChatAdapter {
 
   /**
    * The commands in a guild the bot is in and org.toml names, once per guild
-   * while this listener runs; a guild not named gets none.
+   * while this listener runs. A guild not named gets none: its set is
+   * replaced by an empty one, so commands an earlier registration left there
+   * are gone too (one call per guild, as registering was).
    */
   private async register(guild: string): Promise<void> {
     if (!this.applicationId || this.registered.has(guild)) return;
-    if (!ownGuilds(this.host).includes(guild)) return;
+    const own = ownGuilds(this.host).includes(guild);
     this.registered.add(guild);
     try {
-      await registerDiscordCommands(this.rest, this.applicationId, guild);
+      await registerDiscordCommands(this.rest, this.applicationId, guild, own);
     } catch (error) {
       this.registered.delete(guild);
-      this.host.note(`the commands were not registered in guild ${guild}: ${errorMessage(error)}`);
+      this.host.note(
+        `the commands were not ${own ? "registered in" : "cleared from"} guild ${guild}: ${errorMessage(error)}`,
+      );
     }
   }
 
