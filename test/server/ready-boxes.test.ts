@@ -12,8 +12,9 @@ import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { proxyUrl } from "../../runner/boundary/gateway/identity.ts";
+import { readJournal } from "../../runner/records/journal/journal.ts";
 import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
-import { readTasks } from "../../runner/records/task-list/store.ts";
+import { newTaskId, readTasks, updateTasks } from "../../runner/records/task-list/store.ts";
 import { readReadyStatus, readyStatusFile } from "../../runner/work/ready/server-pool.ts";
 import { testDocker } from "../support/docker.ts";
 import { textOf } from "../support/model-server.ts";
@@ -30,6 +31,7 @@ import { latestRecord } from "../support/roster-root.ts";
  * means the run starts the usual way, and still succeeds.
  */
 const docker = await testDocker();
+const ROOM = "discord-111111111111111-222222222222222";
 
 describe.skipIf(!docker)("ready boxes in the server", () => {
   let kept: ReadyServer;
@@ -54,6 +56,11 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
 
   beforeAll(async () => {
     kept = await readyServer({});
+    // a grant only for runs no channel started (a command line, a schedule)
+    await appendFile(
+      join(kept.deployment.paths.config, "org.toml"),
+      '\n[[action]]\nname = "message-user"\nexecutor = "message-user"\ntrust = "gate"\nchannels = { surfaces = ["none"] }\n',
+    );
     await kept.start();
   }, 120_000);
   beforeEach(() => {
@@ -117,18 +124,28 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
     expect(behind.container).not.toBe(box.container);
   }, 240_000);
 
-  it("a task's run in a ready box reports its outcome (the box learned it was a task at hand-off)", async () => {
+  it("a task's run in a ready box reports its outcome and is judged by the task's channel (both learned at hand-off)", async () => {
     const box = await nextReady();
-    kept.model.play({ toolCalls: [{ name: "task_complete", arguments: { note: "12 apples" } }] });
-    const added = await kept.deployment.roster([
-      "task",
-      "add",
-      "elf",
-      "count the apples",
-      "--json",
+    kept.model.play(
+      { toolCalls: [{ name: "message_user", arguments: { text: "the room asked" } }] },
+      { toolCalls: [{ name: "task_complete", arguments: { note: "12 apples" } }] },
+    );
+    // a task filed from a room: its run's input comes from there, whichever box serves it
+    const id = newTaskId();
+    await updateTasks(kept.deployment.paths, "elf", (current) => [
+      ...current.tasks,
+      {
+        id,
+        prompt: "count the apples",
+        ceiling_min: 10,
+        state: "pending",
+        filed_at: new Date().toISOString(),
+        filed_by: "run:run-in-the-room",
+        standing: "owner",
+        channel: ROOM,
+        reply_to: false,
+      },
     ]);
-    expect(added.code, added.stderr).toBe(0);
-    const id = (JSON.parse(added.stdout) as { id: string }).id;
     const task = () => readTasks(kept.deployment.paths, "elf").tasks.find((one) => one.id === id);
     await kept.waitFor(
       () => task()?.state === "done" || task()?.state === "needs-review",
@@ -140,6 +157,12 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
       task_id: id,
     });
     expect(toolNames()).toContain("task_complete");
+    // the grant is only for runs no channel started: this one came from the room
+    const journal = readJournal(kept.deployment.paths, "elf").filter(
+      (event) => event.run_id === box.run && event.intent === "message-user",
+    );
+    expect(journal.map((event) => event.kind)).toEqual(["action-refused"]);
+    expect(journal[0]?.detail).toContain(`this run started from ${ROOM}`);
   }, 120_000);
 
   it("two runs at once never share one", async () => {
@@ -316,6 +339,11 @@ describe.skipIf(!docker)("box exec in a ready box", () => {
 
   beforeAll(async () => {
     kept = await readyServer({});
+    // a grant only for runs no channel started (a command line, a schedule)
+    await appendFile(
+      join(kept.deployment.paths.config, "org.toml"),
+      '\n[[action]]\nname = "message-user"\nexecutor = "message-user"\ntrust = "gate"\nchannels = { surfaces = ["none"] }\n',
+    );
     await kept.start();
   }, 120_000);
   afterAll(async () => {

@@ -11,6 +11,7 @@ import { BoxLines } from "./box-lines.ts";
 import { LINE_MAX } from "./box-output.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
 import { parseEvent } from "./pi-events.ts";
+import { channelsOf } from "./run-context.ts";
 import type { ReadyStart, RunRequest } from "./run-request.ts";
 
 /**
@@ -20,11 +21,27 @@ import type { ReadyStart, RunRequest } from "./run-request.ts";
 export async function takeOver(request: RunRequest): Promise<RunRequest> {
   const { ready, ...rest } = request;
   if (!ready) return request;
-  const why = mismatch(request, ready) ?? (await claimReady(request.paths, ready));
+  const why =
+    mismatch(request, ready) ?? (await claimReady(request.paths, ready, originsOf(request)));
   if (!why) return request;
   request.note(`ready box ${ready.id} not used (${why}): starting the run the usual way`);
   await ready.discard(why).catch(() => undefined);
   return rest;
+}
+
+/**
+ * The channels this run's input comes from, as a box started for it would
+ * have them in its token (run-context.ts): a ready box was made before
+ * anyone knew whose task it would run, so its token learns them at hand-off.
+ */
+function originsOf(request: RunRequest): string[] {
+  const engine = "engine" in request.drive ? request.drive.engine : undefined;
+  return channelsOf(request.paths, {
+    worker: request.worker,
+    kind: request.kind,
+    ...(engine?.session ? { channel_id: engine.session.channel } : {}),
+    ...(engine?.taskId ? { task_id: engine.taskId } : {}),
+  });
 }
 
 /** Why a ready box was made for something else than this request (never handed over), or undefined. */
@@ -48,7 +65,7 @@ export function sendCommand(handle: BoxHandle, command: string[]): void {
 
 /**
  * The hand-off's first step, before any record exists: the token is bound
- * and the run's door opened in the folder the box has mounted; then the box
+ * with the run's own origins and the run's door opened in the folder the box has mounted; then the box
  * must still run and the door answer in that very folder. Returns why the box
  * can't serve the run (the owner then discards it and starts the usual way:
  * a run never fails because the pool did), or undefined once it is this run's.
@@ -56,10 +73,11 @@ export function sendCommand(handle: BoxHandle, command: string[]): void {
 export async function claimReady(
   paths: RosterPaths,
   ready: ReadyStart,
+  origins: readonly string[],
 ): Promise<string | undefined> {
   if (ready.ended()) return "its box ended";
   try {
-    await bindToken(paths.identity, ready.token);
+    await bindToken(paths.identity, ready.token, origins);
     const mounted = runDoorDir(ready.box.gateway.door, ready.id);
     const door = await ready.box.gateway.openDoor(ready.id);
     if (door !== mounted) return `the gateway opened its door at ${door}, not at ${mounted}`;
