@@ -80,9 +80,14 @@ const logMb = statSync(join(paths.audit, "decisions.jsonl")).size / 2 ** 20;
 const setupS = (performance.now() - setupStarted) / 1000;
 
 const key = consoleKey(paths);
-// the console answers its own address only, with the cookie made for its port
+// the console answers its own address only, to a session's cookie and token
 const place = { host: "127.0.0.1", port: 7717 };
-const headers = { host: "127.0.0.1:7717", cookie: `roster_console_7717=${key.session(7717)}` };
+const session = key.open(7717);
+const headers = {
+  host: "127.0.0.1:7717",
+  cookie: `roster_console_7717=${session.cookie}`,
+  "x-console-session": session.token,
+};
 function overviewApp() {
   const feed = new ConsoleFeed(paths, () => WORKERS);
   return {

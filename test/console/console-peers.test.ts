@@ -20,6 +20,7 @@ let root: string;
 let paths: RosterPaths;
 let web: RunningConsole;
 let cookie = "";
+let token = "";
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "roster-console-"));
@@ -34,6 +35,7 @@ beforeAll(async () => {
   });
   const login = await fetch(web.loginUrl, { redirect: "manual" });
   cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  token = /#session=([\w-]+)$/.exec(login.headers.get("location") ?? "")?.[1] ?? "";
 });
 afterAll(async () => {
   await web?.close();
@@ -46,7 +48,7 @@ const raw = (bytes: string, endAfter = true) =>
 /** An event stream; resolves with its response once the headers are in. */
 function events(): Promise<{ kinds: string[]; drop(): void; pause(): void }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${web.url}/events`, { headers: { cookie } }, (res) => {
+    const req = request(`${web.url}/events?session=${token}`, { headers: { cookie } }, (res) => {
       const kinds: string[] = [];
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => {
@@ -96,7 +98,9 @@ describe("the console's server against hostile peers", () => {
     await until(() => reader.kinds.includes("decision"), "a decision event");
     reader.drop();
     stuck.drop();
-    const page = await fetch(`${web.url}/approvals`, { headers: { cookie } });
+    const page = await fetch(`${web.url}/approvals`, {
+      headers: { cookie, "x-console-session": token },
+    });
     expect(page.status).toBe(200);
   });
 

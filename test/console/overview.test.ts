@@ -254,10 +254,11 @@ describe.skipIf(!docker || !browser)("the console's overview", () => {
       hasTouch: true,
     });
     try {
-      await phone.context().addCookies(await page.context().cookies());
+      // a session of its own: the token lives in each browser's storage, not in the cookie
+      await phone.goto(running.login);
       for (const path of ["/", "/approvals", "/tasks", "/runs", "/store", "/door", "/sessions"]) {
         await phone.goto(`${base}${path}`);
-        // the page itself, not the login hint a phone without the cookie would get
+        // the page itself, not the login hint a phone without a session would get
         expect(await phone.locator("nav a[aria-current=page]").count(), path).toBe(1);
         const overflow = (await phone.evaluate(
           "document.documentElement.scrollWidth - window.innerWidth",

@@ -1,5 +1,4 @@
 import { type Context, Hono } from "hono";
-import { getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
 import { streamSSE } from "hono/streaming";
 import { loadConfig } from "../../ground/config/load.ts";
@@ -11,23 +10,24 @@ import { readGate } from "../actions/gates.ts";
 import { type ConsoleEnv, WORKER_NAME } from "./env.ts";
 import type { ConsoleFeed } from "./feed.ts";
 import { CSS, type Html, live, page, plain, SCRIPT } from "./html.ts";
-import { type ConsoleKey, matches } from "./key.ts";
-import { type ConsolePlace, cookieName, hostGuard } from "./origin.ts";
+import type { ConsoleKey } from "./key.ts";
+import { type ConsolePlace, hostGuard } from "./origin.ts";
 import { approvalsPart } from "./pages/approvals.ts";
 import { type DoorFilter, doorFilters, doorPart } from "./pages/door.ts";
 import { cardsPart, workerFacts } from "./pages/overview.ts";
 import { doorPictures, runPictures, spendPictures } from "./pages/pictures.ts";
 import { type RunFilter, runPage, runsFilters, runsPart } from "./pages/runs.ts";
 import { channelPart, sessionsPart } from "./pages/sessions.ts";
+import { sessionGuard } from "./session.ts";
 import { ConsoleSummaries } from "./summaries.ts";
 import { workRoutes } from "./work-routes.ts";
 
 /**
- * The console's routes. Every page needs the session cookie the login link
- * sets; every POST also needs the CSRF token (a form field or the
- * `x-csrf-token` header) and, when the browser sends one, an Origin of the
- * console itself. Responses carry a CSP that allows no inline script, no
- * framing, and nothing from elsewhere.
+ * The console's routes. Every page needs the session the login link opens:
+ * its cookie and its token (session.ts; origin.ts says why both); a POST
+ * also needs, when the browser sends one, an Origin of the console itself.
+ * Responses carry a CSP that allows no inline script, no framing, and
+ * nothing from elsewhere.
  */
 export interface ConsoleDeps {
   paths: RosterPaths;
@@ -64,7 +64,7 @@ export function consoleApp(deps: ConsoleDeps): Hono<Env> {
 
 /**
  * Headers on every answer, the Host check before anything (origin.ts), the
- * login link, and the cookie and CSRF checks before any page.
+ * login link, and the session's checks before any page (session.ts).
  */
 function guard(app: Hono<Env>, key: ConsoleKey, place: () => ConsolePlace): void {
   app.use(async (c, next) => {
@@ -83,51 +83,7 @@ function guard(app: Hono<Env>, key: ConsoleKey, place: () => ConsolePlace): void
     c.body(SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8" }),
   );
 
-  // the login link: the key once, then a cookie derived from it; the key leaves the address bar
-  app.get("/login", (c) => {
-    if (!matches(c.req.query("key"), key.key))
-      return c.html(
-        plain(
-          "Not logged in",
-          "That login link is not this server's. Use the one `roster server start` printed.",
-        ),
-        403,
-      );
-    const { port } = place();
-    setCookie(c, cookieName(port), key.session(port), {
-      httpOnly: true,
-      sameSite: "Strict",
-      path: "/",
-    });
-    return c.redirect("/", 303);
-  });
-
-  app.use(async (c, next) => {
-    const { port } = place();
-    if (!matches(getCookie(c, cookieName(port)), key.session(port)))
-      return c.html(
-        plain(
-          "Log in first",
-          "Open the login link `roster server start` printed (it carries this install's key).",
-        ),
-        401,
-      );
-    if (c.req.method !== "GET" && c.req.method !== "HEAD") {
-      const origin = c.req.header("origin");
-      if (origin && origin !== new URL(c.req.url).origin)
-        return c.html(plain("Refused", "This request came from another site."), 403);
-      const form = c.req.header("content-type")?.includes("form") ? await c.req.parseBody() : {};
-      const token =
-        c.req.header("x-csrf-token") ?? (typeof form.csrf === "string" ? form.csrf : undefined);
-      if (!matches(token, key.csrf))
-        return c.html(
-          plain("Refused", "The request has no valid CSRF token; reload the page and try again."),
-          403,
-        );
-      c.set("form", form);
-    }
-    await next();
-  });
+  sessionGuard(app, key, place);
 }
 
 /** The pages and the one form action (a gate's decision), in the order they are matched. */
@@ -135,7 +91,7 @@ function pageRoutes(app: Hono<Env>, deps: ConsoleDeps): void {
   const pages = pageKit(deps);
   overviewRoute(app, pages);
   approvalRoutes(app, pages);
-  workRoutes(app, { paths: deps.paths, csrf: deps.key.csrf, workers: pages.workers });
+  workRoutes(app, { paths: deps.paths, workers: pages.workers });
   runRoutes(app, pages);
   sessionRoutes(app, pages);
   doorRoute(app, pages);
@@ -146,7 +102,7 @@ function pageKit(deps: ConsoleDeps) {
   const { paths, key, feed } = deps;
   const workers = () => [...loadConfig(paths.config).workers.keys()].sort();
   const show = (c: Context<Env>, title: string, current: string, body: Html) =>
-    c.html(page({ title, current, csrf: key.csrf, body }));
+    c.html(page({ title, current, csrf: c.get("token"), body }));
   const fragment = (c: Context<Env>) => c.req.query("fragment") === "1";
   const summaries = new ConsoleSummaries(paths);
   return { deps, paths, key, feed, workers, show, fragment, summaries };
@@ -193,10 +149,10 @@ ${runPictures(runs, 30, now.getTime())}
 
 /** The gates waiting for a person, and a decision on one. */
 function approvalRoutes(app: Hono<Env>, pages: Pages): void {
-  const { paths, key, feed, show, fragment } = pages;
+  const { paths, feed, show, fragment } = pages;
   app.get("/approvals", (c) => {
     feed.watchGates();
-    const part = approvalsPart(paths, loadConfig(paths.config), key.csrf);
+    const part = approvalsPart(paths, loadConfig(paths.config), c.get("token"));
     if (fragment(c)) return c.html(part);
     return show(c, "Approvals", "/approvals", live("gate", "/approvals?fragment=1", part));
   });

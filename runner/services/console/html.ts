@@ -19,6 +19,28 @@ const NAV = [
   ["/door", "Door"],
 ] as const;
 
+/**
+ * What a navigation gets that carries the cookie but not the session's token
+ * (a browser never sends it with a navigation): no data, only the script,
+ * which asks for the same address again with the token its origin's storage
+ * holds and shows what comes back. A listener that took the cookie gets this
+ * and no more (origin.ts).
+ */
+export function shell(): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="console-shell" content="1">
+<title>roster</title>
+<link rel="stylesheet" href="/console.css">
+<script src="/console.js" defer></script>
+</head>
+<body><main><p class="muted">Loading…</p></main></body>
+</html>`;
+}
+
 export function page(options: { title: string; current: string; csrf: string; body: Html }): Html {
   return html`<!doctype html>
 <html lang="en">
@@ -126,19 +148,60 @@ pre.paths { margin: .3rem 0; font-size: .8rem; }
 `;
 
 export const SCRIPT = `
+// The session's token lives in this origin's storage (no other port's page
+// can read it): the login link's redirect hands it over in the address's
+// fragment, which never leaves the browser. A navigation brings only a shell;
+// the page itself is fetched with the token and shown.
+const KEY = "roster-console-session";
+const handed = new URLSearchParams(location.hash.slice(1)).get("session");
+if (handed) {
+  localStorage.setItem(KEY, handed);
+  history.replaceState(null, "", location.pathname + location.search);
+}
+const token = localStorage.getItem(KEY) || "";
+
+// Synchronous on purpose: the page is whole before its load event, as a page
+// served at once would be (an anchor scrolls to its element, and whatever
+// waits for the load sees the page, not the shell).
+const showPage = () => {
+  if (!document.querySelector("meta[name=console-shell]")) return;
+  if (!token) {
+    const main = document.querySelector("main");
+    if (main) {
+      main.innerHTML = "<h1>Log in first</h1><p></p>";
+      main.querySelector("p").textContent =
+        "Open the login link roster server start printed (it carries this install's key).";
+    }
+    return;
+  }
+  const request = new XMLHttpRequest();
+  request.open("GET", location.href, false);
+  request.setRequestHeader("x-console-session", token);
+  request.send();
+  const fresh = new DOMParser().parseFromString(request.responseText, "text/html");
+  document.title = fresh.title;
+  const meta = fresh.querySelector("meta[name=csrf-token]");
+  if (meta) document.head.append(document.adoptNode(meta));
+  document.body.replaceWith(document.adoptNode(fresh.body));
+  if (location.hash) document.getElementById(decodeURIComponent(location.hash.slice(1)))?.scrollIntoView();
+};
+
 // Live parts of a page: one EventSource; on a relevant event, the part is
 // fetched again from the server (already escaped there) and swapped in.
-const part = document.getElementById("live");
-if (part && window.EventSource) {
+const follow = () => {
+  const part = document.getElementById("live");
+  if (!part || !window.EventSource) return;
   const kinds = (part.dataset.live || "").split(" ").filter(Boolean);
-  const source = new EventSource("/events");
+  const source = new EventSource("/events?session=" + encodeURIComponent(token));
   let queued = false;
   const refresh = () => {
     if (queued) return;
     queued = true;
     setTimeout(async () => {
       queued = false;
-      const response = await fetch(part.dataset.fragment, { credentials: "same-origin" });
+      const response = await fetch(part.dataset.fragment, {
+        headers: { "x-console-session": token },
+      });
       if (response.ok) part.innerHTML = await response.text();
     }, 25);
   };
@@ -149,7 +212,10 @@ if (part && window.EventSource) {
       if (about && event.data && event.data !== about) return;
       refresh();
     });
-}
+};
+
+showPage();
+follow();
 `;
 
 /** A page of one sentence: a refusal, a not-found, a login hint. */

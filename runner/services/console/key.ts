@@ -4,24 +4,31 @@ import { join } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 
 /**
- * The console's per-install secret. The login link carries it once; the
- * browser then holds a cookie derived from it and the console's port
- * (HttpOnly, SameSite=Strict; see origin.ts), and every state-changing
- * request also carries a CSRF token derived from it. No derived value
- * reveals the key, and all change when the key file is removed (a new key is
- * made at the next start).
+ * The console's per-install secret, and the two halves of a browser's
+ * session derived from it (see origin.ts for why there are two). The login
+ * link carries the key once; each login then opens a session of its own:
+ * a random id in a cookie (HttpOnly, SameSite=Strict, MACed for the
+ * console's port, so no other port's or forged id logs in), and a token
+ * for that session alone, which the page keeps in its origin's storage and
+ * sends back on every request that reads or changes anything. No derived
+ * value reveals the key, and all change when the key file is removed (a new
+ * key is made at the next start, and every session ends).
  */
 export interface ConsoleKey {
   /** The value the login link carries. */
   key: string;
-  /** The session cookie's value for the console on `port`: another port's does not log in. */
-  session(port: number): string;
-  /** The CSRF token forms and scripts send back. */
-  csrf: string;
+  /** A new session for the console on `port`: the cookie's value and the session's token. */
+  open(port: number): { cookie: string; token: string };
+  /** The session a cookie names, or undefined when it was not made here for this port. */
+  sessionOf(cookie: string | undefined, port: number): string | undefined;
+  /** The token of session `id` on `port`: another session's does not match. */
+  token(id: string, port: number): string;
 }
 
 const derive = (key: string, purpose: string) =>
   createHmac("sha256", key).update(`roster console ${purpose}`).digest("base64url");
+
+const SESSION_ID = /^[A-Za-z0-9_-]{22}$/;
 
 export function consoleKey(paths: RosterPaths): ConsoleKey {
   const file = join(paths.state, "console.key");
@@ -37,10 +44,20 @@ export function consoleKey(paths: RosterPaths): ConsoleKey {
     writeFileSync(file, `${key}\n`, { mode: 0o600 });
     chmodSync(file, 0o600);
   }
+  const mac = (id: string, port: number) => derive(key, `session ${port} ${id}`);
+  const token = (id: string, port: number) => derive(key, `token ${port} ${id}`);
   return {
     key,
-    session: (port) => derive(key, `session ${port}`),
-    csrf: derive(key, "csrf"),
+    open(port) {
+      const id = randomBytes(16).toString("base64url");
+      return { cookie: `${id}.${mac(id, port)}`, token: token(id, port) };
+    },
+    sessionOf(cookie, port) {
+      const [id, presented] = (cookie ?? "").split(".");
+      if (!id || !SESSION_ID.test(id)) return undefined;
+      return matches(presented, mac(id, port)) ? id : undefined;
+    },
+    token,
   };
 }
 

@@ -6,14 +6,21 @@ import { plain } from "./html.ts";
 
 /**
  * The console's session belongs to its own origin. A browser sends a
- * cookie to every port of its host, so a page that any other local service
- * serves on 127.0.0.1 receives it, and a name an attacker controls can be
+ * cookie to every port of its host, so any other service on 127.0.0.1 that
+ * the person's browser opens (another local user's, say) receives the
+ * console's cookie and can replay it; and a name an attacker controls can be
  * re-pointed at 127.0.0.1 (DNS rebinding) to make the browser talk to the
- * console as that name's own site. So: the cookie's name carries the port
- * (consoles on other ports, or a service there, can't set or shadow it), its
- * value is derived for this port alone (key.ts: another port's cookie does
- * not log in here), and every request must name the console's own address
- * and port in its Host header, which a rebound name can't.
+ * console as that name's own site. So a session is two halves (key.ts,
+ * session.ts): the cookie, and a token for that session alone that lives in
+ * the console's origin's storage — which no other port's page can read, and
+ * which the browser never sends anywhere by itself — and goes out only in a
+ * header the console's script sets or a form the console served. The cookie
+ * alone gets a page with no data in it; with another session's token it gets
+ * a refusal. Besides, the cookie's name carries the port (consoles on other
+ * ports, or a service there, can't set or shadow it), its value is MACed for
+ * this port alone (another port's cookie does not log in here), and every
+ * request must name the console's own address and port in its Host header,
+ * which a rebound name can't.
  */
 export interface ConsolePlace {
   /** The address the console listens on, as configured. */

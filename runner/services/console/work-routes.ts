@@ -13,7 +13,7 @@ import { tasksPart } from "./pages/tasks.ts";
 /**
  * The pages where a person changes the work, beside approvals: tasks and
  * schedules (cancel, requeue, retire) and the store (restore, undo). Every
- * form posts with the CSRF token app.ts checks; each change is the CLI's own
+ * form posts with the session's token session.ts checks; each change is the CLI's own
  * function, done "by console".
  */
 type Env = ConsoleEnv;
@@ -21,14 +21,14 @@ const CHANNEL = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export function workRoutes(
   app: Hono<Env>,
-  deps: { paths: RosterPaths; csrf: string; workers: () => string[] },
+  deps: { paths: RosterPaths; workers: () => string[] },
 ): void {
   const { paths, workers } = deps;
   const show = (c: Context<Env>, title: string, current: string, body: Html) =>
-    c.html(page({ title, current, csrf: deps.csrf, body }));
+    c.html(page({ title, current, csrf: c.get("token"), body }));
 
   app.get("/tasks", (c) =>
-    show(c, "Tasks and schedules", "/tasks", tasksPart(paths, workers(), deps.csrf)),
+    show(c, "Tasks and schedules", "/tasks", tasksPart(paths, workers(), c.get("token"))),
   );
 
   // cancel, requeue and retire: the CLI's own edits (tasks/operator-edits.ts), by "console"
@@ -69,14 +69,14 @@ export function workRoutes(
   app.get("/store/:worker/:name/restore", (c) => {
     const found = storeTarget(c);
     if (!found) return c.html(plain("Not found", "No such snapshot."), 404);
-    return show(c, "Restore?", "/store", confirmPart(found.target, found.snapshot, deps.csrf));
+    return show(c, "Restore?", "/store", confirmPart(found.target, found.snapshot, c.get("token")));
   });
   app.post("/store/:worker/:name/restore", async (c) => {
     const found = storeTarget(c);
     if (!found) return c.html(plain("Not found", "No such snapshot."), 404);
     try {
       const result = await restoreStore(paths, found.target, { from: found.snapshot.name });
-      return show(c, "Restored", "/store", restoredPart(found.target, result, deps.csrf));
+      return show(c, "Restored", "/store", restoredPart(found.target, result, c.get("token")));
     } catch (error) {
       return c.html(plain("Not restored", errorMessage(error)), 409);
     }
