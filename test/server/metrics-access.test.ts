@@ -22,6 +22,7 @@ import { runRoster, spawnRoster } from "../support/cli.ts";
 import { freePort, pointAtScriptedModel } from "../support/roster-root.ts";
 
 const TOKEN = "scrape-token-0123456789abcdef";
+const tomorrow = () => `${new Date(Date.now() + 86_400_000).toISOString().slice(0, 19)}Z`;
 
 interface Answer {
   status: number;
@@ -78,6 +79,11 @@ describe("the metrics listener on a fresh deployment", () => {
       ended_by: "exit",
       exit_code: 0,
     });
+    // a task for tomorrow: it waits on elf's list, and the server does not run it
+    const task = await runRoster(["task", "add", "elf", "--at", tomorrow(), "later"], {
+      ROSTER_ROOT: root,
+    });
+    expect(task.code, task.stderr).toBe(0);
     const child = spawnRoster(["server", "start", "--no-listen"], { ROSTER_ROOT: root });
     child.stderr.on("data", (chunk: Buffer) => {
       said += chunk.toString("utf8");
@@ -101,6 +107,14 @@ describe("the metrics listener on a fresh deployment", () => {
     expect(answer.body).toContain('roster_runs_started_total{worker="elf"} 1');
     expect(answer.body).toContain('roster_runs_ended_total{worker="elf",ended_by="exit"} 1');
     expect(answer.body).toContain("roster_approvals_waiting 0");
+    expect(answer.body).toContain('roster_tasks_waiting{worker="elf"} 1');
+    // a list that changed is read again
+    const more = await runRoster(["task", "add", "elf", "--at", tomorrow(), "later too"], {
+      ROSTER_ROOT: root,
+    });
+    expect(more.code, more.stderr).toBe(0);
+    const again = await scrape(port, { ...own(), authorization: `Bearer ${TOKEN}` });
+    expect(again.body).toContain('roster_tasks_waiting{worker="elf"} 2');
     // localhost is this listener too, to a scraper on this machine
     const local = await scrape(port, {
       host: `localhost:${port}`,
