@@ -37,10 +37,12 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 const WILDCARD = new Set(["0.0.0.0", "::"]);
 
 /**
- * Whether a Host header names this console: its own address and port; for a
- * loopback or wildcard listener `localhost` too (browsers keep that name on
- * loopback); for a wildcard listener any address literal (rebinding needs a
- * name, so a literal is always the host it says).
+ * Whether a Host header names this console (or the metrics listener, which
+ * keeps the same rule): its own address and port; for a loopback or wildcard
+ * listener `localhost` too (browsers keep that name on loopback), and for one
+ * listening as `localhost` the loopback literals; for a wildcard listener any
+ * address literal (rebinding needs a name, so a literal is always the host it
+ * says).
  */
 export function hostNamesConsole(header: string | undefined, place: ConsolePlace): boolean {
   const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(header?.trim() ?? "");
@@ -50,6 +52,8 @@ export function hostNamesConsole(header: string | undefined, place: ConsolePlace
   const own = hostName(place.host);
   if (named === own) return true;
   if (named === "localhost" && (LOOPBACK.test(own) || WILDCARD.has(own))) return true;
+  // a listener named localhost is on loopback: its literals name it too
+  if (own === "localhost" && LOOPBACK.test(named)) return true;
   return WILDCARD.has(own) && isIP(named) !== 0;
 }
 
