@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appendMessage } from "../../runner/records/channels/store.ts";
 import { readJournal } from "../../runner/records/journal/journal.ts";
 import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { readTasks } from "../../runner/records/task-list/store.ts";
@@ -119,6 +120,42 @@ describe("tasks filed from a chat session", () => {
     const fired = fireTemplates(after, new Date(Date.now() + 2 * 86_400_000), "UTC");
     const task = fired?.list.tasks.find((one) => one.template_id === template?.id);
     expect(task).toMatchObject({ channel: CHANNEL, context_channels: [CHANNEL], reply_to: false });
+  });
+
+  it("a participant whose display name is a common word doesn't block every task from their room; one named still does", async () => {
+    const room = "discord-111111111111111-222222222222222";
+    for (const [author_id, author] of [
+      ["discord:333333333333333", "the"],
+      ["discord:444444444444444", "Task"],
+      ["discord:555555555555555", "Ann Lee"],
+    ])
+      appendMessage(env.paths, room, {
+        ts: new Date().toISOString(),
+        author_id,
+        author,
+        role: "user",
+        content: "hello",
+        attachments: [],
+      });
+    await sessionRun("run-room", room);
+    const token = await env.token("elf", "run-room");
+    const filed = await submitAction(env, token, {
+      intent: "file-task",
+      payload: { prompt: "Summarise the thread as a task for the morning", reply_to: false },
+    });
+    expect(filed.status, JSON.stringify(filed.body)).toBe(200);
+    const named = await submitAction(env, token, {
+      intent: "file-task",
+      payload: { prompt: "Ask Ann Lee for the numbers", reply_to: false },
+    });
+    expect(named.status).toBe(409);
+    expect(String(named.body.error)).toMatch(/clean-room rule: it names Ann Lee/);
+    // a common word is skipped as a name, never as a handle: the platform gave that one
+    const byHandle = await submitAction(env, token, {
+      intent: "file-task",
+      payload: { prompt: "Reply to 333333333333333 later", reply_to: false },
+    });
+    expect(byHandle.status).toBe(409);
   });
 
   it("a run that is not a chat session files tasks without a channel, and can't ask for a reply", async () => {

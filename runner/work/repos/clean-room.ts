@@ -1,6 +1,7 @@
 import type { RepoPolicy } from "../../ground/config/connections.ts";
 import { KNOWLEDGE_REPO } from "../../ground/config/knowledge.ts";
 import { git } from "../../ground/git/git.ts";
+import { COMMON_WORDS } from "../../ground/text/common-words.ts";
 import { carriesConversation, type Participant, type RunContext } from "./provenance.ts";
 
 /**
@@ -33,14 +34,21 @@ export function cleanRoomRefusal(
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-/** The words a participant is named by: display name and handle, each at least two characters. */
+/**
+ * The words a participant is named by: display name and handle, each at
+ * least two characters. A display name that is a common word (ground/text/
+ * common-words.ts) is not one: anyone in a room may call themselves "the",
+ * and every text would name them. Their handle, which the platform gives,
+ * still counts.
+ */
 function termsOf(people: readonly Participant[]): string[] {
   const terms = new Set<string>();
-  for (const person of people)
-    for (const term of [person.name, person.handle]) {
-      const trimmed = term.trim();
-      if (trimmed.length >= 2) terms.add(trimmed.toLowerCase());
-    }
+  for (const person of people) {
+    const name = person.name.trim().toLowerCase();
+    if (name.length >= 2 && !COMMON_WORDS.has(name)) terms.add(name);
+    const handle = person.handle.trim().toLowerCase();
+    if (handle.length >= 2) terms.add(handle);
+  }
   return [...terms];
 }
 
