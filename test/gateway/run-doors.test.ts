@@ -276,12 +276,50 @@ describe("door control", () => {
     });
     expect(reply.status).toBe(403);
     expect(JSON.parse(reply.body)).toMatchObject({
-      hint: "the gateway's doors are opened by the host only (on loopback)",
+      hint: "the gateway's doors are opened by the deployment's own runner only (on loopback, with the key in state/identity)",
     });
     expect(existsSync(runDoorDir(doorDir(env.paths.state, "test"), "run-other"))).toBe(false);
     const audited = readDecisions(env.paths.audit).filter(
       (line) => line.request.path === "/doors" && line.rule === "closed",
     );
     expect(audited).toHaveLength(1);
+  });
+
+  it("is refused to another local process without the key, and the door it named keeps serving", async () => {
+    const token = await env.token("elf", "run-kept");
+    const dir = await lease.openDoor("run-kept");
+    const ask = (method: string, headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const asking = request(
+          {
+            host: "127.0.0.1",
+            port: env.gateway.port,
+            method,
+            path: "/doors/run-kept",
+            headers,
+            agent: false,
+          },
+          (response) => {
+            response.resume();
+            response.on("end", () => resolve(response.statusCode ?? 0));
+          },
+        );
+        asking.on("error", reject);
+        asking.end();
+      });
+    expect(await ask("DELETE", {})).toBe(403);
+    expect(await ask("DELETE", { "x-roster-control": "0".repeat(64) })).toBe(403);
+    expect(await ask("POST", {})).toBe(403);
+    expect((await throughDoor(dir, token)).status).toBe(200);
+    const audited = readDecisions(env.paths.audit).filter(
+      (line) => line.note === "gateway door control without its key",
+    );
+    expect(audited).toHaveLength(3);
+    // the deployment's own runner holds the key (state/identity, 0600): its close is taken
+    expect(statSync(join(env.paths.identity, "control.key")).mode & 0o777).toBe(0o600);
+    await lease.closeDoor("run-kept");
+    expect(existsSync(dir)).toBe(false);
+    // no one but the deployment's user lists the doors (a run door's name is its run id)
+    expect(statSync(join(env.paths.state, "doors")).mode & 0o777).toBe(0o711);
   });
 });

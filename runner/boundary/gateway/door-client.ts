@@ -1,4 +1,5 @@
 import { request } from "node:http";
+import { CONTROL_HEADER } from "./control-key.ts";
 
 /**
  * The runner's half of a run's own door (run-doors.ts): asks its gateway, on
@@ -7,22 +8,24 @@ import { request } from "node:http";
  */
 const DOOR_TIMEOUT_MS = 10_000;
 
-export async function openRunDoor(port: number, runId: string): Promise<string> {
-  const body = await askDoor(port, "POST", runId);
+export async function openRunDoor(port: number, runId: string, key: string): Promise<string> {
+  const body = await askDoor(port, "POST", runId, key);
   if (typeof body.door !== "string" || !body.door) {
     throw new Error(`the gateway on port ${port} answered no door for run ${runId}`);
   }
   return body.door;
 }
 
-export async function closeRunDoor(port: number, runId: string): Promise<void> {
-  await askDoor(port, "DELETE", runId);
+export async function closeRunDoor(port: number, runId: string, key: string): Promise<void> {
+  await askDoor(port, "DELETE", runId, key);
 }
 
 function askDoor(
   port: number,
   method: "POST" | "DELETE",
   runId: string,
+  /** The door control key (control-key.ts). */
+  key: string,
 ): Promise<Record<string, unknown>> {
   const what = method === "POST" ? "open" : "close";
   return new Promise((resolve, reject) => {
@@ -38,6 +41,7 @@ function askDoor(
         port,
         method,
         path: `/doors/${encodeURIComponent(runId)}`,
+        headers: { [CONTROL_HEADER]: key },
         agent: false,
         timeout: DOOR_TIMEOUT_MS,
       },

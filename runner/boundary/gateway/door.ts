@@ -83,6 +83,8 @@ export async function openDoor(server: Server, dir: string): Promise<string> {
   await mkdir(dir, { recursive: true, mode: 0o755 });
   // the box's user must be able to enter the folder whatever the umask was
   await chmod(dir, 0o755);
+  // the doors' own folder can be passed through, not listed: a run door is named after its run
+  if (basename(dirname(dir)) === "doors") await chmod(dirname(dir), 0o711);
   if (await answers(path)) {
     throw new Error(`another gateway already listens at ${path}`);
   }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { requestFacts } from "./admission.ts";
 import type { AuditLog } from "./audit.ts";
+import { CONTROL_HEADER, carriesKey, controlKey } from "./control-key.ts";
 import type { Identity } from "./identity.ts";
 import { denied, sendRefusal } from "./refusals.ts";
 import { DoorError } from "./run-doors.ts";
@@ -20,6 +21,8 @@ export interface DoorControl {
 
 export interface HostRouteDeps {
   audit: AuditLog;
+  /** Where the door control key lives (control-key.ts): /doors answers only a request carrying it. */
+  identityDir: string;
   configRoot: string;
   /** Undefined for a gateway with no door: it serves no box. */
   doors?: DoorControl | undefined;
@@ -40,7 +43,11 @@ export function answerHostRoute(
   const doors = DOORS.exec(url);
   const metrics = url === "/metrics";
   if (url !== "/healthz" && !doors && !metrics) return false;
-  if (!isLoopback(req.socket.remoteAddress)) {
+  const local = isLoopback(req.socket.remoteAddress);
+  // on loopback, a door is still opened or closed only by the deployment's own runner
+  const keyless =
+    local && !!doors && !carriesKey(req.headers[CONTROL_HEADER], controlKey(deps.identityDir));
+  if (!local || keyless) {
     const identity = identify();
     const path = doors ? "/doors" : metrics ? "/metrics" : "/healthz";
     deps.audit
@@ -62,14 +69,18 @@ export function answerHostRoute(
         verdict: "deny",
         rule: "closed",
         status: 403,
-        note: doors ? "gateway door control" : metrics ? "gateway metrics" : "gateway health check",
+        note: doors
+          ? `gateway door control${keyless ? " without its key" : ""}`
+          : metrics
+            ? "gateway metrics"
+            : "gateway health check",
       });
     sendRefusal(
       res,
       denied(
         "closed",
         doors
-          ? "the gateway's doors are opened by the host only (on loopback)"
+          ? "the gateway's doors are opened by the deployment's own runner only (on loopback, with the key in state/identity)"
           : `the gateway's ${metrics ? "metrics answer" : "health check answers"} the host only (on loopback)`,
       ),
     );

@@ -1,3 +1,4 @@
+import { controlKey } from "../../boundary/gateway/control-key.ts";
 import { closeRunDoor, openRunDoor } from "../../boundary/gateway/door-client.ts";
 import { describeExit, launchEmbeddedGateway } from "../../boundary/gateway/embedded.ts";
 import { askHealth, ownGateway, runningGateway } from "../../boundary/gateway/health.ts";
@@ -56,11 +57,11 @@ export async function leaseGateway(options: {
     return {
       port: running.port,
       door: running.door,
-      ...doorsOn(running.port),
+      ...doorsOn(running.port, paths.identity),
       lost: lost.signal,
       release: async () => undefined,
     };
-  if (running?.door) return watchStandalone(running.port, running.door, lost);
+  if (running?.door) return watchStandalone(running.port, running.door, lost, paths.identity);
 
   let embedded: Awaited<ReturnType<typeof launchEmbeddedGateway>>;
   const launch = (on: number) =>
@@ -85,13 +86,18 @@ export async function leaseGateway(options: {
   return {
     port: embedded.port,
     door: embedded.door,
-    ...doorsOn(embedded.port),
+    ...doorsOn(embedded.port, paths.identity),
     lost: lost.signal,
     release: () => embedded.stop(),
   };
 }
 
-function watchStandalone(port: number, door: string, lost: AbortController): GatewayLease {
+function watchStandalone(
+  port: number,
+  door: string,
+  lost: AbortController,
+  identityDir: string,
+): GatewayLease {
   let misses = 0;
   let asking = false;
   const timer = setInterval(() => {
@@ -111,16 +117,17 @@ function watchStandalone(port: number, door: string, lost: AbortController): Gat
   return {
     port,
     door,
-    ...doorsOn(port),
+    ...doorsOn(port, identityDir),
     lost: lost.signal,
     release: async () => clearInterval(timer),
   };
 }
 
 /** Run doors are asked for on the gateway's loopback port, whichever kind it is. */
-function doorsOn(port: number): Pick<GatewayLease, "openDoor" | "closeDoor"> {
+function doorsOn(port: number, identityDir: string): Pick<GatewayLease, "openDoor" | "closeDoor"> {
+  const key = () => controlKey(identityDir);
   return {
-    openDoor: (runId) => openRunDoor(port, runId),
-    closeDoor: (runId) => closeRunDoor(port, runId),
+    openDoor: (runId) => openRunDoor(port, runId, key()),
+    closeDoor: (runId) => closeRunDoor(port, runId, key()),
   };
 }
