@@ -128,7 +128,7 @@ describe("tasks filed from a chat session", () => {
       ["discord:333333333333333", "the"],
       ["discord:444444444444444", "Task"],
       ["discord:555555555555555", "Ann Lee"],
-    ])
+    ] as const)
       appendMessage(env.paths, room, {
         ts: new Date().toISOString(),
         author_id,
