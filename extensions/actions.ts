@@ -7,6 +7,7 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "@sinclair/typebox";
 import { gatesReport, propose, reportOutcome } from "./lib/action-words.ts";
+import { guarded } from "./lib/tool-guard.ts";
 
 /** The intents the tools submit: the operator grants them by these names (`[[action]] name`). */
 export const INTENTS = {
@@ -63,7 +64,7 @@ const template = Type.Object({
   ),
 });
 
-export default function (pi: ExtensionAPI) {
+function loadActions(pi: ExtensionAPI): void {
   registerUserTools(pi);
   registerChannelTools(pi);
   registerFileTask(pi);
@@ -359,3 +360,6 @@ function noTask(): Promise<never> | undefined {
     ? undefined
     : Promise.reject(new Error("this run is not a task's: there is no outcome to report"));
 }
+
+// every tool call runs guarded: an error its work raises later ends that call, not the run
+export default guarded("actions", loadActions);

@@ -15,6 +15,7 @@ import type { Connected, Limits } from "./lib/mcp/connect.ts";
 import { renderFailure, renderResult } from "./lib/mcp/result.ts";
 import { readServers, type ServerEntry } from "./lib/mcp/servers.ts";
 import { shapeTools } from "./lib/mcp/tool-shape.ts";
+import { guarded } from "./lib/tool-guard.ts";
 
 // The SDK loads only when this run has MCP servers: every run pays pi's start.
 const client = () => import("./lib/mcp/connect.ts");
@@ -68,7 +69,7 @@ async function register(
   notes.push(`${server.name}: ${shaped.tools.length} tools (${server.name}__…)`);
 }
 
-export default async function (pi: ExtensionAPI) {
+async function loadMcp(pi: ExtensionAPI): Promise<void> {
   const { servers, notes } = readServers(process.env.ROSTER_MCP_JSON);
   if (servers.length === 0 && notes.length === 0) return;
   const limits = (await client()).DEFAULT_LIMITS;
@@ -81,3 +82,6 @@ export default async function (pi: ExtensionAPI) {
   const note = `\n\nMCP servers this run (their tools are named <server>__<tool>; a refusal names the rule that refused it — don't retry a refused call):\n${notes.map((line) => `- ${line}`).join("\n")}`;
   pi.on("before_agent_start", (event) => ({ systemPrompt: `${event.systemPrompt}${note}` }));
 }
+
+// every tool call runs guarded: an error its work raises later ends that call, not the run
+export default guarded("mcp", loadMcp);

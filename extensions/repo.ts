@@ -10,6 +10,7 @@ import { execFile } from "node:child_process";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "@sinclair/typebox";
 import { propose } from "./lib/action-words.ts";
+import { guarded } from "./lib/tool-guard.ts";
 
 export const REPO_PUSH_INTENT = "repo-push";
 const BUNDLE = ".git/roster-push.bundle";
@@ -98,7 +99,7 @@ async function bundleRunBranch(
   return { head };
 }
 
-export default function (pi: ExtensionAPI) {
+function loadRepo(pi: ExtensionAPI): void {
   const repos = writableRepos(process.env);
   if (!repos.length) return;
   const names = repos.map((repo) => repo.connection);
@@ -157,3 +158,6 @@ export default function (pi: ExtensionAPI) {
     },
   });
 }
+
+// every tool call runs guarded: an error its work raises later ends that call, not the run
+export default guarded("repo", loadRepo);

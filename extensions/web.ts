@@ -6,6 +6,7 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "@sinclair/typebox";
 import type { SearchBackend } from "./lib/search/backend.ts";
+import { guarded } from "./lib/tool-guard.ts";
 
 // The parsers (cheerio, linkedom, Readability, turndown) load on first use, not
 // when pi starts: most runs never touch the web, and every run pays pi's start.
@@ -16,7 +17,7 @@ async function searchBackend(): Promise<SearchBackend> {
   return backend;
 }
 
-export default function (pi: ExtensionAPI) {
+function loadWeb(pi: ExtensionAPI): void {
   pi.registerTool({
     name: "web_search",
     label: "Web search",
@@ -100,3 +101,6 @@ export default function (pi: ExtensionAPI) {
     },
   });
 }
+
+// every tool call runs guarded: an error its work raises later ends that call, not the run
+export default guarded("web", loadWeb);

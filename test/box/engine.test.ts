@@ -146,6 +146,44 @@ describe.skipIf(!docker)("the engine in a hardened box", () => {
     expect(run.stdout).toContain("recovered");
   });
 
+  it("ends a tool call whose work fails after it returned (a timer, a promise, a socket) with the error, and the run goes on", async () => {
+    await freshHome();
+    const extensions = await extensionsWith("echo_upper.ts", "throws_later.ts");
+    cleanups.push(() => rm(extensions, { recursive: true, force: true }));
+    const model = await scriptedModel(
+      {
+        toolCalls: [
+          { name: "throws_later", arguments: { how: "timer" } },
+          { name: "throws_later", arguments: { how: "rejection" } },
+          { name: "throws_later", arguments: { how: "socket" } },
+          { name: "echo_upper", arguments: { text: "still here" } },
+        ],
+      },
+      { text: "recovered" },
+    );
+
+    const run = await runInBox(engine, runPiArgs("try them all"), {
+      home: home.dir,
+      extensionsDir: extensions,
+      ...(door ? { door } : {}),
+    });
+    // without the guard, the first of them ended pi (exit 1) and the run with it
+    expect(run.exitCode, run.stderr).toBe(0);
+    const ends = piEvents(run.stdout).filter((event) => event.type === "tool_execution_end");
+    const failed = ends.filter((event) => event.toolName === "throws_later");
+    expect(failed).toHaveLength(3);
+    for (const end of failed) expect(end).toMatchObject({ isError: true });
+    const said = JSON.stringify(failed);
+    expect(said).toContain("the tool failed: a timer threw inside the tool");
+    expect(said).toContain("the tool failed: a promise inside the tool was rejected");
+    expect(said).toContain("the tool failed: connect ECONNREFUSED 127.0.0.1:1");
+    expect(ends).toContainEqual(
+      expect.objectContaining({ toolName: "echo_upper", isError: false }),
+    );
+    expect(model.requests).toHaveLength(2);
+    expect(run.stdout).toContain("recovered");
+  });
+
   it("stops with a message naming the file when an extension fails to load", async () => {
     await freshHome();
     const extensions = await extensionsWith("broken_load.ts");
