@@ -24,16 +24,21 @@ export async function startMetrics(
     const { ServerMetrics } = await import("./server-metrics.ts");
     const { serveMetrics } = await import("./metrics-listener.ts");
     const credential = telemetry.metrics_credential;
+    const token = (): MetricsToken =>
+      credential ? tokenOf(sources.paths.vault, credential) : { kind: "none" };
     const running = await serveMetrics({
       listen,
       metrics: new ServerMetrics(sources),
       gatewayPort,
-      token: () => (credential ? tokenOf(sources.paths.vault, credential) : { kind: "none" }),
+      token,
       note,
     });
     note(
       `metrics on ${running.url}${credential ? ` (bearer token: vault credential ${credential})` : ""}`,
     );
+    // said at start too: a scraper set up now would be refused from its first scrape
+    const now = token();
+    if (now.kind === "broken") note(now.why);
     return running;
   } catch (error) {
     note(`metrics are not served (telemetry.metrics_listen ${where}): ${errorMessage(error)}`);
