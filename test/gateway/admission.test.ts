@@ -16,6 +16,11 @@ let auth: string;
 beforeAll(async () => {
   env = await startGatewayEnv(`
 [[grant]]
+name = "no-creates"
+verdict = "deny"
+match = { mcp = { tool = ["create_*"] } }
+
+[[grant]]
 name = "allowed"
 verdict = "allow"
 match = { host = "allowed.test" }
@@ -52,5 +57,32 @@ describe("one admission sequence", () => {
     const line = await waitForDecision(env.paths.audit, (record) => record.note === "fronting");
     expect(line).toMatchObject({ verdict: "deny", status: 403, run_id: "run-admission" });
     expect(line.request.host).toBe("allowed.test");
+  });
+
+  it("passes no upgrade but a WebSocket, and none where a host-less MCP rule reads every host", async () => {
+    const upgrade = (protocol: string, method = "GET") =>
+      rawExchange(env.gateway.port, [
+        `${method} http://allowed.test/socket HTTP/1.1\r\nHost: allowed.test\r\n${auth}Connection: Upgrade\r\nUpgrade: ${protocol}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+      ]);
+    const h2c = await upgrade("h2c");
+    expect(h2c.text).toMatch(/^HTTP\/1.1 403/);
+    expect(h2c.text).toContain(
+      'the door passes only a WebSocket upgrade (GET, Upgrade: websocket), not \\"h2c\\"',
+    );
+    expect((await upgrade("websocket", "POST")).text).toMatch(/^HTTP\/1.1 403/);
+    // "no-creates" names no host: any host may be an MCP server, so a WebSocket's unread
+    // messages pass only where a grant allows the upgrade by name
+    const ws = await upgrade("websocket");
+    expect(ws.text).toMatch(/^HTTP\/1.1 403/);
+    expect(ws.text).toContain("an MCP rule with no host reads every host");
+    const lines = await waitForDecision(
+      env.paths.audit,
+      (record) =>
+        record.request.path === "/socket" &&
+        record.request.method === "GET" &&
+        record.status === 403 &&
+        record.request.headers.upgrade === "websocket",
+    );
+    expect(lines).toMatchObject({ verdict: "deny", rule: "allowed", run_id: "run-admission" });
   });
 });

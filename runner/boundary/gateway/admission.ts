@@ -201,9 +201,17 @@ async function admitRequest(
     return { kind: "refuse", refusal: denied(decision.rule?.name, decision.hint), decision };
   }
   const grant = decision.rule;
-  // a WebSocket's messages pass unread: to a host that speaks MCP, only a grant that says so
-  if (entry === "upgrade" && scope === "mcp" && !allowsUpgrade(grant))
-    return { kind: "refuse", decision, refusal: upgradeRefusal(grant.name, facts.host) };
+  if (entry === "upgrade") {
+    // past the handshake nothing is read: only a WebSocket (a GET) is passed, never h2c,
+    // whose HTTP/2 requests would go by unjudged
+    const protocol = facts.headers.upgrade?.trim().toLowerCase();
+    if (protocol !== "websocket" || facts.method !== "GET")
+      return { kind: "refuse", decision, refusal: notWebSocket(grant.name, protocol) };
+    // a WebSocket's messages pass unread: where an MCP rule may read (a host that speaks
+    // MCP, or any host when a rule names none), only a grant that says so
+    if (scope !== "no" && !allowsUpgrade(grant))
+      return { kind: "refuse", decision, refusal: upgradeRefusal(grant.name, facts.host, scope) };
+  }
   const spend = deps.budgets.spendFor({
     rule: grant.name,
     host: facts.host,
@@ -277,10 +285,19 @@ function unjudgedRefusal(reading: McpReading, scope: McpScope, host: string): Re
   };
 }
 
-function upgradeRefusal(rule: string, host: string): Refusal {
+function upgradeRefusal(rule: string, host: string, scope: McpScope): Refusal {
+  const where =
+    scope === "mcp" ? `${host} speaks MCP` : "an MCP rule with no host reads every host";
   return denied(
     rule,
-    `${host} speaks MCP and a WebSocket's messages can't be judged: a grant must allow it explicitly (match.headerContains = { upgrade = "websocket" })`,
+    `${where} and a WebSocket's messages can't be judged: a grant must allow it explicitly (match.headerContains = { upgrade = "websocket" })`,
+  );
+}
+
+function notWebSocket(rule: string, protocol: string | undefined): Refusal {
+  return denied(
+    rule,
+    `the door passes only a WebSocket upgrade (GET, Upgrade: websocket), not ${JSON.stringify(protocol ?? "")}: what follows any other would go by unjudged`,
   );
 }
 
