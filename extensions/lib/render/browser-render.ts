@@ -83,8 +83,9 @@ export class Renderer {
       home = await trustingHome();
       const browser = await chromium.launch({
         executablePath,
-        env: { ...process.env, HOME: home },
-        // the box is the sandbox (no route out, no capabilities): Chromium's own needs namespaces it has not
+        env: browserEnv(home),
+        // Chromium's own sandbox needs user namespaces or a setuid helper, and a box allows
+        // neither (no-new-privileges, no capabilities, seccomp): docs/box.md says what stands instead
         chromiumSandbox: false,
         args: [
           `--proxy-server=http://127.0.0.1:${port}`,
@@ -239,6 +240,17 @@ async function within(page: Page, until: number): Promise<string | undefined> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The browser's environment: the box's, minus the proxy variables, which carry
+ * the run's token. The browser's way out is the forwarder (--proxy-server),
+ * which sends no token, so a page is only ever a page at the door.
+ */
+function browserEnv(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
+  for (const name of Object.keys(env)) if (/^(https?|all)_proxy$/i.test(name)) delete env[name];
+  return env;
 }
 
 /**
