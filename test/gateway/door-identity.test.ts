@@ -151,6 +151,8 @@ describe("a run's door is the identity of every request on it", () => {
     expect((await throughDoor(dir, url, { token: own })).status).toBe(200);
     const lines = linesOf("run-own");
     expect(lines.map((line) => line.rule)).toEqual(["wrong-run", "wrong-run", "api"]);
+    // the refusal names where the request was going, as any other line does
+    expect(lines[0]?.request).toMatchObject({ host: "api.test", path: "/data", method: "GET" });
     expect(linesOf("run-other")).toEqual([]);
     await lease.closeDoor("run-own");
   });

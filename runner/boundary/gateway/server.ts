@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { isIP, connect as netConnect, type Socket } from "node:net";
+import { connect as netConnect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
 import { hostName } from "../../ground/config/host-name.ts";
@@ -12,6 +12,7 @@ import { type ExchangeDeps, handleRequest } from "./exchange.ts";
 import { answerHostRoute, type DoorControl } from "./host-routes.ts";
 import { type Identity, TokenResolver } from "./identity.ts";
 import { grantNamesHost } from "./judge.ts";
+import { parseAbsolute, parseConnectTarget, whereOf } from "./proxy-targets.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "./refusals.ts";
 import type { RequestFacts, Target } from "./request-facts.ts";
 import { spliceSockets } from "./splice.ts";
@@ -107,7 +108,8 @@ function serveTunnelled(inner: Server, deps: ServerDeps, identify: Identify): vo
     if (!context) return sendRefusal(res, auditUnread(deps, undefined, NO_TUNNEL));
     const caller = identify(context.tokenHeader, context.door);
     const identity = caller.identity;
-    if (caller.refusal) return sendRefusal(res, auditUnread(deps, identity, caller.refusal));
+    const where = { target: context.target, method: req.method, rawPath: req.url };
+    if (caller.refusal) return sendRefusal(res, auditUnread(deps, identity, caller.refusal, where));
     const mismatch = hostMismatch(deps, req, context.target, identity);
     if (mismatch) return sendRefusal(res, mismatch);
     void handleRequest(deps, req, res, context.target, identity, req.url ?? "/").catch(
@@ -119,7 +121,9 @@ function serveTunnelled(inner: Server, deps: ServerDeps, identify: Identify): vo
     if (!context) return writeRawRefusal(socket, auditUnread(deps, undefined, NO_TUNNEL));
     const caller = identify(context.tokenHeader, context.door);
     const identity = caller.identity;
-    if (caller.refusal) return writeRawRefusal(socket, auditUnread(deps, identity, caller.refusal));
+    const where = { target: context.target, method: req.method, rawPath: req.url };
+    if (caller.refusal)
+      return writeRawRefusal(socket, auditUnread(deps, identity, caller.refusal, where));
     const mismatch = hostMismatch(deps, req, context.target, identity);
     if (mismatch) return writeRawRefusal(socket, mismatch);
     handleUpgrade(deps, req, socket, head, context.target, identity, req.url ?? "/").catch(() =>
@@ -135,8 +139,9 @@ function serveOuter(outer: Server, inner: Server, deps: ServerDeps, identify: Id
     const caller = identify(req.headers["proxy-authorization"], doorRunOf(req.socket));
     const identity = caller.identity;
     if (answerHostRoute(deps, req, res, () => identity)) return;
-    if (caller.refusal) return sendRefusal(res, auditUnread(deps, identity, caller.refusal));
     const absolute = parseAbsolute(url);
+    if (caller.refusal)
+      return sendRefusal(res, auditUnread(deps, identity, caller.refusal, whereOf(req, absolute)));
     if (!absolute) return sendRefusal(res, auditUnread(deps, identity, NOT_A_PROXY_REQUEST));
     void handleRequest(deps, req, res, absolute.target, identity, absolute.path).catch(
       (error: unknown) => sendRefusal(res, upstreamRefusal(error, undefined)),
@@ -145,8 +150,12 @@ function serveOuter(outer: Server, inner: Server, deps: ServerDeps, identify: Id
   outer.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const caller = identify(req.headers["proxy-authorization"], doorRunOf(req.socket));
     const identity = caller.identity;
-    if (caller.refusal) return writeRawRefusal(socket, auditUnread(deps, identity, caller.refusal));
     const absolute = parseAbsolute(req.url ?? "");
+    if (caller.refusal)
+      return writeRawRefusal(
+        socket,
+        auditUnread(deps, identity, caller.refusal, whereOf(req, absolute)),
+      );
     if (!absolute) return writeRawRefusal(socket, auditUnread(deps, identity, NOT_A_PROXY_REQUEST));
     handleUpgrade(deps, req, socket, head, absolute.target, identity, absolute.path).catch(() =>
       socket.destroy(),
@@ -158,8 +167,14 @@ function serveOuter(outer: Server, inner: Server, deps: ServerDeps, identify: Id
     const door = doorRunOf(req.socket);
     const caller = identify(tokenHeader, door);
     const identity = caller.identity;
-    if (caller.refusal) return writeRawRefusal(socket, auditUnread(deps, identity, caller.refusal));
     const target = parseConnectTarget(req.url ?? "");
+    if (caller.refusal) {
+      const where = target && {
+        target: { protocol: "https" as const, ...target },
+        method: "CONNECT",
+      };
+      return writeRawRefusal(socket, auditUnread(deps, identity, caller.refusal, where));
+    }
     if (!target) {
       writeRawRefusal(
         socket,
@@ -196,12 +211,18 @@ const NOT_A_PROXY_REQUEST: Refusal = {
  * could judge (malformed, not a proxy request, no tunnel behind it): audited
  * all the same, with what is known of who sent it. Returns the refusal to send.
  */
-function auditUnread(deps: ServerDeps, identity: Identity | undefined, refusal: Refusal): Refusal {
+function auditUnread(
+  deps: ServerDeps,
+  identity: Identity | undefined,
+  refusal: Refusal,
+  /** What is known of where it was going (a request refused for its token), if anything. */
+  where?: { target: Target; method?: string | undefined; rawPath?: string | undefined },
+): Refusal {
   deps.audit.record(
     requestFacts({
-      target: { protocol: "http", host: "gateway", port: 0 },
-      method: "?",
-      rawPath: "/",
+      target: where?.target ?? { protocol: "http", host: "gateway", port: 0 },
+      method: where?.method ?? "?",
+      rawPath: where?.method === "CONNECT" ? "" : (where?.rawPath ?? "/"),
       headers: {},
       identity,
       bodySize: 0,
@@ -348,31 +369,6 @@ function firstChunk(socket: Socket): Promise<Buffer | undefined> {
     socket.on("end", onEnd);
     socket.on("close", onEnd);
   });
-}
-
-/** `host:port` (IPv6 in brackets); undefined when malformed. */
-export function parseConnectTarget(raw: string): { host: string; port: number } | undefined {
-  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(raw);
-  if (!match?.[1] || !match[2]) return undefined;
-  const port = Number(match[2]);
-  if (port < 1 || port > 65535) return undefined;
-  const host = match[1].startsWith("[") ? match[1].slice(1, -1) : match[1];
-  if (match[1].startsWith("[") && isIP(host) !== 6) return undefined;
-  return { host: hostName(host), port };
-}
-
-function parseAbsolute(url: string): { target: Target; path: string } | undefined {
-  if (!/^http:\/\//i.test(url)) return undefined;
-  try {
-    const parsed = new URL(url);
-    const host = hostName(parsed.hostname);
-    return {
-      target: { protocol: "http", host, port: Number(parsed.port || 80) },
-      path: `${parsed.pathname}${parsed.search}`,
-    };
-  } catch {
-    return undefined;
-  }
 }
 
 /**
