@@ -37,7 +37,7 @@ export function registerChannelCommands(program: Command): void {
       .command(`${verb} <id>`)
       .description(
         verb === "trust"
-          ? "sends and purpose edits there run without a gate"
+          ? "sends and purpose edits there run without a gate, from a run of its own (started there or from a linked surface)"
           : "sends and purpose edits there wait for approval (even a terminal or DM)",
       )
       .action(async (id: string) => (await channelCommands()).trustChannelCommand(verb, id));

@@ -14,8 +14,10 @@ import { channelsDir } from "./store.ts";
  *   { "trusted": [ids], "untrusted": [ids], "modes": { id: "all" | "mention" } }
  * Every key is optional, so the older `{ "trusted": [...] }` still reads.
  *
- * Trusted: a worker's sends and purpose edits there run without a gate, since
- * the people in that room are the ones who would approve them. A channel starts
+ * Trusted: a worker's sends and purpose edits there run without a gate when
+ * they come from a run of that channel's own (started there, or from a
+ * surface linked with it: services/actions/trusted-channels.ts), since the
+ * people in that room are the ones who would approve them. A channel starts
  * untrusted, except a direct one (a terminal or a DM, where the only other
  * party is the person who would approve); an `untrusted` entry overrides that
  * default and a `trusted` entry trusts any channel. An id in both lists is
@@ -208,7 +210,7 @@ export function forgetChannel(paths: RosterPaths, id: string): Promise<Designati
 /** What a trust change did, in the words `roster channel` and `/channel` both say. */
 export function trustSaid(designation: Designation): string {
   return designation.trusted
-    ? `${designation.id} is trusted: sends and purpose edits there run without a gate`
+    ? `${designation.id} is trusted: its own runs' sends and purpose edits there run without a gate`
     : `${designation.id} is untrusted: sends and purpose edits there wait for approval`;
 }
 
