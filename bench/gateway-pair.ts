@@ -8,7 +8,7 @@
  * about a change to the gateway's hot path. Needs hey on PATH.
  *   npx tsx bench/gateway-pair.ts <other checkout> [rounds]
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -17,6 +17,7 @@ import { join, resolve } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
+import { gatewayHealthy } from "./gateway-process.ts";
 import { freePort, makeServerCertificate } from "./harness.ts";
 
 const other = process.argv[2] ? resolve(process.argv[2]) : undefined;
@@ -61,19 +62,6 @@ function hey(requests: number, proxy: string, trust: string): Promise<string> {
   );
 }
 
-async function healthy(port: number, gateway: ChildProcess): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (gateway.exitCode !== null) throw new Error(`the gateway exited (${gateway.exitCode})`);
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (response) => response.ok,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((wait) => setTimeout(wait, 50));
-  }
-  throw new Error("the gateway did not answer /healthz");
-}
-
 interface Round {
   cpu: number;
   rps: number;
@@ -97,7 +85,7 @@ for (let round = 0; round < ROUNDS; round++) {
     );
     const exited = new Promise((gone) => gateway.once("exit", gone));
     try {
-      await healthy(port, gateway);
+      await gatewayHealthy(port, gateway);
       const token = await mintToken(paths.identity, { subject: "org/bench", runId: "bench" });
       const trust = join(work, `trust-${name}-${round}.pem`);
       writeFileSync(trust, readFileSync(join(paths.ca, "ca.crt"), "utf8") + certificate.caPem);

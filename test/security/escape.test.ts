@@ -581,7 +581,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
       expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);
     });
 
-    it("can't use another run's token or speak for another worker", async () => {
+    it("can't use another run's token, act with no token, or speak for another worker", async () => {
       const { paths } = deployment;
       const port = listeningPort(allowed);
       const stolen = await mintToken(paths.identity, { subject: "org/bob", runId: "bob-finished" });
@@ -592,15 +592,22 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
           `curl -s -f --max-time 10 -x http://${token}:x@127.0.0.1:${DOOR_PORT} http://allowed.test:${port}/ | grep -q 'allowed saw'`;
         const found = await run([
           { name: "a finished run's (revoked) token", group: "identity", run: via(stolen) },
+          { name: "another worker's live run's token", group: "identity", run: via(live) },
           {
             name: "a made-up token",
             group: "identity",
             run: via("11111111-2222-3333-4444-555555555555"),
           },
           {
-            name: "no token at all",
+            // with no token the request is still this run's, as a page the renderer loads is: read, never credentialed
+            name: "no token at all, for the credential",
             group: "identity",
-            run: `curl -s -f --max-time 10 -x http://127.0.0.1:${DOOR_PORT} http://allowed.test:${port}/ | grep -q 'allowed saw'`,
+            run: `curl -s -f --max-time 10 -x http://127.0.0.1:${DOOR_PORT} http://allowed.test:${port}/ | grep -q 'allowed saw ${VAULT_VALUE}'`,
+          },
+          {
+            name: "no token at all, to propose",
+            group: "identity",
+            run: `curl -s --max-time 10 -x http://127.0.0.1:${DOOR_PORT} -X POST -H 'content-type: application/json' https://actions.roster.internal/submit -d '{"intent":"send_email","payload":{"to":["x@example.test"],"subject":"s","body":"b"}}' | grep -q '"status":"\\(done\\|pending\\|error\\)"'`,
           },
           {
             name: "an envelope that names another worker and run",
@@ -611,12 +618,31 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
         expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);
         // nothing was filed in bob's name
         expect(listGates(paths, "bob")).toEqual([]);
-        // the refused uses of tokens are in the audit, with no subject
+        // the refused uses of tokens are in the audit as the box's own run (the door it came
+        // through), and the tokenless request as its page, with nothing injected
+        type Line = {
+          subject: string | null;
+          status: number;
+          rule: string | null;
+          actor?: string;
+          injected?: string[];
+        };
         const lines = readFileSync(join(paths.audit, "decisions.jsonl"), "utf8")
           .split("\n")
-          .filter((line) => line.includes(`"host":"allowed.test"`))
-          .map((line) => JSON.parse(line) as { subject: string | null; status: number });
-        expect(lines.filter((line) => line.subject === null && line.status >= 400).length).toBe(3);
+          .filter(
+            (line) => line.includes(`"host":"allowed.test"`) || line.includes('"rule":"page"'),
+          )
+          .map((line) => JSON.parse(line) as Line);
+        const wrong = lines.filter((line) => line.rule === "wrong-run");
+        expect(wrong.map((line) => line.status)).toEqual([403, 403, 403]);
+        expect(wrong.every((line) => line.subject !== null && line.subject !== "org/bob")).toBe(
+          true,
+        );
+        const page = lines.filter((line) => line.actor === "page");
+        expect(page.map((line) => [line.status, line.injected])).toEqual([
+          [200, undefined],
+          [403, undefined],
+        ]);
         expect(lines.some((line) => line.subject === "org/bob")).toBe(false);
       } finally {
         await revokeToken(paths.identity, live);
