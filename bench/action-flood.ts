@@ -222,8 +222,11 @@ for (let round = 0; round < ROUNDS; round++) {
         const flooded = await flood;
         quietAgent.destroy();
         latencies.sort((a, b) => a - b);
-        figures[name] ??= {} as Record<Route, Figure[]>;
-        (figures[name][route] ??= []).push({
+        const byRoute = figures[name] ?? ({} as Record<Route, Figure[]>);
+        figures[name] = byRoute;
+        const list = byRoute[route] ?? [];
+        byRoute[route] = list;
+        list.push({
           p50: pick(latencies, 0.5),
           p99: pick(latencies, 0.99),
           max: latencies.at(-1) ?? 0,

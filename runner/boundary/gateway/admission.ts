@@ -16,6 +16,7 @@ import { budgetRefusal, MODEL_CURRENCIES } from "./model-meter.ts";
 import { denied, type Refusal } from "./refusals.ts";
 import { flattenHeaders, normalisePath, type RequestFacts, type Target } from "./request-facts.ts";
 import { findSsrfRefusal, literalRefusal } from "./ssrf.ts";
+import { upgradeRefused } from "./upgrades.ts";
 import { UpstreamError } from "./upstreams.ts";
 import { isModelCall } from "./usage.ts";
 import { renderInjection, templatesFor } from "./vault.ts";
@@ -183,35 +184,14 @@ async function admitRequest(
   const mcp = reading.kind === "message" ? reading.mcp : null;
   facts.mcp = mcp;
   const decision = judge(config.grants, facts, "request");
-  if (decision.verdict === "gate" && decision.rule) {
-    // a gate holds a tool call for a human; anything else it matches is refused, never forwarded
-    // (and a page's call is never held: only the run's own tool calls reach the desk)
-    if (mcp?.method === "tools/call" && mcp.tool !== undefined && !facts.actor)
-      return { kind: "gate", decision, tool: mcp.tool };
-    return {
-      kind: "refuse",
-      refusal: denied(
-        decision.rule.name,
-        `"${decision.rule.name}" is a gate grant: it holds MCP tools/call requests for approval and passes nothing else`,
-      ),
-      decision,
-    };
-  }
+  if (decision.verdict === "gate" && decision.rule)
+    return gateRuling(decision, decision.rule, facts);
   if (decision.verdict !== "allow" || !decision.rule) {
     return { kind: "refuse", refusal: denied(decision.rule?.name, decision.hint), decision };
   }
   const grant = decision.rule;
-  if (entry === "upgrade") {
-    // past the handshake nothing is read: only a WebSocket (a GET) is passed, never h2c,
-    // whose HTTP/2 requests would go by unjudged
-    const protocol = facts.headers.upgrade?.trim().toLowerCase();
-    if (protocol !== "websocket" || facts.method !== "GET")
-      return { kind: "refuse", decision, refusal: notWebSocket(grant.name, protocol) };
-    // a WebSocket's messages pass unread: where an MCP rule may read (a host that speaks
-    // MCP, or any host when a rule names none), only a grant that says so
-    if (scope !== "no" && !allowsUpgrade(grant))
-      return { kind: "refuse", decision, refusal: upgradeRefusal(grant.name, facts.host, scope) };
-  }
+  const upgrade = entry === "upgrade" ? upgradeRefused(facts, scope, grant) : undefined;
+  if (upgrade) return { kind: "refuse", decision, refusal: upgrade };
   const spend = deps.budgets.spendFor({
     rule: grant.name,
     host: facts.host,
@@ -241,6 +221,25 @@ async function admitRequest(
     };
   }
   return { kind: "forward", decision, inject, spend, allowInternal: named, model };
+}
+
+/**
+ * A gate holds a tool call for a human; anything else it matches is refused,
+ * never forwarded (and a page's call is never held: only the run's own tool
+ * calls reach the desk).
+ */
+function gateRuling(decision: Decision, rule: ScopedGrant, facts: RequestFacts): RequestAdmission {
+  const { mcp } = facts;
+  if (mcp?.method === "tools/call" && mcp.tool !== undefined && !facts.actor)
+    return { kind: "gate", decision, tool: mcp.tool };
+  return {
+    kind: "refuse",
+    refusal: denied(
+      rule.name,
+      `"${rule.name}" is a gate grant: it holds MCP tools/call requests for approval and passes nothing else`,
+    ),
+    decision,
+  };
 }
 
 /** The door serves nothing it can't record: a run past its share of the audit log (audit.ts). */
@@ -283,29 +282,6 @@ function unjudgedRefusal(reading: McpReading, scope: McpScope, host: string): Re
     ),
     decision: undefined,
   };
-}
-
-function upgradeRefusal(rule: string, host: string, scope: McpScope): Refusal {
-  const where =
-    scope === "mcp" ? `${host} speaks MCP` : "an MCP rule with no host reads every host";
-  return denied(
-    rule,
-    `${where} and a WebSocket's messages can't be judged: a grant must allow it explicitly (match.headerContains = { upgrade = "websocket" })`,
-  );
-}
-
-function notWebSocket(rule: string, protocol: string | undefined): Refusal {
-  return denied(
-    rule,
-    `the door passes only a WebSocket upgrade (GET, Upgrade: websocket), not ${JSON.stringify(protocol ?? "")}: what follows any other would go by unjudged`,
-  );
-}
-
-/** Whether a grant names the upgrade it allows: `match.headerContains` has an `upgrade` entry. */
-function allowsUpgrade(grant: ScopedGrant): boolean {
-  return Object.keys(grant.match?.headerContains ?? {}).some(
-    (name) => name.toLowerCase() === "upgrade",
-  );
 }
 
 /**
