@@ -3,7 +3,8 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testBrowser, testOutput } from "../support/browser.ts";
 import { type ConsoleServer, startConsoleServer } from "../support/console-server.ts";
-import { hostBridgeAddress, testDocker } from "../support/docker.ts";
+import { testDocker } from "../support/docker.ts";
+import { reachFromBox } from "../support/host-port-reach.ts";
 import type { ModelServer } from "../support/model-server.ts";
 import type { RosterRoot } from "../support/roster-root.ts";
 import type { SmtpSink } from "../support/smtp.ts";
@@ -181,26 +182,14 @@ describe.skipIf(!docker || !browser)("the web console", () => {
   });
 
   it("is out of every box's reach: through the gateway and around it", async () => {
-    const port = new URL(base).port;
-    const tries = [
-      `curl -s -o /dev/null -w '%{http_code}' http://host.docker.internal:${port}/approvals`,
-      `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/approvals`,
-      `curl -s --noproxy '*' --max-time 3 -o /dev/null -w '%{http_code}' http://${hostBridgeAddress()}:${port}/approvals; echo " exit=$?"`,
-    ];
-    const exec = await deployment.roster(["box", "exec", "elf", "--", tries.join("; echo; ")], {
-      timeoutMs: 60_000,
-    });
-    const out = (JSON.parse(exec.stdout) as { stdout: string }).stdout.split("\n");
-    expect(out[0]).toBe("403");
-    expect(out[1]).toBe("403");
-    expect(out[2]).toMatch(/^000 exit=(7|28)$/); // no route: a box has no network
-    const door = await deployment.roster(["gateway", "log", "--denied", "--json"]);
-    const refusals = door.stdout
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line) as { rule: string | null; request: { port: number } });
-    expect(
-      refusals.filter((r) => r.rule === "closed" && r.request.port === Number(port)),
-    ).toHaveLength(2);
+    const { answers, closed } = await reachFromBox(
+      deployment,
+      Number(new URL(base).port),
+      "/approvals",
+    );
+    expect(answers[0]).toBe("403");
+    expect(answers[1]).toBe("403");
+    expect(answers[2]).toMatch(/^000 exit=(7|28)$/); // no route: a box has no network
+    expect(closed).toBe(2);
   });
 });

@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { until } from "../support/chat-turns.ts";
-import { hostBridgeAddress, testDocker } from "../support/docker.ts";
+import { testDocker } from "../support/docker.ts";
+import { reachFromBox } from "../support/host-port-reach.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { type Prometheus, prometheusAvailable, startPrometheus } from "../support/prometheus.ts";
 import { freePort, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
@@ -127,27 +128,10 @@ describe.skipIf(!docker || !prometheus)("metrics a real Prometheus scrapes from 
   });
 
   it("is out of every box's reach: through the gateway and around it", async () => {
-    const tries = [
-      `curl -s -o /dev/null -w '%{http_code}' http://host.docker.internal:${port}/metrics`,
-      `curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/metrics`,
-      `curl -s --noproxy '*' --max-time 3 -o /dev/null -w '%{http_code}' http://${hostBridgeAddress()}:${port}/metrics; echo " exit=$?"`,
-    ];
-    const exec = await deployment.roster(["box", "exec", "elf", "--", tries.join("; echo; ")], {
-      timeoutMs: 60_000,
-    });
-    const out = (JSON.parse(exec.stdout) as { stdout: string }).stdout.split("\n");
-    expect(out[0]).toBe("403");
-    expect(out[1]).toBe("403");
-    expect(out[2]).toMatch(/^000 exit=(7|28)$/); // no route: a box has no network
-    const door = await deployment.roster(["gateway", "log", "--denied", "--json"]);
-    const refusals = door.stdout
-      .trim()
-      .split("\n")
-      .map(
-        (line) =>
-          JSON.parse(line) as { rule: string | null; reason?: string; request: { port: number } },
-      )
-      .filter((refusal) => refusal.request.port === port);
-    expect(refusals.map((refusal) => refusal.rule)).toEqual(["closed", "closed"]);
+    const { answers, closed } = await reachFromBox(deployment, port, "/metrics");
+    expect(answers[0]).toBe("403");
+    expect(answers[1]).toBe("403");
+    expect(answers[2]).toMatch(/^000 exit=(7|28)$/); // no route: a box has no network
+    expect(closed).toBe(2);
   });
 });
