@@ -27,7 +27,7 @@ export function registerTalkCommands(program: Command): void {
     .action(async (worker: string, flags: { idle?: number }) => {
       const [{ talk }, { terminalCommand }, { turnThroughServer }] = await Promise.all([
         import("../services/chat/terminal/talk.ts"),
-        import("../services/commands/terminal.ts"),
+        import("../services/slash/terminal.ts"),
         import("../services/server/run-client.ts"),
       ]);
       const paths = rosterPaths();

@@ -7,7 +7,7 @@ import { groupOf } from "../../runner/records/channels/links.ts";
 import { readGate } from "../../runner/records/gates/gate-record.ts";
 import { pauseOf } from "../../runner/records/workers/pause.ts";
 import { type Gate, newGateId, writeGate } from "../../runner/services/actions/gates.ts";
-import { discordCommands } from "../../runner/services/chat/discord/commands.ts";
+import { discordCommands } from "../../runner/services/chat/discord/slash.ts";
 import { bindElf, lazyServer, until } from "../support/chat-turns.ts";
 import { DiscordStandIn, type InteractionResponse } from "../support/discord-stand-in.ts";
 import { testDocker } from "../support/docker.ts";

@@ -17,10 +17,10 @@ import { listGates } from "../../runner/records/gates/gate-record.ts";
 import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { readTasks } from "../../runner/records/task-list/store.ts";
 import { assertNotPaused, pauseOf } from "../../runner/records/workers/pause.ts";
-import type { Asker } from "../../runner/services/commands/authority.ts";
-import { answerLine } from "../../runner/services/commands/core.ts";
-import { terminalCommand } from "../../runner/services/commands/terminal.ts";
 import { readyTasks } from "../../runner/services/server/ready-tasks.ts";
+import type { Asker } from "../../runner/services/slash/authority.ts";
+import { answerLine } from "../../runner/services/slash/core.ts";
+import { terminalCommand } from "../../runner/services/slash/terminal.ts";
 
 /**
  * The host's command core: what a person types after "/" in `roster talk`,

@@ -4,7 +4,7 @@ import {
   REFUSALS_WRITTEN,
   RefusalBound,
   refusedArgs,
-} from "../../runner/services/commands/refusals.ts";
+} from "../../runner/services/slash/refusals.ts";
 
 /**
  * What a refused chat command may leave in the audit log: an excerpt of its

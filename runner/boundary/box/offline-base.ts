@@ -8,9 +8,9 @@ import { RosterError } from "../../ground/errors.ts";
 import { PROJECT_ROOT } from "../../ground/version.ts";
 import { baseSourcesFile, debianSources } from "./debian-sources.ts";
 import type { BoxEngine } from "./engine.ts";
+import { onPath, runHostProgram } from "./host-program.ts";
 import { LABELS, OFFLINE_BASE } from "./layout.ts";
 import type { Progress } from "./progress.ts";
-import { onPath, runCommand } from "./run-command.ts";
 
 /**
  * A base image for hosts that reach Debian's mirror and the npm registry but no
@@ -86,7 +86,7 @@ export async function buildOfflineBase(
   const rootfs = join(work, "rootfs");
   try {
     progress.step(`base: debootstrap bookworm (minbase) from the host's Debian mirror`);
-    const boot = await runCommand(
+    const boot = await runHostProgram(
       "debootstrap",
       ["--variant=minbase", "bookworm", rootfs, sources.mirror],
       { onLine: (line) => progress.detail(line) },
@@ -112,7 +112,7 @@ export async function buildOfflineBase(
     await rename(npmPkg, join(rootfs, "usr/local/lib/node_modules/npm"));
     await symlink("../lib/node_modules/npm/bin/npm-cli.js", join(rootfs, "usr/local/bin/npm"));
     await symlink("../lib/node_modules/npm/bin/npx-cli.js", join(rootfs, "usr/local/bin/npx"));
-    const check = await runCommand("chroot", [rootfs, "/usr/local/bin/node", "--version"]);
+    const check = await runHostProgram("chroot", [rootfs, "/usr/local/bin/node", "--version"]);
     if (check.code !== 0) {
       throw new BaseStepError("node", "the Node binary does not run in the base", check.tail);
     }
@@ -151,12 +151,12 @@ async function emptyDir(dir: string): Promise<void> {
 async function unpackNpmPackage(work: string, spec: string, step: string): Promise<string> {
   const into = join(work, `pkg-${step}`);
   await mkdir(into, { recursive: true });
-  const pack = await runCommand("npm", ["pack", spec, "--silent", "--pack-destination", into]);
+  const pack = await runHostProgram("npm", ["pack", spec, "--silent", "--pack-destination", into]);
   const tarball = pack.tail.at(-1);
   if (pack.code !== 0 || !tarball) {
     throw new BaseStepError(step, `npm pack ${spec} failed`, pack.tail);
   }
-  const untar = await runCommand("tar", ["-xzf", join(into, tarball), "-C", into]);
+  const untar = await runHostProgram("tar", ["-xzf", join(into, tarball), "-C", into]);
   if (untar.code !== 0) throw new BaseStepError(step, `unpacking ${tarball} failed`, untar.tail);
   return join(into, "package");
 }

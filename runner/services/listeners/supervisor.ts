@@ -39,7 +39,7 @@ export interface ChatApprovals {
   }): Promise<{ text: string; private: boolean; settled: boolean }>;
 }
 /**
- * What the supervisor asks of the host's command core (services/commands/,
+ * What the supervisor asks of the host's slash-command core (services/slash/,
  * handed in by the server): the answer to a command given through a
  * worker's bot, and the choices for an option being typed.
  */

@@ -21,15 +21,15 @@ import {
 } from "../../listeners/child.ts";
 import { cursorChannels, readCursor } from "../../listeners/cursors.ts";
 import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
+import { discordChannelId, discordPlace } from "./ids.ts";
+import { handleDiscordPress, postDiscordOffer } from "./offers.ts";
 import {
   handleDiscordAutocomplete,
   handleDiscordCommand,
   ownGuilds,
   registerDiscordCommands,
   registerDiscordDmCommands,
-} from "./commands.ts";
-import { discordChannelId, discordPlace } from "./ids.ts";
-import { handleDiscordPress, postDiscordOffer } from "./offers.ts";
+} from "./slash.ts";
 
 /**
  * The Discord listener: discord.js's gateway client (@discordjs/ws) for

@@ -11,9 +11,9 @@ import {
 } from "../../listeners/child.ts";
 import { cursorChannels, readCursor } from "../../listeners/cursors.ts";
 import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
-import { handleSlackCommand, type SlashAck, type SlashBody } from "./commands.ts";
 import { slackChannelId } from "./ids.ts";
 import { handleSlackPress, postSlackOffer } from "./offers.ts";
+import { handleSlackCommand, type SlashAck, type SlashBody } from "./slash.ts";
 
 /**
  * The Slack listener: Slack's own Socket Mode client for events and its Web

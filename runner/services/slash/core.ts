@@ -17,7 +17,7 @@ import { type Invocation, readLine, UsageError } from "./invocation.ts";
 import { REFUSALS_WRITTEN, refusals, refusedArgs } from "./refusals.ts";
 
 /**
- * The one place a person's command is answered, whichever surface it came
+ * The one place a person's slash command is answered, whichever surface it came
  * from (`roster talk`, a Discord application command, a Slack slash
  * command): read against the catalogue, judged against the asker's standing,
  * answered, and written to the action journal with who asked from where and

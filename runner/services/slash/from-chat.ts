@@ -9,7 +9,7 @@ import { fromOptions, UsageError } from "./invocation.ts";
 export const COMMAND_MAX_CHARS = 8_000;
 
 /**
- * The command core as the listeners' supervisor asks it: a command given
+ * The slash-command core as the listeners' supervisor asks it: a command given
  * through a worker's bot (a typed line from Slack, named options from
  * Discord), and the choices for an option being typed.
  */

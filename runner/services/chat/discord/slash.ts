@@ -17,17 +17,17 @@ import {
 } from "discord-api-types/v10";
 import { errorMessage } from "../../../ground/errors.ts";
 import { splitText } from "../../../ground/text/message-parts.ts";
-import { COMMANDS, type OptionSpec } from "../../command-catalogue/catalogue.ts";
 import type { CommandReply, ListenerHost } from "../../listeners/child.ts";
+import { COMMANDS, type OptionSpec } from "../../slash-catalogue/catalogue.ts";
 import { discordChannelId } from "./ids.ts";
 
 /**
- * Discord application commands: the host's catalogue (services/commands/)
+ * Discord application commands: the host's catalogue (services/slash/)
  * registered in each guild org.toml names as this deployment's own (a guild's
  * commands show at once; any other guild the bot is in gets none, and a
  * command from one is refused unjudged) and globally for DMs with the bot only, each part a subcommand, the options that
  * name a proposal, a task, a run or a worker completed as they are typed. A
- * command becomes named options for the host's command core, with what
+ * command becomes named options for the host's slash-command core, with what
  * Discord says of the person (their roles, Manage Server); the answer is
  * theirs alone (ephemeral) unless it changed the channel itself.
  */

@@ -4,16 +4,16 @@ import { spawn } from "node:child_process";
  * Runs a host program (debootstrap, npm pack, tar) and streams its output line by
  * line, keeping the tail for error messages. Never goes through a shell.
  */
-export interface CommandResult {
+export interface ProgramResult {
   code: number;
   tail: string[];
 }
 
-export async function runCommand(
+export async function runHostProgram(
   command: string,
   args: string[],
   options: { cwd?: string; onLine?: (line: string) => void; tailLines?: number } = {},
-): Promise<CommandResult> {
+): Promise<ProgramResult> {
   const keep = options.tailLines ?? 20;
   const tail: string[] = [];
   const child = spawn(command, args, { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
@@ -49,6 +49,6 @@ export async function runCommand(
 
 /** True when `name` is an executable on PATH. */
 export async function onPath(name: string): Promise<boolean> {
-  const result = await runCommand("sh", ["-c", `command -v "$0"`, name]);
+  const result = await runHostProgram("sh", ["-c", `command -v "$0"`, name]);
   return result.code === 0;
 }

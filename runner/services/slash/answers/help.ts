@@ -1,4 +1,4 @@
-import { COMMANDS } from "../../command-catalogue/catalogue.ts";
+import { COMMANDS } from "../../slash-catalogue/catalogue.ts";
 import { allows } from "../authority.ts";
 import type { CommandContext } from "../context.ts";
 import { usageOf } from "../invocation.ts";

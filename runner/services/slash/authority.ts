@@ -1,5 +1,5 @@
 import type { ChatSection } from "../../ground/config/config-schema.ts";
-import type { Authority } from "../command-catalogue/catalogue.ts";
+import type { Authority } from "../slash-catalogue/catalogue.ts";
 
 /**
  * Who may run what. A person's standing comes from org.toml `[chat]`

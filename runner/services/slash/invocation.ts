@@ -7,7 +7,7 @@ import {
   commandSpec,
   type SubSpec,
   subSpec,
-} from "../command-catalogue/catalogue.ts";
+} from "../slash-catalogue/catalogue.ts";
 
 /**
  * One command as a platform hands it over: Discord's options arrive named;

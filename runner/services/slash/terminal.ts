@@ -3,7 +3,7 @@ import { answerLine } from "./core.ts";
 
 /**
  * What `roster talk` does with a line starting with "/": `/quit` ends the
- * session, everything else is the host's command core (services/commands/),
+ * session, everything else is the host's slash-command core (services/slash/),
  * asked as the operator at the terminal. Returns the text to show, or "quit".
  */
 export async function terminalCommand(

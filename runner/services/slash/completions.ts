@@ -5,7 +5,7 @@ import { listGates } from "../../records/gates/gate-record.ts";
 import { listRuns } from "../../records/run-records/run-record.ts";
 import { readTasks } from "../../records/task-list/store.ts";
 import { gateRow } from "../actions/desk-view.ts";
-import { commandSpec, type OptionKind, subSpec } from "../command-catalogue/catalogue.ts";
+import { commandSpec, type OptionKind, subSpec } from "../slash-catalogue/catalogue.ts";
 import { configuredWorkers } from "../workers/list.ts";
 import { allows, standingOf } from "./authority.ts";
 import type { Asked } from "./core.ts";

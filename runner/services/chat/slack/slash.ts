@@ -7,7 +7,7 @@ import { slackChannelId } from "./ids.ts";
 /**
  * Slack slash commands over Socket Mode: a `slash_commands` envelope (the
  * app's manifest declares `/approvals`, `/task`, … or one `/roster <what>`)
- * becomes a typed line for the host's command core, which judges and
+ * becomes a typed line for the host's slash-command core, which judges and
  * answers it. Slack wants the ack within 3 s: an answer ready by then rides
  * on the ack; a slower one (an approval that sends an email) is acked bare
  * and posted to the command's response_url when it comes. Whether the person
