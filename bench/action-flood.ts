@@ -16,7 +16,7 @@ import { Agent, createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { mintToken } from "../runner/boundary/gateway/identity.ts";
+import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { gatewayHealthy } from "./gateway-process.ts";

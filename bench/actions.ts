@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ProxyAgent, request } from "undici";
-import { mintToken } from "../runner/boundary/gateway/identity.ts";
+import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { freePort, makeServerCertificate } from "./harness.ts";

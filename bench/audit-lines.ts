@@ -2,8 +2,8 @@
  * Door decisions for the console benches, written by the gateway's own
  * AuditLog: 40 hosts, subjects and runs in turn, one refusal in nine.
  */
-import type { AuditLog } from "../runner/boundary/gateway/audit.ts";
-import type { RequestFacts } from "../runner/boundary/gateway/request-facts.ts";
+import type { AuditLog } from "../runner/boundary/gateway/audit/audit.ts";
+import type { RequestFacts } from "../runner/boundary/gateway/judging/request-facts.ts";
 
 export const HOSTS = Array.from({ length: 40 }, (_, i) => `host${i}.example.com`);
 

@@ -4,7 +4,7 @@
  * own AuditLog and Budgets and the runner's own record writer. The overview
  * (cards and the spend, door and runs pictures) is rendered by the console
  * app itself, in process, side by side with the peer a naive page would be:
- * one read of the whole audit log (gateway/audit-view.ts readDecisions).
+ * one read of the whole audit log (gateway/audit/view.ts readDecisions).
  *   - first render ever: no summaries yet, so they are built from the log once;
  *   - first render after a restart: summaries read from state/console, after
  *     1,000 more decisions, 100 more spends and 10 more runs;
@@ -17,9 +17,9 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { AuditLog } from "../runner/boundary/gateway/audit.ts";
-import { readDecisions } from "../runner/boundary/gateway/audit-view.ts";
-import { Budgets } from "../runner/boundary/gateway/budget.ts";
+import { AuditLog } from "../runner/boundary/gateway/audit/audit.ts";
+import { readDecisions } from "../runner/boundary/gateway/audit/view.ts";
+import { Budgets } from "../runner/boundary/gateway/spend/budget.ts";
 import { initRoots } from "../runner/ground/config/init.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { newRunId, type RunRecord, writeRecord } from "../runner/records/run-records/run-record.ts";

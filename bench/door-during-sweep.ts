@@ -14,7 +14,7 @@ import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { mintToken } from "../runner/boundary/gateway/identity.ts";
+import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
 import { initRoots } from "../runner/ground/config/init.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";

@@ -2,7 +2,7 @@
  * The door's running counts (runner/services/console/door-summary.ts) against reading
  * the whole audit log, side by side in one run, on a log of 1,000,000 lines
  * written by the gateway's own AuditLog: the whole-log read the door page does
- * today (gateway/audit-view.ts readDecisions), the summary's first count of
+ * today (gateway/audit/view.ts readDecisions), the summary's first count of
  * the same log, and its refresh after 1,000 more lines; with each one's heap
  * growth. No Docker.
  *   node --expose-gc --import tsx bench/door-summary.ts (gc exposed: the heap figures are then measured after a collection)
@@ -11,8 +11,8 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { AuditLog } from "../runner/boundary/gateway/audit.ts";
-import { readDecisions } from "../runner/boundary/gateway/audit-view.ts";
+import { AuditLog } from "../runner/boundary/gateway/audit/audit.ts";
+import { readDecisions } from "../runner/boundary/gateway/audit/view.ts";
 import { DoorSummary } from "../runner/services/console/door-summary.ts";
 import { HOSTS, writeDecisions } from "./audit-lines.ts";
 

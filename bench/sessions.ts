@@ -19,7 +19,7 @@ import type Docker from "dockerode";
 import { connectEngine } from "../runner/boundary/box/connect.ts";
 import type { DockerEngine } from "../runner/boundary/box/docker-engine.ts";
 import { BOX_IMAGE } from "../runner/boundary/box/layout.ts";
-import { runningGateway } from "../runner/boundary/gateway/health.ts";
+import { runningGateway } from "../runner/boundary/gateway/process/health.ts";
 import { ensureChannel } from "../runner/records/channels/store.ts";
 import { termChannelId } from "../runner/services/chat/terminal/ids.ts";
 import { type Inbound, SessionRouter } from "../runner/work/sessions/router.ts";

@@ -33,7 +33,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ProxyAgent, request } from "undici";
-import { mintToken } from "../runner/boundary/gateway/identity.ts";
+import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
 import { type RosterPaths, rosterPaths } from "../runner/ground/config/paths.ts";
 import { SPAN_BURST, SPAN_RATE } from "../runner/ground/telemetry/span-budget.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";

@@ -10,12 +10,12 @@
 // parses its whole trust store before running anything, which cost every
 // command ~60 ms. It is put back here for every process roster starts, and
 // roster's own outbound TLS (the executors) trusts that file explicitly
-// (runner/boundary/gateway/host-trust.ts). The soft limit on open files is
+// (runner/boundary/gateway/trust/host-trust.ts). The soft limit on open files is
 // raised to the hard one first: the server and every gateway (standalone or
 // embedded, forked from this) hold a descriptor per box connection, and a
 // default soft limit of 1024 is reached by a few busy boxes. The young generation is capped
 // as for every process that runs the gateway (GATEWAY_NODE_FLAGS in
-// runner/boundary/gateway/defaults.ts says why, and why gc is exposed).
+// runner/boundary/gateway/settings/defaults.ts says why, and why gc is exposed).
 import { readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 

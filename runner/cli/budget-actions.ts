@@ -4,7 +4,7 @@
  * command runs.
  */
 
-import type { LimitStanding } from "../boundary/gateway/budget.ts";
+import type { LimitStanding } from "../boundary/gateway/spend/budget.ts";
 import { rosterPaths } from "../ground/config/paths.ts";
 import { workerSubject } from "../ground/config/subject.ts";
 import { RosterError } from "../ground/errors.ts";
@@ -16,7 +16,7 @@ export async function budgetCommand(flags: { worker?: string; json?: boolean }):
   const config = loadValidConfig(paths);
   if (flags.worker && !config.workers.has(flags.worker))
     throw new RosterError(`no worker named "${flags.worker}"`, { exitCode: 2 });
-  const { Budgets } = await import("../boundary/gateway/budget.ts");
+  const { Budgets } = await import("../boundary/gateway/spend/budget.ts");
   const budgets = new Budgets(
     paths.audit,
     config.meters,

@@ -5,7 +5,7 @@
  */
 import { type Command, Option } from "commander";
 import type { GatewayStartFlags } from "../boundary/gateway/commands.ts";
-import { parseAddr } from "../boundary/gateway/listen.ts";
+import { parseAddr } from "../boundary/gateway/process/listen.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 const gatewayCommands = () => import("../boundary/gateway/commands.ts");
@@ -19,9 +19,9 @@ export function registerGatewayCommands(program: Command): void {
     .command("start")
     .description("run the gateway in the foreground")
     .option("--addr <host:port>", "address to listen on (repeatable)", parseAddr)
-    // roster run's own gateway, a child of the run (runner/boundary/gateway/embedded.ts)
+    // roster run's own gateway, a child of the run (runner/boundary/gateway/process/embedded.ts)
     .addOption(new Option("--embedded").hideHelp())
-    // the server's gateway, its supervised child (runner/boundary/gateway/supervised.ts)
+    // the server's gateway, its supervised child (runner/boundary/gateway/process/supervised.ts)
     .addOption(new Option("--for-server").hideHelp())
     .action(async (flags: GatewayStartFlags) =>
       (await gatewayCommands()).startGatewayCommand(flags, await actionHost()),

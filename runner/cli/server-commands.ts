@@ -3,7 +3,7 @@
  * gateway, the action host, chat sessions and task dispatch.
  */
 import { type Command, Option } from "commander";
-import { parseAddr } from "../boundary/gateway/listen.ts";
+import { parseAddr } from "../boundary/gateway/process/listen.ts";
 import { RosterError } from "../ground/errors.ts";
 import type { ServerStartFlags } from "../services/server/commands.ts";
 

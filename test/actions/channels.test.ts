@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../runner/boundary/gateway/identity.ts";
+import { mintToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import { listGates } from "../../runner/services/actions/gates.ts";
 import { submitAction } from "../support/action-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";

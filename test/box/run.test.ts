@@ -6,7 +6,7 @@ import type Docker from "dockerode";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SENTINEL } from "../../runner/boundary/box/box-env.ts";
 import { BOX_OPEN_FILES } from "../../runner/boundary/box/container-spec.ts";
-import { liveRuns } from "../../runner/boundary/gateway/identity.ts";
+import { liveRuns } from "../../runner/boundary/gateway/doors/identity.ts";
 import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";

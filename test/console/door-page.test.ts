@@ -2,7 +2,7 @@ import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AuditLog } from "../../runner/boundary/gateway/audit.ts";
+import { AuditLog } from "../../runner/boundary/gateway/audit/audit.ts";
 import { rosterPaths } from "../../runner/ground/config/paths.ts";
 import { linesFromEnd } from "../../runner/ground/files/tail-lines.ts";
 import { doorPart } from "../../runner/services/console/pages/door.ts";

@@ -2,8 +2,8 @@ import { appendFileSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AuditLog } from "../../runner/boundary/gateway/audit.ts";
-import { readDecisions, runDecisionsFrom } from "../../runner/boundary/gateway/audit-view.ts";
+import { AuditLog } from "../../runner/boundary/gateway/audit/audit.ts";
+import { readDecisions, runDecisionsFrom } from "../../runner/boundary/gateway/audit/view.ts";
 import { DoorSummary } from "../../runner/services/console/door-summary.ts";
 import { facts as requestFacts } from "../support/facts.ts";
 

@@ -2,7 +2,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Budgets } from "../../runner/boundary/gateway/budget.ts";
+import { Budgets } from "../../runner/boundary/gateway/spend/budget.ts";
 import type { ScopedLimit } from "../../runner/ground/config/grant-schema.ts";
 import { SpendSummary } from "../../runner/services/console/spend-summary.ts";
 

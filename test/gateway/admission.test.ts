@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ACTIONS_HOST } from "../../runner/boundary/gateway/action-host.ts";
+import { ACTIONS_HOST } from "../../runner/boundary/gateway/exchange/action-host.ts";
 import { waitForDecision } from "../support/audit.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { rawExchange } from "../support/proxy-clients.ts";

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
-import { UNREAD_RULE } from "../../runner/boundary/gateway/server.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import { UNREAD_RULE } from "../../runner/boundary/gateway/exchange/server.ts";
 import { loadConfig } from "../../runner/ground/config/load.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { rawExchange, viaProxy } from "../support/proxy-clients.ts";

@@ -5,12 +5,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import { mintToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import {
   type EmbeddedGateway,
   launchEmbeddedGateway,
-} from "../../runner/boundary/gateway/embedded.ts";
-import { mintToken } from "../../runner/boundary/gateway/identity.ts";
+} from "../../runner/boundary/gateway/process/embedded.ts";
 import { rosterPaths } from "../../runner/ground/config/paths.ts";
 import { uploadBurst } from "../support/upload-burst.ts";
 

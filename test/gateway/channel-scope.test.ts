@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../runner/boundary/gateway/identity.ts";
+import { mintToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import { classAdmits, serverOf, surfaceOf } from "../../runner/records/channels/channel-class.ts";
 import { submitAction } from "../support/action-host.ts";
 import { waitForDecision } from "../support/audit.ts";

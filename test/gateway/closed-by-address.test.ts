@@ -4,7 +4,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
-import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
 import { type GatewayLease, leaseGateway } from "../../runner/work/runs/gateway-lease.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { freePort } from "../support/roster-root.ts";

@@ -3,7 +3,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
-import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
 import { readJournal } from "../../runner/records/journal/journal.ts";
 import { OUTCOME_BURST } from "../../runner/services/actions/route-shares.ts";
 import { type GatewayLease, leaseGateway } from "../../runner/work/runs/gateway-lease.ts";

@@ -5,8 +5,13 @@ import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
-import { doorDir, embeddedDoor, openDoor, sweepDoors } from "../../runner/boundary/gateway/door.ts";
-import { Gateway } from "../../runner/boundary/gateway/gateway.ts";
+import {
+  doorDir,
+  embeddedDoor,
+  openDoor,
+  sweepDoors,
+} from "../../runner/boundary/gateway/doors/door.ts";
+import { Gateway } from "../../runner/boundary/gateway/process/gateway.ts";
 import { lazyActionHost } from "../../runner/services/actions/lazy-host.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { Upstream } from "../support/upstream.ts";

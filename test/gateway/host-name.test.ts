@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ClosedPorts } from "../../runner/boundary/gateway/closed-ports.ts";
-import { grantNamesHost } from "../../runner/boundary/gateway/judge.ts";
+import { grantNamesHost } from "../../runner/boundary/gateway/judging/judge.ts";
+import { ClosedPorts } from "../../runner/boundary/gateway/upstream/closed-ports.ts";
 import { hostName } from "../../runner/ground/config/host-name.ts";
 import { hostMatches } from "../../runner/ground/config/host-pattern.ts";
 

@@ -5,7 +5,7 @@ import { connect as tlsConnect } from "node:tls";
 import { HttpsProxyAgent } from "https-proxy-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
-import { revokeToken } from "../../runner/boundary/gateway/identity.ts";
+import { revokeToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import { waitForDecision } from "../support/audit.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { curl, viaProxy } from "../support/proxy-clients.ts";

@@ -7,7 +7,7 @@ import { gzipSync } from "node:zlib";
 import { HttpsProxyAgent } from "https-proxy-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
 import { waitForDecision } from "../support/audit.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { McpReaders } from "../support/mcp-readers.ts";

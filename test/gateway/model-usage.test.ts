@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
 import { runDir, writeRecord } from "../../runner/records/run-records/run-record.ts";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";

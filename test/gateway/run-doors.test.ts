@@ -6,15 +6,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
-import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
-import { doorDir, runDoorDir } from "../../runner/boundary/gateway/door.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import { doorDir, runDoorDir } from "../../runner/boundary/gateway/doors/door.ts";
 import {
   bindToken,
   mintReadyToken,
   mintToken,
   revokeToken,
-} from "../../runner/boundary/gateway/identity.ts";
-import { DOOR_CAP_RULE, DOOR_CONNECTION_CAP } from "../../runner/boundary/gateway/run-doors.ts";
+} from "../../runner/boundary/gateway/doors/identity.ts";
+import {
+  DOOR_CAP_RULE,
+  DOOR_CONNECTION_CAP,
+} from "../../runner/boundary/gateway/doors/run-doors.ts";
 import { rosterPaths } from "../../runner/ground/config/paths.ts";
 import { type GatewayLease, leaseGateway } from "../../runner/work/runs/gateway-lease.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { askHealth } from "../../runner/boundary/gateway/health.ts";
+import { askHealth } from "../../runner/boundary/gateway/process/health.ts";
 import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import {
   type ListenerStatus,

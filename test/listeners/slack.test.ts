@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { askHealth } from "../../runner/boundary/gateway/health.ts";
+import { askHealth } from "../../runner/boundary/gateway/process/health.ts";
 import {
   type ListenerStatus,
   readListenerStatuses,

@@ -4,8 +4,11 @@ import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_HOME, DOOR_MOUNT, DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
-import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
-import { DOOR_CAP_RULE, DOOR_CONNECTION_CAP } from "../../runner/boundary/gateway/run-doors.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import {
+  DOOR_CAP_RULE,
+  DOOR_CONNECTION_CAP,
+} from "../../runner/boundary/gateway/doors/run-doors.ts";
 import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_IMAGE, DOOR_PORT } from "../../runner/boundary/box/layout.ts";
-import { mintToken, revokeToken } from "../../runner/boundary/gateway/identity.ts";
+import { mintToken, revokeToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import { appendMessage, ensureChannel } from "../../runner/records/channels/store.ts";
 import { listGates } from "../../runner/services/actions/gates.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";

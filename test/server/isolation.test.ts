@@ -3,7 +3,7 @@ import { readdirSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
 import {
   listRuns,
   type RunRecord,

@@ -11,7 +11,7 @@ import {
 import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { proxyUrl } from "../../runner/boundary/gateway/identity.ts";
+import { proxyUrl } from "../../runner/boundary/gateway/doors/identity.ts";
 import { readJournal } from "../../runner/records/journal/journal.ts";
 import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
 import { newTaskId, readTasks, updateTasks } from "../../runner/records/task-list/store.ts";

@@ -1,7 +1,7 @@
 /** Reading the gateway's audit log from tests, as `roster gateway log --json` would. */
 
-import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
-import { readDecisions } from "../../runner/boundary/gateway/audit-view.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
 
 /**
  * The first decision matching `predicate`, waiting for it: a forwarded

@@ -3,7 +3,7 @@ import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DOOR_PORT } from "../../runner/boundary/box/layout.ts";
-import { openDoor } from "../../runner/boundary/gateway/door.ts";
+import { openDoor } from "../../runner/boundary/gateway/doors/door.ts";
 
 /**
  * A door that leads straight to one TCP service on the host, with no gateway

@@ -1,5 +1,5 @@
 /** Request facts as the gateway builds them, for judging rules by table in unit tests. */
-import type { RequestFacts } from "../../runner/boundary/gateway/request-facts.ts";
+import type { RequestFacts } from "../../runner/boundary/gateway/judging/request-facts.ts";
 
 export const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
   subject: "org/elf",

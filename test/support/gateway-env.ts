@@ -1,13 +1,13 @@
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { doorDir } from "../../runner/boundary/gateway/door.ts";
+import { doorDir } from "../../runner/boundary/gateway/doors/door.ts";
+import { mintToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import {
   Gateway,
   type GatewayOptions,
   type ListenAddress,
-} from "../../runner/boundary/gateway/gateway.ts";
-import { mintToken } from "../../runner/boundary/gateway/identity.ts";
+} from "../../runner/boundary/gateway/process/gateway.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { lazyActionHost } from "../../runner/services/actions/lazy-host.ts";
 

@@ -7,7 +7,7 @@ import type { ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { mintToken } from "../../runner/boundary/gateway/identity.ts";
+import { mintToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { spawnRoster } from "./cli.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
 import { refusedModelCall } from "../../runner/work/runs/run-decisions.ts";
 import { attest, type RunFacts } from "../../runner/work/tasks/attest.ts";
 

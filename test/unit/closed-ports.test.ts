@@ -1,6 +1,6 @@
 import { networkInterfaces } from "node:os";
 import { describe, expect, it } from "vitest";
-import { ClosedPorts, consolePort } from "../../runner/boundary/gateway/closed-ports.ts";
+import { ClosedPorts, consolePort } from "../../runner/boundary/gateway/upstream/closed-ports.ts";
 
 /** The console's port is closed on every name and address of this host, and only there. */
 describe("closed host ports", () => {

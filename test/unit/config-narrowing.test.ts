@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { judge } from "../../runner/boundary/gateway/judge.ts";
+import { judge } from "../../runner/boundary/gateway/judging/judge.ts";
 import {
   formatConfigError,
   type LoadedConfig,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { DecisionRecord } from "../../runner/boundary/gateway/audit.ts";
-import { DoorMetrics } from "../../runner/boundary/gateway/door-metrics.ts";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
+import { DoorMetrics } from "../../runner/boundary/gateway/audit/door-metrics.ts";
 
 /** The door's counts: labelled by worker, verdict and rule only, never by what a box chose. */
 const line = (rule: string, path: string, host = "api.test"): DecisionRecord => ({

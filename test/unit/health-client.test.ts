@@ -1,6 +1,6 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { askHealth } from "../../runner/boundary/gateway/health.ts";
+import { askHealth } from "../../runner/boundary/gateway/process/health.ts";
 
 /**
  * The /healthz question a run asks a standalone gateway every two seconds:

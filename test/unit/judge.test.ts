@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { globMatches, judge } from "../../runner/boundary/gateway/judge.ts";
-import { normalisePath } from "../../runner/boundary/gateway/request-facts.ts";
-import { addressProblem } from "../../runner/boundary/gateway/ssrf.ts";
-import { renderInjection, renderTemplate } from "../../runner/boundary/gateway/vault.ts";
+import {
+  renderInjection,
+  renderTemplate,
+} from "../../runner/boundary/gateway/credentials/vault.ts";
+import { globMatches, judge } from "../../runner/boundary/gateway/judging/judge.ts";
+import { normalisePath } from "../../runner/boundary/gateway/judging/request-facts.ts";
+import { addressProblem } from "../../runner/boundary/gateway/upstream/ssrf.ts";
 import type { ScopedGrant } from "../../runner/ground/config/grant-schema.ts";
 import { hostMatches, hostPatternProblem } from "../../runner/ground/config/host-pattern.ts";
 import { facts } from "../support/facts.ts";

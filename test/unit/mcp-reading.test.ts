@@ -1,11 +1,11 @@
 import { deflateSync, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { firstDuplicateKey } from "../../runner/boundary/gateway/json-duplicate-keys.ts";
+import { firstDuplicateKey } from "../../runner/boundary/gateway/mcp/json-duplicate-keys.ts";
 import {
   DECODED_MAX_BYTES,
   mightBeJson,
   readMcp,
-} from "../../runner/boundary/gateway/mcp-reading.ts";
+} from "../../runner/boundary/gateway/mcp/reading.ts";
 
 /**
  * The gateway's one reading of a JSON-RPC body, by table: every way a box may

@@ -7,7 +7,7 @@ import {
   loadTrustStore,
   readUpstreamCa,
   systemStoreFiles,
-} from "../../runner/boundary/gateway/trust-store.ts";
+} from "../../runner/boundary/gateway/trust/trust-store.ts";
 import { makeServerCertificate } from "../support/test-ca.ts";
 
 /** Which stores the gateway reads for upstream TLS, and what it makes of them. */

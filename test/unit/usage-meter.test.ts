@@ -1,7 +1,7 @@
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { costOf } from "../../runner/boundary/gateway/prices.ts";
-import { isModelCall, UsageMeter } from "../../runner/boundary/gateway/usage.ts";
+import { costOf } from "../../runner/boundary/gateway/spend/prices.ts";
+import { isModelCall, UsageMeter } from "../../runner/boundary/gateway/spend/usage.ts";
 import {
   anthropicJson,
   anthropicStream,

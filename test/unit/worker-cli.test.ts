@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Budgets } from "../../runner/boundary/gateway/budget.ts";
+import { Budgets } from "../../runner/boundary/gateway/spend/budget.ts";
 import { loadConfig, workerView } from "../../runner/ground/config/load.ts";
 import { rosterPaths } from "../../runner/ground/config/paths.ts";
 import { workerSubject } from "../../runner/ground/config/subject.ts";

@@ -4,7 +4,7 @@ import {
   loadTrustStore,
   readUpstreamCa,
   type TrustSource,
-} from "../gateway/trust-store.ts";
+} from "../gateway/trust/trust-store.ts";
 import { connectEngine, engineEndpoint } from "./connect.ts";
 import type { BoxEngine, EngineKind } from "./engine.ts";
 import { splitList } from "./image-build.ts";
@@ -110,7 +110,7 @@ export async function boxDoctor(
   return report;
 }
 
-/** The gateway reads the same stores from the same environment when it starts (upstreams.ts). */
+/** The gateway reads the same stores from the same environment when it starts (gateway/upstream/pools.ts). */
 function gatewayTrust(env: NodeJS.ProcessEnv, upstreamCa: string[]): DoctorReport["trust"] {
   try {
     return { ok: true, sources: loadTrustStore(env, readUpstreamCa(upstreamCa)).sources };

@@ -75,6 +75,6 @@ export function backstopContainerName(runId: string, connection: string): string
  * are written into box/roster-door too.
  */
 export const DOOR_MOUNT = "/run/roster/door";
-export { DOOR_SOCKET } from "../gateway/door.ts";
+export { DOOR_SOCKET } from "../gateway/doors/door.ts";
 export const DOOR_PORT = 7300;
 export const ROSTER_DOOR = "/usr/local/bin/roster-door";

@@ -1,4 +1,4 @@
-import { scopeApplies } from "../../boundary/gateway/judge.ts";
+import { scopeApplies } from "../../boundary/gateway/judging/judge.ts";
 import type { ActionGrant, Scoped } from "../../ground/config/action-schema.ts";
 import { classAdmits, classSaid } from "../../records/channels/channel-class.ts";
 

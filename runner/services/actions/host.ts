@@ -3,14 +3,14 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import type { Identity } from "../../boundary/gateway/doors/identity.ts";
 import type {
   ActionHandler,
   ActionRequest,
   ActionResponse,
   HeldMcpCall,
-} from "../../boundary/gateway/action-host.ts";
-import type { ConfigSource } from "../../boundary/gateway/config-source.ts";
-import type { Identity } from "../../boundary/gateway/identity.ts";
+} from "../../boundary/gateway/exchange/action-host.ts";
+import type { ConfigSource } from "../../boundary/gateway/settings/config-source.ts";
 import type { ActionGrant, Scoped } from "../../ground/config/action-schema.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";

@@ -5,7 +5,10 @@
  * every run that embeds a gateway would otherwise wait for them at its start.
  * Type imports only here: this file is loaded with every gateway.
  */
-import type { ActionHandler, ActionHostFactory } from "../../boundary/gateway/action-host.ts";
+import type {
+  ActionHandler,
+  ActionHostFactory,
+} from "../../boundary/gateway/exchange/action-host.ts";
 
 export const lazyActionHost: ActionHostFactory = (paths, config) => {
   let host: Promise<ActionHandler> | undefined;

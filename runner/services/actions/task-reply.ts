@@ -1,5 +1,5 @@
-import { ConfigSource } from "../../boundary/gateway/config-source.ts";
-import { scopeApplies } from "../../boundary/gateway/judge.ts";
+import { scopeApplies } from "../../boundary/gateway/judging/judge.ts";
+import { ConfigSource } from "../../boundary/gateway/settings/config-source.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";
 import { errorMessage } from "../../ground/errors.ts";

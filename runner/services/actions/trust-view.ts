@@ -1,4 +1,4 @@
-import { scopeApplies } from "../../boundary/gateway/judge.ts";
+import { scopeApplies } from "../../boundary/gateway/judging/judge.ts";
 import type { LoadedConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";

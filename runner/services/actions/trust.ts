@@ -1,4 +1,4 @@
-import { globMatches, scopeApplies } from "../../boundary/gateway/judge.ts";
+import { globMatches, scopeApplies } from "../../boundary/gateway/judging/judge.ts";
 import type {
   ActionGrant,
   Scoped,

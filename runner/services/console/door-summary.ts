@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { DecisionRecord } from "../../boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";
 import { LogSummary } from "./log-summary.ts";
 

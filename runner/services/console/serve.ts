@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import type { ListenAddress } from "../../boundary/gateway/gateway.ts";
+import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import type { Session } from "../../work/sessions/session.ts";
 import { consoleApp } from "./app.ts";
@@ -14,7 +14,7 @@ import { consoleKey } from "./key.ts";
  * never finishes its request is dropped; an open page's event stream is the
  * only long-lived response, and it ends when either side does.
  */
-export { DEFAULT_CONSOLE_LISTEN } from "../../boundary/gateway/closed-ports.ts";
+export { DEFAULT_CONSOLE_LISTEN } from "../../boundary/gateway/upstream/closed-ports.ts";
 
 export interface RunningConsole {
   url: string;

@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import { type LimitStanding, limitStanding } from "../../boundary/gateway/budget.ts";
-import { scopeApplies } from "../../boundary/gateway/judge.ts";
+import { scopeApplies } from "../../boundary/gateway/judging/judge.ts";
+import { type LimitStanding, limitStanding } from "../../boundary/gateway/spend/budget.ts";
 import type { ScopedLimit } from "../../ground/config/grant-schema.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";
 import { type LogPlace, startOfLog } from "../../ground/files/appended-lines.ts";

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { DecisionRecord } from "../../boundary/gateway/audit.ts";
-import { readDecisions, runDecisionsFrom } from "../../boundary/gateway/audit-view.ts";
+import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
+import { readDecisions, runDecisionsFrom } from "../../boundary/gateway/audit/view.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import type { RunRecord } from "../../records/run-records/run-record.ts";
 import { DoorSummary } from "./door-summary.ts";

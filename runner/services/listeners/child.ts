@@ -1,4 +1,4 @@
-import { type Credential, readCredential } from "../../boundary/gateway/vault.ts";
+import { type Credential, readCredential } from "../../boundary/gateway/credentials/vault.ts";
 import { botBindings, type Platform } from "../../ground/config/bot-bindings.ts";
 import type { ChannelClass } from "../../ground/config/channel-class-schema.ts";
 import type { ChatSection } from "../../ground/config/config-schema.ts";

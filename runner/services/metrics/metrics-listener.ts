@@ -1,6 +1,6 @@
 import { createServer, get, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ListenAddress } from "../../boundary/gateway/gateway.ts";
+import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { matches } from "../console/key.ts";
 import { hostNamesConsole } from "../console/origin.ts";

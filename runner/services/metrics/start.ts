@@ -1,5 +1,5 @@
-import { parseAddr } from "../../boundary/gateway/listen.ts";
-import { readCredential } from "../../boundary/gateway/vault.ts";
+import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
+import { parseAddr } from "../../boundary/gateway/process/listen.ts";
 import type { TelemetrySection } from "../../ground/config/config-schema.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import type { MetricsToken, RunningMetrics } from "./metrics-listener.ts";

@@ -5,7 +5,7 @@
  * loaded when one runs.
  */
 
-import type { ListenAddress } from "../../boundary/gateway/gateway.ts";
+import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
 

@@ -1,9 +1,9 @@
 import { mkdir, rm } from "node:fs/promises";
 import { connectEngine } from "../../boundary/box/connect.ts";
-import type { ListenAddress } from "../../boundary/gateway/gateway.ts";
-import { runningGateway } from "../../boundary/gateway/health.ts";
-import { defaultListen, parseAddr } from "../../boundary/gateway/listen.ts";
-import { superviseGateway } from "../../boundary/gateway/supervised.ts";
+import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
+import { runningGateway } from "../../boundary/gateway/process/health.ts";
+import { defaultListen, parseAddr } from "../../boundary/gateway/process/listen.ts";
+import { superviseGateway } from "../../boundary/gateway/process/supervised.ts";
 import { StoreSweep } from "../../boundary/store/passes.ts";
 import { botBindings } from "../../ground/config/bot-bindings.ts";
 import { type LoadedConfig, loadConfig } from "../../ground/config/load.ts";

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { Budgets } from "../../boundary/gateway/budget.ts";
+import { Budgets } from "../../boundary/gateway/spend/budget.ts";
 import type { LoadedConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";

@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BoxEngine } from "../../boundary/box/engine.ts";
 import { reapOrphans } from "../../boundary/box/orphans.ts";
-import { revokeRunTokens } from "../../boundary/gateway/identity.ts";
+import { revokeRunTokens } from "../../boundary/gateway/doors/identity.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { processAlive } from "../../ground/files/process-alive.ts";
 import {

@@ -1,4 +1,4 @@
-import { askHealth } from "../../boundary/gateway/health.ts";
+import { askHealth } from "../../boundary/gateway/process/health.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { listRuns, readRecord } from "../../records/run-records/run-record.ts";
 import { allTasks } from "../../records/task-list/store.ts";

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { spentSince, windowStart } from "../../boundary/gateway/budget.ts";
+import { spentSince, windowStart } from "../../boundary/gateway/spend/budget.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";
 import { columns } from "../../ground/text/table.ts";

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { scopeApplies } from "../../boundary/gateway/judge.ts";
+import { scopeApplies } from "../../boundary/gateway/judging/judge.ts";
 import { workerDir } from "../../boundary/store/snapshots.ts";
 import { type LoadedConfig, type WorkerView, workerView } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";

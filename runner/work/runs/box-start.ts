@@ -6,8 +6,8 @@ import {
   startBox,
 } from "../../boundary/box/lifecycle.ts";
 import type { WorkerBoxInput } from "../../boundary/box/worker-box.ts";
-import { closeDoor, runDoorDir } from "../../boundary/gateway/door.ts";
-import { mintReadyToken, mintToken, revokeToken } from "../../boundary/gateway/identity.ts";
+import { closeDoor, runDoorDir } from "../../boundary/gateway/doors/door.ts";
+import { mintReadyToken, mintToken, revokeToken } from "../../boundary/gateway/doors/identity.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";
 import { newRunId, runDir } from "../../records/run-records/run-record.ts";

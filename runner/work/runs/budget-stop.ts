@@ -1,4 +1,4 @@
-import type { DecisionRecord } from "../../boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
 import { runDecisions } from "./run-decisions.ts";
 
 /**

@@ -1,7 +1,7 @@
-import { controlKey } from "../../boundary/gateway/control-key.ts";
-import { closeRunDoor, openRunDoor } from "../../boundary/gateway/door-client.ts";
-import { describeExit, launchEmbeddedGateway } from "../../boundary/gateway/embedded.ts";
-import { askHealth, ownGateway, runningGateway } from "../../boundary/gateway/health.ts";
+import { controlKey } from "../../boundary/gateway/doors/control-key.ts";
+import { closeRunDoor, openRunDoor } from "../../boundary/gateway/doors/door-client.ts";
+import { describeExit, launchEmbeddedGateway } from "../../boundary/gateway/process/embedded.ts";
+import { askHealth, ownGateway, runningGateway } from "../../boundary/gateway/process/health.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
 

@@ -1,8 +1,8 @@
 import { stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { BoxHandle, BoxWatch } from "../../boundary/box/lifecycle.ts";
-import { answers, DOOR_SOCKET, runDoorDir } from "../../boundary/gateway/door.ts";
-import { bindToken } from "../../boundary/gateway/identity.ts";
+import { answers, DOOR_SOCKET, runDoorDir } from "../../boundary/gateway/doors/door.ts";
+import { bindToken } from "../../boundary/gateway/doors/identity.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { readLive, scheduleView } from "../../records/task-list/store.ts";

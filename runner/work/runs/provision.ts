@@ -14,9 +14,9 @@ import {
   toolsVolumePath,
 } from "../../boundary/box/tools-volume.ts";
 import { type WorkerBoxInput, workerBoxSpec } from "../../boundary/box/worker-box.ts";
-import { DEFAULT_GATEWAY_PORT } from "../../boundary/gateway/defaults.ts";
-import { revokeRunTokens } from "../../boundary/gateway/identity.ts";
-import { readCredential } from "../../boundary/gateway/vault.ts";
+import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
+import { revokeRunTokens } from "../../boundary/gateway/doors/identity.ts";
+import { DEFAULT_GATEWAY_PORT } from "../../boundary/gateway/settings/defaults.ts";
 import { ensureKnowledgeRepo } from "../../ground/config/knowledge-repo.ts";
 import {
   formatConfigError,

@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import type { DecisionRecord } from "../../boundary/gateway/audit.ts";
-import { isModelCall } from "../../boundary/gateway/usage.ts";
+import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
+import { isModelCall } from "../../boundary/gateway/spend/usage.ts";
 import { tailLines } from "../../ground/files/tail-lines.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { EndedBy as BoxEndedBy, BoxHandle, BoxWatch } from "../../boundary/box/lifecycle.ts";
-import { runDoorDir } from "../../boundary/gateway/door.ts";
+import { runDoorDir } from "../../boundary/gateway/doors/door.ts";
 import { durationMs } from "../../ground/config/duration.ts";
 import { parseMemory } from "../../ground/config/memory.ts";
 import { writeRecord } from "../../records/run-records/run-record.ts";

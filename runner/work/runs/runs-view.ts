@@ -9,8 +9,8 @@ import {
   statSync,
 } from "node:fs";
 import { join } from "node:path";
-import type { DecisionRecord } from "../../boundary/gateway/audit.ts";
-import { readDecisions } from "../../boundary/gateway/audit-view.ts";
+import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
+import { readDecisions } from "../../boundary/gateway/audit/view.ts";
 import { columns } from "../../ground/text/table.ts";
 import {
   listRuns,

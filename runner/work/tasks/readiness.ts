@@ -1,4 +1,4 @@
-import type { LimitStanding } from "../../boundary/gateway/budget.ts";
+import type { LimitStanding } from "../../boundary/gateway/spend/budget.ts";
 import { standingOf, type Task } from "../../records/task-list/store.ts";
 import { inWindow } from "./schedule.ts";
 

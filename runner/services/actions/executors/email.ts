@@ -1,7 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { createTransport } from "nodemailer";
-import { hostCa } from "../../../boundary/gateway/host-trust.ts";
-import { readCredential } from "../../../boundary/gateway/vault.ts";
+import { readCredential } from "../../../boundary/gateway/credentials/vault.ts";
+import { hostCa } from "../../../boundary/gateway/trust/host-trust.ts";
 import { oneLine } from "../../../ground/text/message-parts.ts";
 import type { Executor } from "../../executor.ts";
 

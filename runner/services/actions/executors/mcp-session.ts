@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
-import { jsonRpcMessages } from "../../../boundary/gateway/mcp-answers.ts";
-import type { Upstreams, UpstreamTarget } from "../../../boundary/gateway/upstreams.ts";
+import { jsonRpcMessages } from "../../../boundary/gateway/mcp/answers.ts";
+import type { Upstreams, UpstreamTarget } from "../../../boundary/gateway/upstream/pools.ts";
 import { ROSTER_VERSION } from "../../../ground/version.ts";
 
 /**

@@ -1,11 +1,11 @@
 import { type Static, Type } from "@sinclair/typebox";
-import { requestFacts } from "../../../boundary/gateway/admission.ts";
-import { ClosedPorts } from "../../../boundary/gateway/closed-ports.ts";
-import { Credentials } from "../../../boundary/gateway/credentials.ts";
-import { resolveTimeouts } from "../../../boundary/gateway/defaults.ts";
-import { grantNamesHost, judge } from "../../../boundary/gateway/judge.ts";
-import { upstreamsFor } from "../../../boundary/gateway/upstreams.ts";
-import { renderInjection, templatesFor } from "../../../boundary/gateway/vault.ts";
+import { Credentials } from "../../../boundary/gateway/credentials/inject.ts";
+import { renderInjection, templatesFor } from "../../../boundary/gateway/credentials/vault.ts";
+import { requestFacts } from "../../../boundary/gateway/exchange/admission.ts";
+import { grantNamesHost, judge } from "../../../boundary/gateway/judging/judge.ts";
+import { resolveTimeouts } from "../../../boundary/gateway/settings/defaults.ts";
+import { ClosedPorts } from "../../../boundary/gateway/upstream/closed-ports.ts";
+import { upstreamsFor } from "../../../boundary/gateway/upstream/pools.ts";
 import { loadConfig } from "../../../ground/config/load.ts";
 import { oneLine } from "../../../ground/text/message-parts.ts";
 import type { Executor } from "../../executor.ts";

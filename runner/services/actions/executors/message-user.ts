@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
-import { readCredential } from "../../../boundary/gateway/vault.ts";
+import { readCredential } from "../../../boundary/gateway/credentials/vault.ts";
 import { appendJsonLine } from "../../../ground/files/append-line.ts";
 import { oneLine, renderParts } from "../../../ground/text/message-parts.ts";
 import type { OperatorDm } from "../../chat/platform.ts";

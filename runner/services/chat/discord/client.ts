@@ -14,8 +14,8 @@ import {
   type RESTPostAPICurrentUserCreateDMChannelResult,
   Routes,
 } from "discord-api-types/v10";
-import { hostCa, trustingFetch } from "../../../boundary/gateway/host-trust.ts";
-import { type Credential, readCredential } from "../../../boundary/gateway/vault.ts";
+import { type Credential, readCredential } from "../../../boundary/gateway/credentials/vault.ts";
+import { hostCa, trustingFetch } from "../../../boundary/gateway/trust/host-trust.ts";
 import type { SentParts } from "../sent-parts.ts";
 
 /**

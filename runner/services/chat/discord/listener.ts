@@ -10,7 +10,7 @@ import {
   InteractionType,
   Routes,
 } from "discord-api-types/v10";
-import type { Credential } from "../../../boundary/gateway/vault.ts";
+import type { Credential } from "../../../boundary/gateway/credentials/vault.ts";
 import { errorMessage } from "../../../ground/errors.ts";
 import { saveAttachment } from "../../listeners/attachments.ts";
 import {

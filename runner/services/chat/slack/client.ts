@@ -5,8 +5,8 @@ import {
   WebAPIRequestError,
   WebClient,
 } from "@slack/web-api";
-import { hostCa, trustingFetch } from "../../../boundary/gateway/host-trust.ts";
-import { type Credential, readCredential } from "../../../boundary/gateway/vault.ts";
+import { type Credential, readCredential } from "../../../boundary/gateway/credentials/vault.ts";
+import { hostCa, trustingFetch } from "../../../boundary/gateway/trust/host-trust.ts";
 import type { SentParts } from "../sent-parts.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { LogLevel, SocketModeClient } from "@slack/socket-mode";
 import { WebClient } from "@slack/web-api";
-import type { Credential } from "../../../boundary/gateway/vault.ts";
+import type { Credential } from "../../../boundary/gateway/credentials/vault.ts";
 import { errorMessage } from "../../../ground/errors.ts";
 import { saveAttachment } from "../../listeners/attachments.ts";
 import {

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { html } from "hono/html";
-import type { DecisionRecord } from "../../../boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../../boundary/gateway/audit/audit.ts";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import { workerOfSubject, workerSubject } from "../../../ground/config/subject.ts";
 import { linesFromEnd } from "../../../ground/files/tail-lines.ts";

@@ -1,5 +1,5 @@
 import { html } from "hono/html";
-import type { LimitStanding } from "../../../boundary/gateway/budget.ts";
+import type { LimitStanding } from "../../../boundary/gateway/spend/budget.ts";
 import type { LoadedConfig } from "../../../ground/config/load.ts";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import { workerSubject } from "../../../ground/config/subject.ts";

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { html } from "hono/html";
-import type { DecisionRecord } from "../../../boundary/gateway/audit.ts";
+import type { DecisionRecord } from "../../../boundary/gateway/audit/audit.ts";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import { type RunRecord, readRecord, runDir } from "../../../records/run-records/run-record.ts";
 import { conversation, formatUsage, runRows, runUsage } from "../../../work/runs/runs-view.ts";

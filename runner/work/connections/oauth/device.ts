@@ -6,8 +6,8 @@ import {
   postForm,
   requestTokens,
   TokenRefusal,
-} from "../../../boundary/gateway/token-endpoint.ts";
-import type { Upstreams } from "../../../boundary/gateway/upstreams.ts";
+} from "../../../boundary/gateway/credentials/token-endpoint.ts";
+import type { Upstreams } from "../../../boundary/gateway/upstream/pools.ts";
 import { RosterError } from "../../../ground/errors.ts";
 
 /**

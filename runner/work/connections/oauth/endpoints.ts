@@ -1,5 +1,5 @@
-import { getJson } from "../../../boundary/gateway/token-endpoint.ts";
-import type { Upstreams } from "../../../boundary/gateway/upstreams.ts";
+import { getJson } from "../../../boundary/gateway/credentials/token-endpoint.ts";
+import type { Upstreams } from "../../../boundary/gateway/upstream/pools.ts";
 import { RosterError } from "../../../ground/errors.ts";
 import type { OAuthRecipe, Recipe } from "../recipes.ts";
 

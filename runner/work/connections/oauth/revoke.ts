@@ -1,8 +1,8 @@
-import { ClosedPorts } from "../../../boundary/gateway/closed-ports.ts";
-import { resolveTimeouts } from "../../../boundary/gateway/defaults.ts";
-import { endpointRefusal, postForm } from "../../../boundary/gateway/token-endpoint.ts";
-import { upstreamsFor } from "../../../boundary/gateway/upstreams.ts";
-import { readCredential } from "../../../boundary/gateway/vault.ts";
+import { endpointRefusal, postForm } from "../../../boundary/gateway/credentials/token-endpoint.ts";
+import { readCredential } from "../../../boundary/gateway/credentials/vault.ts";
+import { resolveTimeouts } from "../../../boundary/gateway/settings/defaults.ts";
+import { ClosedPorts } from "../../../boundary/gateway/upstream/closed-ports.ts";
+import { upstreamsFor } from "../../../boundary/gateway/upstream/pools.ts";
 import type { LoadedConfig } from "../../../ground/config/load.ts";
 
 /**

@@ -1,13 +1,13 @@
 import { createInterface } from "node:readline";
-import { ClosedPorts } from "../../../boundary/gateway/closed-ports.ts";
-import { resolveTimeouts } from "../../../boundary/gateway/defaults.ts";
 import {
   type Granted,
   type OAuthClient,
   requestTokens,
   TokenRefusal,
-} from "../../../boundary/gateway/token-endpoint.ts";
-import { upstreamsFor } from "../../../boundary/gateway/upstreams.ts";
+} from "../../../boundary/gateway/credentials/token-endpoint.ts";
+import { resolveTimeouts } from "../../../boundary/gateway/settings/defaults.ts";
+import { ClosedPorts } from "../../../boundary/gateway/upstream/closed-ports.ts";
+import { upstreamsFor } from "../../../boundary/gateway/upstream/pools.ts";
 import type { LoadedConfig } from "../../../ground/config/load.ts";
 import { RosterError } from "../../../ground/errors.ts";
 import type { ConnectionState } from "../connection-state.ts";
@@ -24,7 +24,7 @@ import { newPkce, newState } from "./pkce.ts";
  * device flow. The host speaks to the provider through the gateway's own
  * upstream pools (org.toml's `[gateway] resolve` and `upstream_ca`), the
  * same way the gateway will refresh the token later. What comes back is the
- * vault credential the gateway's refresh already understands (credentials.ts),
+ * vault credential the gateway's refresh already understands (gateway/credentials/inject.ts),
  * with the scopes granted recorded beside it.
  */
 export interface SignedIn {

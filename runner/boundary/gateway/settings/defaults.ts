@@ -1,0 +1,64 @@
+/**
+ * What the gateway does when org.toml says nothing: its port, its timeouts,
+ * and the V8 flags of a process that runs it.
+ */
+import type { GatewaySection } from "../../../ground/config/config-schema.ts";
+
+/** The gateway's well-known port on loopback (boxes come in by its door, not this port) unless [gateway] port says otherwise. */
+export const DEFAULT_GATEWAY_PORT = 7300;
+
+/**
+ * How long the gateway waits, in ms, unless `[gateway.timeouts]` says
+ * otherwise. The upstream's headers may be slow (a model thinking before its
+ * first byte); silence in the middle of a body is bounded separately, and a
+ * box connection idle both ways is closed with whatever it was relaying.
+ */
+export const GATEWAY_TIMEOUT_DEFAULTS = {
+  connectMs: 10_000,
+  upstreamHeadersMs: 120_000,
+  upstreamBodyIdleMs: 120_000,
+  headersMs: 30_000,
+  requestMs: 300_000,
+  idleMs: 300_000,
+  keepAliveMs: 30_000,
+};
+export type GatewayTimeouts = typeof GATEWAY_TIMEOUT_DEFAULTS;
+
+/**
+ * V8 flags for a process that runs the gateway. A young generation capped at
+ * 2 MiB per semi-space (V8's default grows it to 16) holds the gateway's
+ * memory under load up to a third lower at the same throughput: relaying
+ * bodies allocates many short-lived buffers, and the larger space let them
+ * pile up between scavenges (bench/gateway.ts). bin/roster.mjs's first lines
+ * pass the same flag to every `roster` command, the server included.
+ *
+ * `--expose-gc` lets the gateway ask for a full collection once a burst of
+ * large request bodies it held for judging is over (bodies/budget.ts), so its
+ * memory comes back then rather than whenever V8 next looks.
+ */
+export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2", "--expose-gc"];
+
+/** Defaults, then org.toml's `[gateway.timeouts]` (seconds), then the caller's overrides (ms). */
+export function resolveTimeouts(
+  section: GatewaySection["timeouts"],
+  overrides: Partial<GatewayTimeouts> = {},
+): GatewayTimeouts {
+  const secs = (value: number | undefined) => (value === undefined ? undefined : value * 1000);
+  const fromConfig: Partial<GatewayTimeouts> = {
+    connectMs: secs(section?.connect_secs),
+    upstreamHeadersMs: secs(section?.upstream_headers_secs),
+    upstreamBodyIdleMs: secs(section?.upstream_body_idle_secs),
+    headersMs: secs(section?.client_headers_secs),
+    idleMs: secs(section?.client_idle_secs),
+  };
+  const merged = { ...GATEWAY_TIMEOUT_DEFAULTS };
+  for (const layer of [fromConfig, overrides]) {
+    for (const [key, value] of Object.entries(layer) as [
+      keyof GatewayTimeouts,
+      number | undefined,
+    ][]) {
+      if (value !== undefined) merged[key] = value;
+    }
+  }
+  return merged;
+}

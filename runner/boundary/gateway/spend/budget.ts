@@ -1,0 +1,272 @@
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type {
+  BudgetMeter,
+  ModelPrice,
+  ScopedLimit,
+  Window,
+} from "../../../ground/config/grant-schema.ts";
+import { hostMatches } from "../../../ground/config/host-pattern.ts";
+import { appendJsonLines } from "../../../ground/files/append-line.ts";
+import { mcpMatches, scopeApplies } from "../judging/judge.ts";
+import type { McpFacts } from "../judging/request-facts.ts";
+import { costOf, tokensOf } from "./prices.ts";
+import type { ModelUsage } from "./usage.ts";
+
+/**
+ * Budgets: meters put a fixed spend on matching calls (by rule, host, method,
+ * or an MCP tool call's method and tool name), and a model call spends
+ * the `tokens` (and `usd`) its provider reports (usage.ts, prices.ts); limits
+ * cap the spend per window (epoch-aligned; a month is 30 days) at org or
+ * worker scope. The call
+ * that crosses a limit completes; the next is refused with 402. Every spend is
+ * appended to audit/usage.jsonl and counters are rebuilt from it at start, so a
+ * restart never resets a budget.
+ */
+const WINDOW_MS: Record<Window, number> = {
+  minute: 60_000,
+  hour: 3_600_000,
+  day: 86_400_000,
+  month: 30 * 86_400_000,
+};
+
+interface UsageLine {
+  ts_ms: number;
+  subject: string;
+  currency: string;
+  amount: number;
+}
+
+export interface LimitStanding {
+  scope: string;
+  currency: string;
+  window: Window;
+  max: number;
+  used: number;
+  remaining: number;
+  resets_at: string;
+}
+
+export interface BudgetRefusal {
+  currency: string;
+  window: Window;
+  used: number;
+  max: number;
+  retryAfterSeconds: number;
+}
+
+const list = <T>(value: T | T[] | undefined): T[] | undefined =>
+  value === undefined ? undefined : Array.isArray(value) ? value : [value];
+
+export class Budgets {
+  private usage: UsageLine[] = [];
+  private readonly file: string;
+
+  constructor(
+    auditDir: string,
+    private meters: BudgetMeter[],
+    private limits: ScopedLimit[],
+    private prices: ModelPrice[] = [],
+  ) {
+    mkdirSync(auditDir, { recursive: true, mode: 0o700 });
+    this.file = join(auditDir, "usage.jsonl");
+    this.usage = readUsage(this.file);
+  }
+
+  reconfigure(meters: BudgetMeter[], limits: ScopedLimit[], prices: ModelPrice[] = []): void {
+    this.meters = meters;
+    this.limits = limits;
+    this.prices = prices;
+  }
+
+  /** The spend a call costs, per currency, from every matching meter. */
+  spendFor(call: {
+    rule: string | undefined;
+    host: string;
+    method: string;
+    /** The request's MCP facts, for meters that count tool calls. */
+    mcp?: McpFacts | null;
+  }): Record<string, number> {
+    const spend: Record<string, number> = {};
+    for (const meter of this.meters) {
+      const match = meter.match ?? {};
+      const rules = list(match.rule);
+      if (rules && (call.rule === undefined || !rules.includes(call.rule))) continue;
+      const hosts = list(match.host);
+      if (hosts && !hosts.some((pattern) => hostMatches(pattern, call.host))) continue;
+      const methods = list(match.method);
+      if (
+        methods &&
+        !methods.some((m) => m === "*" || m.toUpperCase() === call.method.toUpperCase())
+      ) {
+        continue;
+      }
+      if (match.mcp && !mcpMatches(match.mcp, call.mcp ?? null)) continue;
+      for (const [currency, amount] of Object.entries(meter.spend)) {
+        spend[currency] = (spend[currency] ?? 0) + amount;
+      }
+    }
+    return spend;
+  }
+
+  /**
+   * Checks every limit that applies to `subject` for the currencies this call
+   * spends; refuses when one is already used up, otherwise records the spend.
+   */
+  charge(
+    subject: string,
+    spend: Record<string, number>,
+    now = Date.now(),
+  ): BudgetRefusal | undefined {
+    const currencies = Object.keys(spend).filter((currency) => (spend[currency] ?? 0) > 0);
+    const over = this.check(subject, currencies, now);
+    if (!over) this.record(subject, spend, now);
+    return over;
+  }
+
+  /** The first limit on these currencies that `subject` has used up, if any. */
+  check(subject: string, currencies: string[], now = Date.now()): BudgetRefusal | undefined {
+    if (currencies.length === 0) return undefined;
+    for (const limit of this.limits) {
+      if (!currencies.includes(limit.currency) || !scopeApplies(limit.scope, subject)) continue;
+      const length = WINDOW_MS[limit.window];
+      const start = Math.floor(now / length) * length;
+      const used = this.used(limit.scope, limit.currency, start);
+      if (used >= limit.max) {
+        return {
+          currency: limit.currency,
+          window: limit.window,
+          used,
+          max: limit.max,
+          retryAfterSeconds: Math.max(1, Math.ceil((start + length - now) / 1000)),
+        };
+      }
+    }
+    return undefined;
+  }
+
+  /** Appends a spend (durably, before counting it) whatever the limits say: it happened. */
+  record(subject: string, spend: Record<string, number>, now = Date.now()): void {
+    const lines = Object.entries(spend)
+      .filter(([, amount]) => amount > 0)
+      .map(([currency, amount]) => ({
+        ts: new Date(now).toISOString(),
+        ts_ms: now,
+        subject,
+        currency,
+        amount,
+      }));
+    if (lines.length === 0) return;
+    appendJsonLines(this.file, lines);
+    this.usage.push(...lines);
+  }
+
+  /** A model call's spend from its reported usage: `tokens`, and `usd` when a price names the model. */
+  modelSpend(usage: ModelUsage): Record<string, number> {
+    const usd = costOf(usage, this.prices);
+    return { tokens: tokensOf(usage), ...(usd !== undefined ? { usd } : {}) };
+  }
+
+  /**
+   * Every limit (those that bind `subject` when given) with what its window
+   * has used so far, what is left, and when the window resets.
+   */
+  standing(subject?: string, now = Date.now()): LimitStanding[] {
+    return limitStanding(this.limits, (scope, currency, since) =>
+      this.used(scope, currency, since),
+    )(subject, now);
+  }
+
+  private used(scope: string, currency: string, since: number): number {
+    let total = 0;
+    for (const line of this.usage) {
+      if (line.ts_ms >= since && line.currency === currency && scopeApplies(scope, line.subject)) {
+        total += line.amount;
+      }
+    }
+    return total;
+  }
+}
+
+/**
+ * What `subject` (and everything under it) has spent since `since`, per
+ * currency, read from audit/usage.jsonl without touching it: `worker ls`.
+ */
+export function spentSince(
+  auditDir: string,
+  subject: string,
+  since: number,
+): Record<string, number> {
+  const spent: Record<string, number> = {};
+  for (const line of readUsage(join(auditDir, "usage.jsonl"))) {
+    if (line.ts_ms < since || !scopeApplies(subject, line.subject)) continue;
+    spent[line.currency] = (spent[line.currency] ?? 0) + line.amount;
+  }
+  return spent;
+}
+
+/** What a scope has spent in one currency since a time (ms). */
+export type SpentSince = (scope: string, currency: string, since: number) => number;
+
+/**
+ * Limits as `roster budget` shows them, from any account of what was spent
+ * (the gateway's own, or the console's running sums): the windows are the
+ * same either way.
+ */
+export function limitStanding(
+  limits: ScopedLimit[],
+  spent: SpentSince,
+): (subject?: string, now?: number) => LimitStanding[] {
+  return (subject, now = Date.now()) =>
+    limits
+      .filter((limit) => !subject || scopeApplies(limit.scope, subject))
+      .map((limit) => {
+        const length = WINDOW_MS[limit.window];
+        const start = Math.floor(now / length) * length;
+        const used = spent(limit.scope, limit.currency, start);
+        return {
+          scope: limit.scope,
+          currency: limit.currency,
+          window: limit.window,
+          max: limit.max,
+          used,
+          remaining: Math.max(0, limit.max - used),
+          resets_at: new Date(start + length).toISOString(),
+        };
+      });
+}
+
+/** The start of the current window of this length (windows are epoch-aligned). */
+export function windowStart(window: Window, now = Date.now()): number {
+  const length = WINDOW_MS[window];
+  return Math.floor(now / length) * length;
+}
+
+function readUsage(file: string): UsageLine[] {
+  if (!existsSync(file)) return [];
+  const lines: UsageLine[] = [];
+  const horizon = Date.now() - WINDOW_MS.month * 2;
+  for (const raw of readFileSync(file, "utf8").split("\n")) {
+    if (!raw.trim()) continue;
+    try {
+      const line = JSON.parse(raw) as Partial<UsageLine>;
+      if (
+        typeof line.ts_ms === "number" &&
+        line.ts_ms >= horizon &&
+        typeof line.subject === "string" &&
+        typeof line.currency === "string" &&
+        typeof line.amount === "number"
+      ) {
+        lines.push({
+          ts_ms: line.ts_ms,
+          subject: line.subject,
+          currency: line.currency,
+          amount: line.amount,
+        });
+      }
+    } catch {
+      // a torn last line from a crash is skipped, never fatal
+    }
+  }
+  return lines;
+}
