@@ -1,19 +1,19 @@
 import { Command, CommanderError } from "commander";
 import { userFailure } from "../ground/errors.ts";
 import { ROSTER_VERSION } from "../ground/version.ts";
-import { registerActionCommands } from "./action-commands.ts";
 import { withOurSpelling } from "./aliases.ts";
-import { registerBoxCommands } from "./box-commands.ts";
-import { registerBudgetCommands } from "./budget-commands.ts";
-import { registerChannelCommands } from "./channel-commands.ts";
+import { registerActionCommands } from "./commands/action.ts";
+import { registerBoxCommands } from "./commands/box.ts";
+import { registerBudgetCommands } from "./commands/budget.ts";
+import { registerChannelCommands } from "./commands/channel.ts";
+import { registerConnectionCommands } from "./commands/connection.ts";
+import { registerGatewayCommands } from "./commands/gateway.ts";
+import { registerRunCommands } from "./commands/run.ts";
+import { registerServerCommands } from "./commands/server.ts";
+import { registerTalkCommands } from "./commands/talk.ts";
+import { registerTaskCommands } from "./commands/task.ts";
+import { registerWorkerCommands } from "./commands/worker.ts";
 import { registerCompletionCommand } from "./completion.ts";
-import { registerConnectionCommands } from "./connection-commands.ts";
-import { registerGatewayCommands } from "./gateway-commands.ts";
-import { registerRunCommands } from "./run-commands.ts";
-import { registerServerCommands } from "./server-commands.ts";
-import { registerTalkCommands } from "./talk-commands.ts";
-import { registerTaskCommands } from "./task-commands.ts";
-import { registerWorkerCommands } from "./worker-commands.ts";
 
 /**
  * The `roster` command tree. Commands are thin: they parse, call into a runner/

@@ -2,13 +2,14 @@
  * `roster channel ls | show | trust | untrust | set | rm`: declares the commands for
  * the channels workers talk in, and the operator's word on each — whether sends
  * there run unasked and whether every message wakes the worker or only a
- * mention. What each does lives in channel-actions.ts and runner/records/channels/.
+ * mention. What each does lives in
+ * runner/cli/does/channel*.ts.
  */
 import type { Command } from "commander";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const channelActions = () => import("./channel-actions.ts");
-const channelCommands = () => import("../records/channels/commands.ts");
+const doesChannel = () => import("../does/channel.ts");
+const doesChannelWord = () => import("../does/channel-word.ts");
 
 export function registerChannelCommands(program: Command): void {
   const channel = program
@@ -19,9 +20,7 @@ export function registerChannelCommands(program: Command): void {
     .command("ls")
     .description("every channel with its trust, wake mode and activity")
     .option("--json", "one JSON object per channel")
-    .action(async (flags: { json?: boolean }) =>
-      (await channelActions()).listChannelsCommand(flags),
-    );
+    .action(async (flags: { json?: boolean }) => (await doesChannel()).listChannelsCommand(flags));
 
   channel
     .command("show <id>")
@@ -29,7 +28,7 @@ export function registerChannelCommands(program: Command): void {
     .option("--json", "the same as JSON")
     .option("--last <n>", "how many of the latest messages", "20")
     .action(async (id: string, flags: { json?: boolean; last: string }) =>
-      (await channelActions()).showChannelCommand(id, flags),
+      (await doesChannel()).showChannelCommand(id, flags),
     );
 
   for (const verb of ["trust", "untrust"] as const) {
@@ -40,7 +39,7 @@ export function registerChannelCommands(program: Command): void {
           ? "sends and purpose edits there run without a gate, from a run of its own (started there or from a linked surface)"
           : "sends and purpose edits there wait for approval (even a terminal or DM)",
       )
-      .action(async (id: string) => (await channelCommands()).trustChannelCommand(verb, id));
+      .action(async (id: string) => (await doesChannelWord()).trustChannelCommand(verb, id));
   }
 
   channel
@@ -51,7 +50,7 @@ export function registerChannelCommands(program: Command): void {
     .option("--yes", "do not ask")
     .option("--json", "print what was done as JSON")
     .action(async (id: string, flags: { yes?: boolean; json?: boolean }) =>
-      (await channelCommands()).removeChannelCommand(id, flags),
+      (await doesChannelWord()).removeChannelCommand(id, flags),
     );
 
   channel
@@ -61,7 +60,7 @@ export function registerChannelCommands(program: Command): void {
     )
     .option("--json", "print the link group as JSON")
     .action(async (id: string, other: string, flags: { json?: boolean }) =>
-      (await channelCommands()).linkChannelCommand(id, other, flags),
+      (await doesChannelWord()).linkChannelCommand(id, other, flags),
     );
 
   channel
@@ -69,12 +68,12 @@ export function registerChannelCommands(program: Command): void {
     .description(
       "take a surface out of its link group: its next message starts its own conversation",
     )
-    .action(async (id: string) => (await channelCommands()).unlinkChannelCommand(id));
+    .action(async (id: string) => (await doesChannelWord()).unlinkChannelCommand(id));
 
   channel
     .command("set <id> <key> <value>")
     .description("change a setting: mode all|mention (which messages wake the worker)")
     .action(async (id: string, key: string, value: string) =>
-      (await channelCommands()).setChannelCommand(id, key, value),
+      (await doesChannelWord()).setChannelCommand(id, key, value),
     );
 }

@@ -3,7 +3,7 @@
  * worker, and single files in and out of a worker's store. The CLI only
  * declares these commands; this module is loaded when one runs.
  */
-import { errorMessage, RosterError, userFailure } from "../ground/errors.ts";
+import { errorMessage, RosterError, userFailure } from "../../ground/errors.ts";
 
 export interface ExecFlags {
   timeout: string;
@@ -22,12 +22,12 @@ export async function execCommand(
       exitCode: 2,
     });
   // the timeout is the box's ceiling: the one bound every run has
-  const { ceilingProblem } = await import("../ground/config/ceiling.ts");
+  const { ceilingProblem } = await import("../../ground/config/ceiling.ts");
   const problem = ceilingProblem(timeoutSecs / 60);
   if (problem) throw new RosterError(problem, { exitCode: 2 });
   const command = words.join(" ").trim();
   if (!command) throw new RosterError("the command is empty", { exitCode: 2 });
-  const { rosterPaths } = await import("../ground/config/paths.ts");
+  const { rosterPaths } = await import("../../ground/config/paths.ts");
   const paths = rosterPaths();
   const abort = new AbortController();
   const onSignal = () => abort.abort();
@@ -39,7 +39,7 @@ export async function execCommand(
     const envelope = await (async () => {
       if (!flags.local) {
         // a running server takes it: its gateway, engine connection and modules are warm
-        const { execThroughServer } = await import("../services/server/run-client.ts");
+        const { execThroughServer } = await import("../../services/server/run-client.ts");
         const handed = await execThroughServer(
           paths,
           { worker, command, timeout_secs: timeoutSecs },
@@ -47,7 +47,7 @@ export async function execCommand(
         );
         if (handed) return handed;
       }
-      const { runExec } = await import("../work/runs/exec.ts");
+      const { runExec } = await import("../../work/runs/exec.ts");
       return runExec({ paths, worker, command, timeoutSecs, signal: abort.signal, note });
     })().catch((error: unknown) => {
       // the box never started (config, the engine, the gateway): still one envelope, and exit 2
@@ -62,7 +62,7 @@ export async function execCommand(
       };
     });
     process.stdout.write(`${JSON.stringify(envelope)}\n`);
-    const { execExitCode } = await import("../work/runs/exec-envelope.ts");
+    const { execExitCode } = await import("../../work/runs/exec-envelope.ts");
     process.exitCode ??= execExitCode(envelope);
   } finally {
     process.off("SIGINT", onSignal);
@@ -78,9 +78,9 @@ export async function copyCommand(
   to: string,
   flags: { json?: boolean },
 ): Promise<void> {
-  const { rosterPaths } = await import("../ground/config/paths.ts");
-  const { loadWorker } = await import("../work/runs/provision.ts");
-  const store = await import("../boundary/store/copy.ts");
+  const { rosterPaths } = await import("../../ground/config/paths.ts");
+  const { loadWorker } = await import("../../work/runs/provision.ts");
+  const store = await import("../../boundary/store/copy.ts");
   const paths = rosterPaths();
   await loadWorker(paths, worker);
   const bytes =

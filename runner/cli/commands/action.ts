@@ -1,12 +1,12 @@
 /**
  * `roster approvals …`, `roster trust` and `roster inbox`: declares the approval
  * desk and local inbox commands — their arguments, flags and help. What each
- * does lives in runner/services/actions/commands.ts.
+ * does lives in runner/cli/does/action.ts.
  */
 import type { Command } from "commander";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const actionCommands = () => import("../services/actions/commands.ts");
+const doesAction = () => import("../does/action.ts");
 
 export function registerActionCommands(program: Command): void {
   const approvals = program
@@ -20,7 +20,7 @@ export function registerActionCommands(program: Command): void {
     .option("--worker <worker>", "only this worker's")
     .option("--json", "one JSON object per gate")
     .action(async (flags: { all?: boolean; worker?: string; json?: boolean }) =>
-      (await actionCommands()).listGatesCommand(flags),
+      (await doesAction()).listGatesCommand(flags),
     );
 
   approvals
@@ -28,7 +28,7 @@ export function registerActionCommands(program: Command): void {
     .description("exactly what would be sent, and the worker's reason")
     .option("--json", "the gate as JSON")
     .action(async (id: string, flags: { json?: boolean }) =>
-      (await actionCommands()).showGateCommand(id, flags),
+      (await doesAction()).showGateCommand(id, flags),
     );
 
   for (const verb of ["approve", "deny"] as const) {
@@ -39,7 +39,7 @@ export function registerActionCommands(program: Command): void {
       )
       .option("--json", "the decided gate as JSON")
       .action(async (id: string, note: string[], flags: { json?: boolean }) =>
-        (await actionCommands()).decideGateCommand(verb, id, note, flags),
+        (await doesAction()).decideGateCommand(verb, id, note, flags),
       );
   }
 
@@ -48,7 +48,7 @@ export function registerActionCommands(program: Command): void {
     .description("what a worker's proposals would do: run at once, or wait for a human")
     .option("--json", "the same as JSON")
     .action(async (worker: string, flags: { json?: boolean }) =>
-      (await actionCommands()).trustCommand(worker, flags),
+      (await doesAction()).trustCommand(worker, flags),
     );
 
   program
@@ -57,6 +57,6 @@ export function registerActionCommands(program: Command): void {
     .option("--json", "one JSON message per line")
     .option("--limit <n>", "the last n messages", "20")
     .action(async (flags: { json?: boolean; limit: string }) =>
-      (await actionCommands()).inboxCommand(flags),
+      (await doesAction()).inboxCommand(flags),
     );
 }

@@ -4,19 +4,19 @@
  * command runs.
  */
 
-import type { LimitStanding } from "../boundary/gateway/spend/budget.ts";
-import { rosterPaths } from "../ground/config/paths.ts";
-import { workerSubject } from "../ground/config/subject.ts";
-import { RosterError } from "../ground/errors.ts";
+import type { LimitStanding } from "../../boundary/gateway/spend/budget.ts";
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { workerSubject } from "../../ground/config/subject.ts";
+import { RosterError } from "../../ground/errors.ts";
 
 /** `roster budget`: refused on an invalid config or a worker that does not exist. */
 export async function budgetCommand(flags: { worker?: string; json?: boolean }): Promise<void> {
-  const { loadValidConfig } = await import("../ground/config/valid-config.ts");
+  const { loadValidConfig } = await import("../../ground/config/valid-config.ts");
   const paths = rosterPaths();
   const config = loadValidConfig(paths);
   if (flags.worker && !config.workers.has(flags.worker))
     throw new RosterError(`no worker named "${flags.worker}"`, { exitCode: 2 });
-  const { Budgets } = await import("../boundary/gateway/spend/budget.ts");
+  const { Budgets } = await import("../../boundary/gateway/spend/budget.ts");
   const budgets = new Budgets(
     paths.audit,
     config.meters,

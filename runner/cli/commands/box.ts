@@ -1,15 +1,16 @@
 /**
  * `roster box …`: declares the box image and container engine commands — their
- * arguments, flags and help. What each does lives in runner/boundary/box/.
+ * arguments, flags and help. What each does lives in
+ * runner/cli/does/box*.ts.
  */
 import type { Command } from "commander";
-import { BOX_IMAGE, DEFAULT_BASE } from "../boundary/box/layout.ts";
-import type { BuildFlags, DoctorFlags } from "./box-actions.ts";
-import type { ExecFlags } from "./worker-box-actions.ts";
+import { BOX_IMAGE, DEFAULT_BASE } from "../../boundary/box/layout.ts";
+import type { BuildFlags, DoctorFlags } from "../does/box.ts";
+import type { ExecFlags } from "../does/worker-box.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const boxCommands = () => import("./box-actions.ts");
-const workerBoxCommands = () => import("./worker-box-actions.ts");
+const doesBox = () => import("../does/box.ts");
+const doesWorkerBox = () => import("../does/worker-box.ts");
 
 export function registerBoxCommands(program: Command): void {
   const box = program.command("box").description("the box image and the container engine");
@@ -26,7 +27,7 @@ export function registerBoxCommands(program: Command): void {
     .option("--no-cache", "ignore the layer cache")
     .option("-v, --verbose", "show every line of build output")
     .option("--json", "print the result as JSON on stdout")
-    .action(async (flags: BuildFlags) => (await boxCommands()).buildImageCommand(flags));
+    .action(async (flags: BuildFlags) => (await doesBox()).buildImageCommand(flags));
 
   box
     .command("doctor")
@@ -36,7 +37,7 @@ export function registerBoxCommands(program: Command): void {
     .option("--image <image>", "box image to inspect", BOX_IMAGE)
     .option("--json", "print the report as JSON on stdout")
     .option("--fix", "register gVisor (runsc) with dockerd and reload it: the one-time set-up")
-    .action(async (flags: DoctorFlags) => (await boxCommands()).doctorCommand(flags));
+    .action(async (flags: DoctorFlags) => (await doesBox()).doctorCommand(flags));
 
   box
     .command("exec")
@@ -48,7 +49,7 @@ export function registerBoxCommands(program: Command): void {
     .option("--timeout <secs>", "kill the box after this many seconds", "600")
     .option("--local", "start the box from this process even when a server is running")
     .action(async (worker: string, words: string[], flags: ExecFlags) =>
-      (await workerBoxCommands()).execCommand(worker, words, flags),
+      (await doesWorkerBox()).execCommand(worker, words, flags),
     );
 
   box
@@ -59,7 +60,7 @@ export function registerBoxCommands(program: Command): void {
     .argument("<store-path>", "a path inside the store, e.g. notes/today.md")
     .option("--json", "print the result as JSON")
     .action(async (worker: string, from: string, to: string, flags: { json?: boolean }) =>
-      (await workerBoxCommands()).copyCommand("in", worker, from, to, flags),
+      (await doesWorkerBox()).copyCommand("in", worker, from, to, flags),
     );
   box
     .command("cp-out")
@@ -69,7 +70,7 @@ export function registerBoxCommands(program: Command): void {
     .argument("<host-file>")
     .option("--json", "print the result as JSON")
     .action(async (worker: string, from: string, to: string, flags: { json?: boolean }) =>
-      (await workerBoxCommands()).copyCommand("out", worker, from, to, flags),
+      (await doesWorkerBox()).copyCommand("out", worker, from, to, flags),
     );
 
   box
@@ -78,7 +79,5 @@ export function registerBoxCommands(program: Command): void {
       "remove toolchain images and volumes no current worker uses (never what a running box holds)",
     )
     .option("--json", "print the report as JSON")
-    .action(async (flags: { json?: boolean }) =>
-      (await boxCommands()).pruneToolchainsCommand(flags),
-    );
+    .action(async (flags: { json?: boolean }) => (await doesBox()).pruneToolchainsCommand(flags));
 }

@@ -8,7 +8,7 @@ import { operatorName } from "../../ground/operator.ts";
 
 /** `roster channel trust` / `untrust`: sends and purpose edits there run unasked, or wait for approval. */
 export async function trustChannelCommand(verb: "trust" | "untrust", id: string): Promise<void> {
-  const { setTrusted, trustSaid } = await import("./designations.ts");
+  const { setTrusted, trustSaid } = await import("../../records/channels/designations.ts");
   const designation = await setTrusted(rosterPaths(), id, verb === "trust");
   process.stdout.write(`${trustSaid(designation)}\n`);
 }
@@ -16,8 +16,10 @@ export async function trustChannelCommand(verb: "trust" | "untrust", id: string)
 /** `roster channel set`: the one setting there is, mode all|mention. */
 export async function setChannelCommand(id: string, key: string, value: string): Promise<void> {
   const { RosterError } = await import("../../ground/errors.ts");
-  const { assertChannelId } = await import("./ids.ts");
-  const { isWakeMode, modeSaid, setMode, WAKE_MODES } = await import("./designations.ts");
+  const { assertChannelId } = await import("../../records/channels/ids.ts");
+  const { isWakeMode, modeSaid, setMode, WAKE_MODES } = await import(
+    "../../records/channels/designations.ts"
+  );
   assertChannelId(id);
   if (key !== "mode")
     throw new RosterError(
@@ -37,9 +39,9 @@ export async function removeChannelCommand(
   id: string,
   flags: { yes?: boolean; json?: boolean },
 ): Promise<void> {
-  const { assertChannelId } = await import("./ids.ts");
+  const { assertChannelId } = await import("../../records/channels/ids.ts");
   const { confirmedUnless } = await import("../../ground/confirm.ts");
-  const { channelArchive, removeChannel } = await import("./remove.ts");
+  const { channelArchive, removeChannel } = await import("../../records/channels/remove.ts");
   assertChannelId(id);
   const paths = rosterPaths();
   const question = `remove channel ${id}? its history, purpose and files move to ${channelArchive(paths, id)}`;
@@ -58,13 +60,13 @@ export async function linkChannelCommand(
   other: string,
   flags: { json?: boolean },
 ): Promise<void> {
-  const { linkSaid, linkSurfaces } = await import("./links.ts");
+  const { linkSaid, linkSurfaces } = await import("../../records/channels/links.ts");
   const group = await linkSurfaces(rosterPaths(), id, other, operatorName());
   process.stdout.write(flags.json ? `${JSON.stringify(group)}\n` : `${linkSaid(group)}\n`);
 }
 
 /** `roster channel unlink`: a surface leaves its link group. */
 export async function unlinkChannelCommand(id: string): Promise<void> {
-  const { unlinkSaid, unlinkSurface } = await import("./links.ts");
+  const { unlinkSaid, unlinkSurface } = await import("../../records/channels/links.ts");
   process.stdout.write(`${unlinkSaid(id, await unlinkSurface(rosterPaths(), id))}\n`);
 }

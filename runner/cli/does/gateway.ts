@@ -3,11 +3,12 @@
  * as the child of a run or of the server), and print what it decided. The CLI
  * only declares these commands; this module is loaded when one runs.
  */
+
+import type { ActionHostFactory } from "../../boundary/gateway/exchange/action-host.ts";
+import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
+import { defaultListen } from "../../boundary/gateway/process/listen.ts";
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
-import type { ActionHostFactory } from "./exchange/action-host.ts";
-import type { ListenAddress } from "./process/gateway.ts";
-import { defaultListen } from "./process/listen.ts";
 
 export interface GatewayStartFlags {
   addr?: ListenAddress[];
@@ -26,12 +27,12 @@ export async function startGatewayCommand(
   const paths = rosterPaths();
   if (flags.embedded) {
     if (!flags.addr) throw new RosterError("--embedded needs --addr", { exitCode: 2 });
-    const { serveEmbedded } = await import("./process/embedded-child.ts");
+    const { serveEmbedded } = await import("../../boundary/gateway/process/embedded-child.ts");
     return serveEmbedded(paths, flags.addr, actions, flags.forServer ? "server" : "run");
   }
   const listen = flags.addr ?? (await defaultListen(paths.config));
-  const { Gateway } = await import("./process/gateway.ts");
-  const { doorDir, STANDALONE_DOOR } = await import("./doors/door.ts");
+  const { Gateway } = await import("../../boundary/gateway/process/gateway.ts");
+  const { doorDir, STANDALONE_DOOR } = await import("../../boundary/gateway/doors/door.ts");
   const door = doorDir(paths.state, STANDALONE_DOOR);
   const running = await Gateway.start({ paths, listen, door, actions });
   process.stdout.write(
@@ -53,7 +54,9 @@ export async function gatewayLogCommand(flags: {
   denied?: boolean;
   json?: boolean;
 }): Promise<void> {
-  const { eachDecision, formatDecision, HostTally } = await import("./audit/view.ts");
+  const { eachDecision, formatDecision, HostTally } = await import(
+    "../../boundary/gateway/audit/view.ts"
+  );
   // written as read: the log may hold more decisions than fit in memory
   const tally = new HostTally();
   eachDecision(

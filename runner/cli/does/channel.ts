@@ -4,11 +4,11 @@
  * The CLI only declares these commands; this module is loaded when one runs.
  */
 
-import type { RosterPaths } from "../ground/config/paths.ts";
-import { rosterPaths } from "../ground/config/paths.ts";
-import { columns } from "../ground/text/table.ts";
-import type { Designation, Designations } from "../records/channels/designations.ts";
-import type { MessageRecord } from "../records/channels/store.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { columns } from "../../ground/text/table.ts";
+import type { Designation, Designations } from "../../records/channels/designations.ts";
+import type { MessageRecord } from "../../records/channels/store.ts";
 
 const trustedText = (designation: Designation) =>
   `${designation.trusted ? "yes" : "no"}${
@@ -47,10 +47,10 @@ function warnUnreadable(designations: Designations, file: string): void {
 /** `roster channel ls`: every channel, and the bots listening, as a table or one JSON object a line. */
 export async function listChannelsCommand(flags: { json?: boolean }): Promise<void> {
   const paths = rosterPaths();
-  const { isChannelId } = await import("../records/channels/ids.ts");
-  const { listChannels, readMessages } = await import("../records/channels/store.ts");
+  const { isChannelId } = await import("../../records/channels/ids.ts");
+  const { listChannels, readMessages } = await import("../../records/channels/store.ts");
   const { designationOf, readDesignations, settingsFile } = await import(
-    "../records/channels/designations.ts"
+    "../../records/channels/designations.ts"
   );
   const designations = readDesignations(paths);
   warnUnreadable(designations, settingsFile(paths));
@@ -94,11 +94,13 @@ export async function showChannelCommand(
   flags: { json?: boolean; last: string },
 ): Promise<void> {
   const paths = rosterPaths();
-  const { RosterError } = await import("../ground/errors.ts");
-  const { assertChannelId } = await import("../records/channels/ids.ts");
-  const { listChannels, readMessages, readPurpose } = await import("../records/channels/store.ts");
+  const { RosterError } = await import("../../ground/errors.ts");
+  const { assertChannelId } = await import("../../records/channels/ids.ts");
+  const { listChannels, readMessages, readPurpose } = await import(
+    "../../records/channels/store.ts"
+  );
   const { designationOf, readDesignations, settingsFile } = await import(
-    "../records/channels/designations.ts"
+    "../../records/channels/designations.ts"
   );
   assertChannelId(id);
   const last = Number(flags.last);
@@ -147,10 +149,10 @@ export async function showChannelCommand(
 
 /** The bots bound in worker.toml files, and how each listener is doing (while a server runs). */
 async function botsSection(paths: RosterPaths): Promise<string> {
-  const { loadConfig } = await import("../ground/config/load.ts");
-  const { botBindings } = await import("../ground/config/bot-bindings.ts");
-  const { readServerState } = await import("../services/server/state.ts");
-  const { readListenerStatuses } = await import("../services/listeners/supervisor.ts");
+  const { loadConfig } = await import("../../ground/config/load.ts");
+  const { botBindings } = await import("../../ground/config/bot-bindings.ts");
+  const { readServerState } = await import("../../services/server/state.ts");
+  const { readListenerStatuses } = await import("../../services/listeners/supervisor.ts");
   const bindings = botBindings(loadConfig(paths.config, { vaultDir: paths.vault }).workers);
   if (!bindings.length) return "";
   const running = readServerState(paths) !== undefined;

@@ -14,6 +14,6 @@ export function registerBudgetCommands(program: Command): void {
     .option("--worker <worker>", "only the limits that bind this worker")
     .option("--json", "one JSON object per limit")
     .action(async (flags: { worker?: string; json?: boolean }) =>
-      (await import("./budget-actions.ts")).budgetCommand(flags),
+      (await import("../does/budget.ts")).budgetCommand(flags),
     );
 }

@@ -19,7 +19,7 @@ export interface ServerStartFlags {
 
 /** `roster server start`: until SIGTERM or Ctrl-C, or with --once until the due tasks are done. */
 export async function startServerCommand(flags: ServerStartFlags): Promise<void> {
-  const { startServer } = await import("./daemon.ts");
+  const { startServer } = await import("../../services/server/daemon.ts");
   process.exitCode = await startServer({
     paths: rosterPaths(),
     cap: flags.cap,
@@ -39,8 +39,8 @@ export async function listenerCommand(worker: string, platform: string): Promise
     throw new RosterError(`unknown platform ${platform} (${PLATFORMS.join(", ")})`, {
       exitCode: 2,
     });
-  const { serveListener } = await import("../listeners/child.ts");
-  const { listenerPlatform } = await import("../chat/platforms.ts");
+  const { serveListener } = await import("../../services/listeners/child.ts");
+  const { listenerPlatform } = await import("../../services/chat/platforms.ts");
   const listener = listenerPlatform(match)?.listener;
   if (!listener) throw new RosterError(`platform ${match} has no listener`, { exitCode: 2 });
   await serveListener(rosterPaths(), worker, match, await listener());
@@ -48,7 +48,7 @@ export async function listenerCommand(worker: string, platform: string): Promise
 
 /** `roster server status`: exit 1 when no server runs. */
 export async function serverStatusCommand(flags: { json?: boolean }): Promise<void> {
-  const { formatStatus, serverStatus } = await import("./status.ts");
+  const { formatStatus, serverStatus } = await import("../../services/server/status.ts");
   const status = await serverStatus(rosterPaths());
   process.stdout.write(flags.json ? `${JSON.stringify(status)}\n` : formatStatus(status));
   if (!status.running) process.exitCode = 1;

@@ -5,7 +5,7 @@
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
-import { checkName } from "./commands.ts";
+import { checkName } from "./worker.ts";
 
 export interface RestoreFlags {
   list?: boolean;

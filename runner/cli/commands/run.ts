@@ -1,27 +1,27 @@
 /**
  * `roster init | validate | login | run | runs …`: declares the commands that set
  * up a root and run workers — their arguments, flags and help. What each does
- * lives in runner/ground/config/ and runner/work/runs/.
+ * lives in runner/cli/does/run.ts, config.ts and runs-prune.ts.
  */
 import type { Command } from "commander";
-import { rosterPaths } from "../ground/config/paths.ts";
-import type { RunFlags } from "./run-actions.ts";
+import { rosterPaths } from "../../ground/config/paths.ts";
+import type { RunFlags } from "../does/run.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const configCommands = () => import("./config-actions.ts");
-const runCommands = () => import("./run-actions.ts");
+const doesConfig = () => import("../does/config.ts");
+const doesRun = () => import("../does/run.ts");
 
 export function registerRunCommands(program: Command): void {
   program
     .command("init")
     .description("create the config, data and state roots with one worker, elf (never overwrites)")
-    .action(async () => (await configCommands()).initCommand());
+    .action(async () => (await doesConfig()).initCommand());
 
   program
     .command("validate")
     .description("check every config file; prints file:line: field: message per problem")
     .option("--json", "print the problems as JSON")
-    .action(async (flags: { json?: boolean }) => (await configCommands()).validateCommand(flags));
+    .action(async (flags: { json?: boolean }) => (await doesConfig()).validateCommand(flags));
 
   program
     .command("login <credential>")
@@ -34,7 +34,7 @@ export function registerRunCommands(program: Command): void {
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .action(async (credential: string, flags: { field?: string[] }) =>
-      (await configCommands()).loginCommand(credential, flags),
+      (await doesConfig()).loginCommand(credential, flags),
     );
 
   program
@@ -44,7 +44,7 @@ export function registerRunCommands(program: Command): void {
     .option("--json", "stream pi's JSON events on stdout instead of the readable view")
     .option("--local", "start the box from this process even when a server is running")
     .action(async (worker: string, words: string[], flags: RunFlags) =>
-      (await runCommands()).runCommand(worker, words, flags),
+      (await doesRun()).runCommand(worker, words, flags),
     );
 
   const runs = program.command("runs").description("run records");
@@ -55,7 +55,7 @@ export function registerRunCommands(program: Command): void {
     .option("--limit <n>", "how many", "20")
     .option("--json", "print JSON rows")
     .action(async (flags: { worker?: string; limit: string; json?: boolean }) =>
-      (await runCommands()).listRunsCommand(flags),
+      (await doesRun()).listRunsCommand(flags),
     );
   runs
     .command("prune")
@@ -66,7 +66,7 @@ export function registerRunCommands(program: Command): void {
     .option("--worker <worker>", "only this worker's runs")
     .option("--json", "print what was dropped as JSON")
     .action(async (flags: { olderThan?: string; worker?: string; json?: boolean }) => {
-      const { pruneRunsCommand } = await import("../work/runs/prune-command.ts");
+      const { pruneRunsCommand } = await import("../does/runs-prune.ts");
       await pruneRunsCommand(rosterPaths(), flags);
     });
   runs
@@ -76,7 +76,7 @@ export function registerRunCommands(program: Command): void {
     )
     .option("--json", "the same as one JSON object")
     .action(async (prefix: string, flags: { json?: boolean }) =>
-      (await runCommands()).showRunCommand(prefix, flags),
+      (await doesRun()).showRunCommand(prefix, flags),
     );
   runs
     .command("context <run>")
@@ -86,6 +86,6 @@ export function registerRunCommands(program: Command): void {
     .option("--all", "each block's text too")
     .option("--json", "the blocks as JSON")
     .action(async (prefix: string, flags: { all?: boolean; json?: boolean }) =>
-      (await runCommands()).runContextCommand(prefix, flags),
+      (await doesRun()).runContextCommand(prefix, flags),
     );
 }

@@ -3,8 +3,8 @@
  * terminal, turn by turn in one warm box.
  */
 import type { Command } from "commander";
-import { rosterPaths } from "../ground/config/paths.ts";
-import { RosterError } from "../ground/errors.ts";
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { RosterError } from "../../ground/errors.ts";
 
 function parseSecs(value: string): number {
   const secs = Number(value);
@@ -26,9 +26,9 @@ export function registerTalkCommands(program: Command): void {
     )
     .action(async (worker: string, flags: { idle?: number }) => {
       const [{ talk }, { terminalCommand }, { turnThroughServer }] = await Promise.all([
-        import("../services/chat/terminal/talk.ts"),
-        import("../services/slash/terminal.ts"),
-        import("../services/server/run-client.ts"),
+        import("../../services/chat/terminal/talk.ts"),
+        import("../../services/slash/terminal.ts"),
+        import("../../services/server/run-client.ts"),
       ]);
       const paths = rosterPaths();
       process.exitCode = await talk({

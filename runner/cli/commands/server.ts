@@ -3,12 +3,12 @@
  * gateway, the action host, chat sessions and task dispatch.
  */
 import { type Command, Option } from "commander";
-import { parseAddr } from "../boundary/gateway/process/listen.ts";
-import { RosterError } from "../ground/errors.ts";
-import type { ServerStartFlags } from "../services/server/commands.ts";
+import { parseAddr } from "../../boundary/gateway/process/listen.ts";
+import { RosterError } from "../../ground/errors.ts";
+import type { ServerStartFlags } from "../does/server.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const serverCommands = () => import("../services/server/commands.ts");
+const doesServer = () => import("../does/server.ts");
 
 function parseCap(value: string): number {
   const cap = Number(value);
@@ -32,21 +32,19 @@ export function registerServerCommands(program: Command): void {
     .option("--no-listen", "start no chat listeners")
     .option("--addr <host:port>", "where the gateway listens (repeatable)", parseAddr)
     .option("--no-console", "serve no web console ([console] in org.toml says where it listens)")
-    .action(async (flags: ServerStartFlags) => (await serverCommands()).startServerCommand(flags));
+    .action(async (flags: ServerStartFlags) => (await doesServer()).startServerCommand(flags));
 
   // one chat listener, started and supervised by the server (runner/services/listeners/)
   server
     .command("listener <worker> <platform>", { hidden: true })
     .addOption(new Option("--internal").hideHelp())
     .action(async (worker: string, platform: string) =>
-      (await serverCommands()).listenerCommand(worker, platform),
+      (await doesServer()).listenerCommand(worker, platform),
     );
 
   server
     .command("status")
     .description("is the server running, does its gateway answer, what is it doing")
     .option("--json", "the same as JSON")
-    .action(async (flags: { json?: boolean }) =>
-      (await serverCommands()).serverStatusCommand(flags),
-    );
+    .action(async (flags: { json?: boolean }) => (await doesServer()).serverStatusCommand(flags));
 }

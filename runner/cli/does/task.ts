@@ -6,9 +6,9 @@
 
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { rosterPaths } from "../ground/config/paths.ts";
-import { operatorName } from "../ground/operator.ts";
-import type { AddFlags } from "../work/tasks/operator-add.ts";
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { operatorName } from "../../ground/operator.ts";
+import type { AddFlags } from "../../work/tasks/operator-add.ts";
 
 const operator = () => operatorName();
 
@@ -18,7 +18,7 @@ export async function addTaskCommand(
   prompt: string[],
   flags: AddFlags,
 ): Promise<void> {
-  const { fileOperatorTask } = await import("../work/tasks/operator-add.ts");
+  const { fileOperatorTask } = await import("../../work/tasks/operator-add.ts");
   process.stdout.write(
     await fileOperatorTask(rosterPaths(), worker, prompt.join(" "), flags, operator()),
   );
@@ -29,8 +29,8 @@ export async function listTasksCommand(
   worker: string | undefined,
   flags: { json?: boolean },
 ): Promise<void> {
-  const { allTasks, readTasks } = await import("../records/task-list/store.ts");
-  const { taskLine, templateLine } = await import("../work/tasks/list-view.ts");
+  const { allTasks, readTasks } = await import("../../records/task-list/store.ts");
+  const { taskLine, templateLine } = await import("../../work/tasks/list-view.ts");
   const paths = rosterPaths();
   const tasks = allTasks(paths, worker);
   const workers = [...new Set([...(worker ? [worker] : []), ...listedWorkers(paths)])];
@@ -53,9 +53,9 @@ export async function listTasksCommand(
 
 /** `roster task show`: one task (t-…) or template (r-…) in full, with its run's outcome. */
 export async function showTaskCommand(id: string, flags: { json?: boolean }): Promise<void> {
-  const { findTask } = await import("../records/task-list/store.ts");
-  const { findTemplate } = await import("../work/tasks/operator-edits.ts");
-  const { taskDetail, templateDetail } = await import("../work/tasks/list-view.ts");
+  const { findTask } = await import("../../records/task-list/store.ts");
+  const { findTemplate } = await import("../../work/tasks/operator-edits.ts");
+  const { taskDetail, templateDetail } = await import("../../work/tasks/list-view.ts");
   const paths = rosterPaths();
   const template = id.startsWith("r-");
   const one = template ? findTemplate(paths, id) : findTask(paths, id);
@@ -63,8 +63,8 @@ export async function showTaskCommand(id: string, flags: { json?: boolean }): Pr
   else if (template) process.stdout.write(templateDetail(findTemplate(paths, id)));
   else {
     const task = findTask(paths, id);
-    const { readRecord, runDir } = await import("../records/run-records/run-record.ts");
-    const { readReport } = await import("../work/tasks/run-facts.ts");
+    const { readRecord, runDir } = await import("../../records/run-records/run-record.ts");
+    const { readReport } = await import("../../work/tasks/run-facts.ts");
     const run = task.run_id
       ? {
           ended_by: readRecord(runDir(paths.state, task.worker, task.run_id))?.ended_by,
@@ -77,8 +77,8 @@ export async function showTaskCommand(id: string, flags: { json?: boolean }): Pr
 
 /** `roster task rm`: retire a template, or cancel a task that has not started. */
 export async function removeTaskCommand(id: string): Promise<void> {
-  const { findTask } = await import("../records/task-list/store.ts");
-  const { cancelTask, retireTemplate } = await import("../work/tasks/operator-edits.ts");
+  const { findTask } = await import("../../records/task-list/store.ts");
+  const { cancelTask, retireTemplate } = await import("../../work/tasks/operator-edits.ts");
   const paths = rosterPaths();
   const said = id.startsWith("r-")
     ? await retireTemplate(paths, id)
@@ -88,8 +88,8 @@ export async function removeTaskCommand(id: string): Promise<void> {
 
 /** `roster task requeue`: a finished, failed, blocked or cancelled task pending again. */
 export async function requeueTaskCommand(id: string): Promise<void> {
-  const { findTask } = await import("../records/task-list/store.ts");
-  const { requeueTask } = await import("../work/tasks/operator-edits.ts");
+  const { findTask } = await import("../../records/task-list/store.ts");
+  const { requeueTask } = await import("../../work/tasks/operator-edits.ts");
   const paths = rosterPaths();
   process.stdout.write(`${await requeueTask(paths, findTask(paths, id), operator())}\n`);
 }

@@ -18,7 +18,7 @@ export function checkName(name: string): void {
 /** `roster worker add`: its files, store and knowledge repo, after the config is validated. */
 export async function addWorkerCommand(name: string, flags: { json?: boolean }): Promise<void> {
   checkName(name);
-  const { addWorker } = await import("./add.ts");
+  const { addWorker } = await import("../../services/workers/add.ts");
   const added = await addWorker(rosterPaths(), name);
   process.stdout.write(
     flags.json
@@ -30,7 +30,7 @@ export async function addWorkerCommand(name: string, flags: { json?: boolean }):
 
 /** `roster worker ls`: every worker, as a table or one JSON object a line. */
 export async function listWorkersCommand(flags: { json?: boolean }): Promise<void> {
-  const { formatWorkerRows, workerRows } = await import("./list.ts");
+  const { formatWorkerRows, workerRows } = await import("../../services/workers/list.ts");
   const rows = workerRows(rosterPaths());
   if (flags.json) {
     for (const row of rows) process.stdout.write(`${JSON.stringify(row)}\n`);
@@ -45,7 +45,7 @@ export async function showWorkerCommand(name: string, flags: { json?: boolean })
   const { loadValidConfig } = await import("../../ground/config/valid-config.ts");
   const paths = rosterPaths();
   const config = loadValidConfig(paths);
-  const { formatWorkerDetail, workerDetail } = await import("./show.ts");
+  const { formatWorkerDetail, workerDetail } = await import("../../services/workers/show.ts");
   const detail = workerDetail(paths, config, name);
   if (!detail)
     throw new RosterError(`no worker named "${name}"`, {
@@ -56,7 +56,7 @@ export async function showWorkerCommand(name: string, flags: { json?: boolean })
     process.stdout.write(`${JSON.stringify(detail)}\n`);
     return;
   }
-  const { formatTrust } = await import("../actions/trust-view.ts");
+  const { formatTrust } = await import("../../services/actions/trust-view.ts");
   process.stdout.write(formatWorkerDetail(detail, formatTrust(name, detail.trust)));
 }
 
@@ -67,7 +67,7 @@ export async function removeWorkerCommand(
 ): Promise<void> {
   checkName(name);
   const paths = rosterPaths();
-  const { archiveDir, archiveWorker } = await import("./archive.ts");
+  const { archiveDir, archiveWorker } = await import("../../services/workers/archive.ts");
   const question = `remove worker ${name}? its config and data move to ${archiveDir(paths, name)}`;
   if (!(await confirmedUnless(flags.yes, question))) return;
   const archived = await archiveWorker(paths, name);

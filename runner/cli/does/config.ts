@@ -4,13 +4,13 @@
  * commands; this module is loaded when one runs.
  */
 import { createInterface } from "node:readline/promises";
-import { rosterPaths } from "../ground/config/paths.ts";
-import { knownProvider } from "../ground/config/providers.ts";
-import { RosterError } from "../ground/errors.ts";
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { knownProvider } from "../../ground/config/providers.ts";
+import { RosterError } from "../../ground/errors.ts";
 
 /** `roster init`: the config, data and state roots, never overwriting what is there. */
 export async function initCommand(): Promise<void> {
-  const { initRoots } = await import("../ground/config/init.ts");
+  const { initRoots } = await import("../../ground/config/init.ts");
   const paths = rosterPaths();
   const created = await initRoots(paths);
   process.stdout.write(
@@ -22,8 +22,8 @@ export async function initCommand(): Promise<void> {
 
 /** `roster validate`: every problem as file:line: field: message, and the toolchains repos declare. */
 export async function validateCommand(flags: { json?: boolean }): Promise<void> {
-  const { formatConfigError, loadConfig, workerView } = await import("../ground/config/load.ts");
-  const { projectToolchains } = await import("../ground/config/project-toolchain.ts");
+  const { formatConfigError, loadConfig, workerView } = await import("../../ground/config/load.ts");
+  const { projectToolchains } = await import("../../ground/config/project-toolchain.ts");
   const paths = rosterPaths();
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   // the toolchains projects declare in the repos workers mount, each repo once
@@ -62,7 +62,7 @@ export async function loginCommand(credential: string, flags: { field?: string[]
       if (at < 1) throw new RosterError(`--field ${entry}: expected name=value`, { exitCode: 2 });
       fields[entry.slice(0, at)] = entry.slice(at + 1);
     }
-    const { storeCredential } = await import("../work/runs/credentials.ts");
+    const { storeCredential } = await import("../../work/runs/credentials.ts");
     await storeCredential(paths.vault, credential, fields);
     process.stdout.write(
       `stored credential "${credential}" (${Object.keys(fields).join(", ")}) in ${paths.vault} (mode 0600; never in a box)\n`,
@@ -83,7 +83,7 @@ export async function loginCommand(credential: string, flags: { field?: string[]
     rl.close();
   }
   if (!key) throw new RosterError("no key given; nothing stored", { exitCode: 2 });
-  const { storeCredential } = await import("../work/runs/credentials.ts");
+  const { storeCredential } = await import("../../work/runs/credentials.ts");
   await storeCredential(paths.vault, credential, { key });
   process.stdout.write(
     `stored credential "${credential}" in ${paths.vault} (mode 0600; only the gateway reads it)\n`,

@@ -5,24 +5,10 @@
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
-import type { OAuthFlags } from "./oauth/endpoints.ts";
-import type { Recipe } from "./recipes.ts";
+import type { Recipe } from "../../work/connections/recipes.ts";
+import type { AddFlags } from "./connection-guided.ts";
 
-export interface AddFlags extends OAuthFlags {
-  from: string;
-  host?: string[];
-  url?: string;
-  path?: string;
-  rw?: boolean;
-  worker?: string[];
-  org?: boolean;
-  field?: string[];
-  secretEnv?: string;
-  secret?: string;
-  verify?: boolean;
-  verifyPath?: string;
-  as?: string;
-}
+export type { AddFlags };
 
 export interface SecretFlags {
   secretEnv?: string;
@@ -36,7 +22,7 @@ const NO_SECRET_ARGUMENT =
 
 /** `roster connection catalog`: the built-in recipes. */
 export async function catalogCommand(flags: { json?: boolean }): Promise<void> {
-  const { RECIPES, grantsOf, injectsOf } = await import("./recipes.ts");
+  const { RECIPES, grantsOf, injectsOf } = await import("../../work/connections/recipes.ts");
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(RECIPES, null, 2)}\n`);
     return;
@@ -51,10 +37,10 @@ export async function catalogCommand(flags: { json?: boolean }): Promise<void> {
 /** `roster connection add`: the file from a recipe, its secret, and a verify when asked. */
 export async function addConnectionCommand(name: string, given: Partial<AddFlags>): Promise<void> {
   if (given.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
-  const { guidedAddFlags } = await import("./guided-add.ts");
+  const { guidedAddFlags } = await import("./connection-guided.ts");
   const flags = await guidedAddFlags(name, given);
-  const { addConnection } = await import("./manage.ts");
-  const { readSecret } = await import("./secret-input.ts");
+  const { addConnection } = await import("../../work/connections/manage.ts");
+  const { readSecret } = await import("../../work/connections/secret-input.ts");
   const paths = rosterPaths();
   const added = await addConnection(paths, {
     name,
@@ -85,10 +71,10 @@ async function signInFor(
   name: string,
   recipe: Recipe,
   flags: AddFlags,
-): ReturnType<typeof import("./oauth/sign-in.ts").signIn> {
+): ReturnType<typeof import("../../work/connections/oauth/sign-in.ts").signIn> {
   const { loadConfig } = await import("../../ground/config/load.ts");
-  const { signIn } = await import("./oauth/sign-in.ts");
-  const { askQuietly, readSecret } = await import("./secret-input.ts");
+  const { signIn } = await import("../../work/connections/oauth/sign-in.ts");
+  const { askQuietly, readSecret } = await import("../../work/connections/secret-input.ts");
   const clientSecret =
     flags.clientSecretEnv !== undefined
       ? await readSecret({ label: `${name}'s OAuth client`, secretEnv: flags.clientSecretEnv })
@@ -108,8 +94,8 @@ async function signInFor(
 /** `roster connection secret`: store or replace the secret, never taken as an argument. */
 export async function storeSecretCommand(name: string, flags: SecretFlags): Promise<void> {
   if (flags.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
-  const { storeSecret } = await import("./manage.ts");
-  const { readSecret } = await import("./secret-input.ts");
+  const { storeSecret } = await import("../../work/connections/manage.ts");
+  const { readSecret } = await import("../../work/connections/secret-input.ts");
   const stored = await storeSecret(rosterPaths(), name, () =>
     readSecret({ label: name, secretEnv: flags.secretEnv }),
   );
@@ -128,7 +114,7 @@ export async function grantCommand(
   if ((worker === undefined) === !flags.org)
     throw new RosterError(`${verb} needs one worker, or --org`, { exitCode: 2 });
   const edge = flags.org ? "org" : (worker ?? "");
-  const { grantConnection } = await import("./manage.ts");
+  const { grantConnection } = await import("../../work/connections/manage.ts");
   const change = await grantConnection(rosterPaths(), name, edge, grant);
   const who = edge === "org" ? "every worker (org)" : edge;
   if (!change.changed) {
@@ -144,7 +130,7 @@ export async function grantCommand(
 
 /** `roster connection ls`: every connection with its grantees and state. */
 export async function listConnectionsCommand(flags: { json?: boolean }): Promise<void> {
-  const { listConnections } = await import("./manage.ts");
+  const { listConnections } = await import("../../work/connections/manage.ts");
   const rows = listConnections(rosterPaths());
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(rows)}\n`);
@@ -167,7 +153,7 @@ export async function removeConnectionCommand(
   name: string,
   flags: { yes?: boolean },
 ): Promise<void> {
-  const { removalOf, removeConnection } = await import("./manage.ts");
+  const { removalOf, removeConnection } = await import("../../work/connections/manage.ts");
   const paths = rosterPaths();
   if (!flags.yes) {
     const would = removalOf(paths, name);
@@ -181,7 +167,7 @@ export async function removeConnectionCommand(
     });
   }
   // signed out at the provider first, while the vault still holds what to revoke
-  const { signOutSaid } = await import("./oauth/sign-out-said.ts");
+  const { signOutSaid } = await import("../../work/connections/oauth/sign-out-said.ts");
   const signedOut = await signOutSaid(paths, name);
   const removed = await removeConnection(paths, name);
   process.stdout.write(`removed ${removed.join(", ")}\n`);
@@ -196,7 +182,7 @@ export async function verifyCommand(
   name: string,
   flags: { as?: string | undefined; verifyPath?: string | undefined },
 ): Promise<void> {
-  const { verifyConnection } = await import("./verify.ts");
+  const { verifyConnection } = await import("../../work/connections/verify.ts");
   const result = await verifyConnection(rosterPaths(), name, {
     ...(flags.as !== undefined ? { as: flags.as } : {}),
     ...(flags.verifyPath !== undefined ? { verifyPath: flags.verifyPath } : {}),

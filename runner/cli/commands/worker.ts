@@ -1,12 +1,13 @@
 /**
  * `roster worker …`: declares the commands for the workers themselves — their
- * arguments, flags and help. What each does lives in runner/services/workers/.
+ * arguments, flags and help. What each does lives in
+ * runner/cli/does/worker*.ts.
  */
 import type { Command } from "commander";
-import type { RestoreFlags } from "../services/workers/restore-command.ts";
+import type { RestoreFlags } from "../does/worker-restore.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const workerCommands = () => import("../services/workers/commands.ts");
+const doesWorker = () => import("../does/worker.ts");
 
 /** `roster worker …`: the workers themselves — add, list, show, remove — and their stores' snapshots. */
 export function registerWorkerCommands(program: Command): void {
@@ -21,7 +22,7 @@ export function registerWorkerCommands(program: Command): void {
     )
     .option("--json", "print what was made as JSON")
     .action(async (name: string, flags: { json?: boolean }) =>
-      (await workerCommands()).addWorkerCommand(name, flags),
+      (await doesWorker()).addWorkerCommand(name, flags),
     );
 
   worker
@@ -30,9 +31,7 @@ export function registerWorkerCommands(program: Command): void {
       "every worker: running or idle, its last run and outcome, queued tasks, open sessions, spent today",
     )
     .option("--json", "one JSON object per worker")
-    .action(async (flags: { json?: boolean }) =>
-      (await workerCommands()).listWorkersCommand(flags),
-    );
+    .action(async (flags: { json?: boolean }) => (await doesWorker()).listWorkersCommand(flags));
 
   worker
     .command("show <name>")
@@ -41,7 +40,7 @@ export function registerWorkerCommands(program: Command): void {
     )
     .option("--json", "the same as JSON")
     .action(async (name: string, flags: { json?: boolean }) =>
-      (await workerCommands()).showWorkerCommand(name, flags),
+      (await doesWorker()).showWorkerCommand(name, flags),
     );
 
   worker
@@ -52,20 +51,20 @@ export function registerWorkerCommands(program: Command): void {
     .option("--yes", "do not ask")
     .option("--json", "print what was moved as JSON")
     .action(async (name: string, flags: { yes?: boolean; json?: boolean }) =>
-      (await workerCommands()).removeWorkerCommand(name, flags),
+      (await doesWorker()).removeWorkerCommand(name, flags),
     );
 
   worker
     .command("pause <name> [why...]")
     .description("start no box of a worker until it is resumed (one going goes on)")
     .action(async (name: string, why: string[]) =>
-      (await workerCommands()).pauseWorkerCommand(name, why.join(" ")),
+      (await doesWorker()).pauseWorkerCommand(name, why.join(" ")),
     );
 
   worker
     .command("resume <name>")
     .description("let a paused worker run again")
-    .action(async (name: string) => (await workerCommands()).resumeWorkerCommand(name));
+    .action(async (name: string) => (await doesWorker()).resumeWorkerCommand(name));
 
   worker
     .command("restore <worker>")
@@ -78,6 +77,6 @@ export function registerWorkerCommands(program: Command): void {
     .option("--channel <id>", "the worker's store for that channel (~/channel/store) instead")
     .option("--json", "print the result as JSON")
     .action(async (name: string, flags: RestoreFlags) =>
-      (await import("../services/workers/restore-command.ts")).restoreStoreCommand(name, flags),
+      (await import("../does/worker-restore.ts")).restoreStoreCommand(name, flags),
     );
 }

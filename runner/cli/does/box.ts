@@ -4,9 +4,9 @@
  * The CLI only declares these commands; this module is loaded when one runs.
  */
 
-import type { BoxEngine, EngineKind } from "../boundary/box/engine.ts";
-import { BOX_IMAGE } from "../boundary/box/layout.ts";
-import { configuredEngine } from "../ground/config/configured-engine.ts";
+import type { BoxEngine, EngineKind } from "../../boundary/box/engine.ts";
+import { BOX_IMAGE } from "../../boundary/box/layout.ts";
+import { configuredEngine } from "../../ground/config/configured-engine.ts";
 
 export interface BuildFlags {
   worker?: string;
@@ -34,9 +34,9 @@ async function doctorConfig(): Promise<{
   runtimes: { org: string; workers: Record<string, string> };
   kind?: EngineKind;
 }> {
-  const { rosterPaths } = await import("../ground/config/paths.ts");
-  const { loadConfig } = await import("../ground/config/load.ts");
-  const { narrowestBox } = await import("../ground/config/narrowing.ts");
+  const { rosterPaths } = await import("../../ground/config/paths.ts");
+  const { loadConfig } = await import("../../ground/config/load.ts");
+  const { narrowestBox } = await import("../../ground/config/narrowing.ts");
   try {
     const config = loadConfig(rosterPaths().config);
     const workers: Record<string, string> = {};
@@ -57,17 +57,17 @@ async function doctorConfig(): Promise<{
 async function fixRunsc(
   kind: EngineKind | undefined,
 ): Promise<{ text: string; json: { fix: object } }> {
-  const { connectEngine } = await import("../boundary/box/connect.ts");
-  const { formatSetup, setUpRunsc } = await import("../boundary/box/runtime-setup.ts");
+  const { connectEngine } = await import("../../boundary/box/connect.ts");
+  const { formatSetup, setUpRunsc } = await import("../../boundary/box/runtime-setup.ts");
   const setup = await setUpRunsc(await connectEngine(kind ? { kind } : {}));
   return { text: formatSetup(setup), json: { fix: setup } };
 }
 
 /** `roster box build`: the box image, or with --worker that worker's toolchain image on it. */
 export async function buildImageCommand(flags: BuildFlags): Promise<void> {
-  const { connectEngine } = await import("../boundary/box/connect.ts");
-  const { buildBoxImage, formatBytes } = await import("../boundary/box/image-build.ts");
-  const { consoleProgress } = await import("../boundary/box/progress.ts");
+  const { connectEngine } = await import("../../boundary/box/connect.ts");
+  const { buildBoxImage, formatBytes } = await import("../../boundary/box/image-build.ts");
+  const { consoleProgress } = await import("../../boundary/box/progress.ts");
   const engine = await connectEngine(await configuredEngine());
   if (flags.worker) return buildToolchainImage(engine, flags.worker, flags);
   const built = await buildBoxImage({
@@ -97,7 +97,7 @@ export async function buildImageCommand(flags: BuildFlags): Promise<void> {
 
 /** `roster box doctor`: the report, after `--fix` when asked so the report shows its result. */
 export async function doctorCommand(flags: DoctorFlags): Promise<void> {
-  const { boxDoctor, formatDoctor } = await import("../boundary/box/doctor.ts");
+  const { boxDoctor, formatDoctor } = await import("../../boundary/box/doctor.ts");
   const config = await doctorConfig();
   const fix = flags.fix ? await fixRunsc(config.kind) : undefined;
   const report = await boxDoctor({ image: flags.image, ...config });
@@ -113,13 +113,15 @@ async function buildToolchainImage(
   workerName: string,
   flags: BuildFlags,
 ): Promise<void> {
-  const { buildBoxImage } = await import("../boundary/box/image-build.ts");
-  const { consoleProgress } = await import("../boundary/box/progress.ts");
-  const { rosterPaths } = await import("../ground/config/paths.ts");
-  const { loadWorker } = await import("../work/runs/provision.ts");
-  const { ensureToolchainImage } = await import("../boundary/box/toolchain-image.ts");
-  const { deploymentKey } = await import("../boundary/box/tools-volume.ts");
-  const { projectToolchains, withProjects } = await import("../ground/config/project-toolchain.ts");
+  const { buildBoxImage } = await import("../../boundary/box/image-build.ts");
+  const { consoleProgress } = await import("../../boundary/box/progress.ts");
+  const { rosterPaths } = await import("../../ground/config/paths.ts");
+  const { loadWorker } = await import("../../work/runs/provision.ts");
+  const { ensureToolchainImage } = await import("../../boundary/box/toolchain-image.ts");
+  const { deploymentKey } = await import("../../boundary/box/tools-volume.ts");
+  const { projectToolchains, withProjects } = await import(
+    "../../ground/config/project-toolchain.ts"
+  );
   const { worker, config } = await loadWorker(rosterPaths(), workerName);
   const image = config.org.engine?.image ?? BOX_IMAGE;
   const progress = consoleProgress({ verbose: flags.verbose ?? false });
@@ -146,11 +148,11 @@ async function buildToolchainImage(
 
 /** `roster box prune`: toolchain images and volumes no current worker uses. */
 export async function pruneToolchainsCommand(flags: { json?: boolean }): Promise<void> {
-  const { rosterPaths } = await import("../ground/config/paths.ts");
-  const { loadValidConfig } = await import("../ground/config/valid-config.ts");
-  const { connectEngine } = await import("../boundary/box/connect.ts");
-  const { pruneToolchains } = await import("../boundary/box/prune.ts");
-  const { formatBytes } = await import("../boundary/box/image-build.ts");
+  const { rosterPaths } = await import("../../ground/config/paths.ts");
+  const { loadValidConfig } = await import("../../ground/config/valid-config.ts");
+  const { connectEngine } = await import("../../boundary/box/connect.ts");
+  const { pruneToolchains } = await import("../../boundary/box/prune.ts");
+  const { formatBytes } = await import("../../boundary/box/image-build.ts");
   const paths = rosterPaths();
   // pruning by a config that can't be read could remove what a worker still uses
   const config = loadValidConfig(paths, "nothing was pruned");

@@ -1,13 +1,14 @@
 /**
  * `roster task add | ls | show | rm | requeue`: declares the commands for a
  * worker's task list and its recurring templates (the server dispatches them)
- * — their arguments, flags and help. What each does lives in task-actions.ts.
+ * — their arguments, flags and help. What each does lives in
+ * runner/cli/does/task*.ts.
  */
 import type { Command } from "commander";
-import type { AddFlags } from "../work/tasks/operator-add.ts";
+import type { AddFlags } from "../../work/tasks/operator-add.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const taskActions = () => import("./task-actions.ts");
+const doesTask = () => import("../does/task.ts");
 
 export function registerTaskCommands(program: Command): void {
   const task = program.command("task").description("a worker's task list and recurring tasks");
@@ -26,7 +27,7 @@ export function registerTaskCommands(program: Command): void {
     .option("--after <ids>", "start only when these tasks are done (comma-separated ids)")
     .option("--json", "the task or template as JSON")
     .action(async (worker: string, prompt: string[], flags: AddFlags) =>
-      (await taskActions()).addTaskCommand(worker, prompt, flags),
+      (await doesTask()).addTaskCommand(worker, prompt, flags),
     );
 
   task
@@ -34,7 +35,7 @@ export function registerTaskCommands(program: Command): void {
     .description("tasks, newest first, then recurring templates and their next fires")
     .option("--json", "one JSON task (or template, with kind) per line")
     .action(async (worker: string | undefined, flags: { json?: boolean }) =>
-      (await taskActions()).listTasksCommand(worker, flags),
+      (await doesTask()).listTasksCommand(worker, flags),
     );
 
   task
@@ -42,16 +43,16 @@ export function registerTaskCommands(program: Command): void {
     .description("one task (t-…) or template (r-…) in full, by any unique id prefix")
     .option("--json", "as JSON")
     .action(async (id: string, flags: { json?: boolean }) =>
-      (await taskActions()).showTaskCommand(id, flags),
+      (await doesTask()).showTaskCommand(id, flags),
     );
 
   task
     .command("rm <id>")
     .description("retire a recurring template (r-…), or cancel a task (t-…) that has not started")
-    .action(async (id: string) => (await taskActions()).removeTaskCommand(id));
+    .action(async (id: string) => (await doesTask()).removeTaskCommand(id));
 
   task
     .command("requeue <id>")
     .description("put a finished, failed, blocked or cancelled task back on the list as pending")
-    .action(async (id: string) => (await taskActions()).requeueTaskCommand(id));
+    .action(async (id: string) => (await doesTask()).requeueTaskCommand(id));
 }

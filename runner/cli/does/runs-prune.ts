@@ -1,7 +1,7 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { ageMs, describeSize, STORE_DEFAULTS } from "../../ground/config/store-limits.ts";
 import { RosterError } from "../../ground/errors.ts";
-import { pruneRuns } from "./retention.ts";
+import { pruneRuns } from "../../work/runs/retention.ts";
 
 /**
  * `roster runs prune`: the retention pass a run start makes once an hour

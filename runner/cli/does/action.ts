@@ -7,7 +7,7 @@
 import { type RosterPaths, rosterPaths } from "../../ground/config/paths.ts";
 import { operatorName } from "../../ground/operator.ts";
 
-import type { Gate } from "./gates.ts";
+import type { Gate } from "../../services/actions/gates.ts";
 
 const decidedBy = () => operatorName();
 
@@ -17,8 +17,8 @@ export async function listGatesCommand(flags: {
   worker?: string;
   json?: boolean;
 }): Promise<void> {
-  const { listGates } = await import("./gates.ts");
-  const { gateRow } = await import("./desk-view.ts");
+  const { listGates } = await import("../../services/actions/gates.ts");
+  const { gateRow } = await import("../../services/actions/desk-view.ts");
   const gates = listGates(rosterPaths(), flags.worker).filter(
     (gate) => flags.all || gate.state === "pending" || gate.state === "failed",
   );
@@ -35,8 +35,8 @@ export async function listGatesCommand(flags: {
 
 /** `roster approvals show`: exactly what would be sent, and the worker's reason. */
 export async function showGateCommand(id: string, flags: { json?: boolean }): Promise<void> {
-  const { findGate } = await import("./gates.ts");
-  const { showGate } = await import("./desk-view.ts");
+  const { findGate } = await import("../../services/actions/gates.ts");
+  const { showGate } = await import("../../services/actions/desk-view.ts");
   const paths = rosterPaths();
   const gate = findGate(paths, id);
   process.stdout.write(flags.json ? `${JSON.stringify(gate, null, 2)}\n` : showGate(paths, gate));
@@ -50,8 +50,8 @@ export async function decideGateCommand(
   flags: { json?: boolean },
 ): Promise<void> {
   const paths = rosterPaths();
-  const { findGate } = await import("./gates.ts");
-  const { approveGate, denyGate } = await import("./desk.ts");
+  const { findGate } = await import("../../services/actions/gates.ts");
+  const { approveGate, denyGate } = await import("../../services/actions/desk.ts");
   const gate = findGate(paths, id);
   const decision = { by: decidedBy(), ...(note.length ? { note: note.join(" ") } : {}) };
   const traced = await traceDecisions(paths);
@@ -95,7 +95,7 @@ async function traceDecisions(paths: RosterPaths): Promise<(() => Promise<void>)
 export async function trustCommand(worker: string, flags: { json?: boolean }): Promise<void> {
   const paths = rosterPaths();
   const { loadValidConfig } = await import("../../ground/config/valid-config.ts");
-  const { formatTrust, trustOf } = await import("./trust-view.ts");
+  const { formatTrust, trustOf } = await import("../../services/actions/trust-view.ts");
   const { RosterError } = await import("../../ground/errors.ts");
   const config = loadValidConfig(paths);
   if (!config.workers.has(worker))
@@ -106,7 +106,7 @@ export async function trustCommand(worker: string, flags: { json?: boolean }): P
 
 /** `roster inbox`: the last messages workers sent the operator. */
 export async function inboxCommand(flags: { json?: boolean; limit: string }): Promise<void> {
-  const { readInbox } = await import("./desk-view.ts");
+  const { readInbox } = await import("../../services/actions/desk-view.ts");
   const messages = readInbox(rosterPaths(), Number(flags.limit) || 20);
   if (flags.json) {
     for (const message of messages) process.stdout.write(`${JSON.stringify(message)}\n`);

@@ -1,7 +1,24 @@
 import { createInterface } from "node:readline/promises";
 import { RosterError } from "../../ground/errors.ts";
-import type { AddFlags } from "./commands.ts";
-import { findRecipe, RECIPES, type Recipe } from "./recipes.ts";
+import type { OAuthFlags } from "../../work/connections/oauth/endpoints.ts";
+import { findRecipe, RECIPES, type Recipe } from "../../work/connections/recipes.ts";
+
+/** What `roster connection add` is given: its flags, before guided questions fill the rest. */
+export interface AddFlags extends OAuthFlags {
+  from: string;
+  host?: string[];
+  url?: string;
+  path?: string;
+  rw?: boolean;
+  worker?: string[];
+  org?: boolean;
+  field?: string[];
+  secretEnv?: string;
+  secret?: string;
+  verify?: boolean;
+  verifyPath?: string;
+  as?: string;
+}
 
 /**
  * `roster connection add` as a person types it: the recipe may be the name

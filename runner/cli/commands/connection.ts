@@ -1,12 +1,13 @@
 /**
  * `roster connection …`: declares the commands for what workers may reach —
- * their arguments, flags and help. What each does lives in runner/work/connections/.
+ * their arguments, flags and help. What each does lives in
+ * runner/cli/does/connection*.ts.
  */
 import { type Command, Option } from "commander";
-import type { AddFlags, SecretFlags } from "../work/connections/commands.ts";
+import type { AddFlags, SecretFlags } from "../does/connection.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const connectionCommands = () => import("../work/connections/commands.ts");
+const doesConnection = () => import("../does/connection.ts");
 
 const repeat = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -20,9 +21,7 @@ export function registerConnectionCommands(program: Command): void {
     .command("catalog")
     .description("the built-in recipes: what each grants and what the gateway injects")
     .option("--json", "print the recipes as JSON")
-    .action(async (flags: { json?: boolean }) =>
-      (await connectionCommands()).catalogCommand(flags),
-    );
+    .action(async (flags: { json?: boolean }) => (await doesConnection()).catalogCommand(flags));
 
   declareAddCommand(connection);
 
@@ -34,7 +33,7 @@ export function registerConnectionCommands(program: Command): void {
     .option("--as <worker>", "verify as this grantee (default: the first)")
     .addOption(new Option("--secret <value>").hideHelp())
     .action(async (name: string, flags: SecretFlags) =>
-      (await connectionCommands()).storeSecretCommand(name, flags),
+      (await doesConnection()).storeSecretCommand(name, flags),
     );
 
   connection
@@ -45,7 +44,7 @@ export function registerConnectionCommands(program: Command): void {
     .option("--as <worker>", "as this grantee (default: the first)")
     .option("--verify-path <path>", "ask for this path instead of the recipe's")
     .action(async (name: string, flags: { as?: string; verifyPath?: string }) =>
-      (await connectionCommands()).verifyCommand(name, flags),
+      (await doesConnection()).verifyCommand(name, flags),
     );
 
   for (const [verb, grant] of [
@@ -61,7 +60,7 @@ export function registerConnectionCommands(program: Command): void {
       )
       .option("--org", "every worker ([grant.org])")
       .action(async (name: string, worker: string | undefined, flags: { org?: boolean }) =>
-        (await connectionCommands()).grantCommand(verb, name, worker, flags),
+        (await doesConnection()).grantCommand(verb, name, worker, flags),
       );
   }
 
@@ -70,7 +69,7 @@ export function registerConnectionCommands(program: Command): void {
     .description("every connection: kind, grantees, and ok / disabled (no secret) / failing verify")
     .option("--json", "print them as JSON")
     .action(async (flags: { json?: boolean }) =>
-      (await connectionCommands()).listConnectionsCommand(flags),
+      (await doesConnection()).listConnectionsCommand(flags),
     );
 
   connection
@@ -80,7 +79,7 @@ export function registerConnectionCommands(program: Command): void {
     )
     .option("--yes", "really remove them")
     .action(async (name: string, flags: { yes?: boolean }) =>
-      (await connectionCommands()).removeConnectionCommand(name, flags),
+      (await doesConnection()).removeConnectionCommand(name, flags),
     );
 }
 
@@ -137,6 +136,6 @@ function declareAddCommand(connection: Command): void {
     .option("--revoke-url <url>", "--declare: the revocation endpoint (rm revokes there)")
     .addOption(new Option("--secret <value>").hideHelp())
     .action(async (name: string, flags: Partial<AddFlags>) =>
-      (await connectionCommands()).addConnectionCommand(name, flags),
+      (await doesConnection()).addConnectionCommand(name, flags),
     );
 }

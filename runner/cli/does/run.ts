@@ -3,8 +3,8 @@
  * to a running server when there is one), and the run records. The CLI only
  * declares these commands; this module is loaded when one runs.
  */
-import { rosterPaths } from "../ground/config/paths.ts";
-import { RosterError } from "../ground/errors.ts";
+import { rosterPaths } from "../../ground/config/paths.ts";
+import { RosterError } from "../../ground/errors.ts";
 
 export interface RunFlags {
   ceiling: string;
@@ -21,13 +21,13 @@ export async function runCommand(worker: string, words: string[], flags: RunFlag
       { exitCode: 2 },
     );
   // refused here as the run owner would refuse it, before anything starts
-  const { ceilingProblem } = await import("../ground/config/ceiling.ts");
+  const { ceilingProblem } = await import("../../ground/config/ceiling.ts");
   const problem = ceilingProblem(ceiling_min);
   if (problem) throw new RosterError(problem, { exitCode: 2 });
   const prompt = words.join(" ").trim();
   if (!prompt) throw new RosterError("the prompt is empty", { exitCode: 2 });
   const paths = rosterPaths();
-  const { initRoots } = await import("../ground/config/init.ts");
+  const { initRoots } = await import("../../ground/config/init.ts");
   const created = await initRoots(paths);
   if (created.some((path) => path.endsWith("org.toml")))
     process.stderr.write(`roster: initialised ${paths.config} from org.example.toml\n`);
@@ -38,7 +38,7 @@ export async function runCommand(worker: string, words: string[], flags: RunFlag
   try {
     if (!flags.local) {
       // a running server takes the run: its gateway, engine connection and modules are warm
-      const { runThroughServer } = await import("../services/server/run-client.ts");
+      const { runThroughServer } = await import("../../services/server/run-client.ts");
       const handed = await runThroughServer(
         paths,
         { worker, prompt, ceiling_min, json: flags.json ?? false },
@@ -58,7 +58,7 @@ export async function runCommand(worker: string, words: string[], flags: RunFlag
         return;
       }
     }
-    const { runOneShot } = await import("../work/runs/oneshot.ts");
+    const { runOneShot } = await import("../../work/runs/oneshot.ts");
     const result = await runOneShot({
       paths,
       worker,
@@ -90,23 +90,23 @@ export async function listRunsCommand(flags: {
 }): Promise<void> {
   const paths = rosterPaths();
   try {
-    const { connectEngine } = await import("../boundary/box/connect.ts");
-    const { configuredEngine } = await import("../ground/config/configured-engine.ts");
-    const { reapAndRecord } = await import("../work/runs/provision.ts");
+    const { connectEngine } = await import("../../boundary/box/connect.ts");
+    const { configuredEngine } = await import("../../ground/config/configured-engine.ts");
+    const { reapAndRecord } = await import("../../work/runs/provision.ts");
     const engine = await connectEngine(await configuredEngine());
     await reapAndRecord(engine, paths, (text) => process.stderr.write(`${text}\n`));
   } catch {
     // without an engine the records are still worth showing
   }
-  const { formatRows, runRows } = await import("../work/runs/runs-view.ts");
+  const { formatRows, runRows } = await import("../../work/runs/runs-view.ts");
   const rows = runRows(paths.state, flags.worker, Number(flags.limit) || 20);
   process.stdout.write(flags.json ? `${JSON.stringify(rows)}\n` : `${formatRows(rows)}\n`);
 }
 
 /** `roster runs show`: one run, found by any unique prefix of its id. */
 export async function showRunCommand(prefix: string, flags: { json?: boolean }): Promise<void> {
-  const { findRun } = await import("../records/run-records/run-record.ts");
-  const { runJson, showRun } = await import("../work/runs/runs-view.ts");
+  const { findRun } = await import("../../records/run-records/run-record.ts");
+  const { runJson, showRun } = await import("../../work/runs/runs-view.ts");
   const paths = rosterPaths();
   const found = findRun(paths.state, prefix);
   if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });
@@ -122,8 +122,8 @@ export async function runContextCommand(
   prefix: string,
   flags: { all?: boolean; json?: boolean },
 ): Promise<void> {
-  const { findRun } = await import("../records/run-records/run-record.ts");
-  const { formatContext, promptContext } = await import("../work/runs/prompt-context.ts");
+  const { findRun } = await import("../../records/run-records/run-record.ts");
+  const { formatContext, promptContext } = await import("../../work/runs/prompt-context.ts");
   const paths = rosterPaths();
   const found = findRun(paths.state, prefix);
   if ("error" in found) throw new RosterError(found.error, { exitCode: 2 });

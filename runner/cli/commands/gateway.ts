@@ -4,13 +4,13 @@
  * child) and reading what it decided.
  */
 import { type Command, Option } from "commander";
-import type { GatewayStartFlags } from "../boundary/gateway/commands.ts";
-import { parseAddr } from "../boundary/gateway/process/listen.ts";
+import { parseAddr } from "../../boundary/gateway/process/listen.ts";
+import type { GatewayStartFlags } from "../does/gateway.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
-const gatewayCommands = () => import("../boundary/gateway/commands.ts");
+const doesGateway = () => import("../does/gateway.ts");
 // the gateway's action host, wired in here rather than built by the gateway itself
-const actionHost = async () => (await import("../services/actions/lazy-host.ts")).lazyActionHost;
+const actionHost = async () => (await import("../../services/actions/lazy-host.ts")).lazyActionHost;
 
 export function registerGatewayCommands(program: Command): void {
   const gateway = program.command("gateway").description("the one door out of every box");
@@ -24,7 +24,7 @@ export function registerGatewayCommands(program: Command): void {
     // the server's gateway, its supervised child (runner/boundary/gateway/process/supervised.ts)
     .addOption(new Option("--for-server").hideHelp())
     .action(async (flags: GatewayStartFlags) =>
-      (await gatewayCommands()).startGatewayCommand(flags, await actionHost()),
+      (await doesGateway()).startGatewayCommand(flags, await actionHost()),
     );
 
   gateway
@@ -34,6 +34,6 @@ export function registerGatewayCommands(program: Command): void {
     .option("--denied", "only refusals")
     .option("--json", "one JSON decision per line")
     .action(async (flags: { run?: string; denied?: boolean; json?: boolean }) =>
-      (await gatewayCommands()).gatewayLogCommand(flags),
+      (await doesGateway()).gatewayLogCommand(flags),
     );
 }
