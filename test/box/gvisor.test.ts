@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOX_IMAGE } from "../../runner/boundary/box/layout.ts";
-import { startBox } from "../../runner/boundary/box/lifecycle.ts";
+import { startContainer } from "../../runner/boundary/box/lifecycle.ts";
 import { engineRuntime } from "../../runner/boundary/box/runtime-check.ts";
 import { DAEMON_JSON, findRunsc, setUpRunsc } from "../../runner/boundary/box/runtime-setup.ts";
 import type { ExecEnvelope } from "../../runner/work/runs/exec-envelope.ts";
@@ -128,7 +128,7 @@ describe.skipIf(!docker || (!runsc && !isCI))("gVisor (runsc) boxes", () => {
     const mark = Math.random().toString(36).slice(2, 10);
     const name = `roster-gvisor-absent-${mark}`;
     await expect(
-      startBox(engine(), { image: BOX_IMAGE, cmd: ["true"], name, runtime: `absent-${mark}` }),
+      startContainer(engine(), { image: BOX_IMAGE, cmd: ["true"], name, runtime: `absent-${mark}` }),
     ).rejects.toThrow(
       new RegExp(
         `"absent-${mark}".*not registered.*never falls back to runc.*roster box doctor --fix`,

@@ -10,7 +10,7 @@ const OOM_EVENT_ASKS = 10;
  * deadline, an abort, a fault in something the box depends on, or the
  * caller's own kill), then remove. Output is streamed as it comes. The first
  * reason to end it wins. A one-shot run waits for the end (runBox); a warm
- * session keeps the handle and writes to the box's stdin (startBox).
+ * session keeps the handle and writes to the box's stdin (startContainer).
  */
 /**
  * `stalled`: the caller's activity watchdog found no sign of life for its window.
@@ -71,12 +71,12 @@ export async function runBox(
   spec: BoxSpec,
   options: RunBoxOptions = {},
 ): Promise<BoxOutcome> {
-  const box = await startBox(engine, spec, options);
+  const box = await startContainer(engine, spec, options);
   return box.done;
 }
 
 /** Starts the box and returns once it runs; rejects (and removes it) if it can't start. */
-export async function startBox(
+export async function startContainer(
   engine: BoxEngine,
   spec: BoxSpec,
   options: RunBoxOptions = {},

@@ -116,7 +116,7 @@ async function buildToolchainImage(
   const { buildBoxImage } = await import("../../boundary/box/image-build.ts");
   const { consoleProgress } = await import("../../boundary/box/progress.ts");
   const { rosterPaths } = await import("../../ground/config/paths.ts");
-  const { loadWorker } = await import("../../work/runs/provision.ts");
+  const { loadWorker } = await import("../../work/runs/start-1-provision.ts");
   const { ensureToolchainImage } = await import("../../boundary/box/toolchain-image.ts");
   const { deploymentKey } = await import("../../boundary/box/tools-volume.ts");
   const { projectToolchains, withProjects } = await import(

@@ -92,7 +92,7 @@ export async function listRunsCommand(flags: {
   try {
     const { connectEngine } = await import("../../boundary/box/connect.ts");
     const { configuredEngine } = await import("../../ground/config/configured-engine.ts");
-    const { reapAndRecord } = await import("../../work/runs/provision.ts");
+    const { reapAndRecord } = await import("../../work/runs/start-1-provision.ts");
     const engine = await connectEngine(await configuredEngine());
     await reapAndRecord(engine, paths, (text) => process.stderr.write(`${text}\n`));
   } catch {

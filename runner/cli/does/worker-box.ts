@@ -79,7 +79,7 @@ export async function copyCommand(
   flags: { json?: boolean },
 ): Promise<void> {
   const { rosterPaths } = await import("../../ground/config/paths.ts");
-  const { loadWorker } = await import("../../work/runs/provision.ts");
+  const { loadWorker } = await import("../../work/runs/start-1-provision.ts");
   const store = await import("../../boundary/store/copy.ts");
   const paths = rosterPaths();
   await loadWorker(paths, worker);

@@ -6,7 +6,7 @@ import { replaceFileSync } from "../../ground/files/atomic-replace.ts";
 
 /**
  * A paused worker starts no box until resumed: no run, no task, no chat
- * turn, no ready box (work/runs/box-start.ts asks here before anything
+ * turn, no ready box (work/runs/start-4-box.ts asks here before anything
  * starts). One file per worker, state/paused/<worker>.json, written whole;
  * one that can't be read keeps the worker paused, so a damaged file never
  * lets one run that someone stopped.

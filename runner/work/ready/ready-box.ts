@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { BOX_HOME, READY_WAITER, RUN_PI } from "../../boundary/box/layout.ts";
 import type { BoxHandle } from "../../boundary/box/lifecycle.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import type { ReadyStart } from "../runs/run-request.ts";
+import { provision } from "../runs/start-1-provision.ts";
 import {
   type BoxParts,
   type BoxStart,
@@ -11,9 +13,7 @@ import {
   readyStart,
   startPrepared,
   teardown,
-} from "../runs/box-start.ts";
-import { provision } from "../runs/provision.ts";
-import type { ReadyStart } from "../runs/run-request.ts";
+} from "../runs/start-4-box.ts";
 import { readyKey } from "./ready-key.ts";
 
 /**
@@ -72,7 +72,7 @@ function startPaused(
 }
 
 /**
- * The run owner's own start (runs/box-start.ts), paused before the run: the
+ * The run owner's own start (runs/start-4-box.ts), paused before the run: the
  * box provisioned, its $HOME built, its token minted unbound, its door's
  * folder made, and the box started waiting; a failure gives all of it back.
  */

@@ -3,7 +3,7 @@ import type { RosterPaths } from "../../ground/config/paths.ts";
 import type { EndedBy, RunRecord } from "../../records/run-records/run-record.ts";
 import type { RunHome } from "../home/build-home.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
-import type { Provisioned } from "./provision.ts";
+import type { Provisioned } from "./start-1-provision.ts";
 
 /** What a caller asks of the run owner (run.ts), and what it says back about the end. */
 export type RunKind = RunRecord["kind"];
@@ -64,7 +64,7 @@ export interface LimitReached {
 /**
  * A box started before its run, as the run owner (run.ts) takes it over:
  * runner/work/ready/ makes them (docs/ready-boxes.md) by the owner's own start
- * steps (box-start.ts), paused before the run. Everything here was fixed when
+ * steps (start-4-box.ts), paused before the run. Everything here was fixed when
  * the box was made; what the run adds is written at hand-off.
  */
 export interface ReadyStart {

@@ -6,13 +6,22 @@ import { finished, type RunRecord, writeRecord } from "../../records/run-records
 import { assertNotPaused } from "../../records/workers/pause.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import type { BoxOutput } from "./box-output.ts";
-import { type BoxStart, teardown } from "./box-start.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import type { DiskWatch } from "./disk-watch.ts";
 import { writePrompt } from "./engine-prompt.ts";
 import { takeOver } from "./hand-off.ts";
-import { provision } from "./provision.ts";
 import { writeRunContext } from "./run-context.ts";
+import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
+import { RunTrace } from "./run-trace.ts";
+import type { StallWatchdog } from "./stall-watchdog.ts";
+import { provision } from "./start-1-provision.ts";
+import {
+  assertCeiling,
+  engineOf,
+  firstRecord,
+  type Starting,
+  writeStartRecord,
+} from "./start-2-record.ts";
 import {
   boxOutput,
   boxParts,
@@ -21,17 +30,8 @@ import {
   runningBox,
   type StopFor,
   stallWatch,
-} from "./run-launch.ts";
-import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
-import {
-  assertCeiling,
-  engineOf,
-  firstRecord,
-  type Starting,
-  writeStartRecord,
-} from "./run-start.ts";
-import { RunTrace } from "./run-trace.ts";
-import type { StallWatchdog } from "./stall-watchdog.ts";
+} from "./start-3-launch.ts";
+import { type BoxStart, teardown } from "./start-4-box.ts";
 
 /**
  * The one owner of a run, whatever its kind — a one-shot run, a queued task,
@@ -40,9 +40,13 @@ import type { StallWatchdog } from "./stall-watchdog.ts";
  * run's $HOME, minting and revoking its token, the box spec, starting the box,
  * every limit (the wall-clock ceiling, a session's turn ceiling, the stall
  * watch, the budget stop) and settling it (repos, record, token, gateway).
- * Its steps are named in run-start.ts (the record), run-launch.ts (the launch)
- * and box-start.ts (the box's start and its one teardown, which a ready box
- * shares). Callers say only how the engine is driven and what its output means
+ * A start reads in the order it happens (Run.start, then Run.launch), one file
+ * a phase: start-1-provision.ts (the worker, the image, the gateway: what
+ * every box needs), start-2-record.ts (the first record, under the store's
+ * start lock), start-3-launch.ts (prompt, limits, output, the running box) and
+ * start-4-box.ts (the box's $HOME, token, door and container, and the one
+ * teardown; a ready box takes phases 1 and 4 before its run and is paused
+ * there). Callers say only how the engine is driven and what its output means
  * to them.
  */
 export type { EngineDrive } from "./engine-prompt.ts";
@@ -142,7 +146,7 @@ export class Run {
     }
   }
 
-  /** From a written record to a running box (run-launch.ts): prompt, $HOME, token, door, limits, the box. */
+  /** From a written record to a running box (start-3-launch.ts): prompt, $HOME, token, door, limits, the box. */
   private static async launch(request: RunRequest, starting: Starting): Promise<Run> {
     const { box, id, dir } = starting;
     const engine = engineOf(request);

@@ -3,7 +3,7 @@ import {
   type EndedBy as BoxEndedBy,
   type BoxHandle,
   type RunBoxOptions,
-  startBox,
+  startContainer,
 } from "../../boundary/box/lifecycle.ts";
 import type { WorkerBoxInput } from "../../boundary/box/worker-box.ts";
 import { closeDoor, runDoorDir } from "../../boundary/gateway/doors/door.ts";
@@ -13,13 +13,14 @@ import { workerSubject } from "../../ground/config/subject.ts";
 import { newRunId, runDir } from "../../records/run-records/run-record.ts";
 import { assertNotPaused } from "../../records/workers/pause.ts";
 import { buildRunHome, type RunHome } from "../home/build-home.ts";
-import type { Provisioned } from "./provision.ts";
 import type { ReadyStart } from "./run-request.ts";
+import type { Provisioned } from "./start-1-provision.ts";
 
 /**
- * The run owner's (run.ts) steps from a provisioned box to a running one —
- * the run's $HOME, its token, its door, the box — and the one teardown that
- * gives back whatever a start got to. Every box is started by these steps and
+ * Phase 4 of a box's start (run.ts names the four): from a provisioned box to
+ * a running one — the run's $HOME, its token, its door, the container — and
+ * the one teardown that gives back whatever a start got to. Every box is
+ * started by these steps and
  * ended by this teardown: a ready box (runner/work/ready/) is the same steps
  * taken before its run and paused there, and its discard is the same teardown.
  */
@@ -110,7 +111,7 @@ export async function startPrepared(
   options: RunBoxOptions,
 ): Promise<BoxHandle> {
   const spec = start.box.boxSpec({ runId: start.id, ...parts, ...run });
-  start.handle = await startBox(start.box.engine, spec, options);
+  start.handle = await startContainer(start.box.engine, spec, options);
   return start.handle;
 }
 

@@ -3,12 +3,17 @@ import { withStartLock } from "../../boundary/store/start-lock.ts";
 import { ceilingProblem } from "../../ground/config/ceiling.ts";
 import { RosterError } from "../../ground/errors.ts";
 import { type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
-import { type BoxStart, newBoxStart, readyStart } from "./box-start.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
-import type { Provisioned } from "./provision.ts";
 import type { RunRequest } from "./run-request.ts";
+import type { Provisioned } from "./start-1-provision.ts";
+import { type BoxStart, newBoxStart, readyStart } from "./start-4-box.ts";
 
-/** The run owner's (run.ts) first steps: the record it starts with, and the checks before it. */
+/**
+ * Phase 2 of a run's start (run.ts names the four): the record the run starts
+ * with, written under the store's start lock, and the checks before it.
+ */
+
+/** A refusal before the run has a record: said, with the exit code a caller can act on. */
 export function refuse(message: string, exitCode = 2): RosterError {
   return new RosterError(message, { exitCode });
 }

@@ -45,7 +45,8 @@ import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
 import { autoPrune } from "./retention.ts";
 
 /**
- * The fail-closed preconditions every box needs, once, for every kind of run:
+ * Phase 1 of a box's start (run.ts names the four): the fail-closed
+ * preconditions every box needs, once, for every kind of run:
  * config, a gateway (running, or embedded and watched) and its door,
  * the CA, the image (rebuilt when it is roster's and missing or built from
  * other sources than today's), the model credential. What comes back

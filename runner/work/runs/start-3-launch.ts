@@ -6,18 +6,19 @@ import { writeRecord } from "../../records/run-records/run-record.ts";
 import type { RunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
 import { BoxOutput } from "./box-output.ts";
-import { type BoxParts, prepareBox, startPrepared } from "./box-start.ts";
 import { DiskWatch } from "./disk-watch.ts";
 import { piCommand } from "./engine-prompt.ts";
 import { handOver } from "./hand-off.ts";
 import { channelsOf } from "./run-context.ts";
 import type { LimitReached, RunRequest } from "./run-request.ts";
-import { commandOf, engineOf, type Starting } from "./run-start.ts";
 import { StallWatchdog, stallMessage } from "./stall-watchdog.ts";
+import { commandOf, engineOf, type Starting } from "./start-2-record.ts";
+import { type BoxParts, prepareBox, startPrepared } from "./start-4-box.ts";
 
 /**
- * The run owner's (run.ts) launch, step by step: from a written record to a
- * running box, with every limit that watches it. Each step is its own
+ * Phase 3 of a run's start (run.ts names the four): the launch, step by
+ * step, from a written record to a running box, with every limit that
+ * watches it. Each step is its own
  * function so the launch reads as the sequence it is.
  */
 
