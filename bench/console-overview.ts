@@ -20,7 +20,7 @@ import { performance } from "node:perf_hooks";
 import { AuditLog } from "../runner/boundary/gateway/audit/audit.ts";
 import { readDecisions } from "../runner/boundary/gateway/audit/view.ts";
 import { Budgets } from "../runner/boundary/gateway/spend/budget.ts";
-import { initRoots } from "../runner/ground/config/init.ts";
+import { initRoots } from "../runner/cli/does/init.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { newRunId, type RunRecord, writeRecord } from "../runner/records/run-records/run-record.ts";
 import { consoleApp } from "../runner/services/console/app.ts";

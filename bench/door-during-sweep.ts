@@ -15,7 +15,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
-import { initRoots } from "../runner/ground/config/init.ts";
+import { initRoots } from "../runner/cli/does/init.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { freePort } from "./harness.ts";

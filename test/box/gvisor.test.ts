@@ -128,7 +128,12 @@ describe.skipIf(!docker || (!runsc && !isCI))("gVisor (runsc) boxes", () => {
     const mark = Math.random().toString(36).slice(2, 10);
     const name = `roster-gvisor-absent-${mark}`;
     await expect(
-      startContainer(engine(), { image: BOX_IMAGE, cmd: ["true"], name, runtime: `absent-${mark}` }),
+      startContainer(engine(), {
+        image: BOX_IMAGE,
+        cmd: ["true"],
+        name,
+        runtime: `absent-${mark}`,
+      }),
     ).rejects.toThrow(
       new RegExp(
         `"absent-${mark}".*not registered.*never falls back to runc.*roster box doctor --fix`,

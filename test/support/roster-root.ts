@@ -4,7 +4,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deploymentKey, TOOLS_LABELS } from "../../runner/boundary/box/tools-volume.ts";
-import { initRoots } from "../../runner/ground/config/init.ts";
+import { initRoots } from "../../runner/cli/does/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import {
   listRuns,

@@ -3,7 +3,7 @@ import { appendFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { initRoots } from "../../runner/ground/config/init.ts";
+import { initRoots } from "../../runner/cli/does/init.ts";
 import { loadConfig } from "../../runner/ground/config/load.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import {

@@ -9,7 +9,7 @@ import {
   loadConfig,
   workerView,
 } from "../../runner/ground/config/load.ts";
-import { parseMemory } from "../../runner/ground/config/memory.ts";
+import { parseByteSize } from "../../runner/ground/text/byte-size.ts";
 import { facts } from "../support/facts.ts";
 
 /** A worker.toml may only narrow org.toml: every widening is an error, and none takes effect. */
@@ -275,11 +275,11 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
   });
 
   it("memory sizes compare in bytes", () => {
-    expect(parseMemory("4g")).toBe(4 * 1024 ** 3);
-    expect(parseMemory("4096m")).toBe(parseMemory("4g"));
-    expect(parseMemory("1.5G")).toBe(1.5 * 1024 ** 3);
-    expect(parseMemory("512k")).toBe(512 * 1024);
-    expect(parseMemory("lots")).toBe(0);
+    expect(parseByteSize("4g")).toBe(4 * 1024 ** 3);
+    expect(parseByteSize("4096m")).toBe(parseByteSize("4g"));
+    expect(parseByteSize("1.5G")).toBe(1.5 * 1024 ** 3);
+    expect(parseByteSize("512k")).toBe(512 * 1024);
+    expect(parseByteSize("lots")).toBe(0);
   });
 });
 

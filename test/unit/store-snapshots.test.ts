@@ -20,7 +20,7 @@ import {
   snapshotsToKeep,
   takeSnapshot,
 } from "../../runner/boundary/store/snapshots.ts";
-import { initRoots } from "../../runner/ground/config/init.ts";
+import { initRoots } from "../../runner/cli/does/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { runRoster } from "../support/cli.ts";
 

@@ -3,7 +3,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { initRoots } from "../../runner/ground/config/init.ts";
+import { initRoots } from "../../runner/cli/does/init.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { handedTurn } from "../../runner/services/server/handed-turn.ts";
 import { type RunSocket, serveRuns } from "../../runner/services/server/run-socket.ts";

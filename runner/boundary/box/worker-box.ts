@@ -1,6 +1,6 @@
 import { durationMs } from "../../ground/config/duration.ts";
 import type { WorkerView } from "../../ground/config/load.ts";
-import { parseMemory } from "../../ground/config/memory.ts";
+import { parseByteSize } from "../../ground/text/byte-size.ts";
 import { boxEnvironment } from "./box-env.ts";
 import type { BoxMount, BoxSpec } from "./container-spec.ts";
 import { type BoxUser, boxContainerName, CONTAINER_LABELS, DOOR_PORT } from "./layout.ts";
@@ -76,7 +76,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
     door: input.door,
     limits: {
       ...(worker.box.pids_limit ? { pids: worker.box.pids_limit } : {}),
-      ...(worker.box.memory ? { memoryBytes: parseMemory(worker.box.memory) } : {}),
+      ...(worker.box.memory ? { memoryBytes: parseByteSize(worker.box.memory) } : {}),
       ...(worker.box.cpus ? { cpus: worker.box.cpus } : {}),
     },
     labels: { [CONTAINER_LABELS.worker]: worker.name, [CONTAINER_LABELS.run]: input.runId },

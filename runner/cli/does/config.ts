@@ -10,7 +10,7 @@ import { RosterError } from "../../ground/errors.ts";
 
 /** `roster init`: the config, data and state roots, never overwriting what is there. */
 export async function initCommand(): Promise<void> {
-  const { initRoots } = await import("../../ground/config/init.ts");
+  const { initRoots } = await import("./init.ts");
   const paths = rosterPaths();
   const created = await initRoots(paths);
   process.stdout.write(

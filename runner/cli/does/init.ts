@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { PROJECT_ROOT } from "../version.ts";
-import { knowledgePath } from "./knowledge.ts";
-import { ensureKnowledgeRepo } from "./knowledge-repo.ts";
-import type { RosterPaths } from "./paths.ts";
+import { knowledgePath } from "../../ground/config/knowledge.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { PROJECT_ROOT } from "../../ground/version.ts";
+import { ensureKnowledgeRepo } from "../../records/workers/knowledge-repo.ts";
 
 /**
  * `roster init`: the config, data and state roots from org.example.toml, with

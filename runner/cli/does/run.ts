@@ -27,7 +27,7 @@ export async function runCommand(worker: string, words: string[], flags: RunFlag
   const prompt = words.join(" ").trim();
   if (!prompt) throw new RosterError("the prompt is empty", { exitCode: 2 });
   const paths = rosterPaths();
-  const { initRoots } = await import("../../ground/config/init.ts");
+  const { initRoots } = await import("./init.ts");
   const created = await initRoots(paths);
   if (created.some((path) => path.endsWith("org.toml")))
     process.stderr.write(`roster: initialised ${paths.config} from org.example.toml\n`);

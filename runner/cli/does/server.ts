@@ -33,10 +33,10 @@ export async function startServerCommand(flags: ServerStartFlags): Promise<void>
 
 /** `roster server listener`: one chat listener, started and supervised by the server. */
 export async function listenerCommand(worker: string, platform: string): Promise<void> {
-  const { PLATFORMS } = await import("../../ground/config/bot-bindings.ts");
-  const match = PLATFORMS.find((name) => name === platform);
+  const { botPlatforms } = await import("../../ground/config/bot-bindings.ts");
+  const match = botPlatforms().find((name) => name === platform);
   if (!match)
-    throw new RosterError(`unknown platform ${platform} (${PLATFORMS.join(", ")})`, {
+    throw new RosterError(`unknown platform ${platform} (${botPlatforms().join(", ")})`, {
       exitCode: 2,
     });
   const { serveListener } = await import("../../services/listeners/child.ts");

@@ -1,3 +1,4 @@
+import { formatByteSize, parseByteSize } from "../text/byte-size.ts";
 import { DEFAULT_LIMITS } from "./box-limits.ts";
 import type { ConfigError } from "./config-error.ts";
 import type {
@@ -12,7 +13,6 @@ import type {
 import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
 import { locateLine } from "./locate.ts";
-import { formatMemory, parseMemory } from "./memory.ts";
 import {
   checkModel,
   checkWorkerTables,
@@ -35,7 +35,7 @@ import { workerSubject } from "./subject.ts";
 /** What the runner applies when org.toml leaves a [box] key unset. */
 export const BOX_DEFAULTS: Required<BoxSection> = {
   pids_limit: DEFAULT_LIMITS.pids,
-  memory: formatMemory(DEFAULT_LIMITS.memoryBytes),
+  memory: formatByteSize(DEFAULT_LIMITS.memoryBytes),
   cpus: DEFAULT_LIMITS.cpus,
   max_output: "512m",
   egress_lockdown: true,
@@ -95,14 +95,14 @@ export function narrowestBox(
 ): Required<BoxSection> {
   const base = { ...BOX_DEFAULTS, ...org };
   // a size that does not parse would reach the engine as 0 bytes, which it reads as "no limit"
-  const orgBytes = parseMemory(base.memory);
+  const orgBytes = parseByteSize(base.memory);
   const orgMemory = orgBytes > 0 ? base.memory : BOX_DEFAULTS.memory;
-  const workerBytes = worker?.memory ? parseMemory(worker.memory) : 0;
+  const workerBytes = worker?.memory ? parseByteSize(worker.memory) : 0;
   return {
     // the engine reads a pids limit of 0 or less as unlimited, so only positive values narrow
     pids_limit: lower(base.pids_limit, worker?.pids_limit, 1),
     memory:
-      worker?.memory && workerBytes > 0 && workerBytes < parseMemory(orgMemory)
+      worker?.memory && workerBytes > 0 && workerBytes < parseByteSize(orgMemory)
         ? worker.memory
         : orgMemory,
     cpus: lower(base.cpus, worker?.cpus, Number.MIN_VALUE),
@@ -117,9 +117,9 @@ export function narrowestBox(
 
 /** The worker's size when it is a real, smaller one; the org's (or the default, if the org's is not a size). */
 function smallerSize(org: string, worker: string | undefined, fallback: string): string {
-  const orgSize = parseMemory(org) > 0 ? org : fallback;
-  const own = worker ? parseMemory(worker) : 0;
-  return worker && own > 0 && own < parseMemory(orgSize) ? worker : orgSize;
+  const orgSize = parseByteSize(org) > 0 ? org : fallback;
+  const own = worker ? parseByteSize(worker) : 0;
+  return worker && own > 0 && own < parseByteSize(orgSize) ? worker : orgSize;
 }
 
 /** The worker's stall window when it is a real, shorter one; "off" never beats a window. */
@@ -272,19 +272,19 @@ function checkResources(org: OrgConfig, worker: WorkerConfig, { tooMuch }: Narro
       effectiveBox.pids_limit,
       orgBox.pids_limit === undefined,
     );
-  if (box.memory !== undefined && parseMemory(box.memory) > parseMemory(effectiveBox.memory))
+  if (box.memory !== undefined && parseByteSize(box.memory) > parseByteSize(effectiveBox.memory))
     tooMuch("/box/memory", box.memory, effectiveBox.memory, orgBox.memory === undefined);
   for (const key of ["max_size", "home_max_size"] as const) {
     const store = worker.store?.[key];
     // an org's $HOME limit unset is its store's (store-limits.ts)
     const orgSet = key === "home_max_size" ? homeSize(org.store) : org.store?.[key];
     const orgStore = orgSet ?? STORE_DEFAULTS[key];
-    if (store !== undefined && parseMemory(store) > parseMemory(orgStore))
+    if (store !== undefined && parseByteSize(store) > parseByteSize(orgStore))
       tooMuch(`/store/${key}`, store, orgStore, orgSet === undefined);
   }
   if (
     box.max_output !== undefined &&
-    parseMemory(box.max_output) > parseMemory(effectiveBox.max_output)
+    parseByteSize(box.max_output) > parseByteSize(effectiveBox.max_output)
   )
     tooMuch(
       "/box/max_output",

@@ -1,4 +1,4 @@
-import { formatMemory, parseMemory } from "./memory.ts";
+import { formatByteSize, parseByteSize } from "../text/byte-size.ts";
 
 /**
  * How large a worker's store may grow, how large a run's own folder ($HOME
@@ -33,10 +33,10 @@ function narrowestSize(
   org: Partial<Record<SizeKey, string>> | undefined,
   worker: Partial<Record<SizeKey, string>> | undefined,
 ): number {
-  const orgBytes = parseMemory(org?.[key] ?? STORE_DEFAULTS[key]);
-  const base = orgBytes > 0 ? orgBytes : parseMemory(STORE_DEFAULTS[key]);
+  const orgBytes = parseByteSize(org?.[key] ?? STORE_DEFAULTS[key]);
+  const base = orgBytes > 0 ? orgBytes : parseByteSize(STORE_DEFAULTS[key]);
   const text = worker?.[key];
-  const own = text ? parseMemory(text) : 0;
+  const own = text ? parseByteSize(text) : 0;
   return own > 0 && own < base ? own : base;
 }
 
@@ -83,5 +83,5 @@ export function scratchKeepMs(org: { scratch_keep?: string } | undefined): numbe
 export function describeSize(bytes: number): string {
   if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(1).replace(/\.0$/, "")}g`;
   if (bytes >= 1024 ** 2) return `${Math.round(bytes / 1024 ** 2)}m`;
-  return formatMemory(Math.max(1024, Math.round(bytes / 1024) * 1024));
+  return formatByteSize(Math.max(1024, Math.round(bytes / 1024) * 1024));
 }

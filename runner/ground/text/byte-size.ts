@@ -6,7 +6,7 @@
 const UNITS: Record<string, number> = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
 
 /** Bytes for a size such as "4g"; 0 for text that is not a size (the schema refuses it first). */
-export function parseMemory(value: string): number {
+export function parseByteSize(value: string): number {
   const match = /^([0-9]+(?:\.[0-9]+)?)([kmg])$/i.exec(value);
   const amount = match?.[1];
   const unit = match?.[2]?.toLowerCase();
@@ -14,7 +14,7 @@ export function parseMemory(value: string): number {
 }
 
 /** The shortest exact size text for a byte count: 4294967296 → "4g", 1536 MiB → "1536m". */
-export function formatMemory(bytes: number): string {
+export function formatByteSize(bytes: number): string {
   for (const unit of ["g", "m", "k"]) {
     const size = UNITS[unit] ?? 1;
     if (bytes >= size && bytes % size === 0) return `${bytes / size}${unit}`;

@@ -1,3 +1,4 @@
+import { chatPlatforms } from "../../ground/chat/terms.ts";
 import type { ChannelClass, Surface } from "../../ground/config/channel-class-schema.ts";
 import { isChannelId, isDirectChannel } from "./ids.ts";
 
@@ -13,12 +14,14 @@ export function surfaceOf(channel: string): Surface {
   return isDirectChannel(channel) ? "dm" : "room";
 }
 
-/** `discord-<guild>` or `slack-<team>`; a Discord DM or a terminal is in no server. */
+/**
+ * The server (guild, workspace) a channel is in, `<platform>-<server id>`, as
+ * its platform declares it (ground/chat/terms.ts); a DM with no server or a
+ * terminal is in none.
+ */
 export function serverOf(channel: string): string | undefined {
-  const discord = /^discord-([a-z0-9]+)-/.exec(channel);
-  if (discord?.[1]) return discord[1] === "dm" ? undefined : `discord-${discord[1]}`;
-  const slack = /^slack-([a-z0-9]+)-/.exec(channel);
-  return slack?.[1] ? `slack-${slack[1]}` : undefined;
+  const platform = chatPlatforms().find((one) => channel.startsWith(one.channelPrefix));
+  return platform?.serverOf?.(channel);
 }
 
 export function classAdmits(

@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { git } from "../git/git.ts";
-import { knowledgePath } from "./knowledge.ts";
-import type { RosterPaths } from "./paths.ts";
+import { knowledgePath } from "../../ground/config/knowledge.ts";
+import type { RosterPaths } from "../../ground/config/paths.ts";
+import { git } from "../../ground/git/git.ts";
 
 /**
  * Makes a worker's knowledge repo (data/workers/<w>/knowledge.git) when it has

@@ -5,6 +5,7 @@ import { runningGateway } from "../../boundary/gateway/process/health.ts";
 import { defaultListen, parseAddr } from "../../boundary/gateway/process/listen.ts";
 import { superviseGateway } from "../../boundary/gateway/process/supervised.ts";
 import { StoreSweep } from "../../boundary/store/passes.ts";
+import { sendToolName } from "../../ground/chat/terms.ts";
 import { botBindings } from "../../ground/config/bot-bindings.ts";
 import { type LoadedConfig, loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
@@ -18,6 +19,7 @@ import { watchJournal } from "../../records/journal/journal.ts";
 import { serverReadyPool } from "../../work/ready/server-pool.ts";
 import { SessionRouter } from "../../work/sessions/router.ts";
 import { OfferDesk } from "../actions/offers.ts";
+import { CHAT_PLATFORMS } from "../chat/platforms.ts";
 import type { RunningConsole } from "../console/serve.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import type { RunningMetrics } from "../metrics/metrics-listener.ts";
@@ -181,8 +183,8 @@ async function startServices(
     queueBound: 64,
     replyBy: (provider) =>
       provider === "linked"
-        ? "this conversation is one person's linked surfaces: answer on the surface the latest message came from (its block names the provider and channel), through that provider's send action (discord_send, slack_send, term_send); your plain text is not shown to anyone"
-        : `only through the ${provider}_send action: your plain text is not shown to anyone`,
+        ? `this conversation is one person's linked surfaces: answer on the surface the latest message came from (its block names the provider and channel), through that provider's send action (${CHAT_PLATFORMS.map((platform) => sendToolName(platform.name)).join(", ")}); your plain text is not shown to anyone`
+        : `only through the ${sendToolName(provider)} action: your plain text is not shown to anyone`,
     recordReplies: false,
   });
   const listeners = startListeners(options, config, router, env);

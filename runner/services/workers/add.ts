@@ -4,12 +4,12 @@ import { join } from "node:path";
 import { boxUser } from "../../boundary/box/layout.ts";
 import { storeDir, workerDir } from "../../boundary/store/snapshots.ts";
 import { knowledgePath } from "../../ground/config/knowledge.ts";
-import { ensureKnowledgeRepo } from "../../ground/config/knowledge-repo.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { refuseUnlessValid, tryConfigChange } from "../../ground/config/trial.ts";
 import { workerNameProblem } from "../../ground/config/worker-name.ts";
 import { RosterError } from "../../ground/errors.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
+import { ensureKnowledgeRepo } from "../../records/workers/knowledge-repo.ts";
 
 /**
  * `roster worker add <name>`: a new worker as `roster init` makes elf —

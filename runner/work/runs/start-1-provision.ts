@@ -17,7 +17,6 @@ import { type WorkerBoxInput, workerBoxSpec } from "../../boundary/box/worker-bo
 import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
 import { revokeRunTokens } from "../../boundary/gateway/doors/identity.ts";
 import { DEFAULT_GATEWAY_PORT } from "../../boundary/gateway/settings/defaults.ts";
-import { ensureKnowledgeRepo } from "../../ground/config/knowledge-repo.ts";
 import {
   formatConfigError,
   type LoadedConfig,
@@ -38,6 +37,7 @@ import {
   runDir,
   writeRecord,
 } from "../../records/run-records/run-record.ts";
+import { ensureKnowledgeRepo } from "../../records/workers/knowledge-repo.ts";
 import { settleAfterCrash, settleRunRepos } from "../repos/backstop.ts";
 import { gatedRepos } from "../repos/clone.ts";
 import { storeCredential } from "./credentials.ts";

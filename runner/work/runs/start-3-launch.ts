@@ -1,7 +1,7 @@
 import type { EndedBy as BoxEndedBy, BoxHandle, BoxWatch } from "../../boundary/box/lifecycle.ts";
 import { runDoorDir } from "../../boundary/gateway/doors/door.ts";
 import { durationMs } from "../../ground/config/duration.ts";
-import { parseMemory } from "../../ground/config/memory.ts";
+import { parseByteSize } from "../../ground/text/byte-size.ts";
 import { writeRecord } from "../../records/run-records/run-record.ts";
 import type { RunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
@@ -71,7 +71,7 @@ export function boxOutput(
 ): BoxOutput {
   return new BoxOutput({
     logDir: engineOf(request) ? starting.dir : undefined,
-    maxBytes: parseMemory(starting.box.worker.box.max_output),
+    maxBytes: parseByteSize(starting.box.worker.box.max_output),
     ...(request.onLine ? { onLine: request.onLine } : {}),
     ...(request.onStdout ? { onStdout: request.onStdout } : {}),
     ...(request.onStderr ? { onStderr: request.onStderr } : {}),

@@ -1,3 +1,4 @@
+import { chatPlatforms, sendToolName } from "../../ground/chat/terms.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { historyBlock, messageBlock, turnInput } from "../../records/channels/history.ts";
@@ -21,9 +22,10 @@ import { Session, type SessionEnd, SessionError } from "./session.ts";
  * worker's reply when the surface shows it directly (the terminal). Each chat
  * platform's adapter only turns its events into `deliver`.
  */
-/** The tools that put a turn's answer in front of someone. */
-const SEND_TOOLS = new Set(["discord_send", "slack_send", "term_send", "message_user"]);
-const sends = (tool: string) => SEND_TOOLS.has(tool);
+/** The tools that put a turn's answer in front of someone: each chat platform's send tool, and message_user. */
+const sends = (tool: string) =>
+  tool === "message_user" ||
+  chatPlatforms().some((platform) => sendToolName(platform.name) === tool);
 const oneLine = (text: string) => {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > 120 ? `${flat.slice(0, 119)}…` : flat;

@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { parseMemory } from "../../../ground/config/memory.ts";
+import { parseByteSize } from "../../../ground/text/byte-size.ts";
 import type { RequestFacts } from "../judging/request-facts.ts";
 import type { McpOutcome } from "../mcp/outcome.ts";
 import type { ModelUsage } from "../spend/usage.ts";
@@ -160,7 +160,7 @@ export class AuditLog {
    */
   constructor(
     readonly dir: string,
-    public maxPerRun = parseMemory(AUDIT_MAX_PER_RUN_DEFAULT),
+    public maxPerRun = parseByteSize(AUDIT_MAX_PER_RUN_DEFAULT),
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.fd = openSync(join(dir, "decisions.jsonl"), "a", 0o600);

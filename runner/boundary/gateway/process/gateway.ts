@@ -3,11 +3,11 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { TelemetrySection } from "../../../ground/config/config-schema.ts";
-import { parseMemory } from "../../../ground/config/memory.ts";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import { replaceFile } from "../../../ground/files/atomic-replace.ts";
 import { actionSpans } from "../../../ground/telemetry/action-spans.ts";
 import { tracingFor } from "../../../ground/telemetry/tracing.ts";
+import { parseByteSize } from "../../../ground/text/byte-size.ts";
 import { watchJournal } from "../../../records/journal/journal.ts";
 import { AUDIT_MAX_PER_RUN_DEFAULT, AuditLog, type DecisionRecord } from "../audit/audit.ts";
 import type { DoorMetrics } from "../audit/door-metrics.ts";
@@ -139,7 +139,7 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   const section = loaded.org.gateway ?? {};
   const ca = await CertificateAuthority.open(paths.ca);
   const auditShare = (org: typeof loaded.org) =>
-    parseMemory(org.gateway?.audit_max_per_run ?? AUDIT_MAX_PER_RUN_DEFAULT);
+    parseByteSize(org.gateway?.audit_max_per_run ?? AUDIT_MAX_PER_RUN_DEFAULT);
   const audit = new AuditLog(paths.audit, auditShare(loaded.org));
   config.onChange((next) => {
     audit.maxPerRun = auditShare(next.org);
