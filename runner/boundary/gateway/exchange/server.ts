@@ -1,22 +1,20 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { connect as netConnect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
 import { hostName } from "../../../ground/config/host-name.ts";
 import type { DoorMetrics } from "../audit/door-metrics.ts";
 import { type Identity, TokenResolver } from "../doors/identity.ts";
-import { grantNamesHost } from "../judging/judge.ts";
 import { parseAbsolute, parseConnectTarget, whereOf } from "../judging/proxy-targets.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "../judging/refusals.ts";
-import type { RequestFacts, Target } from "../judging/request-facts.ts";
+import type { Target } from "../judging/request-facts.ts";
 import type { GatewayTimeouts } from "../settings/defaults.ts";
 import type { CertificateAuthority } from "../trust/ca.ts";
-import { spliceSockets } from "../upstream/splice.ts";
-import { guardedLookup, literalRefusal } from "../upstream/ssrf.ts";
-import { admit, requestFacts, upstreamFailure, upstreamRefusal } from "./admission.ts";
+import { admit, requestFacts, upstreamRefusal } from "./admission.ts";
 import { type Caller, callerOf, doorRunOf } from "./caller.ts";
 import { type ExchangeDeps, handleRequest } from "./exchange.ts";
 import { answerHostRoute, type DoorControl } from "./host-routes.ts";
+import { pipeTunnel } from "./raw-tunnel.ts";
 import { handleUpgrade } from "./websocket.ts";
 
 /**
@@ -288,65 +286,6 @@ async function openTunnel(
     inner.emit("connection", socket);
     socket.resume();
   }
-}
-
-async function pipeTunnel(
-  deps: ServerDeps,
-  socket: Socket,
-  head: Buffer,
-  target: { host: string; port: number },
-  facts: RequestFacts,
-  grant: { name: string; match?: { host?: string | string[] } },
-): Promise<void> {
-  const ruleName = grant.name;
-  const line = deps.audit.line(facts);
-  const named = grantNamesHost(grant, target.host);
-  const literal = literalRefusal(target.host, named);
-  if (literal) {
-    line.write({ verdict: "deny", rule: ruleName, status: 403, note: literal.message });
-    writeRawRefusal(
-      socket,
-      denied(ruleName, literal.message, "denied by gateway (internal address)"),
-    );
-    return;
-  }
-  const upstream = netConnect({
-    host: target.host,
-    port: target.port,
-    // by the address connected to: a name resolving to this host can't reach roster's own ports
-    lookup: guardedLookup(deps.resolve, named, deps.closed.at(target.port)),
-  });
-  const connected = await new Promise<Error | undefined>((resolve) => {
-    const timer = setTimeout(() => resolve(new Error("connect timeout")), deps.timeouts.connectMs);
-    upstream.once("connect", () => {
-      clearTimeout(timer);
-      resolve(undefined);
-    });
-    upstream.once("error", (error) => {
-      clearTimeout(timer);
-      resolve(error);
-    });
-    socket.once("close", () => {
-      clearTimeout(timer);
-      resolve(new Error("the box left before the tunnel opened"));
-    });
-  });
-  upstream.on("error", () => upstream.destroy());
-  if (connected || socket.destroyed) {
-    upstream.destroy();
-    const error = connected ?? new Error("box gone");
-    writeRawRefusal(socket, upstreamFailure(line, error, ruleName, "tunnel"));
-    return;
-  }
-  line.hold({ verdict: "tunnel", rule: ruleName, status: 200 });
-  socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-  if (head.length) upstream.write(head);
-  const ended = await spliceSockets(socket, upstream, deps.timeouts.idleMs);
-  line.finish({
-    outcome: !ended.error ? "complete" : ended.endedBy === "box" ? "aborted" : "truncated",
-    bytes: ended.toBox,
-    ...(ended.endedBy === "idle" ? { note: `idle for ${deps.timeouts.idleMs} ms` } : {}),
-  });
 }
 
 function firstChunk(socket: Socket): Promise<Buffer | undefined> {
