@@ -20,7 +20,7 @@ export const TMP_SIZE_BYTES = 2 * 1024 ** 3;
 /**
  * Open files a box may hold: plenty for an honest worker (builds, language
  * servers, a test suite), and well under the gateway's, so a box can't take
- * the host's descriptors even before its door's own cap (gateway/run-doors.ts).
+ * the host's descriptors even before its door's own cap (gateway/doors/run-doors.ts).
  */
 export const BOX_OPEN_FILES = 4096;
 

@@ -1,5 +1,5 @@
 /**
- * The action host as a gateway is given it (boundary/gateway/action-host.ts):
+ * The action host as a gateway is given it (boundary/gateway/exchange/action-host.ts):
  * loaded at its first request. Its executors bring chat and mail clients and a
  * secret scanner that a gateway serving only model calls never needs, and
  * every run that embeds a gateway would otherwise wait for them at its start.

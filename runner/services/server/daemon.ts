@@ -36,7 +36,7 @@ export { readServerState, type ServerState, serverStateFile } from "./state.ts";
 /**
  * `roster server start`: one foreground process that holds the gateway (and
  * with it the action host) as a supervised child process of its own
- * (gateway/supervised.ts), the warm sessions chat listeners feed, and task
+ * (gateway/process/supervised.ts), the warm sessions chat listeners feed, and task
  * dispatch. On start it recovers from whatever the last one left (orphan
  * boxes, crashed records, claimed tasks); on SIGTERM or SIGINT it stops
  * starting work, ends sessions cleanly, requeues interrupted tasks, finishes
