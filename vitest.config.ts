@@ -4,6 +4,8 @@ import { ENGINE_TAGS } from "./test/support/engine-tags.ts";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // the chat platforms' list read first, as the roster command reads it (cli/main.ts)
+    setupFiles: ["test/support/chat-platforms.ts"],
     globalSetup: ["test/support/global-setup.ts"],
     testTimeout: 120_000,
     hookTimeout: 300_000,

@@ -7,6 +7,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // the chat platforms' list read first, as the roster command reads it (cli/main.ts)
+    setupFiles: ["test/support/chat-platforms.ts"],
     testTimeout: 120_000,
     hookTimeout: 300_000,
     fileParallelism: false,

@@ -1,6 +1,8 @@
 import { Command, CommanderError } from "commander";
 import { userFailure } from "../ground/errors.ts";
 import { ROSTER_VERSION } from "../ground/version.ts";
+// the chat platforms, read first: their terms reach the config, the boxes and the router (ground/chat/terms.ts)
+import "../services/chat/platforms.ts";
 import { withOurSpelling } from "./aliases.ts";
 import { registerActionCommands } from "./commands/action.ts";
 import { registerBoxCommands } from "./commands/box.ts";

@@ -1,28 +1,15 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { ChannelClass } from "./channel-class-schema.ts";
+import { ExecutorField } from "./chat-schema.ts";
 
 /**
  * What a worker may propose and who decides: `[[action]]` grants name an
  * intent and the executor that carries it out; `[[trust]]` rules say which
  * proposals run at once and which wait for a human. Both live in org.toml; a
  * worker.toml may only add `[[trust]]` rules that gate (narrowing), never an
- * action grant.
+ * action grant. An executor is the action host's own or a chat platform's
+ * (chat-schema.ts).
  */
-export const EXECUTORS = [
-  "message-user",
-  "email",
-  "self",
-  "identity",
-  "purpose",
-  "slack",
-  "discord",
-  "task",
-  "task-list",
-  "term",
-  "repo",
-] as const;
-export type ExecutorName = (typeof EXECUTORS)[number];
-
 export const TrustLevel = Type.Union([
   Type.Literal("auto"),
   Type.Literal("gate"),
@@ -37,7 +24,7 @@ export const ActionGrant = Type.Object(
   {
     /** The intent a box tool submits, e.g. "email-send". */
     name: IntentName,
-    executor: Type.Union(EXECUTORS.map((name) => Type.Literal(name))),
+    executor: ExecutorField,
     /** When no [[trust]] rule decides: gate (default), auto, or earned. */
     trust: Type.Optional(TrustLevel),
     /** For earned trust: executed gates (with no denial) before it runs unasked. */

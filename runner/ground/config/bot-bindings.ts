@@ -1,5 +1,6 @@
+import { botPlatforms } from "./chat-schema.ts";
 import type { ConfigError } from "./config-error.ts";
-import { WorkerConfig } from "./config-schema.ts";
+import type { WorkerConfig } from "./config-schema.ts";
 import { locateLine } from "./locate.ts";
 
 /**
@@ -9,9 +10,9 @@ import { locateLine } from "./locate.ts";
  * credential may be bound once across all workers; the second binding is an
  * error naming the first.
  */
-export type Platform = keyof NonNullable<WorkerConfig["channels"]>;
-/** The platforms a bot can be bound on: the keys of `[channels]`, read from its schema. */
-export const PLATFORMS = Object.keys(WorkerConfig.properties.channels.properties) as Platform[];
+/** A platform a bot can be bound on: a key of `[channels]` (chat-schema.ts botPlatforms). */
+export type Platform = string;
+export { botPlatforms };
 
 export interface BotBinding {
   worker: string;
@@ -29,7 +30,7 @@ export class BotBindings {
     text: string,
   ): ConfigError[] {
     const errors: ConfigError[] = [];
-    for (const platform of PLATFORMS) {
+    for (const platform of botPlatforms()) {
       const credential = channels?.[platform];
       if (!credential) continue;
       const key = `${platform}:${credential}`;
@@ -54,7 +55,7 @@ export function botBindings(
   workers: ReadonlyMap<string, Pick<WorkerConfig, "channels">>,
 ): BotBinding[] {
   return [...workers].flatMap(([worker, config]) =>
-    PLATFORMS.flatMap((platform) => {
+    botPlatforms().flatMap((platform) => {
       const credential = config.channels?.[platform];
       return credential ? [{ worker, platform, credential }] : [];
     }),

@@ -1,11 +1,12 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { ServerName } from "./chat-schema.ts";
 
 /**
  * A class of channels (`channels = { servers = […], surfaces = […] }`): what
  * a grant or an action is limited to, judged against the channels a run's
- * input came from (records/channels/channel-class.ts). `servers` names
- * Discord guilds and Slack workspaces as `discord-<guild id>` and
- * `slack-<team id>` (lower case); `surfaces` the kinds: `dm`, `room`,
+ * input came from (records/channels/channel-class.ts). `servers` names a
+ * platform's servers (a guild, a workspace) as `<platform>-<server id>`
+ * (lower case, chat-schema.ts); `surfaces` the kinds: `dm`, `room`,
  * `term`, and `none` for a run no channel started (a command line, a
  * schedule). Each field left out admits everything it would name.
  */
@@ -15,7 +16,7 @@ export type Surface = (typeof SURFACES)[number];
 export const ChannelClass = Type.Object(
   {
     servers: Type.Optional(
-      Type.Array(Type.String({ pattern: "^(discord|slack)-[a-z0-9]{1,40}$" }), {
+      Type.Array(ServerName, {
         minItems: 1,
         uniqueItems: true,
       }),

@@ -1,6 +1,10 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
 import { ChannelClass } from "./channel-class-schema.ts";
+import { BotChannels, botChannels, ChatSection, chatSection } from "./chat-schema.ts";
+
+export type { ChatSection } from "./chat-schema.ts";
+
 import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
 import { KnowledgeSection } from "./knowledge.ts";
 import { McpServerDeclaration } from "./mcp-schema.ts";
@@ -316,69 +320,6 @@ export const ScheduleSection = Type.Object(
 );
 
 /**
- * Chat as the admin surface: who may press approve/deny on a gate offered in
- * a trusted channel and run the reading commands (`approvers`:
- * `discord:<user id>`, `slack:<user id>`), who may run every command
- * (`admins`, and whom `from_platform` vouches for), how long an offer
- * stands (the gate stays pending for the desk after), and the trusted channel
- * where gates from elsewhere are offered.
- */
-export const ChatSection = Type.Object(
-  {
-    approvers: Type.Optional(
-      Type.Array(Type.String({ pattern: "^(discord|slack):[A-Za-z0-9]{1,40}$" })),
-    ),
-    /** May run every chat command (`change` ones too): trust a channel, file a task, pause a worker. */
-    admins: Type.Optional(
-      Type.Array(Type.String({ pattern: "^(discord|slack):[A-Za-z0-9]{1,40}$" })),
-    ),
-    /**
-     * Whom a platform's own standing makes an admin, each only when set here,
-     * and only in the guilds and workspaces named here: a bot can be invited
-     * anywhere, and a stranger's own server would vouch for anyone.
-     */
-    from_platform: Type.Optional(
-      Type.Object(
-        {
-          /**
-           * This deployment's own Discord guilds: commands are registered and
-           * answered only in these (and in DMs with the bot), and the Discord
-           * keys below count only here. None named: no guild gets commands.
-           */
-          discord_guilds: Type.Optional(
-            Type.Array(Type.String({ pattern: "^[0-9]{1,25}$", description: "a guild id" })),
-          ),
-          /**
-           * The Slack workspaces (team ids, e.g. "T0123ABCD") whose word counts:
-           * `slack_workspace_admins` only there. Commands come only from the
-           * bot's own workspace, whatever is named.
-           */
-          slack_workspaces: Type.Optional(
-            Type.Array(
-              Type.String({
-                pattern: "^[A-Z0-9]{1,40}$",
-                description: 'a team id like "T0123ABCD"',
-              }),
-            ),
-          ),
-          /** Members holding one of these Discord role ids. */
-          discord_roles: Type.Optional(Type.Array(Type.String({ pattern: "^[0-9]{1,25}$" }))),
-          /** Members with Discord's Manage Server permission in a guild `discord_guilds` names. */
-          discord_manage_server: Type.Optional(Type.Boolean()),
-          /** Admins and owners of a workspace `slack_workspaces` names. */
-          slack_workspace_admins: Type.Optional(Type.Boolean()),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    offer_ttl_mins: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    approvals_channel: Type.Optional(Type.String({ pattern: "^(discord|slack)-[a-z0-9._-]+$" })),
-  },
-  { additionalProperties: false },
-);
-export type ChatSection = Static<typeof ChatSection>;
-
-/**
  * `roster server start`'s web console. Loopback unless `listen` says otherwise;
  * `enabled = false` turns it off. Org-only: no worker can move or open it.
  */
@@ -499,16 +440,11 @@ export const WorkerConfig = Type.Object(
     /** Only level = "gate" (narrowing). */
     trust: Type.Optional(Type.Array(Type.Omit(TrustRule, ["workers"]))),
     expose: Type.Optional(Type.Array(Expose)),
-    /** Chat bots bound to this worker: the vault credential of each platform's bot. One bot serves one worker. */
-    channels: Type.Optional(
-      Type.Object(
-        {
-          discord: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$", description: NAME })),
-          slack: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$", description: NAME })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    /**
+     * Chat bots bound to this worker: the vault credential of each platform's
+     * bot, keyed by the platform (chat-schema.ts). One bot serves one worker.
+     */
+    channels: Type.Optional(BotChannels),
     /**
      * The channels whose messages wake this worker (channel-class-schema.ts);
      * a message from any other is kept in its channel's history as context.
@@ -535,3 +471,19 @@ export const WorkerConfig = Type.Object(
   { additionalProperties: false },
 );
 export type WorkerConfig = Static<typeof WorkerConfig>;
+
+/** org.toml as it is checked: `[chat]` with the keys of the chat platforms declared now (chat-schema.ts). */
+export function orgSchema() {
+  return Type.Object(
+    { ...OrgConfig.properties, chat: Type.Optional(chatSection()) },
+    { additionalProperties: false },
+  );
+}
+
+/** worker.toml as it is checked: `[channels]` with a key for each platform a bot speaks for. */
+export function workerSchema() {
+  return Type.Object(
+    { ...WorkerConfig.properties, channels: Type.Optional(botChannels()) },
+    { additionalProperties: false },
+  );
+}

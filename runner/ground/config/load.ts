@@ -8,8 +8,10 @@ import {
   type ContextSection,
   type MemorySection,
   type ModelSection,
-  OrgConfig,
-  WorkerConfig,
+  type OrgConfig,
+  orgSchema,
+  type WorkerConfig,
+  workerSchema,
 } from "./config-schema.ts";
 import { CONNECTION_KINDS, type ConnectionConfig } from "./connection-schema.ts";
 import {
@@ -150,7 +152,7 @@ function readOrg(
   const none = { orgGrants: [], modelGrants: [] };
   if (!existsSync(orgFile)) return none;
   const raw = readToml(orgFile, show(orgFile), errors);
-  const org = raw && validateToml<OrgConfig>(raw, show(orgFile), OrgConfig, errors);
+  const org = raw && validateToml<OrgConfig>(raw, show(orgFile), orgSchema(), errors);
   if (!org) return none;
   const where = show(orgFile);
   checkGrantHosts(org.value.grant, where, org.text, errors);
@@ -182,7 +184,7 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
     const file = join(workersDir, name, "worker.toml");
     if (!existsSync(file)) continue;
     const raw = readToml(file, show(file), errors);
-    const worker = raw && validateToml<WorkerConfig>(raw, show(file), WorkerConfig, errors);
+    const worker = raw && validateToml<WorkerConfig>(raw, show(file), workerSchema(), errors);
     if (!worker) continue;
     if (worker.value.name !== name || name === "org") {
       errors.push({

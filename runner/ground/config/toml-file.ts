@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { TSchema } from "@sinclair/typebox";
 import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { parse, TomlError } from "smol-toml";
+import { formatSaid } from "./chat-schema.ts";
 import { type ConfigError, tomlSyntaxError } from "./config-error.ts";
 import { locateLine } from "./locate.ts";
 
@@ -67,6 +68,10 @@ export function validateToml<T>(
       // the schema's description says what is wanted in words; the pattern is the fallback
       const { description, pattern } = problem.schema as { description?: string; pattern?: string };
       message = `${description ?? `must match ${pattern ?? "its pattern"}`} (found ${JSON.stringify(problem.value)})`;
+    } else if (problem.type === ValueErrorType.StringFormat) {
+      // a rule a chat platform's declaration fills in (chat-schema.ts)
+      const said = formatSaid((problem.schema as { format?: string }).format ?? "");
+      message = `${said ?? "must match its rule"} (found ${JSON.stringify(problem.value)})`;
     } else if (problem.type === ValueErrorType.Union) {
       const options = ((problem.schema as { anyOf?: { const?: unknown }[] }).anyOf ?? []).map(
         (option) => option.const,

@@ -7,7 +7,7 @@ import { appendJournal } from "../../records/journal/journal.ts";
 import { newTaskId, type Task, updateTasks } from "../../records/task-list/store.ts";
 import { settleAfterGate } from "../../work/tasks/settle-run.ts";
 import { appendActionAudit } from "./action-audit.ts";
-import { EXECUTOR_TABLE } from "./executors/index.ts";
+import { executorNamed } from "./executors/index.ts";
 import {
   type Gate,
   readGate,
@@ -33,7 +33,7 @@ export interface Decision {
 }
 
 export function executorFor(gate: Pick<Gate, "executor">) {
-  return EXECUTOR_TABLE[gate.executor as keyof typeof EXECUTOR_TABLE];
+  return executorNamed(gate.executor);
 }
 
 export async function approveGate(

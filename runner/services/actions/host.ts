@@ -432,6 +432,8 @@ export class ActionHost implements ActionHandler {
   ): Promise<ActionResponse> {
     const worker = workerOfSubject(gate.worker);
     const executor = executorFor(grant);
+    // admission found it; only a platform gone from the list since could lose it
+    if (!executor) throw new Error(`no executor "${grant.executor}" in this roster`);
     try {
       const result = await executor.run(gate.payload, {
         paths: this.paths,

@@ -67,7 +67,7 @@ export function trustedForRun(
 }
 
 /** Executors whose payload names the channel it lands in: each chat platform's sender, and purpose. */
-export const CHANNEL_EXECUTORS: ReadonlySet<string> = new Set([
-  ...CHAT_PLATFORMS.map((platform) => platform.name),
-  "purpose",
-]);
+export const CHANNEL_EXECUTORS: { has(executor: string): boolean } = {
+  has: (executor) =>
+    executor === "purpose" || CHAT_PLATFORMS.some((platform) => platform.name === executor),
+};

@@ -1,3 +1,5 @@
+import type { PlatformTerms } from "../../ground/chat/terms.ts";
+import type { ChatSection } from "../../ground/config/config-schema.ts";
 import type { ExecutionContext, Executor } from "../executor.ts";
 import type { AdapterFactory } from "../listeners/child.ts";
 
@@ -7,17 +9,17 @@ import type { AdapterFactory } from "../listeners/child.ts";
  * under services/chat/ — its channel ids, its listener adapter, its sender,
  * its offers — and is known to everything else only through this shape and
  * the one list in platforms.ts. A new platform is one folder and one line
- * there (and, when it binds a bot, its key in worker.toml's `[channels]`).
+ * there: its terms (ground/chat/terms.ts: its config keys, id rules, send
+ * tool, bot connection) are part of this shape, and the list hands them to
+ * the floors below, so nothing outside its folder names it.
  */
-export interface ChatPlatform {
+export interface ChatPlatform extends PlatformTerms {
   /**
    * Its one name: the `[[action]] executor` that posts into its channels, the
    * `provider` of what it delivers, and (for a platform with a bot) its key in
    * worker.toml's `[channels]` and the vault credential its bot defaults to.
    */
   readonly name: string;
-  /** What every roster channel id of this platform starts with (records/channels/ids.ts). */
-  readonly channelPrefix: string;
   /** The action executor that posts into its channels; its payload names the channel. */
   readonly sender: Executor<unknown>;
   /**
@@ -34,6 +36,30 @@ export interface ChatPlatform {
   readonly personOf?: (channelId: string) => string | undefined;
   /** How message-user reaches the operator here, when the platform's credential names one. */
   readonly operatorDm?: OperatorDm;
+  /** Whom the platform's own word makes an admin, by its `[chat.from_platform]` keys. */
+  readonly vouch?: Vouch;
+  /** Everyone here is the operator (the terminal on the host): the rule that says so. */
+  readonly operators?: string;
+}
+
+/** What a platform said of a person with one command (the listener read it there). */
+export interface PlatformFacts {
+  /** The guild or workspace (team id) these facts are about: they count only where the config names it. */
+  server?: string;
+  /** Role ids they hold in the guild the command came from. */
+  roles?: string[];
+  /** The Manage Server permission in that guild. */
+  manageServer?: boolean;
+  /** A workspace admin or owner. */
+  workspaceAdmin?: boolean;
+}
+
+/** A platform's word on a person, counted only in the servers its `[chat.from_platform]` keys name. */
+export interface Vouch {
+  /** Whether the server the platform spoke for is one the config names as this deployment's. */
+  named(server: string, chat: ChatSection | undefined): boolean;
+  /** The rule by which the platform's word makes them an admin, or undefined. */
+  admits(facts: PlatformFacts, chat: ChatSection | undefined): string | undefined;
 }
 
 /**

@@ -1,4 +1,6 @@
 import type { ChatSection } from "../../ground/config/config-schema.ts";
+import type { ChatPlatform, PlatformFacts } from "../chat/platform.ts";
+import { CHAT_PLATFORMS } from "../chat/platforms.ts";
 import type { Authority } from "../slash-catalogue/catalogue.ts";
 
 /**
@@ -6,24 +8,16 @@ import type { Authority } from "../slash-catalogue/catalogue.ts";
  * (`admins`, `approvers`), and from what their platform says of them only
  * where `[chat.from_platform]` turns that on, and only for a guild or
  * workspace it names: anyone can invite a bot to a server of their own, where
- * they hold every role and Manage Server. The terminal is the operator's
- * own shell on the host and may do everything. Every answer names the rule
- * it went by, so a refusal tells the person what would let them.
+ * they hold every role and Manage Server. Each platform reads its own keys
+ * (its `vouch`); a platform whose people are all the operator (the terminal
+ * on the host) may do everything. Every answer names the rule it went by, so
+ * a refusal tells the person what would let them.
  */
 export interface Asker {
-  /** `discord:<id>`, `slack:<id>`, or `term:<login>` for `roster talk`. */
+  /** `<platform>:<id>`: `discord:<id>`, or `term:<login>` for `roster talk`. */
   user: string;
   /** What the platform said of them with this very command (the listener read it there). */
-  platform?: {
-    /** The guild or workspace (team id) these facts are about: they count only where the config names it. */
-    server?: string;
-    /** Discord role ids they hold in the guild the command came from. */
-    roles?: string[];
-    /** Discord's Manage Server permission in that guild. */
-    manageServer?: boolean;
-    /** A Slack workspace admin or owner. */
-    workspaceAdmin?: boolean;
-  };
+  platform?: PlatformFacts;
 }
 
 export type Standing = "admin" | "approver" | "none";
@@ -34,12 +28,19 @@ export interface Judged {
   rule: string;
 }
 
+/** The platform an asker speaks from, by the `<name>:` their id starts with. */
+function platformOf(asker: Asker): ChatPlatform | undefined {
+  return CHAT_PLATFORMS.find((platform) => asker.user.startsWith(`${platform.name}:`));
+}
+
 export function standingOf(asker: Asker, chat: ChatSection | undefined): Judged {
-  if (asker.user.startsWith("term:"))
-    return { standing: "admin", rule: "the terminal on the host is the operator's" };
+  const platform = platformOf(asker);
+  if (platform?.operators) return { standing: "admin", rule: platform.operators };
   if (chat?.admins?.includes(asker.user))
     return { standing: "admin", rule: "org.toml [chat] admins" };
-  const vouched = platformRule(asker, chat?.from_platform);
+  const named = isNamed(asker, platform, chat);
+  const vouched =
+    named && asker.platform ? platform?.vouch?.admits(asker.platform, chat) : undefined;
   if (vouched) return { standing: "admin", rule: vouched };
   if (chat?.approvers?.includes(asker.user))
     return { standing: "approver", rule: "org.toml [chat] approvers" };
@@ -48,7 +49,7 @@ export function standingOf(asker: Asker, chat: ChatSection | undefined): Judged 
     rule: `${asker.user} is in neither org.toml [chat] admins nor [chat] approvers${
       !chat?.from_platform
         ? ""
-        : asker.platform?.server && !named(asker, chat.from_platform)
+        : asker.platform?.server && !named
           ? `, and [chat.from_platform] does not name ${asker.platform.server} (its word counts only in the guilds and workspaces named there)`
           : ", and [chat.from_platform] vouches for nothing they have"
     }`,
@@ -56,30 +57,14 @@ export function standingOf(asker: Asker, chat: ChatSection | undefined): Judged 
 }
 
 /** Whether the server the platform spoke for is one the config names as this deployment's. */
-function named(asker: Asker, rules: NonNullable<ChatSection["from_platform"]>): boolean {
-  const server = asker.platform?.server;
-  if (!server) return false;
-  if (asker.user.startsWith("discord:")) return rules.discord_guilds?.includes(server) === true;
-  if (asker.user.startsWith("slack:"))
-    return rules.slack_workspaces?.includes(server.toUpperCase()) === true;
-  return false;
-}
-
-function platformRule(
+function isNamed(
   asker: Asker,
-  rules: ChatSection["from_platform"] | undefined,
-): string | undefined {
-  const facts = asker.platform;
-  if (!rules || !facts || !named(asker, rules)) return undefined;
-  if (asker.user.startsWith("discord:")) {
-    if (rules.discord_manage_server && facts.manageServer)
-      return "org.toml [chat.from_platform] discord_manage_server (you have Manage Server)";
-    const role = rules.discord_roles?.find((id) => facts.roles?.includes(id));
-    if (role) return `org.toml [chat.from_platform] discord_roles (you hold role ${role})`;
-  }
-  if (asker.user.startsWith("slack:") && rules.slack_workspace_admins && facts.workspaceAdmin)
-    return "org.toml [chat.from_platform] slack_workspace_admins (you are a workspace admin)";
-  return undefined;
+  platform: ChatPlatform | undefined,
+  chat: ChatSection | undefined,
+): boolean {
+  const server = asker.platform?.server;
+  if (!server || !chat?.from_platform) return false;
+  return platform?.vouch?.named(server, chat) === true;
 }
 
 /** Whether a standing may do what a command part needs. */

@@ -1,4 +1,4 @@
-import { EXECUTORS, type ExecutorName } from "../../../ground/config/action-schema.ts";
+import { HOST_EXECUTORS } from "../../../ground/config/chat-schema.ts";
 import { CHAT_PLATFORMS } from "../../chat/platforms.ts";
 import type { Executor } from "../../executor.ts";
 import { email } from "./email.ts";
@@ -14,9 +14,10 @@ import { fileTask, setTasks } from "./tasks.ts";
  * Every executor by the name `[[action]] executor = "…"` uses, and `mcp`,
  * which no [[action]] may name: only the gateway files its gates (a tools/call
  * a `verdict = "gate"` grant held). Each chat platform's sender goes by the
- * platform's name (services/chat/platforms.ts).
+ * platform's name, looked up in the list (services/chat/platforms.ts) when
+ * it is asked for.
  */
-export const EXECUTOR_TABLE = complete({
+const HOST_TABLE = complete({
   "message-user": messageUser,
   email,
   self: selfEdit,
@@ -26,14 +27,19 @@ export const EXECUTOR_TABLE = complete({
   "task-list": setTasks,
   repo: repoPush,
   mcp: mcpCall,
-  ...Object.fromEntries(CHAT_PLATFORMS.map((platform) => [platform.name, platform.sender])),
 });
 
-/** Every name config may give an executor has one: a platform missing from the list fails at load, not at a send. */
+/** The executor config names `name`, the host's own or a chat platform's sender. */
+export function executorNamed(name: string): Executor<unknown> | undefined {
+  if (Object.hasOwn(HOST_TABLE, name)) return HOST_TABLE[name];
+  return CHAT_PLATFORMS.find((platform) => platform.name === name)?.sender;
+}
+
+/** Every name config may give a host executor has one: a missing one fails at load, not at a send. */
 function complete(
   table: Record<string, Executor<unknown>>,
-): Readonly<Record<ExecutorName | "mcp", Executor<unknown>>> {
-  const missing = [...EXECUTORS, "mcp"].filter((name) => !Object.hasOwn(table, name));
+): Readonly<Record<string, Executor<unknown>>> {
+  const missing = [...HOST_EXECUTORS, "mcp"].filter((name) => !Object.hasOwn(table, name));
   if (missing.length > 0) throw new Error(`no executor for ${missing.join(", ")}`);
-  return table as Record<ExecutorName | "mcp", Executor<unknown>>;
+  return table;
 }

@@ -20,6 +20,7 @@ import { splitText } from "../../../ground/text/message-parts.ts";
 import type { CommandReply, ListenerHost } from "../../listeners/child.ts";
 import { COMMANDS, type OptionSpec } from "../../slash-catalogue/catalogue.ts";
 import { discordChannelId } from "./ids.ts";
+import { discordRules } from "./vouch.ts";
 
 /**
  * Discord application commands: the host's catalogue (services/slash/)
@@ -137,7 +138,7 @@ function readOptions(options: APIApplicationCommandInteractionDataOption[] | und
  * in DMs with the bot. A bot can be invited to anyone's guild.
  */
 export function ownGuilds(host: ListenerHost): readonly string[] {
-  return host.chat()?.from_platform?.discord_guilds ?? [];
+  return discordRules(host.chat()).discord_guilds ?? [];
 }
 
 /** Why a command from here is not taken, or undefined when it is: a named guild, or a DM with the bot. */

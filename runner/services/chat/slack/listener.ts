@@ -14,6 +14,7 @@ import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
 import { slackChannelId } from "./ids.ts";
 import { handleSlackPress, postSlackOffer } from "./offers.ts";
 import { handleSlackCommand, type SlashAck, type SlashBody } from "./slash.ts";
+import { slackRules } from "./vouch.ts";
 
 /**
  * The Slack listener: Slack's own Socket Mode client for events and its Web
@@ -156,7 +157,7 @@ export class SlackListener implements ChatAdapter {
 
   /** The start's line on whose commands are taken and where Slack's word on a person counts. */
   private sayWhereCommandsCount(team: string): void {
-    const named = this.host.chat()?.from_platform?.slack_workspaces ?? [];
+    const named = slackRules(this.host.chat()).slack_workspaces ?? [];
     this.host.note(
       `commands are taken only from people of workspace ${team}; ${
         named.includes(team.toUpperCase())

@@ -1,0 +1,90 @@
+import type { TObject, TProperties } from "@sinclair/typebox";
+
+/**
+ * What the floors below services know of a chat platform: its terms, as the
+ * platform itself declares them (services/chat/<platform>/platform.ts) and
+ * the one list (services/chat/platforms.ts) hands them down when it is first
+ * read. The config learns its keys and id rules here, a channel class its
+ * servers, the router and the box their send tools, the connection recipes
+ * their bots: none of them names a platform. Until the list is read this
+ * knows none, and the config then refuses every platform's keys (fail closed).
+ */
+export interface PlatformTerms {
+  /** Its one name: the executor, the `<name>-send` intent, the `<name>_send` tool, the `<name>:` of a person. */
+  readonly name: string;
+  /** What every roster channel id of this platform starts with. */
+  readonly channelPrefix: string;
+  /** Whether a bot speaks for it: a key in worker.toml's `[channels]`, naming the bot's vault credential. */
+  readonly bot?: boolean;
+  /**
+   * Whether its people are named in org.toml `[chat]` (`approvers`, `admins`:
+   * `<name>:<user id>`) and its channels may be `approvals_channel`.
+   */
+  readonly people?: boolean;
+  /**
+   * The server (guild, workspace) a channel is in, as a channel class names it
+   * (`<name>-<server id>`, lower case); undefined for a channel in none (a DM).
+   */
+  readonly serverOf?: (channelId: string) => string | undefined;
+  /** Its keys in org.toml `[chat.from_platform]`, each starting with `<name>_`. */
+  readonly fromPlatform?: TProperties;
+  /** The box's tool that proposes a message into its channels. */
+  readonly send: SendTool;
+  /** `roster connection add --from <name>`: its bot's credential, when it has one. */
+  readonly connection?: BotConnection;
+}
+
+/** A send tool as the box registers it; the host hands the box the list (ROSTER_CHAT_SENDS). */
+export interface SendTool {
+  readonly label: string;
+  readonly description: string;
+  /** What it proposes: `channel_id`, `text`, and what else the platform's sender takes. */
+  readonly payload: TObject;
+  /** Whether it asks for a rationale, which a human approving it reads (the box adds the parameter). */
+  readonly rationale: boolean;
+}
+
+/** A chat bot's connection recipe: the token the gateway injects, and its one harmless check. */
+export interface BotConnection {
+  readonly summary: string;
+  readonly hosts: string[];
+  readonly inject: { header: string; value: string };
+  readonly secretField: string;
+  readonly verify: {
+    method: "GET" | "POST";
+    path: string;
+    okField?: string;
+  };
+  /** Vault fields its listener needs besides the secret: named when missing. */
+  readonly listenerNeeds?: string[];
+}
+
+let declared: readonly PlatformTerms[] = [];
+
+/** Called by the list of platforms (services/chat/platforms.ts), and by a test that adds one. */
+export function declarePlatforms(platforms: readonly PlatformTerms[]): void {
+  declared = platforms;
+}
+
+/** Every declared platform, in the list's order. */
+export function chatPlatforms(): readonly PlatformTerms[] {
+  return declared;
+}
+
+/** The box tool that sends into a platform's channels, and the intent it proposes. */
+export const sendToolName = (platform: string): string => `${platform}_send`;
+export const sendIntent = (platform: string): string => `${platform}-send`;
+
+/** What the box reads from ROSTER_CHAT_SENDS (extensions/actions.ts): one entry per platform. */
+export function sendToolList(): string {
+  return JSON.stringify(
+    chatPlatforms().map((platform) => ({
+      name: sendToolName(platform.name),
+      intent: sendIntent(platform.name),
+      label: platform.send.label,
+      description: platform.send.description,
+      payload: platform.send.payload,
+      rationale: platform.send.rationale,
+    })),
+  );
+}
