@@ -13,9 +13,6 @@ import { guarded } from "./lib/tool-guard.ts";
 export const INTENTS = {
   message_user: "message-user",
   send_email: "email-send",
-  discord_send: "discord-send",
-  slack_send: "slack-send",
-  term_send: "term-send",
   file_task: "file-task",
   set_tasks: "set-tasks",
   file_update: "file-update",
@@ -125,66 +122,64 @@ function registerUserTools(pi: ExtensionAPI): void {
   });
 }
 
-/** Posting to a chat channel: Discord, Slack, the terminal. */
+/**
+ * Posting to a chat channel: one tool per chat platform the host speaks,
+ * as the host lists them (ROSTER_CHAT_SENDS: name, intent, words, payload
+ * schema, whether it takes a rationale). A list that can't be read offers
+ * none; the action host judges whatever is proposed either way.
+ */
 function registerChannelTools(pi: ExtensionAPI): void {
-  pi.registerTool({
-    name: "discord_send",
-    label: "Send to Discord",
-    description: `Post a message to a Discord channel. ${OUTCOMES}`,
-    parameters: Type.Object({
-      channel_id: channelId,
-      text: text("the message (long ones are split)"),
-      rationale: rationale(false),
-    }),
-    execute: (_id, params, signal) =>
-      propose(
-        "discord_send",
-        INTENTS.discord_send,
-        { channel_id: params.channel_id, text: params.text },
-        params.rationale,
-        { signal },
-      ),
-  });
+  for (const send of chatSends(process.env.ROSTER_CHAT_SENDS)) {
+    const payload = send.payload.properties ?? {};
+    pi.registerTool({
+      name: send.name,
+      label: send.label,
+      description: `${send.description} ${OUTCOMES}`,
+      parameters: Type.Unsafe<Record<string, unknown>>({
+        ...send.payload,
+        properties: { ...payload, ...(send.rationale ? { rationale: rationale(false) } : {}) },
+      }),
+      execute: (_id, params, signal) => {
+        const values = params as Record<string, unknown>;
+        const why = values.rationale;
+        const fields = Object.fromEntries(Object.keys(payload).map((key) => [key, values[key]]));
+        return propose(send.name, send.intent, fields, typeof why === "string" ? why : undefined, {
+          signal,
+        });
+      },
+    });
+  }
+}
 
-  pi.registerTool({
-    name: "slack_send",
-    label: "Send to Slack",
-    description: `Post a message to a Slack channel, or reply in a thread. ${OUTCOMES}`,
-    parameters: Type.Object({
-      channel_id: channelId,
-      text: text("the message"),
-      thread_ts: Type.Optional(
-        Type.String({ minLength: 1, description: "the thread's ts, to reply inside it" }),
-      ),
-      rationale: rationale(false),
-    }),
-    execute: (_id, params, signal) =>
-      propose(
-        "slack_send",
-        INTENTS.slack_send,
-        { channel_id: params.channel_id, text: params.text, thread_ts: params.thread_ts },
-        params.rationale,
-        { signal },
-      ),
-  });
+interface ChatSend {
+  name: string;
+  intent: string;
+  label: string;
+  description: string;
+  payload: { properties?: Record<string, unknown> } & Record<string, unknown>;
+  rationale: boolean;
+}
 
-  pi.registerTool({
-    name: "term_send",
-    label: "Send to terminal",
-    description: `Post a message to a terminal channel (ids start with "term-"). ${OUTCOMES}`,
-    parameters: Type.Object({
-      channel_id: Type.String({ minLength: 1, description: 'the terminal channel id, "term-…"' }),
-      text: text("the message"),
-    }),
-    execute: (_id, params, signal) =>
-      propose(
-        "term_send",
-        INTENTS.term_send,
-        { channel_id: params.channel_id, text: params.text },
-        undefined,
-        { signal },
-      ),
-  });
+function chatSends(json: string | undefined): ChatSend[] {
+  if (!json) return [];
+  try {
+    const list: unknown = JSON.parse(json);
+    return Array.isArray(list) ? list.filter(isChatSend) : [];
+  } catch {
+    return [];
+  }
+}
+
+function isChatSend(value: unknown): value is ChatSend {
+  const send = value as Partial<ChatSend> | null;
+  return (
+    typeof send?.name === "string" &&
+    typeof send.intent === "string" &&
+    typeof send.label === "string" &&
+    typeof send.description === "string" &&
+    typeof send.payload === "object" &&
+    send.payload !== null
+  );
 }
 
 /** Work for a later run: one task filed. */

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import registerActions from "../../extensions/actions.ts";
 import { gatesReport, propose } from "../../extensions/lib/action-words.ts";
 import { ActionsUnreachable, callActions } from "../../extensions/lib/actions-client.ts";
+import { sendToolList } from "../../runner/ground/chat/terms.ts";
 import { readJournal } from "../../runner/records/journal/journal.ts";
 import { runDir } from "../../runner/records/run-records/run-record.ts";
 import { denyGate } from "../../runner/services/actions/desk.ts";
@@ -60,13 +61,14 @@ async function call(name: string, params: Record<string, unknown>) {
   };
 }
 
-/** The environment a box gets: the proxy with a run token, the roster CA. */
+/** The environment a box gets: the proxy with a run token, the roster CA, the chat platforms' send tools. */
 async function asBox(runId: string, taskId?: string) {
   const token = await env.token("elf", runId);
   vi.stubEnv("HTTPS_PROXY", proxyUrlFor(env, token));
   vi.stubEnv("NO_PROXY", "");
   vi.stubEnv("NODE_EXTRA_CA_CERTS", join(env.paths.ca, "ca.crt"));
   vi.stubEnv("ROSTER_TASK_ID", taskId ?? "");
+  vi.stubEnv("ROSTER_CHAT_SENDS", sendToolList());
   return token;
 }
 

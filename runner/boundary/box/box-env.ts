@@ -1,3 +1,4 @@
+import { sendToolList } from "../../ground/chat/terms.ts";
 import { BOX_HOME } from "./layout.ts";
 
 /**
@@ -48,6 +49,8 @@ export function boxEnvironment(input: BoxEnvInput): Record<string, string> {
     ROSTER_STORE_DIR: `${BOX_HOME}/store`,
     ROSTER_TASKS_FILE: `${BOX_HOME}/self/schedule.json`,
     ROSTER_SELF_DIR: `${BOX_HOME}/self`,
+    // the chat platforms' send tools, which extensions/actions.ts offers the model
+    ROSTER_CHAT_SENDS: sendToolList(),
   };
   if (input.taskId) env.ROSTER_TASK_ID = input.taskId;
   if (input.reposJson) env.ROSTER_REPOS_JSON = input.reposJson;

@@ -6,13 +6,14 @@ import { terminal } from "./terminal/platform.ts";
 
 /**
  * Every chat platform the host speaks, the one place that names them. The
- * order is the order message-user tries them for a DM to the operator. A new
+ * order is the order message-user tries them for a DM to the operator, and
+ * the order the box lists their send tools in. A new
  * platform is one folder under services/chat/ and one line here. Reading
  * this list hands each platform's terms to the floors below (ground/chat/
  * terms.ts): the config's keys and id rules, the send tools, the bots'
  * connection recipes. The command line reads it first (cli/main.ts).
  */
-const platforms: ChatPlatform[] = [terminal, discord, slack];
+const platforms: ChatPlatform[] = [discord, slack, terminal];
 export const CHAT_PLATFORMS: readonly ChatPlatform[] = platforms;
 declarePlatforms(CHAT_PLATFORMS);
 
