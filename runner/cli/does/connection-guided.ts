@@ -1,7 +1,7 @@
 import { createInterface } from "node:readline/promises";
 import { RosterError } from "../../ground/errors.ts";
 import type { OAuthFlags } from "../../work/connections/oauth/endpoints.ts";
-import { findRecipe, RECIPES, type Recipe } from "../../work/connections/recipes.ts";
+import { findRecipe, type Recipe, recipes } from "../../work/connections/recipes.ts";
 
 /** What `roster connection add` is given: its flags, before guided questions fill the rest. */
 export interface AddFlags extends OAuthFlags {
@@ -35,9 +35,18 @@ export interface Needed {
   set(flags: AddFlags, answer: string): AddFlags;
 }
 
+// read when asked: the chat platforms' bots are recipes too
 const asRecipe: Needed = {
-  flag: `--from <recipe> (one of ${RECIPES.map((recipe) => recipe.name).join(", ")})`,
-  question: `which recipe? (${RECIPES.map((recipe) => recipe.name).join(", ")})`,
+  get flag() {
+    return `--from <recipe> (one of ${recipes()
+      .map((recipe) => recipe.name)
+      .join(", ")})`;
+  },
+  get question() {
+    return `which recipe? (${recipes()
+      .map((recipe) => recipe.name)
+      .join(", ")})`;
+  },
   set: (flags, answer) => ({ ...flags, from: answer }),
 };
 

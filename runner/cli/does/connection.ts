@@ -22,12 +22,12 @@ const NO_SECRET_ARGUMENT =
 
 /** `roster connection catalog`: the built-in recipes. */
 export async function catalogCommand(flags: { json?: boolean }): Promise<void> {
-  const { RECIPES, grantsOf, injectsOf } = await import("../../work/connections/recipes.ts");
+  const { recipes, grantsOf, injectsOf } = await import("../../work/connections/recipes.ts");
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify(RECIPES, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(recipes(), null, 2)}\n`);
     return;
   }
-  for (const recipe of RECIPES) {
+  for (const recipe of recipes()) {
     process.stdout.write(
       `${recipe.name}\n  ${recipe.summary}\n  grants:  ${grantsOf(recipe)}\n  injects: ${injectsOf(recipe)}\n${recipe.verify ? `  verify:  ${recipe.verify.method} ${recipe.verify.path}\n` : ""}${recipe.oauth ? `  sign-in: --oauth${recipe.oauth.deviceUrl ? " or --device" : ""}; scopes ${recipe.oauth.scopes.join(" ") || "(the provider's default)"}\n` : ""}`,
     );

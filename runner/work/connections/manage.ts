@@ -11,7 +11,7 @@ import { botBinding } from "./bot-binding.ts";
 import { addEdge, edgesOf, removeEdge, renderConnection } from "./connection-file.ts";
 import { forgetState, readState, stateFile, updateState } from "./connection-state.ts";
 import type { SignedIn } from "./oauth/sign-in.ts";
-import { findRecipe, RECIPES, type Recipe } from "./recipes.ts";
+import { findRecipe, type Recipe, recipes } from "./recipes.ts";
 
 /**
  * What the `roster connection` commands do to config/connections/, the vault
@@ -140,7 +140,9 @@ function checkAdd(paths: RosterPaths, options: AddOptions): { recipe: Recipe; fi
   const recipe = findRecipe(options.from);
   if (!recipe)
     throw new RosterError(
-      `no recipe "${options.from}": one of ${RECIPES.map((r) => r.name).join(", ")}`,
+      `no recipe "${options.from}": one of ${recipes()
+        .map((r) => r.name)
+        .join(", ")}`,
       { exitCode: 2, hint: "roster connection catalog shows what each grants and injects" },
     );
   for (const edge of options.edges) checkName(edge, "worker");

@@ -1,3 +1,5 @@
+import { chatPlatforms, type PlatformTerms } from "../../ground/chat/terms.ts";
+
 /**
  * The built-in connection recipes (`roster connection catalog`): for each, the
  * kind of connections/<name>.toml it writes, what that grants (hosts,
@@ -13,7 +15,7 @@ export interface VerifyCall {
   path: string;
   /** Non-secret headers the API needs beside the injected one (an API version). */
   headers?: Record<string, string>;
-  /** Slack answers 200 with `"ok": false` for a bad token: this field must be true in its JSON. */
+  /** An API that answers 200 with `"ok": false` for a bad token: this field must be true in its JSON. */
   okField?: string;
 }
 
@@ -57,7 +59,7 @@ export interface Recipe {
   note?: string;
   /** A chat bot's token: the `[channels]` key its one worker is bound by, so the bot listens for it. */
   bindsChannel?: string;
-  /** Vault fields its listener needs besides the secret (Slack's Socket Mode app token): named when missing. */
+  /** Vault fields its listener needs besides the secret (a second token): named when missing. */
   listenerNeeds?: string[];
   /** `--oauth`: sign in by consent instead of pasting the secret. */
   oauth?: OAuthRecipe;
@@ -65,7 +67,8 @@ export interface Recipe {
 
 const TOKEN = "token";
 
-export const RECIPES: readonly Recipe[] = [
+/** Services a box reaches through the door. */
+const SERVICES: readonly Recipe[] = [
   {
     name: "github",
     summary: "GitHub: the REST API and git over HTTPS, with a personal access token",
@@ -225,32 +228,10 @@ export const RECIPES: readonly Recipe[] = [
       registerAt: "https://developer.atlassian.com/console/myapps/ (an OAuth 2.0 integration)",
     },
   },
-  {
-    name: "slack",
-    summary:
-      "Slack's Web API with a bot token (xoxb-…); the same credential the slack executor uses",
-    kind: "service",
-    hosts: ["slack.com"],
-    methods: ["*"],
-    inject: { header: "authorization", value: "Bearer {bot_token}" },
-    // the field the slack executor and listener read (services/chat/slack/client.ts)
-    secretField: "bot_token",
-    verify: { method: "POST", path: "/api/auth.test", okField: "ok" },
-    bindsChannel: "slack",
-    // Socket Mode connects with the app-level token (xapp-…), a second secret
-    listenerNeeds: ["app_token"],
-  },
-  {
-    name: "discord",
-    summary: "Discord's API with a bot token; the same credential the discord executor uses",
-    kind: "service",
-    hosts: ["discord.com"],
-    methods: ["*"],
-    inject: { header: "authorization", value: "Bot {token}" },
-    secretField: TOKEN,
-    verify: { method: "GET", path: "/api/v10/users/@me" },
-    bindsChannel: "discord",
-  },
+];
+
+/** What stays on the host: an action credential, a host folder or repo. */
+const LOCAL: readonly Recipe[] = [
   {
     name: "smtp",
     summary:
@@ -272,8 +253,37 @@ export const RECIPES: readonly Recipe[] = [
   },
 ];
 
+/**
+ * Every recipe: the services, then each chat platform's bot (its declaration
+ * gives the token, the hosts and the check: ground/chat/terms.ts), then what
+ * stays on the host.
+ */
+export function recipes(): readonly Recipe[] {
+  return [...SERVICES, ...chatPlatforms().flatMap(botRecipe), ...LOCAL];
+}
+
+/** A chat platform's bot as a service connection, bound to the worker by its `[channels]` key. */
+function botRecipe(platform: PlatformTerms): Recipe[] {
+  const bot = platform.connection;
+  if (!bot) return [];
+  return [
+    {
+      name: platform.name,
+      summary: bot.summary,
+      kind: "service",
+      hosts: bot.hosts,
+      methods: ["*"],
+      inject: bot.inject,
+      secretField: bot.secretField,
+      verify: bot.verify,
+      bindsChannel: platform.name,
+      ...(bot.listenerNeeds ? { listenerNeeds: bot.listenerNeeds } : {}),
+    },
+  ];
+}
+
 export function findRecipe(name: string): Recipe | undefined {
-  return RECIPES.find((recipe) => recipe.name === name);
+  return recipes().find((recipe) => recipe.name === name);
 }
 
 /** What a recipe grants, in words: hosts and methods, or a mount. */

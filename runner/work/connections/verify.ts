@@ -11,7 +11,7 @@ import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
 import { leaseGateway } from "../runs/gateway-lease.ts";
 import { readState, updateState, type VerifyResult } from "./connection-state.ts";
-import { findRecipe, RECIPES, type VerifyCall } from "./recipes.ts";
+import { findRecipe, recipes, type VerifyCall } from "./recipes.ts";
 
 /**
  * `--verify`: one real request through the gateway, made the way a box makes
@@ -67,7 +67,8 @@ export async function verifyConnection(
       exitCode: 2,
     });
   // a hand-written file has no recipe on record: a recipe whose hosts include its host stands in
-  const recipe = state.recipe ?? RECIPES.find((candidate) => candidate.hosts?.includes(host))?.name;
+  const recipe =
+    state.recipe ?? recipes().find((candidate) => candidate.hosts?.includes(host))?.name;
   const call = verifyCall(recipe, options.verifyPath ?? state.verify_path);
 
   const lease = await leaseGateway({
