@@ -1,8 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { userFailure } from "../ground/errors.ts";
 import { ROSTER_VERSION } from "../ground/version.ts";
-// the chat platforms, read first: their terms reach the config, the boxes and the router (ground/chat/terms.ts)
-import "../services/chat/platforms.ts";
 import { withOurSpelling } from "./aliases.ts";
 import { registerActionCommands } from "./commands/action.ts";
 import { registerBoxCommands } from "./commands/box.ts";
@@ -27,7 +25,13 @@ export function buildProgram(): Command {
     .description("Run AI workers in locked container boxes with one governed door out.")
     .version(ROSTER_VERSION, "-V, --version", "print roster's version")
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    // before any command runs (not for --help): the chat platforms' terms reach the
+    // config, the boxes and the router (ground/chat/terms.ts); loaded here, not at
+    // start, so `roster --help` and completion load no schema library
+    .hook("preAction", async () => {
+      await import("../services/chat/platforms.ts");
+    });
   registerBoxCommands(program);
   registerGatewayCommands(program);
   registerBudgetCommands(program);

@@ -14,14 +14,8 @@ import { writeRunContext } from "./run-context.ts";
 import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
 import { RunTrace } from "./run-trace.ts";
 import type { StallWatchdog } from "./stall-watchdog.ts";
-import { provision } from "./start-1-provision.ts";
-import {
-  assertCeiling,
-  engineOf,
-  firstRecord,
-  type Starting,
-  writeStartRecord,
-} from "./start-2-record.ts";
+import { assertCeiling, provision } from "./start-1-provision.ts";
+import { engineOf, firstRecord, type Starting, writeStartRecord } from "./start-2-record.ts";
 import {
   boxOutput,
   boxParts,

@@ -17,6 +17,7 @@ import { type WorkerBoxInput, workerBoxSpec } from "../../boundary/box/worker-bo
 import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
 import { revokeRunTokens } from "../../boundary/gateway/doors/identity.ts";
 import { DEFAULT_GATEWAY_PORT } from "../../boundary/gateway/settings/defaults.ts";
+import { ceilingProblem } from "../../ground/config/ceiling.ts";
 import {
   formatConfigError,
   type LoadedConfig,
@@ -92,6 +93,12 @@ export interface ProvisionOptions {
 
 function refuse(message: string, exitCode = 2): RosterError {
   return new RosterError(message, { exitCode });
+}
+
+/** A run's wall-clock ceiling, refused before anything starts when it is out of range. */
+export function assertCeiling(minutes: number): void {
+  const problem = ceilingProblem(minutes);
+  if (problem) throw refuse(problem);
 }
 
 export async function loadWorker(

@@ -1,6 +1,5 @@
 import { boxContainerName } from "../../boundary/box/layout.ts";
 import { withStartLock } from "../../boundary/store/start-lock.ts";
-import { ceilingProblem } from "../../ground/config/ceiling.ts";
 import { RosterError } from "../../ground/errors.ts";
 import { type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
@@ -12,11 +11,6 @@ import { type BoxStart, newBoxStart, readyStart } from "./start-4-box.ts";
  * Phase 2 of a run's start (run.ts names the four): the record the run starts
  * with, written under the store's start lock, and the checks before it.
  */
-
-/** A refusal before the run has a record: said, with the exit code a caller can act on. */
-export function refuse(message: string, exitCode = 2): RosterError {
-  return new RosterError(message, { exitCode });
-}
 
 /** A run between its first record and its running box: what a failure must give back, and its record. */
 export interface Starting extends BoxStart {
@@ -81,11 +75,6 @@ export async function writeStartRecord(request: RunRequest, starting: Starting):
       return writeRecord(starting.dir, starting.record);
     },
   );
-}
-
-export function assertCeiling(minutes: number): void {
-  const problem = ceilingProblem(minutes);
-  if (problem) throw refuse(problem);
 }
 
 export function commandOf(drive: RunRequest["drive"]): string[] {
