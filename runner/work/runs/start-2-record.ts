@@ -1,6 +1,5 @@
 import { boxContainerName } from "../../boundary/box/layout.ts";
 import { withStartLock } from "../../boundary/store/start-lock.ts";
-import { RosterError } from "../../ground/errors.ts";
 import { type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
 import type { RunRequest } from "./run-request.ts";
