@@ -1,10 +1,10 @@
-import type { WorkerView } from "../../runner/ground/config/load.ts";
 import {
   BOX_DEFAULTS,
   CONTEXT_DEFAULTS,
   MEMORY_DEFAULTS,
 } from "../../runner/ground/config/narrowing.ts";
 import { narrowestStore } from "../../runner/ground/config/store-limits.ts";
+import type { WorkerView } from "../../runner/ground/config/worker-view.ts";
 
 /**
  * A worker as the loader would see it with nothing configured (every default),

@@ -7,8 +7,8 @@ import {
   formatConfigError,
   type LoadedConfig,
   loadConfig,
-  workerView,
 } from "../../runner/ground/config/load.ts";
+import { workerView } from "../../runner/ground/config/worker-view.ts";
 import { parseByteSize } from "../../runner/ground/text/byte-size.ts";
 import { facts } from "../support/facts.ts";
 

@@ -2,7 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { formatConfigError, loadConfig, workerView } from "../../runner/ground/config/load.ts";
+import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
+import { workerView } from "../../runner/ground/config/worker-view.ts";
 
 /**
  * `[store] home_max_size` narrows like `max_size`: unset, it is the store's

@@ -8,8 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { boxEnvironment } from "../../runner/boundary/box/box-env.ts";
-import { formatConfigError, loadConfig, workerView } from "../../runner/ground/config/load.ts";
+import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
 import { rosterPaths } from "../../runner/ground/config/paths.ts";
+import { workerView } from "../../runner/ground/config/worker-view.ts";
 import { addConnection } from "../../runner/work/connections/manage.ts";
 
 const roots: string[] = [];

@@ -4,14 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { storeRoot } from "../../runner/boundary/store/copy.ts";
-import {
-  formatConfigError,
-  loadConfig,
-  type WorkerView,
-  workerView,
-} from "../../runner/ground/config/load.ts";
+import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
 import { CONTEXT_DEFAULTS, MEMORY_DEFAULTS } from "../../runner/ground/config/narrowing.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
+import { type WorkerView, workerView } from "../../runner/ground/config/worker-view.ts";
 import { NOTE_MAX_CHARS, parseMemory, pickNotes } from "../../runner/work/memory/notes.ts";
 import { MEMORY_READ_BYTES, type MemoryRead, readMemory } from "../../runner/work/memory/read.ts";
 import { compilePrompt } from "../../runner/work/prompt/compile.ts";

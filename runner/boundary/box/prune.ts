@@ -1,6 +1,7 @@
-import { type LoadedConfig, workerView } from "../../ground/config/load.ts";
+import type { LoadedConfig } from "../../ground/config/load.ts";
 import { projectToolchains, withProjects } from "../../ground/config/project-toolchain.ts";
 import { toolchainIsEmpty } from "../../ground/config/toolchain-schema.ts";
+import { workerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { type BoxEngine, InUse } from "./engine.ts";
 import { readWheels, TOOLCHAIN_DEPLOYMENT_LABEL, toolchainTag } from "./toolchain-image.ts";

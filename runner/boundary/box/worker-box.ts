@@ -1,5 +1,5 @@
 import { durationMs } from "../../ground/config/duration.ts";
-import type { WorkerView } from "../../ground/config/load.ts";
+import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { parseByteSize } from "../../ground/text/byte-size.ts";
 import { boxEnvironment } from "./box-env.ts";
 import type { BoxMount, BoxSpec } from "./container-spec.ts";

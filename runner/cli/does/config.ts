@@ -22,7 +22,8 @@ export async function initCommand(): Promise<void> {
 
 /** `roster validate`: every problem as file:line: field: message, and the toolchains repos declare. */
 export async function validateCommand(flags: { json?: boolean }): Promise<void> {
-  const { formatConfigError, loadConfig, workerView } = await import("../../ground/config/load.ts");
+  const { formatConfigError, loadConfig } = await import("../../ground/config/load.ts");
+  const { workerView } = await import("../../ground/config/worker-view.ts");
   const { projectToolchains } = await import("../../ground/config/project-toolchain.ts");
   const paths = rosterPaths();
   const config = loadConfig(paths.config, { vaultDir: paths.vault });

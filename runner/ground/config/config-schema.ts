@@ -5,12 +5,19 @@ import { BotChannels, botChannels, ChatSection, chatSection } from "./chat-schem
 
 export type { ChatSection } from "./chat-schema.ts";
 
+import { BoxSection, ContextSection, MemorySection, StoreSection } from "./box-schema.ts";
 import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
 import { KnowledgeSection } from "./knowledge.ts";
 import { McpServerDeclaration } from "./mcp-schema.ts";
-import { AGE_PATTERN } from "./store-limits.ts";
+import {
+  ConsoleSection,
+  HeartbeatRule,
+  ScheduleSection,
+  ServerSection,
+  TelemetrySection,
+} from "./server-schema.ts";
 import { ToolchainSection } from "./toolchain-schema.ts";
-import { WORKER_NAME_PATTERN } from "./worker-name.ts";
+import { NAME, WORKER_NAME_PATTERN } from "./worker-name.ts";
 
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
 export const GatewaySection = Type.Object(
@@ -26,7 +33,7 @@ export const GatewaySection = Type.Object(
     max_body_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
     /**
      * What one run's requests may add to the audit log ("64m" by default);
-     * past it the door refuses the run's requests (boundary/gateway/audit.ts).
+     * past it the door refuses the run's requests (boundary/gateway/audit/audit.ts).
      */
     audit_max_per_run: Type.Optional(
       Type.String({
@@ -62,7 +69,7 @@ export const BudgetSection = Type.Object(
     currencies: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     meter: Type.Optional(Type.Array(BudgetMeter)),
     limit: Type.Optional(Type.Array(BudgetLimit)),
-    /** Model prices (USD per million tokens) for the `usd` currency; see gateway/prices.ts. */
+    /** Model prices (USD per million tokens) for the `usd` currency; see gateway/spend/prices.ts. */
     price: Type.Optional(Type.Array(ModelPrice)),
   },
   { additionalProperties: false },
@@ -90,80 +97,6 @@ export const EngineSection = Type.Object(
   },
   { additionalProperties: false },
 );
-
-/** What a name (worker, credential, connection) may be made of, as an error says it. */
-const NAME = "lower-case letters, digits, '_' or '-'";
-
-/** A duration in whole seconds, minutes or hours, or "off". */
-export const STALL_AFTER_PATTERN = "^(off|[1-9][0-9]{0,5}[smh])$";
-
-/** The runtimes a box may run under (box/runtime.ts checks the engine has it). */
-export const BoxRuntime = Type.Union([Type.Literal("runc"), Type.Literal("runsc")], {
-  description: '"runc" or "runsc"',
-});
-export type BoxRuntime = Static<typeof BoxRuntime>;
-
-export const BoxSection = Type.Object(
-  {
-    pids_limit: Type.Optional(Type.Integer({ minimum: 16 })),
-    /** e.g. "4g", "512m" */
-    memory: Type.Optional(
-      Type.String({
-        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
-        description: 'a size like "4g" or "512m"',
-      }),
-    ),
-    cpus: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    /**
-     * The most a box may write to its stdout, and to its stderr, over its life
-     * (each; "512m" by default). Past it the box is stopped, ended by "output":
-     * the host reads every byte a box writes, and the run's logs keep them.
-     */
-    max_output: Type.Optional(
-      Type.String({
-        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
-        description: 'a size like "512m" or "1g"',
-      }),
-    ),
-    /**
-     * Once the host firewall rule for the boxes' network. A box has no network
-     * now, so this does nothing; it is still read so older files load.
-     */
-    egress_lockdown: Type.Optional(Type.Boolean()),
-    /** A warm chat session's whole life, however busy (minutes). */
-    session_ceiling_min: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    /** One turn of a warm session (minutes): a turn past it ends the session with an error. */
-    turn_ceiling_min: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    /** A chat platform's session ends after this many quiet seconds. */
-    chat_idle_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    /** A terminal (roster talk) session ends after this many quiet seconds. */
-    talk_idle_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    /**
-     * A run or a session turn with no model output, tool start or end, or tool
-     * output for this long is stopped as stalled: "90s", "5m", "1h", or "off"
-     * (org.toml only: a worker may shorten it, never switch it off).
-     */
-    stall_after: Type.Optional(
-      Type.String({
-        pattern: STALL_AFTER_PATTERN,
-        description: 'a duration like "90s", "5m" or "1h", or "off"',
-      }),
-    ),
-    /**
-     * The OCI runtime a box runs under: "runc" (the engine's default) or
-     * "runsc" (gVisor, a user-space kernel between the box and the host's;
-     * `roster box doctor --fix` registers it). A worker may require runsc, never drop it.
-     */
-    runtime: Type.Optional(BoxRuntime),
-    /**
-     * The longest fetch_pages lets one page's scripts run in the box's browser
-     * before reading what it has (seconds; 15 by default).
-     */
-    render_secs: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 300 })),
-  },
-  { additionalProperties: false },
-);
-export type BoxSection = Static<typeof BoxSection>;
 
 export const ModelSection = Type.Object(
   {
@@ -196,84 +129,6 @@ export type ModelSection = Static<typeof ModelSection>;
 export const WorkerModelSection = Type.Partial(ModelSection, { additionalProperties: false });
 export type WorkerModelSection = Static<typeof WorkerModelSection>;
 
-/**
- * A worker's store: how many snapshots each store keeps (store/snapshots.ts;
- * taken after every run that changed it and in the server's daily sweep, 0
- * turns them off), how large it (and each of its channel stores) may grow
- * while a box writes it, how large a run's $HOME and clones may grow, and the
- * share of the data filesystem kept free for everyone (org-only);
- * runs/disk-watch.ts enforces those. How long a finished run's $HOME and
- * clones stay (org-only) is runs/retention.ts's.
- */
-export const StoreSection = Type.Object(
-  {
-    snapshots: Type.Optional(
-      Type.Integer({
-        minimum: 0,
-        maximum: 1000,
-        description: "a whole number of snapshots to keep, 0 (off) to 1000",
-      }),
-    ),
-    max_size: Type.Optional(
-      Type.String({
-        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
-        description: 'a size like "10g" or "512m"',
-      }),
-    ),
-    reserve: Type.Optional(
-      Type.Number({
-        exclusiveMinimum: 0,
-        maximum: 0.5,
-        description: "the share of the data filesystem kept free, like 0.05",
-      }),
-    ),
-    home_max_size: Type.Optional(
-      Type.String({
-        pattern: "^[0-9]+(\\.[0-9]+)?[kmgKMG]$",
-        description: 'a size like "10g" or "512m"',
-      }),
-    ),
-    scratch_keep: Type.Optional(
-      Type.String({
-        pattern: AGE_PATTERN,
-        description: 'an age like "3d", "12h" or "90m"',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-export type StoreSection = Static<typeof StoreSection>;
-
-export const ContextSection = Type.Object(
-  {
-    identity_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
-    task_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
-    max_injected_chars: Type.Optional(Type.Integer({ minimum: 0 })),
-    /** Channel messages a session's first turn carries (newest kept). */
-    history_max_messages: Type.Optional(Type.Integer({ minimum: 0 })),
-    /** Characters of channel history a session's first turn carries (newest kept). */
-    history_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
-    /** Characters of a channel's purpose.md a prompt carries; a longer one is cut with a marker. */
-    purpose_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
-  },
-  { additionalProperties: false },
-);
-export type ContextSection = Static<typeof ContextSection>;
-
-/**
- * How much of the worker's own memory file (~/store/memory/memory.jsonl) a
- * prompt carries: at most `max_notes` notes and `max_chars` characters of
- * them (0 for either: no notes shown). A worker may only lower them.
- */
-export const MemorySection = Type.Object(
-  {
-    max_notes: Type.Optional(Type.Integer({ minimum: 0 })),
-    max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
-  },
-  { additionalProperties: false },
-);
-export type MemorySection = Static<typeof MemorySection>;
-
 /** A credential exposed to boxes as an env variable holding a sentinel (the gateway injects the real value). */
 export const Expose = Type.Object(
   {
@@ -286,117 +141,6 @@ export const Expose = Type.Object(
   { additionalProperties: false },
 );
 export type Expose = Static<typeof Expose>;
-
-/**
- * A heartbeat: the server files this task for each listed worker ("*": every
- * worker) every `every` (e.g. "30m", "2h", "1d"), unless one is still open.
- * A worker.toml's own `heartbeat` ("30m" or "off") wins over it.
- */
-export const HeartbeatRule = Type.Object(
-  {
-    workers: Type.Array(
-      Type.String({ pattern: "^(\\*|[a-z0-9][a-z0-9_-]*)$", description: `${NAME}, or "*"` }),
-      { minItems: 1 },
-    ),
-    every: Type.String({
-      pattern: "^[1-9][0-9]*(m|h|d)$",
-      description: 'an interval like "30m", "6h" or "1d"',
-    }),
-    prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })),
-    ceiling_min: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-  },
-  { additionalProperties: false },
-);
-export type HeartbeatRule = Static<typeof HeartbeatRule>;
-
-/** Recurring tasks: the zone their cron expressions and windows are read in (host-local by default). */
-export const ScheduleSection = Type.Object(
-  {
-    timezone: Type.Optional(
-      Type.String({ minLength: 1, description: 'an IANA zone, e.g. "Europe/Berlin"' }),
-    ),
-  },
-  { additionalProperties: false },
-);
-
-/**
- * `roster server start`'s web console. Loopback unless `listen` says otherwise;
- * `enabled = false` turns it off. Org-only: no worker can move or open it.
- */
-export const ConsoleSection = Type.Object(
-  {
-    listen: Type.Optional(
-      Type.String({
-        pattern: "^(\\[[0-9a-fA-F:]+\\]|[^:\\s]+):\\d{1,5}$",
-        description: 'HOST:PORT, like "127.0.0.1:7717"',
-      }),
-    ),
-    enabled: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-export type ConsoleSection = Static<typeof ConsoleSection>;
-
-/**
- * `roster server`'s ready boxes (docs/ready-boxes.md): boxes started before
- * their run, per worker that ran lately. Org-only. 0 (the default) keeps none.
- */
-export const ServerSection = Type.Object(
-  {
-    ready_boxes: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 8, description: "ready boxes per worker, 0 to 8" }),
-    ),
-    ready_idle_secs: Type.Optional(
-      Type.Integer({
-        minimum: 10,
-        maximum: 86_400,
-        description: "seconds a ready box waits untaken, 10 to 86400",
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-export type ServerSection = Static<typeof ServerSection>;
-
-/**
- * What an operator's monitoring stack reads (docs/telemetry.md). Org-only.
- * `otlp_endpoint`: where traces go (off unless set).
- * `metrics_listen`: where `roster server start` serves Prometheus's
- * /metrics (off unless set); its own listener, not the console's port, so a
- * scraper needs no browser login and the console may face people while the
- * metrics stay on an internal address. No box reaches it (closed-ports.ts).
- */
-export const TelemetrySection = Type.Object(
-  {
-    metrics_listen: Type.Optional(
-      Type.String({
-        pattern: "^(\\[[0-9a-fA-F:]+\\]|[^:\\s]+):\\d{1,5}$",
-        description: 'HOST:PORT, like "127.0.0.1:9464"',
-      }),
-    ),
-    /**
-     * The vault credential (`roster login NAME`) whose `key` a scraper must
-     * send as `Authorization: Bearer …`; none asked unless set. A name, never
-     * the secret: org.toml is read by people who must not scrape.
-     */
-    metrics_credential: Type.Optional(Type.String({ pattern: "^[a-z0-9_-]+$", description: NAME })),
-    /**
-     * Where traces go, over OTLP/HTTP (`/v1/traces` is added): a collector's
-     * base URL. Nothing is exported unless set.
-     */
-    otlp_endpoint: Type.Optional(
-      Type.String({
-        pattern: "^https?://[^\\s/?#]+(/[^\\s?#]*)?$",
-        description: 'an http(s) URL, like "http://127.0.0.1:4318"',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-export type TelemetrySection = Static<typeof TelemetrySection>;
-
-/** Ready boxes kept per worker, and how long one waits, when org.toml says nothing. */
-export const READY_DEFAULTS = { ready_boxes: 0, ready_idle_secs: 300 } as const;
 
 export const OrgConfig = Type.Object(
   {

@@ -1,4 +1,4 @@
-import type { HeartbeatRule } from "./config-schema.ts";
+import type { HeartbeatRule } from "./server-schema.ts";
 
 /**
  * A worker's heartbeat as the server uses it: how often, what it is told,

@@ -1,15 +1,8 @@
 import { formatByteSize, parseByteSize } from "../text/byte-size.ts";
 import { DEFAULT_LIMITS } from "./box-limits.ts";
+import type { BoxSection, ContextSection, MemorySection } from "./box-schema.ts";
 import type { ConfigError } from "./config-error.ts";
-import type {
-  BoxSection,
-  ContextSection,
-  MemorySection,
-  ModelSection,
-  OrgConfig,
-  WorkerConfig,
-  WorkerModelSection,
-} from "./config-schema.ts";
+import type { ModelSection, OrgConfig, WorkerConfig, WorkerModelSection } from "./config-schema.ts";
 import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
 import { locateLine } from "./locate.ts";

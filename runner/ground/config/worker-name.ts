@@ -6,6 +6,9 @@
  */
 export const WORKER_NAME_PATTERN = "^[a-z0-9][a-z0-9_-]*$";
 
+/** What a name (worker, credential, connection) may be made of, as an error says it. */
+export const NAME = "lower-case letters, digits, '_' or '-'";
+
 export const WORKER_NAME_RULE =
   "lower-case letters, digits, '_' or '-', starting with a letter or digit";
 

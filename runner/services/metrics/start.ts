@@ -1,6 +1,6 @@
 import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
 import { parseAddr } from "../../boundary/gateway/process/listen.ts";
-import type { TelemetrySection } from "../../ground/config/config-schema.ts";
+import type { TelemetrySection } from "../../ground/config/server-schema.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import type { MetricsToken, RunningMetrics } from "./metrics-listener.ts";
 import type { ServerSources } from "./server-metrics.ts";

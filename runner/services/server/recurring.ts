@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type LoadedConfig, workerView } from "../../ground/config/load.ts";
+import type { LoadedConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { scheduleZone } from "../../ground/config/time-zone.ts";
+import { workerView } from "../../ground/config/worker-view.ts";
 import { readLive, updateList } from "../../records/task-list/store.ts";
 import { fireTemplates, HEARTBEAT_ID, syncHeartbeat } from "../../work/tasks/templates.ts";
 

@@ -2,9 +2,10 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { scopeApplies } from "../../boundary/gateway/judging/judge.ts";
 import { workerDir } from "../../boundary/store/snapshots.ts";
-import { type LoadedConfig, type WorkerView, workerView } from "../../ground/config/load.ts";
+import type { LoadedConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";
+import { type WorkerView, workerView } from "../../ground/config/worker-view.ts";
 import { type IntentTrust, trustOf } from "../actions/trust-view.ts";
 
 /**

@@ -4,9 +4,9 @@ import { BOX_CA, BOX_CA_BUNDLE, SENTINEL } from "../../boundary/box/box-env.ts";
 import type { BoxMount } from "../../boundary/box/container-spec.ts";
 import { BOX_HOME, type BoxUser, boxUser } from "../../boundary/box/layout.ts";
 import { chownStoreLocks } from "../../boundary/store/store-lock.ts";
-import type { WorkerView } from "../../ground/config/load.ts";
 import { piAgentConfig } from "../../ground/config/model.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { readLive, scheduleView } from "../../records/task-list/store.ts";
 import { type ClonedRepos, cloneRunRepos } from "../repos/clone.ts";
 

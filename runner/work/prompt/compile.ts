@@ -1,5 +1,5 @@
 import { describeWindow, durationMs } from "../../ground/config/duration.ts";
-import type { WorkerView } from "../../ground/config/load.ts";
+import type { WorkerView } from "../../ground/config/worker-view.ts";
 import type { MemoryRead } from "../memory/read.ts";
 import { memoryBlock } from "./memory.ts";
 /**

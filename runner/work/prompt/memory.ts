@@ -1,4 +1,4 @@
-import type { WorkerView } from "../../ground/config/load.ts";
+import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { pickNotes } from "../memory/notes.ts";
 import { MEMORY_FILE, MEMORY_READ_BYTES, type MemoryRead } from "../memory/read.ts";
 import type { PromptBlock } from "./prompt-block.ts";

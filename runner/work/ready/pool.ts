@@ -1,5 +1,6 @@
-import { loadConfig, workerView } from "../../ground/config/load.ts";
+import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import { workerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { discardReadyBox, makeReadyBox, type ReadyBox } from "./ready-box.ts";
 import { movedRepo, readyKey } from "./ready-key.ts";

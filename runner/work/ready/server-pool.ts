@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { READY_DEFAULTS } from "../../ground/config/config-schema.ts";
 import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import { READY_DEFAULTS } from "../../ground/config/server-schema.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
 import type { ReadySessions, ReadyStart } from "../runs/run-request.ts";

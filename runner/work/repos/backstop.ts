@@ -8,8 +8,9 @@ import {
   boxUser,
 } from "../../boundary/box/layout.ts";
 import { runBox } from "../../boundary/box/lifecycle.ts";
-import { loadConfig, workerView } from "../../ground/config/load.ts";
+import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import { workerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { isAncestor, resolveRef } from "../../ground/git/git.ts";
 import { appendJournal } from "../../records/journal/journal.ts";

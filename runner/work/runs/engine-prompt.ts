@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { BOX_HOME, RUN_PI } from "../../boundary/box/layout.ts";
-import type { WorkerView } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
 import { outcomesSince } from "../../records/journal/journal.ts";
 import { listRuns, readRecord } from "../../records/run-records/run-record.ts";

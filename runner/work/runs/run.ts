@@ -1,6 +1,6 @@
 import type { EndedBy as BoxEndedBy, BoxHandle, BoxOutcome } from "../../boundary/box/lifecycle.ts";
 import { snapshotAfterRun } from "../../boundary/store/passes.ts";
-import type { WorkerView } from "../../ground/config/load.ts";
+import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { finished, type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
 import { assertNotPaused } from "../../records/workers/pause.ts";

@@ -18,18 +18,13 @@ import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
 import { revokeRunTokens } from "../../boundary/gateway/doors/identity.ts";
 import { DEFAULT_GATEWAY_PORT } from "../../boundary/gateway/settings/defaults.ts";
 import { ceilingProblem } from "../../ground/config/ceiling.ts";
-import {
-  formatConfigError,
-  type LoadedConfig,
-  loadConfig,
-  type WorkerView,
-  workerView,
-} from "../../ground/config/load.ts";
+import { formatConfigError, type LoadedConfig, loadConfig } from "../../ground/config/load.ts";
 import { modelEndpoint } from "../../ground/config/model.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { projectToolchains, withProjects } from "../../ground/config/project-toolchain.ts";
 import { scratchKeepMs } from "../../ground/config/store-limits.ts";
 import type { Toolchain } from "../../ground/config/toolchain-schema.ts";
+import { type WorkerView, workerView } from "../../ground/config/worker-view.ts";
 import { RosterError } from "../../ground/errors.ts";
 import {
   finished,

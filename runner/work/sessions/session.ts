@@ -1,7 +1,7 @@
 import { BOX_HOME } from "../../boundary/box/layout.ts";
 import type { BoxOutcome } from "../../boundary/box/lifecycle.ts";
-import type { WorkerView } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { isTrusted } from "../../records/channels/designations.ts";
 import type { EndedBy } from "../../records/run-records/run-record.ts";
