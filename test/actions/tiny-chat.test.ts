@@ -1,17 +1,27 @@
+import { fork } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ExtensionAPI, ToolDefinition } from "@earendil-works/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import registerActions from "../../extensions/actions.ts";
 import { sendToolList } from "../../runner/ground/chat/terms.ts";
+import { botBindings } from "../../runner/ground/config/bot-bindings.ts";
 import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
 import { serverOf } from "../../runner/records/channels/channel-class.ts";
+import { setTrusted } from "../../runner/records/channels/designations.ts";
+import { readMessages } from "../../runner/records/channels/store.ts";
 import { findGate } from "../../runner/services/actions/gates.ts";
+import { OfferDesk } from "../../runner/services/actions/offers.ts";
 import { addChatPlatform } from "../../runner/services/chat/platforms.ts";
+import { readCursor } from "../../runner/services/listeners/cursors.ts";
+import { ListenerSupervisor } from "../../runner/services/listeners/supervisor.ts";
 import { standingOf } from "../../runner/services/slash/authority.ts";
 import { answerLine } from "../../runner/services/slash/core.ts";
+import { chatCommands } from "../../runner/services/slash/from-chat.ts";
 import { findRecipe } from "../../runner/work/connections/recipes.ts";
+import { SessionRouter } from "../../runner/work/sessions/router.ts";
 import { submitAction } from "../support/action-host.ts";
+import { until } from "../support/chat-turns.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { tinyChat } from "../support/tiny-chat/platform.ts";
 import { TinyChat } from "../support/tiny-chat/wire.ts";
@@ -23,7 +33,12 @@ import { TinyChat } from "../support/tiny-chat/wire.ts";
  * declaration — the config's keys and id rules, the box's send tool, the
  * connection recipe, a channel class's servers, who its people are — and
  * its sends go through the real gateway and action host to its far side,
- * at once or after a `tiny:` approver approves from chat.
+ * at once or after a `tiny:` approver approves from chat. Its listener
+ * adapter runs as every platform's does: a child process speaking the IPC
+ * protocol, kept by the server's own ListenerSupervisor, whose messages go
+ * to the session router and whose presses go to the desk's offers. The one
+ * difference: the child is `roster server listener` with tiny chat added to
+ * the list (support/tiny-chat/listener-child.ts), not the roster command.
  */
 const TOKEN = "tiny-bot-token";
 const LOBBY = "tiny-home-lobby";
@@ -42,6 +57,7 @@ level = "gate"
 
 [chat]
 approvers = ["tiny:ana"]
+approvals_channel = "${LOBBY}"
 
 [chat.from_platform]
 tiny_houses = ["home"]
@@ -139,5 +155,116 @@ describe("a chat platform written in one folder", () => {
     expect(said.text).not.toMatch(/^Not done/);
     expect(findGate(env.paths, id)?.state).toBe("executed");
     expect(tiny.posts).toContainEqual({ room: "vault", text: "the vault is open", id: "m2" });
+  });
+});
+
+const CHILD = join(import.meta.dirname, "../support/tiny-chat/listener-child.ts");
+
+describe("its listener, run as the server runs every platform's", () => {
+  let router: SessionRouter;
+  let listeners: ListenerSupervisor;
+  const notes: string[] = [];
+
+  beforeAll(async () => {
+    const { paths } = env;
+    const childEnv = { ...process.env, ROSTER_ROOT: env.root };
+    const note = (text: string) => notes.push(text);
+    router = new SessionRouter({
+      paths,
+      note,
+      env: childEnv,
+      queueBound: 4,
+      replyBy: (provider) => `only through the ${provider}_send action`,
+      recordReplies: false,
+    });
+    listeners = new ListenerSupervisor({
+      paths,
+      router,
+      note,
+      env: childEnv,
+      offers: new OfferDesk(paths, () => loadConfig(paths.config).org.chat),
+      commands: chatCommands(paths),
+      // the roster command's list names no tiny chat: its child is that command with tiny added
+      launch: (binding, launchEnv) =>
+        fork(CHILD, [binding.worker, binding.platform], {
+          env: launchEnv,
+          execArgv: ["--import", "tsx"],
+          stdio: ["ignore", "ignore", "inherit", "ipc"],
+        }),
+    });
+    listeners.start(botBindings(loadConfig(paths.config).workers));
+    await until(
+      () => listeners.statuses()[0]?.state === "connected" && tiny.listening === 1,
+      "tiny chat's listener connected",
+      20_000,
+    );
+  });
+  afterAll(async () => {
+    await listeners?.stop();
+    await router?.closeAll();
+  });
+
+  it("receives: what a person says in a room reaches the worker's conversation there", async () => {
+    expect(listeners.statuses()).toMatchObject([{ worker: "elf", platform: "tiny" }]);
+    tiny.say("lobby", "ana", "elf, are you there?");
+    const heard = await until(
+      () => readMessages(env.paths, LOBBY).find((m) => m.content === "elf, are you there?"),
+      "the message in the lobby's history",
+      20_000,
+    );
+    expect(heard).toMatchObject({ author: "ana", author_id: "tiny:ana", role: "user" });
+    // recorded and queued, the child was told so: its cursor is past the message
+    await until(() => readCursor(env.paths, "elf", LOBBY)?.last_id === "1", "the cursor moved");
+    // the router opened elf's session for the lobby: this deployment has no model, so the
+    // session refuses to start, and the turn's failure comes back to the room over the wire
+    const notice = await until(
+      () => tiny.posts.find((post) => post.text.startsWith("I couldn't finish that")),
+      "the failure notice in the lobby",
+      20_000,
+    );
+    expect(notice).toMatchObject({ room: "lobby" });
+    expect(notice.text).toContain("no model configured");
+  });
+
+  it("approves: a gated send is offered in the approvals room and an approver's press sends it", async () => {
+    await setTrusted(env.paths, LOBBY, true);
+    const token = await env.token("elf", "run-tiny-press");
+    const reply = await submitAction(env, token, {
+      intent: "tiny-send",
+      payload: { channel_id: VAULT, text: "the vault is open again" },
+      rationale: "bo asked",
+    });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(202);
+    const id = String(reply.body.gate_id);
+
+    // the server offers what is due on every tick; here once, by hand
+    listeners.offerDue();
+    const offer = await until(
+      () => tiny.posts.find((post) => post.buttons?.includes(`roster-gate:${id}:approve`)),
+      "the offer in the lobby",
+      20_000,
+    );
+    expect(offer.room).toBe("lobby");
+    expect(offer.text).toContain("the vault is open again");
+    expect(offer.text).toContain("Why: bo asked");
+
+    // someone who is not an approver is told so, alone; the gate waits
+    tiny.press(offer.id, `roster-gate:${id}:approve`, "bo");
+    const refused = await until(() => tiny.posts.find((post) => post.to === "bo"), "the refusal");
+    expect(refused.text).toContain("not one of the approvers");
+    expect(findGate(env.paths, id)?.state).toBe("pending");
+
+    tiny.press(offer.id, `roster-gate:${id}:approve`, "ana");
+    const settled = await until(
+      () => tiny.posts.find((post) => post.text.includes(`${id} approved and sent`)),
+      "the outcome in the lobby",
+      20_000,
+    );
+    expect(settled).toMatchObject({ room: "lobby" });
+    expect(settled.to).toBeUndefined();
+    expect(findGate(env.paths, id)).toMatchObject({ state: "executed", decided_by: "tiny:ana" });
+    expect(tiny.posts).toContainEqual(
+      expect.objectContaining({ room: "vault", text: "the vault is open again" }),
+    );
   });
 });

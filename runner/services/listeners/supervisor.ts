@@ -83,6 +83,22 @@ export const DEFAULT_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 60_000, stableMs
 
 const ROSTER_BIN = join(PROJECT_ROOT, "bin/roster.mjs");
 
+/**
+ * How a binding's listener process starts: a child with an IPC channel that
+ * speaks protocol.ts. What the server starts is `roster server listener
+ * <worker> <platform>` (the child's side is listeners/child.ts); the
+ * supervisor keeps whatever it is given running the same way.
+ */
+export type LaunchListener = (binding: BotBinding, env: NodeJS.ProcessEnv) => ChildProcess;
+
+/** `roster server listener <worker> <platform>`, forked from the roster command itself. */
+export const forkListener: LaunchListener = (binding, env) =>
+  fork(ROSTER_BIN, ["server", "listener", binding.worker, binding.platform], {
+    env,
+    execArgv: [],
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+
 interface Supervised {
   binding: BotBinding;
   child: ChildProcess | undefined;
@@ -121,6 +137,8 @@ export class ListenerSupervisor {
       offers?: ChatApprovals;
       /** Commands from chat; without it they are answered "off". */
       commands?: ChatCommands;
+      /** How a listener process starts; forkListener (the roster command) unless said. */
+      launch?: LaunchListener;
     },
   ) {}
 
@@ -204,11 +222,7 @@ export class ListenerSupervisor {
   private launch(entry: Supervised): void {
     const { worker, platform } = entry.binding;
     entry.startedAt = Date.now();
-    const child = fork(ROSTER_BIN, ["server", "listener", worker, platform], {
-      env: this.options.env,
-      execArgv: [],
-      stdio: ["ignore", "ignore", "inherit", "ipc"],
-    });
+    const child = (this.options.launch ?? forkListener)(entry.binding, this.options.env);
     entry.child = child;
     if (child.pid) entry.status.pid = child.pid;
     child.on("error", () => undefined);

@@ -88,6 +88,10 @@ export const tinyChat: ChatPlatform = {
     verify: { method: "GET", path: "/me" },
   },
   sender: tinySender,
+  listener: async () => {
+    const { TinyListener } = await import("./listener.ts");
+    return (host, credential) => new TinyListener(host, credential);
+  },
   vouch: {
     named: (server, chat) => rulesOf(chat).tiny_houses?.includes(server) === true,
     admits: (facts, chat) =>
