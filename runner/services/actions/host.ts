@@ -1,8 +1,5 @@
 import { rmSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
 import type { Identity } from "../../boundary/gateway/doors/identity.ts";
 import type {
   ActionHandler,
@@ -16,14 +13,15 @@ import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { appendJournal, readJournal } from "../../records/journal/journal.ts";
-import { runDir } from "../../records/run-records/run-record.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { grantFor } from "./action-grant.ts";
 import { executorFor } from "./desk.ts";
-import { deskFull, heldCallTooBig, ProposalShare } from "./desk-bounds.ts";
-import { mcpCall } from "./executors/mcp.ts";
+import { deskFull, ProposalShare } from "./desk-bounds.ts";
 import { type Gate, listGates, newGateId, sentPartsFile, writeGate } from "./gates.ts";
+import { holdMcpCall } from "./held-calls.ts";
 import { RouteShares } from "./route-shares.ts";
+import { reportOutcome } from "./run-outcome.ts";
+import { firstProblem } from "./schema-problem.ts";
 import { decideTrust } from "./trust.ts";
 import { channelTrust } from "./trusted-channels.ts";
 
@@ -51,14 +49,6 @@ const Envelope = Type.Object(
 );
 type Envelope = Static<typeof Envelope>;
 
-const Outcome = Type.Object(
-  {
-    status: Type.Union([Type.Literal("completed"), Type.Literal("failed")]),
-    note: Type.String({ maxLength: 8000 }),
-  },
-  { additionalProperties: false },
-);
-
 const reply = (status: number, body: Record<string, unknown>): ActionResponse => ({ status, body });
 
 /** A proposal that passed admission. */
@@ -68,18 +58,6 @@ interface Admitted {
   executor: NonNullable<ReturnType<typeof executorFor>>;
   payload: Record<string, unknown>;
   config: ReturnType<ConfigSource["get"]>;
-}
-
-/** The first schema problem as "field: message", for a 400 a model can act on. */
-export function firstProblem(
-  schema: Parameters<typeof Value.Errors>[0],
-  value: unknown,
-  prefix: string,
-): string | undefined {
-  const first = Value.Errors(schema, value).First();
-  if (!first) return undefined;
-  const field = [prefix, ...first.path.split("/").filter(Boolean)].filter(Boolean).join(".");
-  return `${field || "(envelope)"}: ${first.message}`;
 }
 
 export class ActionHost implements ActionHandler {
@@ -132,7 +110,8 @@ export class ActionHost implements ActionHandler {
       });
     if (route === "GET /journal")
       return reply(200, { events: readJournal(this.paths, worker, 30) });
-    if (route === "POST /outcome") return this.outcome(request.body, worker, caller.runId);
+    if (route === "POST /outcome")
+      return reportOutcome(this.paths, request.body, worker, caller.runId);
     return reply(404, { status: "error", error: "unknown action endpoint" });
   }
 
@@ -354,73 +333,9 @@ export class ActionHost implements ActionHandler {
     });
   }
 
-  /**
-   * A tools/call the gateway held (a `verdict = "gate"` grant decided it): filed
-   * as a gate for the desk with the arguments as sent, journaled and audited
-   * like any proposal. The grant was the admission; the human is the trust.
-   * A call too big to keep, or one past the worker's room on the desk, is
-   * refused with the reason (the gateway answers it as a JSON-RPC error).
-   */
-  async holdMcpCall(call: HeldMcpCall): Promise<{ gateId: string }> {
-    const worker = workerOfSubject(call.caller.subject);
-    const runId = call.caller.runId || null;
-    const payload = { url: call.url, tool: call.tool, arguments: call.arguments, rule: call.rule };
-    const refused = heldCallTooBig(payload) ?? deskFull(this.paths, worker);
-    if (refused) throw new Error(refused);
-    const gate: Gate = {
-      id: newGateId(),
-      worker: call.caller.subject,
-      intent: "mcp-call",
-      executor: "mcp",
-      payload,
-      rationale: "",
-      run_id: runId,
-      task_id: null,
-      state: "pending",
-      filed_at: new Date().toISOString(),
-    };
-    const summary = mcpCall.summary(payload);
-    const because = `grant "${call.rule}" holds this MCP tool for approval`;
-    writeGate(this.paths, gate);
-    appendJournal(this.paths, {
-      worker,
-      run_id: runId,
-      kind: "gate-filed",
-      intent: gate.intent,
-      gate_id: gate.id,
-      summary,
-      detail: because,
-    });
-    appendActionAudit(this.paths, { gate, disposition: "gated", reason: because });
-    return { gateId: gate.id };
-  }
-
-  /** A task run's own verdict on its task (task_complete / task_fail), kept beside its record. */
-  private async outcome(body: Buffer, worker: string, runId: string): Promise<ActionResponse> {
-    if (!runId)
-      return reply(403, { status: "denied", reason: "only a run may report its outcome" });
-    let outcome: Static<typeof Outcome>;
-    try {
-      outcome = JSON.parse(body.toString("utf8")) as Static<typeof Outcome>;
-    } catch {
-      return reply(400, { status: "error", error: "bad outcome: not JSON" });
-    }
-    const problem = firstProblem(Outcome, outcome, "");
-    if (problem) return reply(400, { status: "error", error: `bad outcome: ${problem}` });
-    const dir = runDir(this.paths.state, worker, runId);
-    await mkdir(dir, { recursive: true });
-    await writeFile(
-      join(dir, "outcome.json"),
-      `${JSON.stringify({ ...outcome, ts: new Date().toISOString() })}\n`,
-    );
-    appendJournal(this.paths, {
-      worker,
-      run_id: runId,
-      kind: "outcome-reported",
-      summary: outcome.status,
-      detail: outcome.note,
-    });
-    return reply(200, { status: "done" });
+  /** A tools/call the gateway held for the desk (held-calls.ts). */
+  holdMcpCall(call: HeldMcpCall): Promise<{ gateId: string }> {
+    return holdMcpCall(this.paths, call);
   }
 
   /** Auto: no gate is filed (so it never counts toward earned trust), the outcome is journaled. */
