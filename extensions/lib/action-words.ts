@@ -8,7 +8,7 @@ import {
   type ActionsReply,
   ActionsUnreachable,
   callActions,
-} from "./actions-client.ts";
+} from "./action-host-client.ts";
 
 export interface ToolAnswer {
   content: { type: "text"; text: string }[];

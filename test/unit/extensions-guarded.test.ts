@@ -18,7 +18,7 @@ const extensions = readdirSync(dir).filter((name) => name.endsWith(".ts"));
 describe("the box's extensions", () => {
   it("are all there to check", () => {
     expect(extensions).toEqual(
-      expect.arrayContaining(["actions.ts", "mcp.ts", "repo.ts", "web.ts"]),
+      expect.arrayContaining(["mcp.ts", "proposals.ts", "repo.ts", "web.ts"]),
     );
   });
 

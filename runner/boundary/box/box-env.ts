@@ -49,7 +49,7 @@ export function boxEnvironment(input: BoxEnvInput): Record<string, string> {
     ROSTER_STORE_DIR: `${BOX_HOME}/store`,
     ROSTER_TASKS_FILE: `${BOX_HOME}/self/schedule.json`,
     ROSTER_SELF_DIR: `${BOX_HOME}/self`,
-    // the chat platforms' send tools, which extensions/actions.ts offers the model
+    // the chat platforms' send tools, which extensions/proposals.ts offers the model
     ROSTER_CHAT_SENDS: sendToolList(),
   };
   if (input.taskId) env.ROSTER_TASK_ID = input.taskId;

@@ -5,7 +5,7 @@ import type { SendTool } from "../../ground/chat/terms.ts";
  * A platform's send tool as the box shows it to the model: the channel's id,
  * the text, and what else the platform's sender takes (a thread). The box
  * names it `<platform>_send` and proposes `<platform>-send` with it
- * (extensions/actions.ts); the action host judges what it proposes.
+ * (extensions/proposals.ts); the action host judges what it proposes.
  */
 export function sendTool(spec: {
   label: string;

@@ -1,5 +1,5 @@
 /**
- * Actions: how a worker does anything beyond its box — tell the user, send an
+ * Proposals: how a worker does anything beyond its box — tell the user, send an
  * email, post to a channel, file a task. Each tool only proposes: the action
  * host on the host side checks the operator's grants, then runs it at once,
  * holds it for a human, or refuses; the tool says which in plain words.
@@ -357,4 +357,4 @@ function noTask(): Promise<never> | undefined {
 }
 
 // every tool call runs guarded: an error its work raises later ends that call, not the run
-export default guarded("actions", loadActions);
+export default guarded("proposals", loadActions);
