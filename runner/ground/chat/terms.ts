@@ -14,6 +14,18 @@ export interface PlatformTerms {
   readonly name: string;
   /** What every roster channel id of this platform starts with. */
   readonly channelPrefix: string;
+  /**
+   * Every channel of it has one person in it besides the worker (the
+   * terminal); otherwise a channel of it is direct when its id has `-dm-`
+   * (records/channels/ids.ts).
+   */
+  readonly direct?: boolean;
+  /**
+   * A surface kind of its own, which its every channel is of: a word a
+   * channel class's `surfaces` may name besides `dm`, `room` and `none` (the
+   * terminal's `term`). Without one its channels are `dm` or `room`.
+   */
+  readonly surface?: string;
   /** Whether a bot speaks for it: a key in worker.toml's `[channels]`, naming the bot's vault credential. */
   readonly bot?: boolean;
   /**
@@ -71,11 +83,26 @@ export function chatPlatforms(): readonly PlatformTerms[] {
   return declared;
 }
 
+/** The platform a roster channel id belongs to, by its prefix. */
+export function platformTermsOf(channelId: string): PlatformTerms | undefined {
+  return declared.find((platform) => channelId.startsWith(platform.channelPrefix));
+}
+
+/** The surface kinds a channel class may name: `dm`, `room`, each platform's own, and `none`. */
+export function surfaceKinds(): string[] {
+  return [
+    "dm",
+    "room",
+    ...declared.flatMap((platform) => (platform.surface ? [platform.surface] : [])),
+    "none",
+  ];
+}
+
 /** The box tool that sends into a platform's channels, and the intent it proposes. */
 export const sendToolName = (platform: string): string => `${platform}_send`;
 export const sendIntent = (platform: string): string => `${platform}-send`;
 
-/** What the box reads from ROSTER_CHAT_SENDS (extensions/actions.ts): one entry per platform. */
+/** What the box reads from ROSTER_CHAT_SENDS (extensions/proposals.ts): one entry per platform. */
 export function sendToolList(): string {
   return JSON.stringify(
     chatPlatforms().map((platform) => ({

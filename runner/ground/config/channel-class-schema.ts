@@ -6,12 +6,13 @@ import { ServerName } from "./chat-schema.ts";
  * a grant or an action is limited to, judged against the channels a run's
  * input came from (records/channels/channel-class.ts). `servers` names a
  * platform's servers (a guild, a workspace) as `<platform>-<server id>`
- * (lower case, chat-schema.ts); `surfaces` the kinds: `dm`, `room`,
- * `term`, and `none` for a run no channel started (a command line, a
- * schedule). Each field left out admits everything it would name.
+ * (lower case, chat-schema.ts); `surfaces` the kinds: `dm`, `room`, a
+ * platform's own (the terminal's `term`, as it declares it: ground/chat/
+ * terms.ts surfaceKinds), and `none` for a run no channel started (a
+ * command line, a schedule). Each field left out admits everything it would
+ * name.
  */
-export const SURFACES = ["dm", "room", "term", "none"] as const;
-export type Surface = (typeof SURFACES)[number];
+export type Surface = string;
 
 export const ChannelClass = Type.Object(
   {
@@ -22,7 +23,7 @@ export const ChannelClass = Type.Object(
       }),
     ),
     surfaces: Type.Optional(
-      Type.Array(Type.Union(SURFACES.map((one) => Type.Literal(one))), {
+      Type.Array(Type.String({ format: "chat-surface" }), {
         minItems: 1,
         uniqueItems: true,
       }),

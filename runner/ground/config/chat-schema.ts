@@ -1,5 +1,5 @@
 import { FormatRegistry, type Static, Type } from "@sinclair/typebox";
-import { chatPlatforms, type PlatformTerms } from "../chat/terms.ts";
+import { chatPlatforms, type PlatformTerms, surfaceKinds } from "../chat/terms.ts";
 
 /**
  * What the config says of chat, with no platform named: each platform's
@@ -50,10 +50,12 @@ for (const [format, rule] of Object.entries(RULES))
     (value) => names(rule.whose).length > 0 && new RegExp(patternOf(rule)).test(value),
   );
 FormatRegistry.Set("executor", (value) => executorNames().includes(value));
+FormatRegistry.Set("chat-surface", (value) => surfaceKinds().includes(value));
 
 /** A refusal's words for a value a format turned down (toml-file.ts), as a pattern's or a union's would read. */
 export function formatSaid(format: string): string | undefined {
   if (format === "executor") return `must be one of ${executorNames().join(", ")}`;
+  if (format === "chat-surface") return `must be one of ${surfaceKinds().join(", ")}`;
   const rule = RULES[format];
   return rule ? `must match ${patternOf(rule)}` : undefined;
 }

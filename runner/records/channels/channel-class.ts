@@ -1,4 +1,4 @@
-import { chatPlatforms } from "../../ground/chat/terms.ts";
+import { platformTermsOf } from "../../ground/chat/terms.ts";
 import type { ChannelClass, Surface } from "../../ground/config/channel-class-schema.ts";
 import { isChannelId, isDirectChannel } from "./ids.ts";
 
@@ -7,10 +7,12 @@ import { isChannelId, isDirectChannel } from "./ids.ts";
  * channel-class-schema.ts). Every origin must: a run that carried a room's
  * conversation and a DM's is judged by both. A run with no origin is of the
  * surface `none` and of no server. Origins that aren't known (a token that
- * doesn't say) fall in no class.
+ * doesn't say) fall in no class. A channel's surface is its platform's own
+ * kind when it declares one (the terminal's `term`), else `dm` or `room`.
  */
 export function surfaceOf(channel: string): Surface {
-  if (channel.startsWith("term-")) return "term";
+  const own = platformTermsOf(channel)?.surface;
+  if (own) return own;
   return isDirectChannel(channel) ? "dm" : "room";
 }
 
@@ -20,8 +22,7 @@ export function surfaceOf(channel: string): Surface {
  * terminal is in none.
  */
 export function serverOf(channel: string): string | undefined {
-  const platform = chatPlatforms().find((one) => channel.startsWith(one.channelPrefix));
-  return platform?.serverOf?.(channel);
+  return platformTermsOf(channel)?.serverOf?.(channel);
 }
 
 export function classAdmits(

@@ -1,3 +1,4 @@
+import { platformTermsOf } from "../../ground/chat/terms.ts";
 import { RosterError } from "../../ground/errors.ts";
 
 /**
@@ -24,11 +25,12 @@ export function assertChannelId(id: string): void {
  * Each chat platform builds and reads its own channel ids (services/chat/),
  * each under a prefix of its own; they all keep to the rule above and to one
  * more, read here: a channel with exactly one person in it besides the worker
- * is a terminal (`term-…`) or has `-dm-` in its id (a chat platform's direct
+ * is one of a platform whose every channel is direct (its declaration says
+ * so: the terminal's) or has `-dm-` in its id (a chat platform's direct
  * message). Nobody else reads or writes there, which is why such a channel is
  * trusted and wakes the worker on every message unless the operator says
  * otherwise. These ids name folders of user data, so their form never changes.
  */
 export function isDirectChannel(id: string): boolean {
-  return isChannelId(id) && (id.startsWith("term-") || id.includes("-dm-"));
+  return isChannelId(id) && (platformTermsOf(id)?.direct === true || id.includes("-dm-"));
 }

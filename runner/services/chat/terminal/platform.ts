@@ -11,6 +11,9 @@ import { term } from "./sender.ts";
 export const terminal: ChatPlatform = {
   name: "term",
   channelPrefix: TERM_PREFIX,
+  // one host user and one worker: direct, and a surface of its own in a channel class
+  direct: true,
+  surface: "term",
   send: sendTool({
     label: "Send to terminal",
     description: `Post a message to a terminal channel (ids start with "${TERM_PREFIX}").`,
