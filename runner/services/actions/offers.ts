@@ -7,7 +7,7 @@ import { errorMessage } from "../../ground/errors.ts";
 import { replaceFileSync } from "../../ground/files/atomic-replace.ts";
 import { isTrusted } from "../../records/channels/designations.ts";
 import { readRecord, runDir } from "../../records/run-records/run-record.ts";
-import { CHAT_PLATFORMS } from "../chat/platforms.ts";
+import { CHAT_PLATFORMS, platformOfChannel } from "../chat/platforms.ts";
 import { appendActionAudit } from "./action-audit.ts";
 import { approveGate, denyGate, executorFor } from "./desk.ts";
 import { type Gate, listGates, readGate } from "./gates.ts";
@@ -69,7 +69,7 @@ export class OfferDesk {
     for (const gate of listGates(this.paths)) {
       if (gate.state !== "pending" || this.offers.has(gate.id)) continue;
       const channel = this.channelFor(gate);
-      const platform = channel?.split("-")[0];
+      const platform = channel ? platformOfChannel(channel)?.name : undefined;
       const worker = workerOfSubject(gate.worker);
       if (!channel || !platform || !canOffer(worker, platform)) continue;
       const offer: Offer = {

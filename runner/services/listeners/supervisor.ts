@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { chatPlatforms } from "../../ground/chat/terms.ts";
 import type { BotBinding } from "../../ground/config/bot-bindings.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage } from "../../ground/errors.ts";
@@ -84,10 +85,9 @@ export const DEFAULT_BACKOFF: Backoff = { baseMs: 1_000, maxMs: 60_000, stableMs
 const ROSTER_BIN = join(PROJECT_ROOT, "bin/roster.mjs");
 
 /**
- * How a binding's listener process starts: a child with an IPC channel that
- * speaks protocol.ts. What the server starts is `roster server listener
- * <worker> <platform>` (the child's side is listeners/child.ts); the
- * supervisor keeps whatever it is given running the same way.
+ * How a binding's listener process starts: a child speaking protocol.ts over
+ * its IPC channel (its side is child.ts). The supervisor keeps whatever it
+ * is given running the same way.
  */
 export type LaunchListener = (binding: BotBinding, env: NodeJS.ProcessEnv) => ChildProcess;
 
@@ -283,7 +283,8 @@ export class ListenerSupervisor {
     const asked = message.type === "command" ? message.command : message.complete;
     const user = `${platform}:${asked.user.replace(/^[a-z]+:/, "")}`;
     const commands = this.options.commands;
-    const foreign = !asked.channel.startsWith(`${platform}-`);
+    const prefix = chatPlatforms().find((one) => one.name === platform)?.channelPrefix;
+    const foreign = prefix === undefined || !asked.channel.startsWith(prefix);
     if (message.type === "complete") {
       if (!commands || foreign) {
         answer({ type: "completed", ref, choices: [] });

@@ -3,6 +3,7 @@ import { groupOf, homeOf } from "../../records/channels/links.ts";
 import { readMessages } from "../../records/channels/store.ts";
 import { describeEvent } from "../../work/runs/pi-events.ts";
 import type { SessionRouter } from "../../work/sessions/router.ts";
+import { termInbound } from "../chat/terminal/talk.ts";
 import type { TurnRequest } from "./run-socket.ts";
 
 /**
@@ -26,15 +27,7 @@ export async function handedTurn(
   const home = homeOf(paths, request.channel);
   const since = new Date().toISOString();
   const delivered = await router.deliver(
-    {
-      worker: request.worker,
-      channel: request.channel,
-      provider: "term",
-      author: request.author,
-      author_id: `term:${request.author}`,
-      standing: "host-op",
-      text: request.text,
-    },
+    termInbound(request.worker, request.channel, request.author, request.text),
     {
       onEvent: (event) => {
         const shown = describeEvent(event);

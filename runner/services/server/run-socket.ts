@@ -5,6 +5,7 @@ import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, userFailure } from "../../ground/errors.ts";
 import type { ReadyStart } from "../../work/runs/run-request.ts";
+import { TERM_CHANNEL_PATTERN } from "../chat/terminal/ids.ts";
 import { runSocketPath } from "./state.ts";
 
 /**
@@ -49,7 +50,7 @@ export type ExecRequest = Static<typeof ExecRequest>;
 export const TurnRequest = Type.Object(
   {
     worker: WorkerName,
-    channel: Type.String({ pattern: "^term-[a-z0-9_-]{1,100}$" }),
+    channel: Type.String({ pattern: TERM_CHANNEL_PATTERN }),
     author: Type.String({ minLength: 1, maxLength: 128 }),
     text: Type.String({ minLength: 1, maxLength: 64 * 1024 }),
   },

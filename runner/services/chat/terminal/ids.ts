@@ -8,6 +8,9 @@ import { assertChannelId } from "../../../records/channels/ids.ts";
  */
 export const TERM_PREFIX = "term-";
 
+/** A terminal channel id as a request names one (the server's `/turns` for a linked terminal). */
+export const TERM_CHANNEL_PATTERN = `^${TERM_PREFIX}[a-z0-9_-]{1,100}$`;
+
 export function termChannelId(user: string, worker: string): string {
   const folded = user.toLowerCase().replace(/[^a-z0-9_-]/g, "_");
   const id = `${TERM_PREFIX}${folded}-${worker}`;

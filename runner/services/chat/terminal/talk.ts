@@ -4,8 +4,9 @@ import type { RosterPaths } from "../../../ground/config/paths.ts";
 import { errorMessage } from "../../../ground/errors.ts";
 import { groupOf } from "../../../records/channels/links.ts";
 import { describeEvent } from "../../../work/runs/pi-events.ts";
-import { SessionError, SessionRouter } from "../../../work/sessions/router.ts";
+import { type Inbound, SessionError, SessionRouter } from "../../../work/sessions/router.ts";
 import { termChannelId } from "./ids.ts";
+import { terminal } from "./platform.ts";
 
 /**
  * `roster talk <worker>`: the terminal as a channel (term-<user>-<worker>,
@@ -50,6 +51,19 @@ export function talkUser(env: NodeJS.ProcessEnv = process.env): string {
   }
 }
 
+/** A line typed at a terminal, as the router takes it: the host user's, who is the operator. */
+export function termInbound(worker: string, channel: string, user: string, text: string): Inbound {
+  return {
+    worker,
+    channel,
+    provider: terminal.name,
+    author: user,
+    author_id: `${terminal.name}:${user}`,
+    standing: "host-op",
+    text,
+  };
+}
+
 export async function talk(options: TalkOptions): Promise<number> {
   const { worker, output, notes } = options;
   const user = talkUser(options.env);
@@ -80,17 +94,8 @@ export async function talk(options: TalkOptions): Promise<number> {
   };
   const local = (text: string): Promise<void> => {
     pending++;
-    const message = {
-      worker,
-      channel,
-      provider: "term",
-      author: user,
-      author_id: `term:${user}`,
-      standing: "host-op" as const,
-      text,
-    };
     const turn = router
-      .deliver(message, printer.listeners())
+      .deliver(termInbound(worker, channel, user, text), printer.listeners())
       .then(
         (delivered) => printer.done(delivered.result.modelError),
         (error: unknown) => printer.failed(error),
