@@ -1,28 +1,23 @@
-import { fork } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ExtensionAPI, ToolDefinition } from "@earendil-works/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import registerActions from "../../extensions/actions.ts";
+import registerActions from "../../extensions/proposals.ts";
 import { sendToolList } from "../../runner/ground/chat/terms.ts";
-import { botBindings } from "../../runner/ground/config/bot-bindings.ts";
 import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
 import { serverOf } from "../../runner/records/channels/channel-class.ts";
 import { setTrusted } from "../../runner/records/channels/designations.ts";
 import { readMessages } from "../../runner/records/channels/store.ts";
 import { findGate } from "../../runner/services/actions/gates.ts";
-import { OfferDesk } from "../../runner/services/actions/offers.ts";
 import { addChatPlatform } from "../../runner/services/chat/platforms.ts";
 import { readCursor } from "../../runner/services/listeners/cursors.ts";
-import { ListenerSupervisor } from "../../runner/services/listeners/supervisor.ts";
 import { standingOf } from "../../runner/services/slash/authority.ts";
 import { answerLine } from "../../runner/services/slash/core.ts";
-import { chatCommands } from "../../runner/services/slash/from-chat.ts";
 import { findRecipe } from "../../runner/work/connections/recipes.ts";
-import { SessionRouter } from "../../runner/work/sessions/router.ts";
 import { submitAction } from "../support/action-host.ts";
 import { until } from "../support/chat-turns.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
+import { startTinyServer, type TinyServer } from "../support/tiny-chat/listeners.ts";
 import { tinyChat } from "../support/tiny-chat/platform.ts";
 import { TinyChat } from "../support/tiny-chat/wire.ts";
 
@@ -158,54 +153,24 @@ describe("a chat platform written in one folder", () => {
   });
 });
 
-const CHILD = join(import.meta.dirname, "../support/tiny-chat/listener-child.ts");
-
 describe("its listener, run as the server runs every platform's", () => {
-  let router: SessionRouter;
-  let listeners: ListenerSupervisor;
-  const notes: string[] = [];
+  let server: TinyServer;
+  const listeners = () => server.listeners;
 
   beforeAll(async () => {
-    const { paths } = env;
-    const childEnv = { ...process.env, ROSTER_ROOT: env.root };
-    const note = (text: string) => notes.push(text);
-    router = new SessionRouter({
-      paths,
-      note,
-      env: childEnv,
-      queueBound: 4,
-      replyBy: (provider) => `only through the ${provider}_send action`,
-      recordReplies: false,
-    });
-    listeners = new ListenerSupervisor({
-      paths,
-      router,
-      note,
-      env: childEnv,
-      offers: new OfferDesk(paths, () => loadConfig(paths.config).org.chat),
-      commands: chatCommands(paths),
-      // the roster command's list names no tiny chat: its child is that command with tiny added
-      launch: (binding, launchEnv) =>
-        fork(CHILD, [binding.worker, binding.platform], {
-          env: launchEnv,
-          execArgv: ["--import", "tsx"],
-          stdio: ["ignore", "ignore", "inherit", "ipc"],
-        }),
-    });
-    listeners.start(botBindings(loadConfig(paths.config).workers));
+    server = startTinyServer(env.paths, env.root);
     await until(
-      () => listeners.statuses()[0]?.state === "connected" && tiny.listening === 1,
+      () => listeners().statuses()[0]?.state === "connected" && tiny.listening === 1,
       "tiny chat's listener connected",
       20_000,
     );
   });
   afterAll(async () => {
-    await listeners?.stop();
-    await router?.closeAll();
+    await server?.stop();
   });
 
   it("receives: what a person says in a room reaches the worker's conversation there", async () => {
-    expect(listeners.statuses()).toMatchObject([{ worker: "elf", platform: "tiny" }]);
+    expect(listeners().statuses()).toMatchObject([{ worker: "elf", platform: "tiny" }]);
     tiny.say("lobby", "ana", "elf, are you there?");
     const heard = await until(
       () => readMessages(env.paths, LOBBY).find((m) => m.content === "elf, are you there?"),
@@ -238,7 +203,7 @@ describe("its listener, run as the server runs every platform's", () => {
     const id = String(reply.body.gate_id);
 
     // the server offers what is due on every tick; here once, by hand
-    listeners.offerDue();
+    listeners().offerDue();
     const offer = await until(
       () => tiny.posts.find((post) => post.buttons?.includes(`roster-gate:${id}:approve`)),
       "the offer in the lobby",
