@@ -34,6 +34,9 @@ import { TinyChat } from "../support/tiny-chat/wire.ts";
  * to the session router and whose presses go to the desk's offers. The one
  * difference: the child is `roster server listener` with tiny chat added to
  * the list (support/tiny-chat/listener-child.ts), not the roster command.
+ * Here the deployment has no model, so a message reaches the router and the
+ * session it opens refuses to start; test/listeners/tiny-chat.test.ts
+ * follows one into a warm session in a real box and back out.
  */
 const TOKEN = "tiny-bot-token";
 const LOBBY = "tiny-home-lobby";
