@@ -26,6 +26,12 @@ export interface PlatformTerms {
    * terminal's `term`). Without one its channels are `dm` or `room`.
    */
   readonly surface?: string;
+  /**
+   * Which `[box]` idle window holds a warm session of it open: `talk`
+   * (`talk_idle_secs`, a person at the host's terminal) or, unless it says
+   * so, `chat` (`chat_idle_secs`).
+   */
+  readonly idle?: "talk" | "chat";
   /** Whether a bot speaks for it: a key in worker.toml's `[channels]`, naming the bot's vault credential. */
   readonly bot?: boolean;
   /**

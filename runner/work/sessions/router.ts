@@ -34,7 +34,7 @@ const oneLine = (text: string) => {
 export interface Inbound {
   worker: string;
   channel: string;
-  /** The chat platform's name ("term" for the terminal). */
+  /** The chat platform's name, as the list declares it. */
   provider: string;
   author: string;
   author_id: string;

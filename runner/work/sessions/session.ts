@@ -1,5 +1,6 @@
 import { BOX_HOME } from "../../boundary/box/layout.ts";
 import type { BoxOutcome } from "../../boundary/box/lifecycle.ts";
+import { chatPlatforms } from "../../ground/chat/terms.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
@@ -27,7 +28,7 @@ export interface SessionSpec {
   paths: RosterPaths;
   worker: string;
   channel: string;
-  /** The chat platform's name: which idle window applies (the terminal's, "term", or chat's). */
+  /** The chat platform's name: its terms say which idle window applies (talk's or chat's). */
   provider: string;
   /** How the worker's reply reaches the channel (told to the worker). */
   replyBy: string;
@@ -183,7 +184,9 @@ export class Session {
       throw new SessionError("the session could not start: the box has no stdin", run.id);
     }
     const { box } = run.worker;
-    const idleSecs = spec.provider === "term" ? box.talk_idle_secs : box.chat_idle_secs;
+    const talk =
+      chatPlatforms().find((platform) => platform.name === spec.provider)?.idle === "talk";
+    const idleSecs = talk ? box.talk_idle_secs : box.chat_idle_secs;
     const rpc = new PiRpc(stdin, () => session?.activity());
     const memory = memoryTurnBlock(run.worker.memory, await readMemory(spec.paths, spec.worker));
     session = new Session(spec, run, rpc, spec.idleMs ?? idleSecs * 1000, memory);

@@ -14,6 +14,8 @@ export const terminal: ChatPlatform = {
   // one host user and one worker: direct, and a surface of its own in a channel class
   direct: true,
   surface: "term",
+  // a person at the host's terminal: roster talk's idle window, not chat's
+  idle: "talk",
   send: sendTool({
     label: "Send to terminal",
     description: `Post a message to a terminal channel (ids start with "${TERM_PREFIX}").`,
