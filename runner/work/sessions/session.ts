@@ -184,9 +184,7 @@ export class Session {
       throw new SessionError("the session could not start: the box has no stdin", run.id);
     }
     const { box } = run.worker;
-    const talk =
-      chatPlatforms().find((platform) => platform.name === spec.provider)?.idle === "talk";
-    const idleSecs = talk ? box.talk_idle_secs : box.chat_idle_secs;
+    const idleSecs = idleSecsFor(box, spec.provider);
     const rpc = new PiRpc(stdin, () => session?.activity());
     const memory = memoryTurnBlock(run.worker.memory, await readMemory(spec.paths, spec.worker));
     session = new Session(spec, run, rpc, spec.idleMs ?? idleSecs * 1000, memory);
@@ -343,4 +341,13 @@ export class Session {
   get outcome(): SessionEnd | undefined {
     return this.endedWith;
   }
+}
+
+/** The `[box]` idle window a platform's warm session is held open for: its terms say talk's or chat's. */
+export function idleSecsFor(
+  box: { talk_idle_secs: number; chat_idle_secs: number },
+  provider: string,
+): number {
+  const talk = chatPlatforms().find((platform) => platform.name === provider)?.idle === "talk";
+  return talk ? box.talk_idle_secs : box.chat_idle_secs;
 }
