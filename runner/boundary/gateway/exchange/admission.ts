@@ -10,7 +10,7 @@ import {
 import { type Credentials, RETRY_AFTER_MS } from "../credentials/inject.ts";
 import { renderInjection, templatesFor } from "../credentials/vault.ts";
 import type { Identity } from "../doors/identity.ts";
-import { type Decision, grantNamesHost, judge } from "../judging/judge.ts";
+import { type Decision, judge } from "../judging/judge.ts";
 import { denied, type Refusal } from "../judging/refusals.ts";
 import {
   flattenHeaders,
@@ -18,18 +18,14 @@ import {
   type RequestFacts,
   type Target,
 } from "../judging/request-facts.ts";
-import { type McpScope, mcpScope } from "../mcp/hosts.ts";
-import { type McpReading, readMcp } from "../mcp/reading.ts";
 import type { ConfigSource } from "../settings/config-source.ts";
 import type { Budgets } from "../spend/budget.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "../spend/model-meter.ts";
-import { isModelCall } from "../spend/usage.ts";
 import type { ClosedPorts } from "../upstream/closed-ports.ts";
 import { UpstreamError } from "../upstream/pools.ts";
-import { findSsrfRefusal, literalRefusal } from "../upstream/ssrf.ts";
+import { findSsrfRefusal } from "../upstream/ssrf.ts";
 import { ACTIONS_HOST } from "./action-host.ts";
-import { pageRefusal } from "./caller.ts";
-import { upgradeRefused } from "./upgrades.ts";
+import { type Refused, ruleOn } from "./ruling.ts";
 
 /**
  * The gateway's one admission sequence. Whatever arrives — a CONNECT, a plain
@@ -97,13 +93,6 @@ export function requestFactsOf(
 /** How a request arrived: a CONNECT (judged for a raw tunnel), a request, or a WebSocket upgrade. */
 export type Entry = "connect" | "request" | "upgrade";
 
-export type Refused = {
-  kind: "refuse";
-  refusal: Refusal;
-  decision: Decision | undefined;
-  note?: string;
-};
-
 /** What a CONNECT is admitted as: a raw tunnel a grant passes, or a tunnel whose requests are judged inside. */
 export type ConnectAdmission = { kind: "tunnel"; grant: ScopedGrant } | { kind: "intercept" };
 
@@ -169,48 +158,24 @@ async function admitRequest(
   body: Buffer,
   entry: "request" | "upgrade",
 ): Promise<RequestAdmission> {
-  const config = deps.config.get();
-  const broken = deps.config.brokenReason(config);
-  const closed = deps.closed.reason(facts.host, facts.port);
   // a run past its share of the audit log is served nothing, the action host included
   if (deps.audit.isFull(facts.runId))
     return { kind: "refuse", refusal: auditFullRefusal(), decision: undefined };
-  const page = pageRefusal(facts);
-  if (page) return { kind: "refuse", refusal: page, decision: undefined };
-  // the action host is the gateway's own: it answers whatever the grants say
-  // (an upgrade to it is refused by the caller, on the same audit line)
-  if (facts.host === ACTIONS_HOST) return { kind: "action" };
-  if (broken) return { kind: "refuse", refusal: denied(undefined, broken), decision: undefined };
-  if (closed)
-    return {
-      kind: "refuse",
-      refusal: denied("closed", closed, "denied by gateway (a host service no box may reach)"),
-      decision: undefined,
-    };
-  const scope = mcpScope(config, facts.host);
-  const reading = readMcp(facts.headers, body, scope);
-  const unjudged = unjudgedRefusal(reading, scope, facts.host);
-  if (unjudged) return unjudged;
-  const mcp = reading.kind === "message" ? reading.mcp : null;
-  facts.mcp = mcp;
-  const decision = judge(config.grants, facts, "request");
-  if (decision.verdict === "gate" && decision.rule)
-    return gateRuling(decision, decision.rule, facts);
-  if (decision.verdict !== "allow" || !decision.rule) {
-    return { kind: "refuse", refusal: denied(decision.rule?.name, decision.hint), decision };
-  }
-  const grant = decision.rule;
-  const upgrade = entry === "upgrade" ? upgradeRefused(facts, scope, grant) : undefined;
-  if (upgrade) return { kind: "refuse", decision, refusal: upgrade };
-  const spend = deps.budgets.spendFor({
-    rule: grant.name,
-    host: facts.host,
-    method: facts.method,
-    mcp: facts.mcp,
-  });
+  const config = deps.config.get();
+  const ruling = ruleOn(
+    {
+      config,
+      broken: deps.config.brokenReason(config),
+      closed: deps.closed.reason(facts.host, facts.port),
+    },
+    facts,
+    body,
+    entry,
+  );
+  if (ruling.kind !== "allow") return ruling;
+  const { decision, grant, spend, model } = ruling;
   // a model call starts only while the tokens and usd windows have room (checked before
   // any fixed spend is charged); the one that crosses a cap finishes, the next is refused
-  const model = isModelCall(facts.method, facts.path);
   const modelOver =
     model && facts.subject ? deps.budgets.check(facts.subject, MODEL_CURRENCIES) : undefined;
   const over = modelOver ?? (facts.subject ? deps.budgets.charge(facts.subject, spend) : undefined);
@@ -221,35 +186,8 @@ async function admitRequest(
     ? new Map<string, string>()
     : await injectionFor(deps, decision, grant, facts.host);
   if (!(inject instanceof Map)) return inject;
-  const named = grantNamesHost(grant, facts.host);
-  const literal = literalRefusal(facts.host, named);
-  if (literal) {
-    return {
-      kind: "refuse",
-      decision,
-      refusal: denied(grant.name, literal.message, "denied by gateway (internal address)"),
-    };
-  }
-  return { kind: "forward", decision, inject, spend, allowInternal: named, model };
-}
-
-/**
- * A gate holds a tool call for a human; anything else it matches is refused,
- * never forwarded (and a page's call is never held: only the run's own tool
- * calls reach the desk).
- */
-function gateRuling(decision: Decision, rule: ScopedGrant, facts: RequestFacts): RequestAdmission {
-  const { mcp } = facts;
-  if (mcp?.method === "tools/call" && mcp.tool !== undefined && !facts.actor)
-    return { kind: "gate", decision, tool: mcp.tool };
-  return {
-    kind: "refuse",
-    refusal: denied(
-      rule.name,
-      `"${rule.name}" is a gate grant: it holds MCP tools/call requests for approval and passes nothing else`,
-    ),
-    decision,
-  };
+  if (ruling.literal) return { kind: "refuse", decision, refusal: ruling.literal };
+  return { kind: "forward", decision, inject, spend, allowInternal: ruling.named, model };
 }
 
 /** The door serves nothing it can't record: a run past its share of the audit log (audit.ts). */
@@ -261,36 +199,6 @@ function auditFullRefusal(): Refusal {
       "denied by gateway (this run's audit is full)",
     ),
     status: 429,
-  };
-}
-
-/** A body the gateway won't forward because it can't judge it: a batch, or one it can't read. */
-function unjudgedRefusal(reading: McpReading, scope: McpScope, host: string): Refused | undefined {
-  if (reading.kind === "batch") {
-    return {
-      kind: "refuse",
-      refusal: {
-        status: 400,
-        verdict: "deny",
-        body: {
-          error: "JSON-RPC batch refused",
-          hint: "send one JSON-RPC message per request so each can be judged",
-        },
-      },
-      decision: undefined,
-    };
-  }
-  if (reading.kind !== "unreadable") return undefined;
-  const where =
-    scope === "mcp" ? `${host} speaks MCP` : "an MCP rule with no host reads every JSON body";
-  return {
-    kind: "refuse",
-    refusal: denied(
-      undefined,
-      `${where}, and the gateway forwards only what it has judged: ${reading.reason}`,
-      "denied by gateway (an MCP message it can't judge)",
-    ),
-    decision: undefined,
   };
 }
 

@@ -5,7 +5,8 @@ import { sendRefusal } from "../judging/refusals.ts";
 import type { RequestFacts, Target } from "../judging/request-facts.ts";
 import { heldResult, jsonRpcRequest, mcpRefusal } from "../mcp/answers.ts";
 import type { ActionHandler } from "./action-host.ts";
-import { type Refused, refusalOutcome } from "./admission.ts";
+import { refusalOutcome } from "./admission.ts";
+import type { Refused } from "./ruling.ts";
 
 /**
  * The two answers the gateway gives an MCP request itself, each on the

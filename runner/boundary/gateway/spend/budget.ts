@@ -58,6 +58,39 @@ export interface BudgetRefusal {
 const list = <T>(value: T | T[] | undefined): T[] | undefined =>
   value === undefined ? undefined : Array.isArray(value) ? value : [value];
 
+/** What a call is, for the meters that match it. */
+export interface MeteredCall {
+  rule: string | undefined;
+  host: string;
+  method: string;
+  /** The request's MCP facts, for meters that count tool calls. */
+  mcp?: McpFacts | null;
+}
+
+/** The spend a call costs, per currency, from every matching meter. */
+export function spendFor(meters: BudgetMeter[], call: MeteredCall): Record<string, number> {
+  const spend: Record<string, number> = {};
+  for (const meter of meters) {
+    const match = meter.match ?? {};
+    const rules = list(match.rule);
+    if (rules && (call.rule === undefined || !rules.includes(call.rule))) continue;
+    const hosts = list(match.host);
+    if (hosts && !hosts.some((pattern) => hostMatches(pattern, call.host))) continue;
+    const methods = list(match.method);
+    if (
+      methods &&
+      !methods.some((m) => m === "*" || m.toUpperCase() === call.method.toUpperCase())
+    ) {
+      continue;
+    }
+    if (match.mcp && !mcpMatches(match.mcp, call.mcp ?? null)) continue;
+    for (const [currency, amount] of Object.entries(meter.spend)) {
+      spend[currency] = (spend[currency] ?? 0) + amount;
+    }
+  }
+  return spend;
+}
+
 export class Budgets {
   private usage: UsageLine[] = [];
   private readonly file: string;
@@ -79,34 +112,9 @@ export class Budgets {
     this.prices = prices;
   }
 
-  /** The spend a call costs, per currency, from every matching meter. */
-  spendFor(call: {
-    rule: string | undefined;
-    host: string;
-    method: string;
-    /** The request's MCP facts, for meters that count tool calls. */
-    mcp?: McpFacts | null;
-  }): Record<string, number> {
-    const spend: Record<string, number> = {};
-    for (const meter of this.meters) {
-      const match = meter.match ?? {};
-      const rules = list(match.rule);
-      if (rules && (call.rule === undefined || !rules.includes(call.rule))) continue;
-      const hosts = list(match.host);
-      if (hosts && !hosts.some((pattern) => hostMatches(pattern, call.host))) continue;
-      const methods = list(match.method);
-      if (
-        methods &&
-        !methods.some((m) => m === "*" || m.toUpperCase() === call.method.toUpperCase())
-      ) {
-        continue;
-      }
-      if (match.mcp && !mcpMatches(match.mcp, call.mcp ?? null)) continue;
-      for (const [currency, amount] of Object.entries(meter.spend)) {
-        spend[currency] = (spend[currency] ?? 0) + amount;
-      }
-    }
-    return spend;
+  /** The spend a call costs, per currency, from every matching meter (spendFor). */
+  spendFor(call: MeteredCall): Record<string, number> {
+    return spendFor(this.meters, call);
   }
 
   /**

@@ -1,0 +1,159 @@
+import type { ScopedGrant } from "../../../ground/config/grant-schema.ts";
+import type { LoadedConfig } from "../../../ground/config/load.ts";
+import { type Decision, grantNamesHost, judge } from "../judging/judge.ts";
+import { denied, type Refusal } from "../judging/refusals.ts";
+import type { RequestFacts } from "../judging/request-facts.ts";
+import { type McpScope, mcpScope } from "../mcp/hosts.ts";
+import { type McpReading, readMcp } from "../mcp/reading.ts";
+import { spendFor } from "../spend/budget.ts";
+import { isModelCall } from "../spend/usage.ts";
+import { literalRefusal } from "../upstream/ssrf.ts";
+import { ACTIONS_HOST } from "./action-host.ts";
+import { pageRefusal } from "./caller.ts";
+import { upgradeRefused } from "./upgrades.ts";
+
+/**
+ * The door's ruling on a request, from the config alone: what admission
+ * (admission.ts) decides before it touches anything that changes — a
+ * run's audit share, the budgets' counts, the vault. The order is the
+ * door's: a page's limits, the action host (the gateway's own), a broken
+ * config, a closed host service, an MCP batch or a body it can't read, the
+ * grants (a gate grant holds an MCP tool call for the desk), an upgrade the
+ * grant does not pass, and which meters it would charge. `roster policy
+ * check` asks the same function, so what it says is what the door does.
+ */
+export type Ruling =
+  | Refused
+  | { kind: "action" }
+  | { kind: "gate"; decision: Decision; tool: string }
+  | {
+      kind: "allow";
+      decision: Decision;
+      grant: ScopedGrant;
+      /** The fixed spends the grant's meters put on it, by currency. */
+      spend: Record<string, number>;
+      /** A model call: its reported usage is metered from the response. */
+      model: boolean;
+      /** The grant names this host itself: an internal address it resolves to is let through. */
+      named: boolean;
+      /** An internal address literal no grant names: refused once the rest is done. */
+      literal: Refusal | undefined;
+    };
+
+export type Refused = {
+  kind: "refuse";
+  refusal: Refusal;
+  decision: Decision | undefined;
+  note?: string;
+};
+
+/** What the ruling reads: the config, and what makes it unusable or a host service closed. */
+export interface RulingInput {
+  config: LoadedConfig;
+  /** Why the config can't be used (it is broken): everything is then denied. */
+  broken: string | undefined;
+  /** Why this host and port is a closed host service, if it is one. */
+  closed: string | undefined;
+}
+
+export function ruleOn(
+  input: RulingInput,
+  facts: RequestFacts,
+  body: Buffer,
+  entry: "request" | "upgrade",
+): Ruling {
+  const { config, broken, closed } = input;
+  const page = pageRefusal(facts);
+  if (page) return { kind: "refuse", refusal: page, decision: undefined };
+  // the action host is the gateway's own: it answers whatever the grants say
+  // (an upgrade to it is refused by the caller, on the same audit line)
+  if (facts.host === ACTIONS_HOST) return { kind: "action" };
+  if (broken) return { kind: "refuse", refusal: denied(undefined, broken), decision: undefined };
+  if (closed)
+    return {
+      kind: "refuse",
+      refusal: denied("closed", closed, "denied by gateway (a host service no box may reach)"),
+      decision: undefined,
+    };
+  const scope = mcpScope(config, facts.host);
+  const reading = readMcp(facts.headers, body, scope);
+  const unjudged = unjudgedRefusal(reading, scope, facts.host);
+  if (unjudged) return unjudged;
+  facts.mcp = reading.kind === "message" ? reading.mcp : null;
+  const decision = judge(config.grants, facts, "request");
+  if (decision.verdict === "gate" && decision.rule)
+    return gateRuling(decision, decision.rule, facts);
+  if (decision.verdict !== "allow" || !decision.rule) {
+    return { kind: "refuse", refusal: denied(decision.rule?.name, decision.hint), decision };
+  }
+  const grant = decision.rule;
+  const upgrade = entry === "upgrade" ? upgradeRefused(facts, scope, grant) : undefined;
+  if (upgrade) return { kind: "refuse", decision, refusal: upgrade };
+  const named = grantNamesHost(grant, facts.host);
+  const literal = literalRefusal(facts.host, named);
+  return {
+    kind: "allow",
+    decision,
+    grant,
+    spend: spendFor(config.meters, {
+      rule: grant.name,
+      host: facts.host,
+      method: facts.method,
+      mcp: facts.mcp,
+    }),
+    model: isModelCall(facts.method, facts.path),
+    named,
+    literal: literal
+      ? denied(grant.name, literal.message, "denied by gateway (internal address)")
+      : undefined,
+  };
+}
+
+/**
+ * A gate holds a tool call for a human; anything else it matches is refused,
+ * never forwarded (and a page's call is never held: only the run's own tool
+ * calls reach the desk).
+ */
+function gateRuling(decision: Decision, rule: ScopedGrant, facts: RequestFacts): Ruling {
+  const { mcp } = facts;
+  if (mcp?.method === "tools/call" && mcp.tool !== undefined && !facts.actor)
+    return { kind: "gate", decision, tool: mcp.tool };
+  return {
+    kind: "refuse",
+    refusal: denied(
+      rule.name,
+      `"${rule.name}" is a gate grant: it holds MCP tools/call requests for approval and passes nothing else`,
+    ),
+    decision,
+  };
+}
+
+/** A body the gateway won't forward because it can't judge it: a batch, or one it can't read. */
+function unjudgedRefusal(reading: McpReading, scope: McpScope, host: string): Refused | undefined {
+  if (reading.kind === "batch") {
+    return {
+      kind: "refuse",
+      refusal: {
+        status: 400,
+        verdict: "deny",
+        body: {
+          error: "JSON-RPC batch refused",
+          hint: "send one JSON-RPC message per request so each can be judged",
+        },
+      },
+      decision: undefined,
+    };
+  }
+  if (reading.kind !== "unreadable") return undefined;
+  const where =
+    scope === "mcp" ? `${host} speaks MCP` : "an MCP rule with no host reads every JSON body";
+  return {
+    kind: "refuse",
+    refusal: denied(
+      undefined,
+      `${where}, and the gateway forwards only what it has judged: ${reading.reason}`,
+      "denied by gateway (an MCP message it can't judge)",
+    ),
+    decision: undefined,
+  };
+}
