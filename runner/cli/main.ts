@@ -8,6 +8,7 @@ import { registerBudgetCommands } from "./commands/budget.ts";
 import { registerChannelCommands } from "./commands/channel.ts";
 import { registerConnectionCommands } from "./commands/connection.ts";
 import { registerGatewayCommands } from "./commands/gateway.ts";
+import { registerPolicyCommands } from "./commands/policy.ts";
 import { registerRunCommands } from "./commands/run.ts";
 import { registerServerCommands } from "./commands/server.ts";
 import { registerTalkCommands } from "./commands/talk.ts";
@@ -43,6 +44,7 @@ export function buildProgram(): Command {
   registerServerCommands(program);
   registerWorkerCommands(program);
   registerConnectionCommands(program);
+  registerPolicyCommands(program);
   // last: its scripts are generated from everything registered above
   registerCompletionCommand(program);
   return program;

@@ -64,11 +64,16 @@ export class ConfigSource {
 
   /** One line for refusals when the config is broken, else undefined. */
   brokenReason(config: LoadedConfig = this.get()): string | undefined {
-    const first = config.errors[0];
-    if (!first) return undefined;
-    const more = config.errors.length > 1 ? ` (and ${config.errors.length - 1} more)` : "";
-    return `the gateway's config is broken, so everything is denied: ${formatConfigError(first)}${more}`;
+    return brokenReasonOf(config);
   }
+}
+
+/** Why a loaded config can't be used (it has errors): everything is then denied. */
+export function brokenReasonOf(config: LoadedConfig): string | undefined {
+  const first = config.errors[0];
+  if (!first) return undefined;
+  const more = config.errors.length > 1 ? ` (and ${config.errors.length - 1} more)` : "";
+  return `the gateway's config is broken, so everything is denied: ${formatConfigError(first)}${more}`;
 }
 
 /** Names, sizes and mtimes of every config file: any edit changes it. */
