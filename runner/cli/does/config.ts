@@ -20,7 +20,7 @@ export async function initCommand(): Promise<void> {
   );
 }
 
-/** `roster validate`: every problem as file:line: field: message, and the toolchains repos declare. */
+/** `roster validate`: every problem as file:line: field: message, the toolchains repos declare, and the policy's [[test]] cases. */
 export async function validateCommand(flags: { json?: boolean }): Promise<void> {
   const { formatConfigError, loadConfig } = await import("../../ground/config/load.ts");
   const { workerView } = await import("../../ground/config/worker-view.ts");
@@ -38,16 +38,24 @@ export async function validateCommand(flags: { json?: boolean }): Promise<void> 
       config.errors.push(...(await projectToolchains(mounts)).errors);
     }
   }
+  // the policy's own tests, asked of the door's ruling once the config reads whole
+  let tests = 0;
+  if (!config.errors.length) {
+    const { runPolicyTests } = await import("../../boundary/gateway/policy/tests.ts");
+    const run = runPolicyTests(config);
+    tests = run.ran;
+    config.errors.push(...run.failures);
+  }
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ ok: config.errors.length === 0, errors: config.errors, warnings: config.warnings })}\n`,
+      `${JSON.stringify({ ok: config.errors.length === 0, errors: config.errors, warnings: config.warnings, tests })}\n`,
     );
   } else {
     for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
     for (const error of config.errors) process.stdout.write(`${formatConfigError(error)}\n`);
     if (config.errors.length === 0)
       process.stdout.write(
-        `config ok (${paths.config}): ${config.workers.size} worker(s), ${config.grants.length} rule(s)\n`,
+        `config ok (${paths.config}): ${config.workers.size} worker(s), ${config.grants.length} rule(s), ${tests} policy test(s) passed\n`,
       );
   }
   if (config.errors.length) process.exitCode = 2;

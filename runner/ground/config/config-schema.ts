@@ -9,6 +9,7 @@ import { BoxSection, ContextSection, MemorySection, StoreSection } from "./box-s
 import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-schema.ts";
 import { KnowledgeSection } from "./knowledge.ts";
 import { McpServerDeclaration } from "./mcp-schema.ts";
+import { PolicyTest } from "./policy-test-schema.ts";
 import {
   ConsoleSection,
   HeartbeatRule,
@@ -152,6 +153,8 @@ export const OrgConfig = Type.Object(
     memory: Type.Optional(MemorySection),
     gateway: Type.Optional(GatewaySection),
     grant: Type.Optional(Type.Array(OrgGrant)),
+    /** Policy tests: requests and what the door must do with them (policy-test-schema.ts). */
+    test: Type.Optional(Type.Array(PolicyTest)),
     action: Type.Optional(Type.Array(ActionGrant)),
     trust: Type.Optional(Type.Array(TrustRule)),
     expose: Type.Optional(Type.Array(Expose)),
@@ -179,6 +182,7 @@ export const WorkerConfig = Type.Object(
     /** Only the sizes, and only lower than the org's (the reserve, snapshots and retention are the host's). */
     store: Type.Optional(Type.Omit(StoreSection, ["reserve", "snapshots", "scratch_keep"])),
     grant: Type.Optional(Type.Array(Grant)),
+    test: Type.Optional(Type.Array(PolicyTest)),
     /** Refused by the loader (only org.toml grants actions); typed so the error can say so. */
     action: Type.Optional(Type.Array(Type.Omit(ActionGrant, ["workers"]))),
     /** Only level = "gate" (narrowing). */

@@ -23,6 +23,8 @@ import { locateLine } from "./locate.ts";
 import { checkMcpNames, mcpConnectionNameProblem } from "./mcp-servers.ts";
 import { modelGrant } from "./model.ts";
 import { checkNarrowing, scopeOrgGrants, scopeToWorkers, workerDenyGrants } from "./narrowing.ts";
+import type { PlacedTest } from "./policy-test-schema.ts";
+import { placeTests } from "./policy-tests.ts";
 import { workerSubject } from "./subject.ts";
 import { readToml, validateToml } from "./toml-file.ts";
 
@@ -46,6 +48,8 @@ export interface LoadedConfig {
   trust: Scoped<TrustRule>[];
   meters: BudgetMeter[];
   limits: ScopedLimit[];
+  /** `[[test]]` cases of org.toml and each worker.toml, placed (policy-tests.ts). */
+  tests: PlacedTest[];
   errors: ConfigError[];
   warnings: string[];
 }
@@ -64,6 +68,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     trust: [],
     meters: [],
     limits: [],
+    tests: [],
     errors,
     warnings: [],
   };
@@ -137,6 +142,7 @@ function readOrg(
   checkZone(org.value, where, org.text, errors);
   checkEngineDir(org.value, where, org.text, errors);
   loaded.org = org.value;
+  loaded.tests.push(...placeTests(org.value.test, where, org.text, undefined, errors));
   const orgGrants = scopeOrgGrants(org.value.grant, names, where, org.text, errors);
   loaded.actions = scopeToWorkers(org.value.action, "action", names, where, org.text, errors);
   loaded.trust = scopeToWorkers(org.value.trust, "trust", names, where, org.text, errors);
@@ -177,6 +183,7 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
     errors.push(...checkNarrowing(loaded.org, worker.value, show(file), worker.text));
     errors.push(...bindings.claim(name, worker.value.channels, show(file), worker.text));
     loaded.workers.set(name, worker.value);
+    loaded.tests.push(...placeTests(worker.value.test, show(file), worker.text, name, errors));
     // no model grant of its own: a worker's [model] keeps the org's endpoint and credential
     workerGrants.push(...workerDenyGrants(worker.value, show(file)));
     // a worker's own gating rules come before the org's, so they can only make more wait

@@ -20,7 +20,7 @@ const KIND_WANTED: Partial<Record<ValueErrorType, string>> = {
   [ValueErrorType.Array]: "a list ([...])",
 };
 
-const ARRAY_TABLES = new Set(["grant", "meter", "limit", "action", "trust", "mcp"]);
+const ARRAY_TABLES = new Set(["grant", "meter", "limit", "action", "trust", "mcp", "test"]);
 
 export interface Parsed<T> {
   value: T;
