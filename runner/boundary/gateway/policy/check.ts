@@ -141,7 +141,9 @@ function sourceLine(file: string, name: string): string {
     // the model's grant is made from [model], not written as a [[grant]]
     const written = name.startsWith("model:") ? /^\s*\[model\]/ : undefined;
     const at = lines.findIndex((line) =>
-      written ? written.test(line) : new RegExp(`^\\s*name\\s*=\\s*${escape(quoted)}`).test(line),
+      written
+        ? written.test(line)
+        : new RegExp(`^\\s*name\\s*=\\s*${escapeRegex(quoted)}`).test(line),
     );
     return at >= 0 ? `${file}:${at + 1}` : file;
   } catch {
@@ -149,7 +151,7 @@ function sourceLine(file: string, name: string): string {
   }
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 function lowerKeys(headers: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
