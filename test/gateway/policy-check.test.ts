@@ -179,10 +179,7 @@ describe("roster policy check agrees with the door", () => {
     });
     expect(check.credential).toEqual({ name: "apikey", headers: ["authorization"] });
     expect(check.meters).toEqual({ calls: 1 });
-    const line =
-      orgToml("x")
-        .split("\n")
-        .findIndex((l) => l === 'name = "api-read"') + 1;
+    const line = orgToml("x").split("\n").indexOf('name = "api-read"') + 1;
     expect(check.source).toBe(`${join(env.paths.config, "org.toml")}:${line}`);
     expect(JSON.stringify(check)).not.toContain(SECRET);
   });
