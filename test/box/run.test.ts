@@ -30,26 +30,31 @@ const answerWithToolOutput: ScriptStep = (request) => {
 /**
  * How long a container ran, as the engine recorded it: from its `start` event
  * to its `die` event (both engines' event log, Docker's and Podman's alike).
+ * An engine may write its log a moment after the container is gone (Podman's
+ * does), so the log is read again until both events are in it, for 10 s.
  */
 async function lifetimeMs(engine: Docker, container: string, since: number): Promise<number> {
-  const stream = await engine.getEvents({
-    since: Math.floor(since / 1000),
-    until: Math.ceil(Date.now() / 1000),
-    filters: { container: [container] },
-  });
-  let text = "";
-  for await (const chunk of stream) text += String(chunk);
-  const events = text
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as { Action?: string; timeNano?: number });
-  const at = (action: string) => {
-    const event = events.find((each) => each.Action === action);
-    if (event?.timeNano === undefined)
-      throw new Error(`no ${action} event for ${container} (saw ${text.trim() || "none"})`);
-    return event.timeNano / 1e6;
-  };
-  return at("die") - at("start");
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const stream = await engine.getEvents({
+      since: Math.floor(since / 1000),
+      until: Math.ceil(Date.now() / 1000),
+      filters: { container: [container] },
+    });
+    let text = "";
+    for await (const chunk of stream) text += String(chunk);
+    const events = text
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { Action?: string; timeNano?: number });
+    const at = (action: string) => events.find((each) => each.Action === action)?.timeNano;
+    const start = at("start");
+    const die = at("die");
+    if (start !== undefined && die !== undefined) return (die - start) / 1e6;
+    if (Date.now() > deadline)
+      throw new Error(`no start and die events for ${container} (saw ${text.trim() || "none"})`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 describe.skipIf(!docker)("roster run", () => {
