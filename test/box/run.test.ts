@@ -6,6 +6,7 @@ import type Docker from "dockerode";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SENTINEL } from "../../runner/boundary/box/box-env.ts";
 import { BOX_OPEN_FILES } from "../../runner/boundary/box/container-spec.ts";
+import { BOX_IMAGE } from "../../runner/boundary/box/layout.ts";
 import { liveRuns } from "../../runner/boundary/gateway/doors/identity.ts";
 import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import { testDocker } from "../support/docker.ts";
@@ -204,6 +205,19 @@ describe.skipIf(!docker)("roster run", () => {
     expect(orphanRun ? readRecord(orphanRun.dir)?.state : undefined).toBe("running");
     // the killed runner left its token live
     expect(liveRuns(deployment.paths.identity).has(orphanRun?.id ?? "")).toBe(true);
+    // another deployment's box on the same engine, whose runner pid means nothing here
+    const theirs = await client.createContainer({
+      Image: BOX_IMAGE,
+      Cmd: ["sleep", "300"],
+      HostConfig: { NetworkMode: "none", AutoRemove: false },
+      Labels: {
+        "roster.worker": "elf",
+        "roster.run": `theirs-${Date.now()}`,
+        "roster.runner.pid": String(child.pid),
+        "roster.deployment": "another-deployment",
+      },
+    });
+    await theirs.start();
 
     const ls = await deployment.roster(["runs", "ls"]);
     expect(ls.stderr).toContain("reaped an orphaned box of elf");
@@ -212,6 +226,11 @@ describe.skipIf(!docker)("roster run", () => {
       filters: { id: [containerId ?? "none"] },
     });
     expect(remaining).toHaveLength(0);
+    // this deployment's sweep reaped its own box and left the other one's running
+    const kept = await theirs.inspect();
+    await theirs.remove({ force: true });
+    expect(kept.State.Running).toBe(true);
+    expect(ls.stderr).not.toContain("theirs-");
     expect(orphanRun ? readRecord(orphanRun.dir) : undefined).toMatchObject({
       state: "failed",
       ended_by: "crash",

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * Names and paths shared by the image recipe (box/Dockerfile) and the host code
  * that starts boxes. Keep them in step with the Dockerfile.
@@ -55,7 +57,19 @@ export const CONTAINER_LABELS = {
   worker: "roster.worker",
   run: "roster.run",
   runnerPid: "roster.runner.pid",
+  /** Which deployment started it (deploymentLabel): a sweep touches only its own. */
+  deployment: "roster.deployment",
 } as const;
+
+/**
+ * A deployment's mark on its boxes: a digest of its state folder. One engine
+ * may serve several deployments (two users, a test beside a server); a runner
+ * pid means something only to the deployment that wrote it, so each sweeps
+ * only the boxes it started.
+ */
+export function deploymentLabel(state: string): string {
+  return createHash("sha256").update(`roster-deployment\0${state}`).digest("hex").slice(0, 24);
+}
 
 /** A run's box container: one per run, so the run id names it. */
 export function boxContainerName(runId: string): string {

@@ -5,6 +5,9 @@ import { CONTAINER_LABELS } from "./layout.ts";
 /**
  * Boxes whose runner is gone (killed, crashed, machine slept): found by their
  * labels at the next start and killed, so a box never outlives its governance.
+ * Only this deployment's: another's runner pid may live in another pid
+ * namespace, or its box be a test's on purpose. A box with no deployment label
+ * was started before boxes carried one, and is swept by any.
  */
 export interface Orphan {
   containerId: string;
@@ -12,10 +15,12 @@ export interface Orphan {
   runId: string;
 }
 
-export async function reapOrphans(engine: BoxEngine): Promise<Orphan[]> {
+export async function reapOrphans(engine: BoxEngine, deployment: string): Promise<Orphan[]> {
   const boxes = await engine.listBoxes(CONTAINER_LABELS.run);
   const reaped: Orphan[] = [];
   for (const { id, labels } of boxes) {
+    const owner = labels[CONTAINER_LABELS.deployment];
+    if (owner !== undefined && owner !== deployment) continue;
     const pid = Number(labels[CONTAINER_LABELS.runnerPid]);
     if (processAlive(pid)) continue;
     await engine.removeBox(id);

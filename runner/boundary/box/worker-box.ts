@@ -23,6 +23,8 @@ export interface BoxHome {
 export interface WorkerBoxInput {
   worker: WorkerView;
   runId: string;
+  /** The deployment starting it (layout.ts deploymentLabel), so only its own sweep reaps it. */
+  deployment: string;
   image: string;
   home: BoxHome;
   token: string;
@@ -79,7 +81,11 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
       ...(worker.box.memory ? { memoryBytes: parseByteSize(worker.box.memory) } : {}),
       ...(worker.box.cpus ? { cpus: worker.box.cpus } : {}),
     },
-    labels: { [CONTAINER_LABELS.worker]: worker.name, [CONTAINER_LABELS.run]: input.runId },
+    labels: {
+      [CONTAINER_LABELS.worker]: worker.name,
+      [CONTAINER_LABELS.run]: input.runId,
+      [CONTAINER_LABELS.deployment]: input.deployment,
+    },
     ...(input.interactive ? { interactive: true } : {}),
     ...(input.stdinOnce ? { stdinOnce: true } : {}),
     runtime: worker.box.runtime,

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BoxEngine } from "../../boundary/box/engine.ts";
+import { deploymentLabel } from "../../boundary/box/layout.ts";
 import { reapOrphans } from "../../boundary/box/orphans.ts";
 import { revokeRunTokens } from "../../boundary/gateway/doors/identity.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
@@ -35,7 +36,7 @@ export interface Recovery {
 }
 
 export async function recover(engine: BoxEngine, paths: RosterPaths): Promise<Recovery> {
-  const reaped = await reapOrphans(engine);
+  const reaped = await reapOrphans(engine, deploymentLabel(paths.state));
   // a ready box (docs/ready-boxes.md) never had a run: its token and folder go with it
   for (const orphan of reaped) {
     if (!SAFE_NAME.test(orphan.worker) || !SAFE_NAME.test(orphan.runId)) continue;

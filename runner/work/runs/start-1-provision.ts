@@ -5,7 +5,7 @@ import type { BoxSpec } from "../../boundary/box/container-spec.ts";
 import { ensureCurrentImage } from "../../boundary/box/current-image.ts";
 import type { BoxEngine } from "../../boundary/box/engine.ts";
 import { engineDirMounts, engineDirWarning } from "../../boundary/box/engine-dir.ts";
-import { BOX_IMAGE, boxUser } from "../../boundary/box/layout.ts";
+import { BOX_IMAGE, boxUser, deploymentLabel } from "../../boundary/box/layout.ts";
 import { reapOrphans } from "../../boundary/box/orphans.ts";
 import { ensureToolchainImage } from "../../boundary/box/toolchain-image.ts";
 import {
@@ -68,7 +68,9 @@ export interface Provisioned {
    * The box spec for one of this worker's runs: the caller gives the run, its
    * $HOME, token, command and its own door (the gateway's `openDoor`).
    */
-  boxSpec(run: Omit<WorkerBoxInput, "worker" | "image" | "keyEnv" | "toolsVolume">): BoxSpec;
+  boxSpec(
+    run: Omit<WorkerBoxInput, "worker" | "image" | "keyEnv" | "toolsVolume" | "deployment">,
+  ): BoxSpec;
   settleRepos(run: {
     id: string;
     dir: string;
@@ -123,7 +125,7 @@ export async function reapAndRecord(
   paths: RosterPaths,
   note: (text: string) => void,
 ): Promise<void> {
-  for (const orphan of await reapOrphans(engine)) {
+  for (const orphan of await reapOrphans(engine, deploymentLabel(paths.state))) {
     const dir = runDir(paths.state, orphan.worker, orphan.runId);
     const record = readRecord(dir);
     if (record && record.state === "running") {
@@ -302,7 +304,14 @@ function provisioned(
     keyEnv,
     toolsDir,
     boxSpec: (run) => {
-      const spec = workerBoxSpec({ ...run, worker, image: tag, keyEnv, toolsVolume });
+      const spec = workerBoxSpec({
+        ...run,
+        worker,
+        image: tag,
+        keyEnv,
+        toolsVolume,
+        deployment: deploymentLabel(paths.state),
+      });
       return engineDir
         ? { ...spec, mounts: [...(spec.mounts ?? []), ...engineDirMounts(engineDir)] }
         : spec;
