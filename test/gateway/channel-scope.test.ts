@@ -81,6 +81,8 @@ describe("a class of channels", () => {
     expect(fromDm.status).toBe(403);
     const decision = await waitForDecision(env.paths.audit, (line) => line.run_id === "run-in-dm");
     expect(decision.verdict).toBe("deny");
+    // the line keeps the channel it was judged from, so a replay can judge it again
+    expect(decision.origins).toEqual([DM]);
     const said =
       /"reports-from-the-guild" allows this only for runs started from servers discord-810000000000000041; surfaces room; this run started from discord-dm-830000000000000041/;
     expect((JSON.parse(fromDm.body) as { hint?: string }).hint).toMatch(said);

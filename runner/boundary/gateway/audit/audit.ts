@@ -5,7 +5,7 @@ import { parseByteSize } from "../../../ground/text/byte-size.ts";
 import type { RequestFacts } from "../judging/request-facts.ts";
 import type { McpOutcome } from "../mcp/outcome.ts";
 import type { ModelUsage } from "../spend/usage.ts";
-import { cutHeaders, cutStrings } from "./cuts.ts";
+import { AUDIT_ORIGINS, cutHeaders, cutStrings } from "./cuts.ts";
 
 /**
  * One JSON line per decision in audit/decisions.jsonl. Secrets never reach the
@@ -47,6 +47,12 @@ export interface DecisionRecord extends Omit<AuditOutcome, "rule"> {
   run_id: string | null;
   /** `page`: the run's renderer, not the run itself (caller.ts); absent for the run. */
   actor?: "page";
+  /**
+   * The channels the run's input came from, as its token says (absent: the
+   * token names none): what a grant limited to a class of channels judged,
+   * so `roster policy replay` can judge the line again.
+   */
+  origins?: string[];
   /** The request facts as judged (header values of credentials redacted). */
   request: Omit<RequestFacts, "subject" | "runId" | "origins" | "actor">;
 }
@@ -194,6 +200,7 @@ export class AuditLog {
       subject: facts.subject ?? null,
       run_id: facts.runId ?? null,
       ...(facts.actor ? { actor: facts.actor } : {}),
+      ...(facts.origins ? { origins: facts.origins.slice(0, AUDIT_ORIGINS) } : {}),
       request: {
         protocol: facts.protocol,
         method: facts.method,

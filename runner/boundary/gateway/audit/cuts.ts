@@ -12,6 +12,8 @@ export const AUDIT_FIELD_CHARS = 512;
 /** Characters kept of a header's value, and of its name. */
 export const AUDIT_HEADER_VALUE_CHARS = 256;
 export const AUDIT_HEADER_NAME_CHARS = 64;
+/** A run's origin channels kept in a line (the host writes them, from the run's token; a chat run has one or two). */
+export const AUDIT_ORIGINS = 16;
 /** Headers kept in a line; the rest are counted under one `…` entry. */
 export const AUDIT_HEADERS = 32;
 
