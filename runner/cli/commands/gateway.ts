@@ -31,9 +31,20 @@ export function registerGatewayCommands(program: Command): void {
     .command("log")
     .description("what the gateway decided: which hosts a run reached and which it was refused")
     .option("--run <run>", "only this run (any unique prefix of its id)")
+    .option("--worker <worker>", "only this worker's")
     .option("--denied", "only refusals")
-    .option("--json", "one JSON decision per line")
-    .action(async (flags: { run?: string; denied?: boolean; json?: boolean }) =>
-      (await doesGateway()).gatewayLogCommand(flags),
+    .option(
+      "--suggest",
+      "for each worker and host the grants refused, the narrowest grant or connection that admits those requests, checked by the door's own ruling (implies --denied)",
+    )
+    .option("--json", "one JSON decision per line (with --suggest: one suggestion per line)")
+    .action(
+      async (flags: {
+        run?: string;
+        worker?: string;
+        denied?: boolean;
+        suggest?: boolean;
+        json?: boolean;
+      }) => (await doesGateway()).gatewayLogCommand(flags),
     );
 }

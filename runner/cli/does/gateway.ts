@@ -8,6 +8,7 @@ import type { ActionHostFactory } from "../../boundary/gateway/exchange/action-h
 import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
 import { defaultListen } from "../../boundary/gateway/process/listen.ts";
 import { rosterPaths } from "../../ground/config/paths.ts";
+import { workerSubject } from "../../ground/config/subject.ts";
 import { RosterError } from "../../ground/errors.ts";
 
 export interface GatewayStartFlags {
@@ -51,9 +52,13 @@ export async function startGatewayCommand(
 /** `roster gateway log`: which hosts runs reached and which they were refused. */
 export async function gatewayLogCommand(flags: {
   run?: string;
+  worker?: string;
   denied?: boolean;
+  suggest?: boolean;
   json?: boolean;
 }): Promise<void> {
+  if (flags.suggest) return (await import("./gateway-suggest.ts")).suggestCommand(flags);
+  const subject = flags.worker ? workerSubject(flags.worker) : undefined;
   const { eachDecision, formatDecision, HostTally } = await import(
     "../../boundary/gateway/audit/view.ts"
   );
@@ -63,6 +68,7 @@ export async function gatewayLogCommand(flags: {
     rosterPaths().audit,
     { ...(flags.run ? { run: flags.run } : {}), deniedOnly: flags.denied ?? false },
     (record) => {
+      if (subject && record.subject !== subject) return;
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(record)}\n`);
         return;
