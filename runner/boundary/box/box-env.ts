@@ -1,5 +1,8 @@
 import { sendToolList } from "../../ground/chat/terms.ts";
+import { SENTINEL } from "../../ground/config/sentinel.ts";
 import { BOX_HOME } from "./layout.ts";
+
+export { SENTINEL };
 
 /**
  * The environment every box gets (the box contract): the proxy with the run's
@@ -8,7 +11,6 @@ import { BOX_HOME } from "./layout.ts";
  */
 export const BOX_CA = "/opt/roster/ca.crt";
 export const BOX_CA_BUNDLE = "/opt/roster/ca-bundle.crt";
-export const SENTINEL = "roster-sentinel-no-real-credential-in-box";
 
 export interface BoxEnvInput {
   token: string;

@@ -6,6 +6,7 @@ import type { RequestFacts } from "../judging/request-facts.ts";
 import type { McpOutcome } from "../mcp/outcome.ts";
 import type { ModelUsage } from "../spend/usage.ts";
 import { AUDIT_ORIGINS, cutHeaders, cutStrings } from "./cuts.ts";
+import { Tripwire } from "./tripwire.ts";
 
 /**
  * One JSON line per decision in audit/decisions.jsonl. Secrets never reach the
@@ -152,6 +153,8 @@ export class AuditLog {
   private readonly written = new Map<string, number>();
   /** Runs past their share: their requests are refused (admission.ts) and not written. */
   private readonly full = new Set<string>();
+  /** Marks each run a `sentinel-leak` line names, in a file of its own (tripwire.ts). */
+  private readonly tripwire: Tripwire;
 
   /** Told of each line as it is written, with its exchange's seconds (the door's metrics and spans). */
   observer: ((record: DecisionRecord, seconds: number) => void) | undefined;
@@ -170,6 +173,7 @@ export class AuditLog {
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.fd = openSync(join(dir, "decisions.jsonl"), "a", 0o600);
+    this.tripwire = new Tripwire(dir);
   }
 
   /** Whether this run's audit is full: the door refuses what it would add. */
@@ -222,6 +226,7 @@ export class AuditLog {
       ...(outcome.mcp_answer ? { mcp_answer: outcome.mcp_answer } : {}),
     });
     this.write(record);
+    this.tripwire.observe(record);
     if (started !== undefined) this.observer?.(record, (performance.now() - started) / 1000);
     return record;
   }
@@ -260,6 +265,7 @@ export class AuditLog {
     for (const line of [...this.open]) line.abandon("the gateway stopped mid-transfer");
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
+    await this.tripwire.flush();
     await this.onClose?.();
   }
 }

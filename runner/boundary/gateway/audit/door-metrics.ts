@@ -2,13 +2,16 @@ import { Counter, Histogram, Registry } from "prom-client";
 import { workerOfSubject } from "../../../ground/config/subject.ts";
 import { BoundedLabel } from "../../../ground/telemetry/bounded-label.ts";
 import { collectProcessMetrics } from "../../../ground/telemetry/process-metrics.ts";
+import { SENTINEL_LEAK_RULE } from "../judging/sentinel.ts";
 import type { DecisionRecord } from "./audit.ts";
 
 /**
  * The door in numbers, for a monitoring stack: every audit line the gateway
  * writes is also counted here — by worker, verdict and rule; its exchange's
- * duration; the bytes relayed; the spend by meter — and the gateway's own
- * process (memory, event-loop lag). Served on the gateway's loopback port at
+ * duration; the bytes relayed; the spend by meter; the sentinel tripwire's
+ * refusals by worker (a series of their own, which no flood of rule names
+ * folds into "other") — and the gateway's own process (memory, event-loop
+ * lag). Served on the gateway's loopback port at
  * /metrics (host-routes.ts), where the server's /metrics reads it. No host,
  * path, header or body is ever a label: a box chooses those.
  */
@@ -36,6 +39,12 @@ export class DoorMetrics {
     labelNames: ["worker"],
     registers: [this.registry],
   });
+  private readonly leaks = new Counter({
+    name: "roster_door_sentinel_leaks_total",
+    help: "Requests refused for carrying a box's credential sentinel to a host no credential is injected for (rule sentinel-leak), by worker",
+    labelNames: ["worker"],
+    registers: [this.registry],
+  });
   private readonly spend = new Counter({
     name: "roster_spend_total",
     help: "Spend recorded at the door, by worker and meter (tokens, usd, or a grant's own)",
@@ -53,6 +62,7 @@ export class DoorMetrics {
     this.decisions.inc({ worker, verdict: line.verdict, rule: this.rules.of(line.rule) });
     this.seconds.observe({ verdict: line.verdict }, seconds);
     if (line.bytes) this.bytes.inc({ worker }, line.bytes);
+    if (line.rule === SENTINEL_LEAK_RULE) this.leaks.inc({ worker });
     for (const [meter, amount] of Object.entries(line.spend ?? {}))
       if (Number.isFinite(amount) && amount > 0)
         this.spend.inc({ worker, meter: this.meters.of(meter) }, amount);

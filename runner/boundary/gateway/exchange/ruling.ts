@@ -10,6 +10,7 @@ import { isModelCall } from "../spend/usage.ts";
 import { literalRefusal } from "../upstream/ssrf.ts";
 import { ACTIONS_HOST } from "./action-host.ts";
 import { pageRefusal } from "./caller.ts";
+import { sentinelLeak } from "./sentinel-leak.ts";
 import { upgradeRefused } from "./upgrades.ts";
 
 /**
@@ -19,8 +20,11 @@ import { upgradeRefused } from "./upgrades.ts";
  * door's: a page's limits, the action host (the gateway's own), a broken
  * config, a closed host service, an MCP batch or a body it can't read, the
  * grants (a gate grant holds an MCP tool call for the desk), an upgrade the
- * grant does not pass, and which meters it would charge. `roster policy
- * check` asks the same function, so what it says is what the door does.
+ * grant does not pass, and which meters it would charge; last, the
+ * sentinel tripwire (sentinel-leak.ts), which refuses whatever the rest said
+ * when the request carries a box's sentinel where no credential replaces it.
+ * `roster policy check` asks the same function, so what it says is what the
+ * door does.
  */
 export type Ruling =
   | Refused
@@ -57,6 +61,18 @@ export interface RulingInput {
 }
 
 export function ruleOn(
+  input: RulingInput,
+  facts: RequestFacts,
+  body: Buffer,
+  entry: "request" | "upgrade",
+): Ruling {
+  const ruling = ruleOnConfig(input, facts, body, entry);
+  if (ruling.kind === "action") return ruling;
+  const leak = sentinelLeak(input.config, facts, body);
+  return leak ? { kind: "refuse", refusal: leak, decision: undefined } : ruling;
+}
+
+function ruleOnConfig(
   input: RulingInput,
   facts: RequestFacts,
   body: Buffer,

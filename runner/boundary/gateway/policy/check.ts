@@ -101,6 +101,9 @@ export function policyCheck(config: LoadedConfig, request: PolicyRequest): Polic
     said.rule = grant.name;
     said.source = sourceLine(grant.source, grant.name);
     if (grant.channels) said.channelClass = classSaid(grant.channels);
+  } else if (ruling.kind === "refuse" && ruling.refusal.rule) {
+    // a refusal no grant decided names its own rule, as the audit line does (sentinel-leak, closed)
+    said.rule = ruling.refusal.rule;
   }
   if (ruling.kind === "allow") {
     if (ruling.model) said.model = true;
