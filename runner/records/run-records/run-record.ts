@@ -62,6 +62,20 @@ export interface RunRecord {
   repos?: Record<string, RepoRecord>;
   /** The process that governs the run: if it is gone while the record says running, the run crashed. */
   runner_pid?: number;
+  /**
+   * The box sent its credential sentinel where no credential replaces it, and
+   * the gateway refused it (rule `sentinel-leak`): how often, and the first
+   * time and host. Copied from the gateway's mark when the run ends.
+   */
+  sentinel_leak?: SentinelLeak;
+}
+
+/** What a run's record keeps of the sentinel tripwire (the gateway's audit/tripwires/<run>.json). */
+export interface SentinelLeak {
+  count: number;
+  first_at: string;
+  first_host: string;
+  last_at: string;
 }
 
 /**
