@@ -6,6 +6,7 @@ import { HttpsProxyAgent } from "https-proxy-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import { revokeToken } from "../../runner/boundary/gateway/doors/identity.ts";
+import { askHealth } from "../../runner/boundary/gateway/process/health.ts";
 import { waitForDecision } from "../support/audit.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { curl, viaProxy } from "../support/proxy-clients.ts";
@@ -284,18 +285,25 @@ match = { host = "127.0.0.1" }
     await env.writeOrg(orgToml());
   });
 
-  it("re-reads config when it changes, and denies everything while it is broken", async () => {
+  it("re-reads config when it changes; a broken edit is refused and the last good config keeps judging", async () => {
     const url = `https://api.test:${api.port}/v1/items`;
     expect((await viaProxy(proxyUrlFor(env, token), url, { ca: boxCa() })).status).toBe(200);
+    // refused, not taken: a half-saved file or a typo must not shut every box's door
     await env.writeOrg(
       `${orgToml()}\n[[grant]]\nname = "bad"\nverdict = "allow"\nmatch = { host = "a*b.test" }\n`,
     );
-    const broken = await viaProxy(proxyUrlFor(env, token), url, { ca: boxCa() });
-    expect(broken.status).toBe(403);
-    const hint = (JSON.parse(broken.body) as { hint: string }).hint;
-    expect(hint).toMatch(
-      /org\.toml:\d+: grant\.5\.match\.host: "a\*b\.test": a wildcard may only be/,
-    );
+    const kept = await viaProxy(proxyUrlFor(env, token), url, { ca: boxCa() });
+    expect(kept.status).toBe(200);
+    const health = await askHealth(env.gateway.port, 2_000);
+    expect(health?.config?.refused?.problems).toEqual([
+      expect.stringMatching(
+        /org\.toml:\d+: grant\.5\.match\.host: "a\*b\.test": a wildcard may only be/,
+      ),
+    ]);
+    // a new grant is taken once the config is good again
+    await env.writeOrg(orgToml().replace('pathPrefix = "/secrets"', 'pathPrefix = "/v1/items"'));
+    expect((await viaProxy(proxyUrlFor(env, token), url, { ca: boxCa() })).status).toBe(403);
+    expect((await askHealth(env.gateway.port, 2_000))?.config?.refused).toBeUndefined();
     await env.writeOrg(orgToml());
     expect((await viaProxy(proxyUrlFor(env, token), url, { ca: boxCa() })).status).toBe(200);
   });

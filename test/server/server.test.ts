@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
@@ -23,6 +23,14 @@ async function until(check: () => boolean, what: string, timeoutMs = 90_000): Pr
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function untilAsync(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
@@ -93,6 +101,31 @@ describe.skipIf(!docker)("roster server", () => {
       pid: server.pid,
       gateway: { port: deployment.gatewayPort, healthy: true },
     });
+    // a config whose [[test]] fails is refused: the door keeps the last good one, and says why
+    const orgFile = join(deployment.paths.config, "org.toml");
+    const org = readFileSync(orgFile, "utf8");
+    const failing = `${org}\n[[test]]\nrequest = "GET https://nowhere.example/"\nworker = "elf"\nexpect = "deny"\n`;
+    writeFileSync(orgFile, failing);
+    let refused: { digest: string; problems: string[] } | undefined;
+    await untilAsync(async () => {
+      const asked = await deployment.roster(["server", "status", "--json"]);
+      refused = (JSON.parse(asked.stdout) as { config?: { refused?: typeof refused } }).config
+        ?.refused;
+      return refused !== undefined;
+    }, "the server's gateway to refuse the config");
+    expect(refused?.problems).toEqual([
+      expect.stringMatching(
+        /org\.toml:\d+: test\.\d+: GET https:\/\/nowhere\.example\/ \(worker elf\): expected deny, the door would allow by rule "web-read"/,
+      ),
+    ]);
+    const said = await deployment.roster(["server", "status"]);
+    expect(said.stdout).toMatch(/config \w{12} REFUSED at .*\n {2}.*org\.toml:\d+: test\.\d+: GET/);
+    await until(
+      () => /config \w{12} refused, the door keeps judging by config/.test(stderr),
+      "the log",
+    );
+    writeFileSync(orgFile, org);
+
     const again = await deployment.roster(["server", "start", "--once"]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain(

@@ -30,6 +30,8 @@ export async function startGatewayEnv(
     timeouts?: GatewayOptions["timeouts"];
     /** Open the door boxes come in by (state/doors/test): the gateway's `door`. */
     door?: boolean;
+    /** What the gateway says to its operator (a config taken or refused): nothing when not given. */
+    note?: (text: string) => void;
   } = {},
 ): Promise<GatewayEnv> {
   const root = await mkdtemp(join(tmpdir(), "roster-gw-"));
@@ -45,6 +47,8 @@ export async function startGatewayEnv(
       recordState: true,
       ...(options.door ? { door: doorDir(paths.state, "test") } : {}),
       ...(options.timeouts ? { timeouts: options.timeouts } : {}),
+      // quiet unless a test listens: every config a test writes is said taken
+      note: options.note ?? (() => undefined),
     });
   const env: GatewayEnv = {
     root,

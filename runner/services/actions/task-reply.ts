@@ -1,5 +1,5 @@
 import { scopeApplies } from "../../boundary/gateway/judging/judge.ts";
-import { ConfigSource } from "../../boundary/gateway/settings/config-source.ts";
+import { testedConfigSource } from "../../boundary/gateway/policy/vetting.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";
 import { errorMessage } from "../../ground/errors.ts";
@@ -46,7 +46,8 @@ export async function replyFromTask(options: {
   const subject = workerSubject(worker);
   const executor = platformOfChannel(channel)?.name;
   try {
-    const config = new ConfigSource(paths.config, paths.vault);
+    // as the door takes it: a config failing its own [[test]] cases sends nothing
+    const config = testedConfigSource(paths.config, { vaultDir: paths.vault });
     const grant = config
       .get()
       .actions.find(

@@ -1,5 +1,6 @@
 import { mkdir, rm } from "node:fs/promises";
 import { connectEngine } from "../../boundary/box/connect.ts";
+import { loadTestedConfig } from "../../boundary/gateway/policy/vetting.ts";
 import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
 import { runningGateway } from "../../boundary/gateway/process/health.ts";
 import { defaultListen, parseAddr } from "../../boundary/gateway/process/listen.ts";
@@ -9,7 +10,6 @@ import { sendToolName } from "../../ground/chat/terms.ts";
 import { botBindings } from "../../ground/config/bot-bindings.ts";
 import { type LoadedConfig, loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
-import { loadValidConfig } from "../../ground/config/valid-config.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
 import { LockBusy, withFileLock } from "../../ground/files/file-lock.ts";
@@ -61,7 +61,7 @@ export interface ServerOptions {
 
 export async function startServer(options: ServerOptions): Promise<number> {
   const { paths } = options;
-  const config = loadValidConfig(paths, "the server did not start");
+  const { config } = loadTestedConfig(paths, "the server did not start");
   // one server per deployment, decided atomically before anything is touched:
   // two starts at once would both recover, and each would treat what the other
   // is starting as left over. A lock left by a dead server is taken over.

@@ -1,4 +1,6 @@
 import { askHealth } from "../../boundary/gateway/process/health.ts";
+import type { ConfigStatus } from "../../boundary/gateway/settings/config-source.ts";
+import { shortDigest } from "../../ground/config/config-digest.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { listRuns, readRecord } from "../../records/run-records/run-record.ts";
 import { allTasks } from "../../records/task-list/store.ts";
@@ -17,6 +19,8 @@ export interface ServerStatus {
   started_at?: string;
   cap?: number;
   gateway?: { port: number; addrs: string[]; healthy: boolean };
+  /** The config the gateway judges by, and the one it refused (its /healthz). */
+  config?: ConfigStatus;
   runs: Array<{ id: string; worker: string; kind: string; started_at: string; detail: string }>;
   queued: number;
   listeners: ListenerStatus[];
@@ -30,7 +34,7 @@ export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
     (task) => task.state === "pending",
   ).length;
   if (!state) return { running: false, runs: [], queued, listeners: [], ready: [] };
-  const healthy = (await askHealth(state.gateway.port, 2_000)) !== undefined;
+  const health = await askHealth(state.gateway.port, 2_000);
   const runs = listRuns(paths.state)
     .map((run) => readRecord(run.dir))
     .filter((record) => record?.state === "running" && record.runner_pid === state.pid)
@@ -56,7 +60,8 @@ export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
     pid: state.pid,
     started_at: state.started_at,
     cap: state.cap,
-    gateway: { ...state.gateway, healthy },
+    gateway: { ...state.gateway, healthy: health !== undefined },
+    ...(health?.config ? { config: health.config } : {}),
     runs,
     queued,
     listeners: readListenerStatuses(paths),
@@ -70,6 +75,7 @@ export function formatStatus(status: ServerStatus): string {
   const lines = [
     `server pid ${status.pid}, up since ${status.started_at}, up to ${status.cap} boxes`,
     `gateway port ${status.gateway?.port} on ${status.gateway?.addrs.join(", ")}: ${status.gateway?.healthy ? "answering" : "NOT ANSWERING"}`,
+    ...configLines(status.config),
     `boxes: ${status.runs.length} running, ${status.queued} task(s) queued`,
     ...status.runs.map((run) => `  ${run.id}  ${run.worker}  ${run.kind}  ${run.detail}`),
     `ready boxes: ${status.ready.length}${status.ready.length ? " (each holds no run until one is handed to it)" : ""}`,
@@ -84,4 +90,20 @@ export function formatStatus(status: ServerStatus): string {
     ),
   ];
   return `${lines.join("\n")}\n`;
+}
+
+/** Which config the door judges by; a refused one, and every problem it was refused for. */
+function configLines(config: ConfigStatus | undefined): string[] {
+  if (!config) return [];
+  const { live, refused } = config;
+  return [
+    `config ${shortDigest(live.digest)} live since ${live.taken_at}${live.usable ? "" : `: UNUSABLE, ${live.reason ?? "everything is denied"}`}`,
+    ...(refused
+      ? [
+          `config ${shortDigest(refused.digest)} REFUSED at ${refused.at} (the door keeps judging by ${shortDigest(live.digest)}):`,
+          ...refused.problems.map((problem) => `  ${problem}`),
+          ...(refused.more ? [`  (and ${refused.more} more)`] : []),
+        ]
+      : []),
+  ];
 }

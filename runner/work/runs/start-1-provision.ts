@@ -16,9 +16,10 @@ import {
 import { type WorkerBoxInput, workerBoxSpec } from "../../boundary/box/worker-box.ts";
 import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
 import { revokeRunTokens } from "../../boundary/gateway/doors/identity.ts";
+import { loadTestedConfig } from "../../boundary/gateway/policy/vetting.ts";
 import { DEFAULT_GATEWAY_PORT } from "../../boundary/gateway/settings/defaults.ts";
 import { ceilingProblem } from "../../ground/config/ceiling.ts";
-import { formatConfigError, type LoadedConfig, loadConfig } from "../../ground/config/load.ts";
+import { formatConfigError, type LoadedConfig } from "../../ground/config/load.ts";
 import { modelEndpoint } from "../../ground/config/model.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { projectToolchains, withProjects } from "../../ground/config/project-toolchain.ts";
@@ -102,12 +103,8 @@ export async function loadWorker(
   paths: RosterPaths,
   name: string,
 ): Promise<{ worker: WorkerView; identity: string; config: LoadedConfig }> {
-  const config = loadConfig(paths.config, { vaultDir: paths.vault });
-  if (config.errors.length) {
-    throw refuse(
-      `config is invalid, nothing was started:\n${config.errors.map(formatConfigError).join("\n")}`,
-    );
-  }
+  // broken, or failing one of its own [[test]] cases: refused before anything starts
+  const { config } = loadTestedConfig(paths, "nothing was started");
   const worker = workerView(config, name, { dataRoot: paths.data });
   if (!worker)
     throw refuse(

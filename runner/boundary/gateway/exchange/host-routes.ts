@@ -4,11 +4,12 @@ import { CONTROL_HEADER, carriesKey, controlKey } from "../doors/control-key.ts"
 import type { Identity } from "../doors/identity.ts";
 import { DoorError } from "../doors/run-doors.ts";
 import { denied, sendRefusal } from "../judging/refusals.ts";
+import type { ConfigStatus } from "../settings/config-source.ts";
 import { requestFacts } from "./admission.ts";
 
 /**
  * What the gateway answers the host alone, on its loopback port: /healthz
- * (is it up, which deployment), /doors/<run id> (POST opens a run's own
+ * (is it up, which deployment, which config judges and which it refused), /doors/<run id> (POST opens a run's own
  * door and answers its folder; DELETE closes it), and /metrics (the door's
  * numbers, for the server's own /metrics). A box reaches this port too,
  * through its door, and these answers name host paths or change what boxes
@@ -28,6 +29,8 @@ export interface HostRouteDeps {
   doors?: DoorControl | undefined;
   /** The door's numbers, when `[telemetry] metrics_listen` asks for them (door-metrics.ts). */
   metrics?: { text(): Promise<string>; contentType: string } | undefined;
+  /** Which config judges, and which was refused: said at /healthz. */
+  config?: { status(): ConfigStatus };
 }
 
 const DOORS = /^\/doors\/([^/?]*)$/;
@@ -98,7 +101,11 @@ export function answerHostRoute(
     return true;
   }
   if (!doors) {
-    sendJson(res, 200, { ok: true, config_root: deps.configRoot });
+    sendJson(res, 200, {
+      ok: true,
+      config_root: deps.configRoot,
+      ...(deps.config ? { config: deps.config.status() } : {}),
+    });
     return true;
   }
   void doorRoute(deps.doors, req.method ?? "GET", safeDecode(doors[1] ?? "")).then(

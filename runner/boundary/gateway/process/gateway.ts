@@ -2,6 +2,7 @@ import { mkdir, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { shortDigest } from "../../../ground/config/config-digest.ts";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import type { TelemetrySection } from "../../../ground/config/server-schema.ts";
 import { replaceFile } from "../../../ground/files/atomic-replace.ts";
@@ -19,7 +20,8 @@ import type { ActionHostFactory } from "../exchange/action-host.ts";
 import { requestFacts } from "../exchange/admission.ts";
 import { arrivedAtDoor } from "../exchange/caller.ts";
 import { createProxyServers, type ServerDeps } from "../exchange/server.ts";
-import { ConfigSource } from "../settings/config-source.ts";
+import { testedConfigSource } from "../policy/vetting.ts";
+import type { ConfigSource } from "../settings/config-source.ts";
 import { type GatewayTimeouts, resolveTimeouts } from "../settings/defaults.ts";
 import { Budgets } from "../spend/budget.ts";
 import { CertificateAuthority } from "../trust/ca.ts";
@@ -53,6 +55,8 @@ export interface GatewayOptions {
   door?: string;
   /** The process that supervises this one (the server, for its gateway child): written to the state. */
   supervisor?: number;
+  /** Where the gateway says what an operator must know (a config refused): stderr by default. */
+  note?: (text: string) => void;
 }
 
 export interface GatewayState {
@@ -79,11 +83,20 @@ export class Gateway {
     /** Each run's own door (undefined: this gateway serves no box). */
     readonly runDoors: RunDoors | undefined,
     private readonly stateFile: string | undefined,
+    private readonly unwatch: () => void,
   ) {}
 
   static async start(options: GatewayOptions): Promise<Gateway> {
     const deps = await serverDeps(options);
-    const { servers, bound, inner, runDoors } = await listenAll(deps, options);
+    const unwatch = watchConfig(deps.config, options.note ?? noteToStderr);
+    let listening: Listening;
+    try {
+      listening = await listenAll(deps, options);
+    } catch (error) {
+      unwatch();
+      throw error;
+    }
+    const { servers, bound, inner, runDoors } = listening;
     const stateFile = (options.recordState ?? true) ? await recordState(options, bound) : undefined;
     return new Gateway(
       servers,
@@ -95,6 +108,7 @@ export class Gateway {
       options.door,
       runDoors,
       stateFile,
+      unwatch,
     );
   }
 
@@ -118,6 +132,7 @@ export class Gateway {
    * embedded gateway's runs end with it.
    */
   async stop(options: { removeRunDoors?: boolean } = {}): Promise<void> {
+    this.unwatch();
     await this.runDoors?.closeAll(options.removeRunDoors ?? false);
     for (const server of this.servers) {
       server.closeAllConnections();
@@ -134,7 +149,7 @@ export class Gateway {
 /** What every proxy server of one gateway shares: config, audit, budgets, upstreams, the desk. */
 async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   const { paths } = options;
-  const config = new ConfigSource(paths.config, paths.vault);
+  const config = testedConfigSource(paths.config, { vaultDir: paths.vault });
   const loaded = config.get();
   const section = loaded.org.gateway ?? {};
   const ca = await CertificateAuthority.open(paths.ca);
@@ -178,6 +193,42 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
     resolve: upstreams.options.resolve,
     timeouts,
   };
+}
+
+const noteToStderr = (text: string) => process.stderr.write(`roster: gateway: ${text}\n`);
+
+/** How often the config is checked for a change with no request to prompt it. */
+const CONFIG_WATCH_MS = 2_000;
+
+/**
+ * Says a config that can't be used at start, and each one refused later (the
+ * last good one staying live), naming every problem; and checks for a change
+ * every CONFIG_WATCH_MS, so a refusal is said when it is made, not at the
+ * next request.
+ */
+function watchConfig(config: ConfigSource, note: (text: string) => void): () => void {
+  const unusable = config.brokenReason();
+  if (unusable) note(`config ${shortDigest(config.digest)} can't be used: ${unusable}`);
+  let started = false;
+  config.onTaken((taken) => {
+    // the first is the one it started with, said above when it can't be used
+    if (!started) {
+      started = true;
+      return;
+    }
+    const reason = config.brokenReason(taken.config);
+    note(
+      `config ${shortDigest(taken.digest)} taken${reason ? `, but can't be used: ${reason}` : ""}`,
+    );
+  });
+  config.onRefused((refusal, live) =>
+    note(
+      `config ${shortDigest(refusal.digest)} refused, the door keeps judging by config ${shortDigest(live)}:\n${refusal.problems.map((problem) => `  ${problem}`).join("\n")}${refusal.more ? `\n  (and ${refusal.more} more)` : ""}`,
+    ),
+  );
+  const timer = setInterval(() => config.get(), CONFIG_WATCH_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /**

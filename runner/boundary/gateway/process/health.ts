@@ -1,7 +1,14 @@
 import { readFileSync } from "node:fs";
 import { get } from "node:http";
 import { join } from "node:path";
+import type { ConfigStatus } from "../settings/config-source.ts";
 import type { GatewayState } from "./gateway.ts";
+
+/** What /healthz answers: which deployment, and which config judges (exchange/host-routes.ts). */
+export interface HealthAnswer {
+  config_root?: string;
+  config?: ConfigStatus;
+}
 
 /**
  * Is a gateway already serving this deployment? Read state/gateway.json, then
@@ -35,10 +42,7 @@ export function ownGateway(state: GatewayState): boolean {
  * One /healthz question on loopback: the answer when the gateway says ok within
  * `timeoutMs`, else undefined. Cheap enough to ask every few seconds of a run.
  */
-export function askHealth(
-  port: number,
-  timeoutMs: number,
-): Promise<{ config_root?: string } | undefined> {
+export function askHealth(port: number, timeoutMs: number): Promise<HealthAnswer | undefined> {
   // node:http, not undici: it is already loaded, and loading undici cost a run
   // more than the question itself. One socket, no agent, nothing left open.
   return new Promise((resolve) => {
@@ -55,9 +59,8 @@ export function askHealth(
         });
         response.on("end", () => {
           try {
-            const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+            const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as HealthAnswer & {
               ok?: boolean;
-              config_root?: string;
             };
             resolve(response.statusCode === 200 && body.ok ? body : undefined);
           } catch {
