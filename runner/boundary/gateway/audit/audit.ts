@@ -139,6 +139,9 @@ export class DecisionLine {
 /** The rule the door's refusal of a run whose audit is full names (admission.ts). */
 export const AUDIT_FULL_RULE = "audit-full";
 
+/** How the note of a run's last line begins: what follows it is the door's, not the grants'. */
+export const AUDIT_FULL_NOTE = "this run's audit is full";
+
 /** `[gateway] audit_max_per_run`'s default: what one run's requests may add to the audit log. */
 export const AUDIT_MAX_PER_RUN_DEFAULT = "64m";
 /** The share every line without a run (no door, no token: a host process) counts against. */
@@ -254,7 +257,7 @@ export class AuditLog {
     // the line that crosses is the run's last: it says so, and nothing of the run follows it
     this.written.delete(runId);
     this.full.add(runId);
-    const full = `this run's audit is full (${before} bytes; audit_max_per_run ${this.maxPerRun}): its later requests are refused and not written`;
+    const full = `${AUDIT_FULL_NOTE} (${before} bytes; audit_max_per_run ${this.maxPerRun}): its later requests are refused and not written`;
     writeSync(
       this.fd,
       `${JSON.stringify({ ...record, note: record.note ? `${record.note}; ${full}` : full })}\n`,

@@ -10,7 +10,7 @@ import {
 import { type Credentials, RETRY_AFTER_MS } from "../credentials/inject.ts";
 import { renderInjection, templatesFor } from "../credentials/vault.ts";
 import type { Identity } from "../doors/identity.ts";
-import { type Decision, judge } from "../judging/judge.ts";
+import type { Decision } from "../judging/judge.ts";
 import { denied, type Refusal } from "../judging/refusals.ts";
 import {
   flattenHeaders,
@@ -24,8 +24,7 @@ import { budgetRefusal, MODEL_CURRENCIES } from "../spend/model-meter.ts";
 import type { ClosedPorts } from "../upstream/closed-ports.ts";
 import { UpstreamError } from "../upstream/pools.ts";
 import { findSsrfRefusal } from "../upstream/ssrf.ts";
-import { ACTIONS_HOST } from "./action-host.ts";
-import { type Refused, ruleOn } from "./ruling.ts";
+import { type ConnectRuling, type Refused, ruleOn, ruleOnConnect } from "./ruling.ts";
 
 /**
  * The gateway's one admission sequence. Whatever arrives — a CONNECT, a plain
@@ -94,7 +93,7 @@ export function requestFactsOf(
 export type Entry = "connect" | "request" | "upgrade";
 
 /** What a CONNECT is admitted as: a raw tunnel a grant passes, or a tunnel whose requests are judged inside. */
-export type ConnectAdmission = { kind: "tunnel"; grant: ScopedGrant } | { kind: "intercept" };
+export type ConnectAdmission = ConnectRuling;
 
 /** What a request (plain, upgrade, or inside a tunnel) is admitted as. */
 export type RequestAdmission =
@@ -139,17 +138,18 @@ export function admit(
 }
 
 function admitConnect(deps: AdmissionDeps, facts: RequestFacts): ConnectAdmission {
+  // a run whose audit is full is never piped raw: the tunnel is opened and each
+  // request inside it refused on its own (as for a closed service or a broken config)
+  if (deps.audit.isFull(facts.runId)) return { kind: "intercept" };
   const config = deps.config.get();
-  const broken = deps.config.brokenReason(config);
-  const closed = deps.closed.reason(facts.host, facts.port);
-  // a closed host service, a broken config or a run whose audit is full is never
-  // piped raw: the tunnel is opened and each request inside it refused on its own
-  if (broken || closed || facts.host === ACTIONS_HOST || deps.audit.isFull(facts.runId))
-    return { kind: "intercept" };
-  const decision = judge(config.grants, facts, "connect");
-  return decision.verdict === "tunnel" && decision.rule
-    ? { kind: "tunnel", grant: decision.rule }
-    : { kind: "intercept" };
+  return ruleOnConnect(
+    {
+      config,
+      broken: deps.config.brokenReason(config),
+      closed: deps.closed.reason(facts.host, facts.port),
+    },
+    facts,
+  );
 }
 
 async function admitRequest(
@@ -260,7 +260,7 @@ export function refusalOutcome(ruling: Refused): AuditOutcome {
     // a refusal before any grant (a closed host service) names its own rule
     rule: ruling.decision?.rule?.name ?? refusal.rule,
     status: refusal.status,
-    ...(ruling.note ? { note: ruling.note } : {}),
+    ...(ruling.note || ruling.cause ? { note: ruling.note ?? ruling.cause } : {}),
     ...(ruling.note === "budget" && typeof detail === "string"
       ? { budget: { detail, retry_after_secs: refusal.retryAfterSeconds ?? 0 } }
       : {}),

@@ -16,6 +16,12 @@ import type { Refused } from "./ruling.ts";
  * "held for approval" at once.
  */
 
+/** The note on the line of a refusal answered as a JSON-RPC error (after the refusal's own). */
+export const JSON_RPC_ANSWERED = "answered as a JSON-RPC error (HTTP 200)";
+
+/** The note of a call a gate grant held that the desk could not take: the grants said gate. */
+export const GATE_NOT_HELD = "gated, not held";
+
 /** Answers a refusal; an MCP request gets it as a JSON-RPC error so the client can read it. */
 export function answerRefusal(
   res: ServerResponse,
@@ -32,7 +38,7 @@ export function answerRefusal(
     return;
   }
   // the line keeps the refusal's own status (what was decided); the note says how it went out
-  const note = `${outcome.note ? `${outcome.note}; ` : ""}answered as a JSON-RPC error (HTTP 200)`;
+  const note = `${outcome.note ? `${outcome.note}; ` : ""}${JSON_RPC_ANSWERED}`;
   line.write({ ...outcome, note });
   sendRefusal(res, mcpRefusal(ruling.refusal, facts.mcp, request.id));
 }
@@ -51,6 +57,7 @@ export async function holdCall(
     const ruling: Refused = {
       kind: "refuse",
       decision: undefined,
+      cause: `${GATE_NOT_HELD}: ${hint}`,
       refusal: {
         status: 403,
         verdict: "deny",

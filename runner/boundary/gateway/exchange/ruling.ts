@@ -2,9 +2,9 @@ import type { ScopedGrant } from "../../../ground/config/grant-schema.ts";
 import type { LoadedConfig } from "../../../ground/config/load.ts";
 import { type Decision, grantNamesHost, judge } from "../judging/judge.ts";
 import { denied, type Refusal } from "../judging/refusals.ts";
-import type { RequestFacts } from "../judging/request-facts.ts";
+import type { McpFacts, RequestFacts } from "../judging/request-facts.ts";
 import { type McpScope, mcpScope } from "../mcp/hosts.ts";
-import { type McpReading, readMcp } from "../mcp/reading.ts";
+import { type McpReading, readMcp, recordedMcp } from "../mcp/reading.ts";
 import { spendFor } from "../spend/budget.ts";
 import { isModelCall } from "../spend/usage.ts";
 import { literalRefusal } from "../upstream/ssrf.ts";
@@ -48,8 +48,31 @@ export type Refused = {
   kind: "refuse";
   refusal: Refusal;
   decision: Decision | undefined;
+  /** Allowed by a rule, then refused for this (`budget`, `credential-outage`): audited as an allow. */
   note?: string;
+  /** Refused whatever the grants say, for this (NOT_JUDGED): the audit line's note. */
+  cause?: string;
 };
+
+/**
+ * The notes of refusals no grant decided, so a reader of the audit log (a
+ * replay) can tell them from a default deny, which has no note either.
+ */
+export const NOT_JUDGED = {
+  broken: "not judged: the config is broken",
+  batch: "not judged: a JSON-RPC batch",
+  unreadable: "not judged: an MCP body the door can't read",
+} as const;
+
+/**
+ * What the ruling reads a request's MCP message from: the body as sent (the
+ * door, a policy check), or the MCP facts an audit line kept of it (a replay:
+ * the body is gone). Recorded facts stand for a body the door read as one
+ * message, or for none; a body it read as something else was refused and
+ * noted (NOT_JUDGED), and one it never read can't be judged again where a
+ * rule would read it now: the replay asks first (policy/replay-judge.ts).
+ */
+export type RulingBody = Buffer | { recordedMcp: McpFacts | null };
 
 /** What the ruling reads: the config, and what makes it unusable or a host service closed. */
 export interface RulingInput {
@@ -63,19 +86,20 @@ export interface RulingInput {
 export function ruleOn(
   input: RulingInput,
   facts: RequestFacts,
-  body: Buffer,
+  body: RulingBody,
   entry: "request" | "upgrade",
 ): Ruling {
   const ruling = ruleOnConfig(input, facts, body, entry);
   if (ruling.kind === "action") return ruling;
-  const leak = sentinelLeak(input.config, facts, body);
+  // a replay's body is gone: what its line kept is searched (credential headers are redacted there)
+  const leak = sentinelLeak(input.config, facts, Buffer.isBuffer(body) ? body : undefined);
   return leak ? { kind: "refuse", refusal: leak, decision: undefined } : ruling;
 }
 
 function ruleOnConfig(
   input: RulingInput,
   facts: RequestFacts,
-  body: Buffer,
+  body: RulingBody,
   entry: "request" | "upgrade",
 ): Ruling {
   const { config, broken, closed } = input;
@@ -84,7 +108,13 @@ function ruleOnConfig(
   // the action host is the gateway's own: it answers whatever the grants say
   // (an upgrade to it is refused by the caller, on the same audit line)
   if (facts.host === ACTIONS_HOST) return { kind: "action" };
-  if (broken) return { kind: "refuse", refusal: denied(undefined, broken), decision: undefined };
+  if (broken)
+    return {
+      kind: "refuse",
+      refusal: denied(undefined, broken),
+      decision: undefined,
+      cause: NOT_JUDGED.broken,
+    };
   if (closed)
     return {
       kind: "refuse",
@@ -92,10 +122,12 @@ function ruleOnConfig(
       decision: undefined,
     };
   const scope = mcpScope(config, facts.host);
-  const reading = readMcp(facts.headers, body, scope);
-  const unjudged = unjudgedRefusal(reading, scope, facts.host);
-  if (unjudged) return unjudged;
-  facts.mcp = reading.kind === "message" ? reading.mcp : null;
+  if (Buffer.isBuffer(body)) {
+    const reading = readMcp(facts.headers, body, scope);
+    const unjudged = unjudgedRefusal(reading, scope, facts.host);
+    if (unjudged) return unjudged;
+    facts.mcp = reading.kind === "message" ? reading.mcp : null;
+  } else facts.mcp = recordedMcp(facts.headers, body.recordedMcp, scope);
   const decision = judge(config.grants, facts, "request");
   if (decision.verdict === "gate" && decision.rule)
     return gateRuling(decision, decision.rule, facts);
@@ -158,6 +190,7 @@ function unjudgedRefusal(reading: McpReading, scope: McpScope, host: string): Re
         },
       },
       decision: undefined,
+      cause: NOT_JUDGED.batch,
     };
   }
   if (reading.kind !== "unreadable") return undefined;
@@ -171,5 +204,23 @@ function unjudgedRefusal(reading: McpReading, scope: McpScope, host: string): Re
       "denied by gateway (an MCP message it can't judge)",
     ),
     decision: undefined,
+    cause: NOT_JUDGED.unreadable,
   };
+}
+
+/** What a CONNECT is admitted as, from the config alone: a raw tunnel a grant passes, or intercepted. */
+export type ConnectRuling = { kind: "tunnel"; grant: ScopedGrant } | { kind: "intercept" };
+
+/**
+ * A CONNECT judged on its target: a broken config, a closed host service or
+ * the action host is never piped raw (the tunnel is opened and each request
+ * inside it refused or answered on its own); otherwise a tunnel grant passes
+ * it raw and anything else is intercepted.
+ */
+export function ruleOnConnect(input: RulingInput, facts: RequestFacts): ConnectRuling {
+  if (input.broken || input.closed || facts.host === ACTIONS_HOST) return { kind: "intercept" };
+  const decision = judge(input.config.grants, facts, "connect");
+  return decision.verdict === "tunnel" && decision.rule
+    ? { kind: "tunnel", grant: decision.rule }
+    : { kind: "intercept" };
 }

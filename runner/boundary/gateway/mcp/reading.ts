@@ -63,6 +63,20 @@ export function readMcp(
 }
 
 /**
+ * The MCP facts an audit line kept (a body the door read as one message),
+ * as readMcp would read that body under `scope`: where no rule reads MCP,
+ * only a body whose media type says JSON is read at all.
+ */
+export function recordedMcp(
+  headers: Record<string, string>,
+  mcp: McpFacts | null,
+  scope: McpScope,
+): McpFacts | null {
+  if (mcp && scope === "no" && !mediaTypeIsJson(headers["content-type"])) return null;
+  return mcp;
+}
+
+/**
  * Whether a request could carry JSON, from its headers alone: what decides
  * whether a body too large to hold by default is read, where any host may
  * speak MCP. A media type that names something else (an upload) streams.

@@ -47,6 +47,9 @@ export function addressProblem(address: string): string | undefined {
   return labelled.find((entry) => entry.list.check(target, family))?.label ?? "internal";
 }
 
+/** How an SSRF refusal's message ends: an audit line whose note has it was allowed by its rule first. */
+export const SSRF_REFUSED = "only a grant naming exactly this host may reach it";
+
 export class SsrfRefusal extends Error {
   readonly code = "ROSTER_SSRF";
   /** The refusal's error line, and the rule it is audited under (the deciding grant's when unset). */
@@ -56,7 +59,7 @@ export class SsrfRefusal extends Error {
     readonly host: string,
     readonly address: string,
     readonly reason: string,
-    message = `${host} resolves to ${address} (${reason}); only a grant naming exactly this host may reach it`,
+    message = `${host} resolves to ${address} (${reason}); ${SSRF_REFUSED}`,
   ) {
     super(message);
   }
