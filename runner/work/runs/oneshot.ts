@@ -6,6 +6,7 @@ import { describeBudgetStop } from "./budget-stop.ts";
 import { assistantText, describeEvent, modelErrorOf, parseEvent } from "./pi-events.ts";
 import { Run } from "./run.ts";
 import type { ReadyStart } from "./run-request.ts";
+import { describeSentinelLeak } from "./sentinel-mark.ts";
 
 /**
  * `roster run <worker> "<prompt>"` and a queued task's run: pi in json mode
@@ -104,6 +105,8 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
   });
   if (!options.json && answer) options.write(`${answer.trimEnd()}\n`);
   if (record.error && endedBy !== "exit") options.note(`run ${record.id}: ${record.error}`);
+  if (record.sentinel_leak)
+    options.note(`run ${record.id}: ${describeSentinelLeak(record.sentinel_leak)}`);
   // 2: a limit stopped it; 130: interrupted; otherwise the box's own
   const exitCode = endedBy === "signal" ? 130 : LIMITS.includes(endedBy) ? 2 : outcome.exitCode;
   return { exitCode, record, answer };

@@ -13,6 +13,7 @@ import { takeOver } from "./hand-off.ts";
 import { writeRunContext } from "./run-context.ts";
 import type { LimitReached, RunEnding, RunRequest } from "./run-request.ts";
 import { RunTrace } from "./run-trace.ts";
+import { markedRecord } from "./sentinel-mark.ts";
 import type { StallWatchdog } from "./stall-watchdog.ts";
 import { assertCeiling, provision } from "./start-1-provision.ts";
 import { engineOf, firstRecord, type Starting, writeStartRecord } from "./start-2-record.ts";
@@ -294,6 +295,8 @@ export class Run {
       );
       if (ending.state) record = { ...record, state: ending.state };
       if (ending.turns !== undefined) record = { ...record, turns: ending.turns };
+      // the gateway's mark if the box tripped the sentinel wire (audit/tripwire.ts)
+      record = markedRecord(this.request.paths.audit, record);
       this.current = record;
       await writeRecord(this.dir, record);
       // a session's channel may have heard from more people since it began

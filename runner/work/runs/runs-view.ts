@@ -22,6 +22,7 @@ import { BoxLines } from "./box-lines.ts";
 import { LINE_MAX } from "./box-output.ts";
 import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
 import { SCRATCH_NOTE } from "./retention.ts";
+import { describeSentinelLeak, sentinelLeakOf } from "./sentinel-mark.ts";
 
 /** `roster runs ls` and `roster runs show`: run records made readable. */
 export interface RunRow {
@@ -210,8 +211,10 @@ export function runJson(run: RunLocation, auditDir?: string): Record<string, unk
     : undefined;
   const input = join(run.dir, "prompt/input.md");
   const talk = conversation(run.dir);
+  const leak = auditDir ? sentinelLeakOf(auditDir, record) : record.sentinel_leak;
   return {
     ...record,
+    ...(leak ? { sentinel_leak: leak } : {}),
     ...(usage ? { usage } : {}),
     path: run.dir,
     ...(existsSync(input) ? { task: readFileSync(input, "utf8").trim() } : {}),
@@ -232,6 +235,7 @@ export function showRun(run: RunLocation, auditDir?: string): string {
   const usage = auditDir
     ? runUsage(readDecisions(auditDir, { run: record.id }), record.id)
     : undefined;
+  const leak = auditDir ? sentinelLeakOf(auditDir, record) : record.sentinel_leak;
   const lines = [
     `run       ${record.id}`,
     `worker    ${record.worker}`,
@@ -240,6 +244,7 @@ export function showRun(run: RunLocation, auditDir?: string): string {
     `ended     ${record.ended_at ?? "-"}`,
     `exit      ${record.exit_code ?? "-"}`,
     ...(record.error ? [`error     ${record.error}`] : []),
+    ...(leak ? [`sentinel  ${describeSentinelLeak(leak)}`] : []),
     ...(usage ? [`model     ${formatUsage(usage)}`] : []),
     ...Object.entries(record.repos ?? {}).map(
       ([name, repo]) =>

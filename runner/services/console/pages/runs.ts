@@ -5,6 +5,7 @@ import type { DecisionRecord } from "../../../boundary/gateway/audit/audit.ts";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import { type RunRecord, readRecord, runDir } from "../../../records/run-records/run-record.ts";
 import { conversation, formatUsage, runRows, runUsage } from "../../../work/runs/runs-view.ts";
+import { describeSentinelLeak, sentinelLeakOf } from "../../../work/runs/sentinel-mark.ts";
 import { duration, type Html, when } from "../html.ts";
 import { decisionRows } from "./door.ts";
 
@@ -67,6 +68,7 @@ export function runPage(
   if (!record || record.id !== id || record.worker !== worker) return undefined;
   const decisions = decisionsOf(record);
   const usage = runUsage(decisions, id);
+  const leak = sentinelLeakOf(paths.audit, record);
   const hosts = new Map<string, { allowed: number; refused: number; bytes: number }>();
   for (const decision of decisions) {
     const entry = hosts.get(decision.request.host) ?? { allowed: 0, refused: 0, bytes: 0 };
@@ -91,6 +93,7 @@ export function runPage(
 <tr><th>duration</th><td>${duration(record.started_at, record.ended_at)}</td></tr>
 <tr><th>exit</th><td>${record.exit_code ?? "–"}</td></tr>
 ${record.error ? html`<tr><th>error</th><td>${record.error}</td></tr>` : ""}
+${leak ? html`<tr><th>sentinel</th><td class="deny">${describeSentinelLeak(leak)}</td></tr>` : ""}
 ${usage ? html`<tr><th>model</th><td>${formatUsage(usage)}</td></tr>` : ""}
 </table>
 <h2>Conversation</h2>
