@@ -22,6 +22,7 @@ export const HOST_EXECUTORS = [
   "task",
   "task-list",
   "repo",
+  "access",
 ] as const;
 
 const names = (pick: (platform: PlatformTerms) => boolean) =>

@@ -3,7 +3,7 @@ import type { LoadedConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";
 import { listGates } from "./gates.ts";
-import { EARNED_AFTER_DEFAULT } from "./trust.ts";
+import { alwaysGates, EARNED_AFTER_DEFAULT } from "./trust.ts";
 
 /**
  * `roster trust <worker>`: for each intent the worker may propose, what runs
@@ -15,6 +15,8 @@ export interface IntentTrust {
   executor: string;
   rules: Array<{ when: string; level: string; source: string }>;
   default: string;
+  /** Why it always waits for a human, whatever the rules say (trust.ts alwaysGates). */
+  always?: string;
   /** For earned levels: executed and denied gates so far, and how many it takes. */
   earned?: { executed: number; denied: number; after: number; now: "auto" | "gate" };
 }
@@ -46,6 +48,11 @@ export function trustOf(paths: RosterPaths, config: LoadedConfig, worker: string
       rules,
       default: grant.trust ?? "gate",
     };
+    const always = alwaysGates(grant.executor);
+    if (always) {
+      out.push({ ...entry, rules: [], default: "gate", always });
+      continue;
+    }
     const earnedAnywhere =
       grant.trust === "earned" || rules.some((rule) => rule.level.startsWith("earned"));
     if (earnedAnywhere) {
@@ -71,6 +78,10 @@ export function formatTrust(worker: string, intents: IntentTrust[]): string {
   const lines = [`${worker} may propose (anything else is refused):`];
   for (const intent of intents) {
     lines.push(`  ${intent.intent} → ${intent.executor}`);
+    if (intent.always) {
+      lines.push(`    ${"gate".padEnd(16)} always: ${intent.always}, whatever the rules say`);
+      continue;
+    }
     for (const rule of intent.rules)
       lines.push(`    ${rule.level.padEnd(16)} when ${rule.when}  (${rule.source})`);
     lines.push(`    ${intent.default.padEnd(16)} otherwise (the grant's default)`);

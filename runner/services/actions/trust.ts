@@ -10,9 +10,10 @@ import { CHANNEL_EXECUTORS, type ChannelTrust, trustedForRun } from "./trusted-c
 
 /**
  * Who decides a proposal: run it now ("auto") or hold it for a human
- * ("gate"). Identity edits always gate; a send or purpose edit into a trusted
- * channel runs when that channel is the run's own (its origin, or linked with
- * it: trusted-channels.ts) — a run's authority is where its input came from,
+ * ("gate"). Identity edits and access requests always gate; a send or
+ * purpose edit into a trusted channel runs when that channel is the run's
+ * own (its origin, or linked with it: trusted-channels.ts) — a run's
+ * authority is where its input came from,
  * never the channel its payload names. Otherwise the first `[[trust]]` rule
  * in scope for the intent whose payload
  * globs all hold decides; with none, the grant's own `trust` (gate by
@@ -20,6 +21,21 @@ import { CHANNEL_EXECUTORS, type ChannelTrust, trustedForRun } from "./trusted-c
  * were executed with no denial ever; one denial revokes it.
  */
 export const EARNED_AFTER_DEFAULT = 5;
+
+/**
+ * Executors whose proposals always wait for a human, whatever a grant's
+ * `trust` or a `[[trust]]` rule says (org or worker, auto or earned): who a
+ * worker is, and what the door lets through, are never its own call.
+ */
+const ALWAYS_GATES: Readonly<Record<string, string>> = {
+  identity: "identity edits always gate",
+  access: "an access request always waits for a human",
+};
+
+/** Why this executor's proposals always wait for a human, or undefined when trust decides. */
+export function alwaysGates(executor: string): string | undefined {
+  return Object.hasOwn(ALWAYS_GATES, executor) ? ALWAYS_GATES[executor] : undefined;
+}
 
 export interface TrustDecision {
   run: "auto" | "gate";
@@ -59,8 +75,8 @@ export function decideTrust(options: {
   history: () => Gate[];
 }): TrustDecision {
   const { grant, subject, payload } = options;
-  // who a worker is is never its own call, whatever a rule says
-  if (grant.executor === "identity") return { run: "gate", because: "identity edits always gate" };
+  const always = alwaysGates(grant.executor);
+  if (always) return { run: "gate", because: always };
   const channel = (payload as { channel_id?: unknown } | undefined)?.channel_id;
   if (
     CHANNEL_EXECUTORS.has(grant.executor) &&

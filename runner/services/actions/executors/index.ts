@@ -1,6 +1,7 @@
 import { HOST_EXECUTORS } from "../../../ground/config/chat-schema.ts";
 import { CHAT_PLATFORMS } from "../../chat/platforms.ts";
 import type { Executor } from "../../executor.ts";
+import { access } from "./access.ts";
 import { email } from "./email.ts";
 import { identity } from "./identity.ts";
 import { mcpCall } from "./mcp.ts";
@@ -26,6 +27,7 @@ const HOST_TABLE = complete({
   task: fileTask,
   "task-list": setTasks,
   repo: repoPush,
+  access,
   mcp: mcpCall,
 });
 
