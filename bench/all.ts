@@ -172,6 +172,13 @@ const BENCHES: Bench[] = [
       "rendering the overview (cards, spend, door and runs pictures) beside one read of the whole audit log",
     needs: [],
   },
+  {
+    file: "policy-replay",
+    title: "Replaying the audit log, and a policy check's cold start",
+    compares:
+      "`roster policy replay` over 1,000,000 audit lines beside the same log only streamed and parsed, and `roster policy check` as one cold process beside `roster --version`",
+    needs: [],
+  },
 ];
 
 function has(command: string): boolean {

@@ -5,6 +5,7 @@ import { WRONG_RUN_RULE } from "../exchange/caller.ts";
 import { GATE_NOT_HELD, JSON_RPC_ANSWERED } from "../exchange/mcp-exchange.ts";
 import { NOT_JUDGED } from "../exchange/ruling.ts";
 import { UNREAD_RULE } from "../exchange/server.ts";
+import { SENTINEL_LEAK_RULE } from "../judging/sentinel.ts";
 import { SSRF_REFUSED } from "../upstream/ssrf.ts";
 
 /**
@@ -43,8 +44,8 @@ const DOORS_OWN: Record<string, string> = {
   [UNREAD_RULE]: "not a request the door could read",
   [DOOR_CAP_RULE]: "the box's door was at its connection cap",
   [WRONG_RUN_RULE]: "its proxy token was not its run's",
-  // the sentinel tripwire (judging/sentinel.ts) reads credential headers the log redacts
-  "sentinel-leak": "the sentinel tripwire, which reads what the log redacts",
+  // the tripwire reads credential headers the log redacts
+  [SENTINEL_LEAK_RULE]: "the sentinel tripwire, which reads what the log redacts",
 };
 
 /** Notes of refusals no grant was asked about (rule null): why each is not the policy's. */
