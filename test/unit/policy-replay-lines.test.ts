@@ -1,9 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
+import { replayLog } from "../../runner/boundary/gateway/policy/replay.ts";
 import { whatTheLineSays } from "../../runner/boundary/gateway/policy/replay-record.ts";
+import { loadConfig } from "../../runner/ground/config/load.ts";
 import { eachBoundedLine } from "../../runner/ground/files/bounded-lines.ts";
 
 /**
@@ -32,6 +34,13 @@ describe("the log streamed with a bound on a line", () => {
     });
     expect(lines).toEqual(["a", "b", `y×${middle.length}`, "c"]);
     expect(tooLong).toBe(1);
+  });
+
+  it("finds nothing to replay where no box has written a line yet", () => {
+    mkdirSync(join(dir, "config"));
+    writeFileSync(join(dir, "config", "org.toml"), "");
+    const config = loadConfig(join(dir, "config"), { vaultDir: join(dir, "vault") });
+    expect(replayLog(join(dir, "none.jsonl"), config)).toMatchObject({ lines: 0, flipped: 0 });
   });
 });
 

@@ -81,6 +81,7 @@ function said(
     ...(context.since ? [`since ${context.since}`] : []),
     ...(context.worker ? [`worker ${context.worker}`] : []),
   ];
+  if (!report.lines) return `no decisions in ${context.log}: nothing to replay\n`;
   const lines = [
     `replayed ${report.replayed} of ${report.decisions} decisions${within.length ? ` (${within.join(", ")})` : ""} from ${context.log} under ${context.config}`,
   ];

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { LoadedConfig } from "../../../ground/config/load.ts";
@@ -106,6 +107,8 @@ export function replayLog(
   const reasons = new Map<string, NotReplayed>();
   const subject = options.worker ? workerSubject(options.worker) : undefined;
   const since = options.since;
+  // a deployment no box has used yet has no log: nothing to replay
+  if (!existsSync(file)) return report;
   eachBoundedLine(file, options.maxLineBytes ?? MAX_LINE_BYTES, {
     tooLong: () => {
       report.lines++;
