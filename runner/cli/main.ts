@@ -6,6 +6,7 @@ import { registerActionCommands } from "./commands/action.ts";
 import { registerBoxCommands } from "./commands/box.ts";
 import { registerBudgetCommands } from "./commands/budget.ts";
 import { registerChannelCommands } from "./commands/channel.ts";
+import { registerConfigCommands } from "./commands/config.ts";
 import { registerConnectionCommands } from "./commands/connection.ts";
 import { registerGatewayCommands } from "./commands/gateway.ts";
 import { registerPolicyCommands } from "./commands/policy.ts";
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
   registerWorkerCommands(program);
   registerConnectionCommands(program);
   registerPolicyCommands(program);
+  registerConfigCommands(program);
   // last: its scripts are generated from everything registered above
   registerCompletionCommand(program);
   return program;

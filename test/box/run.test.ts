@@ -8,6 +8,7 @@ import { SENTINEL } from "../../runner/boundary/box/box-env.ts";
 import { BOX_OPEN_FILES } from "../../runner/boundary/box/container-spec.ts";
 import { BOX_IMAGE } from "../../runner/boundary/box/layout.ts";
 import { liveRuns } from "../../runner/boundary/gateway/doors/identity.ts";
+import { configDigest, readConfigFiles } from "../../runner/ground/config/config-digest.ts";
 import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer, type ScriptStep } from "../support/model-server.ts";
@@ -122,6 +123,14 @@ describe.skipIf(!docker)("roster run", () => {
     const show = await deployment.roster(["runs", "show", (record?.id ?? "").slice(0, 22)]);
     expect(show.stdout).toContain("assistant: Hello from the scripted model.");
     expect(show.stdout).toContain("user: Say hello");
+    // the record names the config the run started under, and the door's lines the one that
+    // judged them: both read back by digest from the history
+    const digest = configDigest(readConfigFiles(deployment.paths.config));
+    expect(record?.config).toBe(digest);
+    expect(show.stdout).toContain(`config    ${digest.slice(0, 12)}`);
+    expect(show.stdout).toContain(`judged    by config ${digest.slice(0, 12)}`);
+    const diff = await deployment.roster(["config", "diff", digest.slice(0, 12), "current"]);
+    expect(diff.stdout, diff.stderr).toContain("the same files, byte for byte");
   });
 
   it("mounts each part of $HOME with the mode its writer decides", {
@@ -209,7 +218,11 @@ describe.skipIf(!docker)("roster run", () => {
     const theirs = await client.createContainer({
       Image: BOX_IMAGE,
       Cmd: ["sleep", "300"],
-      HostConfig: { NetworkMode: "none", AutoRemove: false },
+      // the limit roster's own boxes set: rootful Podman can't raise its default past the host's
+      HostConfig: {
+        NetworkMode: "none",
+        Ulimits: [{ Name: "nofile", Soft: BOX_OPEN_FILES, Hard: BOX_OPEN_FILES }],
+      },
       Labels: {
         "roster.worker": "elf",
         "roster.run": `theirs-${Date.now()}`,

@@ -62,6 +62,8 @@ export interface RunRecord {
   repos?: Record<string, RepoRecord>;
   /** The process that governs the run: if it is gone while the record says running, the run crashed. */
   runner_pid?: number;
+  /** The digest of the config the run was started under (kept in data/config-history/). */
+  config?: string;
   /**
    * The box sent its credential sentinel where no credential replaces it, and
    * the gateway refused it (rule `sentinel-leak`): how often, and the first

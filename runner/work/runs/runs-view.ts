@@ -11,6 +11,7 @@ import {
 import { join } from "node:path";
 import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
 import { readDecisions } from "../../boundary/gateway/audit/view.ts";
+import { shortDigest } from "../../ground/config/config-digest.ts";
 import { columns } from "../../ground/text/table.ts";
 import {
   listRuns,
@@ -232,9 +233,8 @@ export function runJson(run: RunLocation, auditDir?: string): Record<string, unk
 export function showRun(run: RunLocation, auditDir?: string): string {
   const record = readRecord(run.dir);
   if (!record) return `run ${run.id}: no record`;
-  const usage = auditDir
-    ? runUsage(readDecisions(auditDir, { run: record.id }), record.id)
-    : undefined;
+  const decisions = auditDir ? readDecisions(auditDir, { run: record.id }) : [];
+  const usage = runUsage(decisions, record.id);
   const leak = auditDir ? sentinelLeakOf(auditDir, record) : record.sentinel_leak;
   const lines = [
     `run       ${record.id}`,
@@ -246,6 +246,7 @@ export function showRun(run: RunLocation, auditDir?: string): string {
     ...(record.error ? [`error     ${record.error}`] : []),
     ...(leak ? [`sentinel  ${describeSentinelLeak(leak)}`] : []),
     ...(usage ? [`model     ${formatUsage(usage)}`] : []),
+    ...configLines(record, decisions),
     ...Object.entries(record.repos ?? {}).map(
       ([name, repo]) =>
         `repo      ${name}: ${repo.state} (base ${repo.base_commit.slice(0, 12)}${repo.produced_commit ? `, head ${repo.produced_commit.slice(0, 12)}` : ""})${repo.quarantine_ref ? ` kept at ${repo.quarantine_ref}` : ""}${repo.error ? ` — ${repo.error}` : ""}`,
@@ -278,4 +279,26 @@ export function showRun(run: RunLocation, auditDir?: string): string {
     lines.push(`  ${name}${stat.isDirectory() ? "/" : `  ${stat.size} bytes`}`);
   }
   return lines.join("\n");
+}
+
+/**
+ * The config the run started under and those its requests were judged by
+ * (each audit line names one), by digest: `roster config diff` reads them back.
+ */
+function configLines(record: RunRecord, decisions: DecisionRecord[]): string[] {
+  const judged = new Map<string, number>();
+  for (const decision of decisions)
+    if (decision.run_id === record.id && decision.config)
+      judged.set(decision.config, (judged.get(decision.config) ?? 0) + 1);
+  return [
+    ...(record.config
+      ? [
+          `config    ${shortDigest(record.config)} (started under; roster config diff ${shortDigest(record.config)} current)`,
+        ]
+      : []),
+    ...[...judged].map(
+      ([digest, count]) =>
+        `judged    by config ${shortDigest(digest)} (${count} decision(s) at the door)`,
+    ),
+  ];
 }

@@ -27,6 +27,7 @@ import { scratchKeepMs } from "../../ground/config/store-limits.ts";
 import type { Toolchain } from "../../ground/config/toolchain-schema.ts";
 import { type WorkerView, workerView } from "../../ground/config/worker-view.ts";
 import { RosterError } from "../../ground/errors.ts";
+import { keepConfig } from "../../records/config-history/history.ts";
 import {
   finished,
   type RunRecord,
@@ -53,6 +54,8 @@ import { autoPrune } from "./retention.ts";
 export interface Provisioned {
   engine: BoxEngine;
   config: LoadedConfig;
+  /** The digest of the files `config` was loaded from (kept in the config history). */
+  configDigest: string;
   worker: WorkerView;
   identity: string;
   image: string;
@@ -102,9 +105,10 @@ export function assertCeiling(minutes: number): void {
 export async function loadWorker(
   paths: RosterPaths,
   name: string,
-): Promise<{ worker: WorkerView; identity: string; config: LoadedConfig }> {
+): Promise<{ worker: WorkerView; identity: string; config: LoadedConfig; configDigest: string }> {
   // broken, or failing one of its own [[test]] cases: refused before anything starts
-  const { config } = loadTestedConfig(paths, "nothing was started");
+  const read = loadTestedConfig(paths, "nothing was started");
+  const { config } = read;
   const worker = workerView(config, name, { dataRoot: paths.data });
   if (!worker)
     throw refuse(
@@ -114,7 +118,9 @@ export async function loadWorker(
   await ensureKnowledgeRepo(paths, name);
   const identityFile = join(worker.dir, "identity.md");
   const identity = existsSync(identityFile) ? readFileSync(identityFile, "utf8") : "";
-  return { worker, identity, config };
+  // the run's record names this config by its digest: the history keeps it to be read back
+  keepConfig(paths.data, read, "run");
+  return { worker, identity, config, configDigest: read.digest };
 }
 
 export async function reapAndRecord(
@@ -144,7 +150,10 @@ export async function reapAndRecord(
 export async function provision(options: ProvisionOptions): Promise<Provisioned> {
   const { paths, note } = options;
   const env = options.env ?? process.env;
-  const { worker, identity, config, keyEnv, toolchain } = await checkWorker(options, env);
+  const { worker, identity, config, configDigest, keyEnv, toolchain } = await checkWorker(
+    options,
+    env,
+  );
   const org = orgEngine(config, worker, note);
   // What does not depend on each other runs at once: the gateway (a process of
   // its own when embedded) starts while the engine's client loads; then the
@@ -182,7 +191,11 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     if (!gateway) throw new Error("the gateway lease was lost");
     const built = await workerImage;
     assertCa(paths);
-    return provisioned({ engine, config, worker, identity, gateway, keyEnv, paths }, built, org);
+    return provisioned(
+      { engine, config, configDigest, worker, identity, gateway, keyEnv, paths },
+      built,
+      org,
+    );
   } catch (error) {
     await gateway?.release();
     throw error;
@@ -194,6 +207,7 @@ interface CheckedWorker {
   worker: WorkerView;
   identity: string;
   config: LoadedConfig;
+  configDigest: string;
   keyEnv: string | undefined;
   toolchain: Toolchain;
 }
@@ -204,7 +218,7 @@ async function checkWorker(
   env: NodeJS.ProcessEnv,
 ): Promise<CheckedWorker> {
   const { paths, note } = options;
-  const { worker, identity, config } = await loadWorker(paths, options.worker);
+  const { worker, identity, config, configDigest } = await loadWorker(paths, options.worker);
   for (const warning of config.warnings) note(`warning: ${warning}`);
   const keyEnv = options.model === false ? undefined : await checkModel(paths, worker, env, note);
   // what the projects it mounts declare joins the worker's own toolchain
@@ -214,7 +228,7 @@ async function checkWorker(
       `a project's toolchain is invalid, nothing was started:\n${projects.errors.map(formatConfigError).join("\n")}`,
     );
   const toolchain = withProjects(worker.toolchain, projects.toolchain);
-  return { worker, identity, config, keyEnv, toolchain };
+  return { worker, identity, config, configDigest, keyEnv, toolchain };
 }
 
 /** The org's gateway port, box image and engine folder, with the notes they call for. */
@@ -294,6 +308,7 @@ function provisioned(
   return {
     engine,
     config: held.config,
+    configDigest: held.configDigest,
     worker,
     identity: held.identity,
     image: tag,

@@ -41,6 +41,7 @@ export function firstRecord(request: RunRequest, box: Provisioned): Starting {
       ceiling_min: request.ceiling_min ?? worker.box.session_ceiling_min,
       container: boxContainerName(id),
       runner_pid: process.pid,
+      config: box.configDigest,
       ...(engine?.taskId ? { task_id: engine.taskId } : {}),
       ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
     },

@@ -38,6 +38,8 @@ export interface AuditOutcome {
   budget?: { detail: string; retry_after_secs: number };
   /** A forwarded tools/call whose answer reported a JSON-RPC error or a failed tool. */
   mcp_answer?: McpOutcome;
+  /** The digest of the config that judged it (ground/config/config-digest.ts), taken when it was decided. */
+  config?: string;
 }
 
 export interface DecisionRecord extends Omit<AuditOutcome, "rule"> {
@@ -74,6 +76,8 @@ export function redactHeaders(headers: Record<string, string>): Record<string, s
   return out;
 }
 
+const configOf = (digest: string | undefined) => (digest ? { config: digest } : {});
+
 let counter = 0;
 function decisionId(): string {
   counter = (counter + 1) % 0xffffff;
@@ -107,7 +111,9 @@ export class DecisionLine {
   /** The decision is made but the transfer goes on: written by `finish`, or as aborted if the gateway stops first. */
   hold(outcome: AuditOutcome): void {
     if (this.done) return;
-    this.held = outcome;
+    // the config that judged it, not one taken while the transfer went on
+    const config = outcome.config ?? this.log.configDigest?.();
+    this.held = config ? { ...outcome, config } : outcome;
     this.log.track(this);
   }
 
@@ -161,6 +167,8 @@ export class AuditLog {
 
   /** Told of each line as it is written, with its exchange's seconds (the door's metrics and spans). */
   observer: ((record: DecisionRecord, seconds: number) => void) | undefined;
+  /** The digest of the config judging now (the gateway's ConfigSource): each line names it. */
+  configDigest: (() => string) | undefined;
   /** Awaited as the log closes: what the observer still holds goes out (the door's spans). */
   onClose: (() => Promise<unknown>) | undefined;
 
@@ -208,6 +216,7 @@ export class AuditLog {
       run_id: facts.runId ?? null,
       ...(facts.actor ? { actor: facts.actor } : {}),
       ...(facts.origins ? { origins: facts.origins.slice(0, AUDIT_ORIGINS) } : {}),
+      ...configOf(outcome.config ?? this.configDigest?.()),
       request: {
         protocol: facts.protocol,
         method: facts.method,

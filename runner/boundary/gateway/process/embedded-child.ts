@@ -47,6 +47,7 @@ export async function serveEmbedded(
       door,
       actions,
       recordState: forServer,
+      takenBy: forServer ? "server" : "run",
       ...(forServer ? { supervisor: process.ppid } : {}),
     });
   } catch (error) {

@@ -2,13 +2,13 @@ import { mkdir, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { shortDigest } from "../../../ground/config/config-digest.ts";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import type { TelemetrySection } from "../../../ground/config/server-schema.ts";
 import { replaceFile } from "../../../ground/files/atomic-replace.ts";
 import { actionSpans } from "../../../ground/telemetry/action-spans.ts";
 import { tracingFor } from "../../../ground/telemetry/tracing.ts";
 import { parseByteSize } from "../../../ground/text/byte-size.ts";
+import type { TakenBy } from "../../../records/config-history/history.ts";
 import { watchJournal } from "../../../records/journal/journal.ts";
 import { AUDIT_MAX_PER_RUN_DEFAULT, AuditLog, type DecisionRecord } from "../audit/audit.ts";
 import type { DoorMetrics } from "../audit/door-metrics.ts";
@@ -21,12 +21,12 @@ import { requestFacts } from "../exchange/admission.ts";
 import { arrivedAtDoor } from "../exchange/caller.ts";
 import { createProxyServers, type ServerDeps } from "../exchange/server.ts";
 import { testedConfigSource } from "../policy/vetting.ts";
-import type { ConfigSource } from "../settings/config-source.ts";
 import { type GatewayTimeouts, resolveTimeouts } from "../settings/defaults.ts";
 import { Budgets } from "../spend/budget.ts";
 import { CertificateAuthority } from "../trust/ca.ts";
 import { ClosedPorts } from "../upstream/closed-ports.ts";
 import { type Upstreams, upstreamsFor } from "../upstream/pools.ts";
+import { keepTaken, noteToStderr, watchConfig } from "./config-watch.ts";
 
 /**
  * The gateway as one object: start it (the CLI's `roster gateway start`, the
@@ -57,6 +57,8 @@ export interface GatewayOptions {
   supervisor?: number;
   /** Where the gateway says what an operator must know (a config refused): stderr by default. */
   note?: (text: string) => void;
+  /** Whose gateway this is, as the config history says who took a config: "gateway" by default. */
+  takenBy?: Exclude<TakenBy, "rollback">;
 }
 
 export interface GatewayState {
@@ -88,7 +90,9 @@ export class Gateway {
 
   static async start(options: GatewayOptions): Promise<Gateway> {
     const deps = await serverDeps(options);
-    const unwatch = watchConfig(deps.config, options.note ?? noteToStderr);
+    const note = options.note ?? noteToStderr;
+    const unwatch = watchConfig(deps.config, note);
+    keepTaken(deps.config, options, note);
     let listening: Listening;
     try {
       listening = await listenAll(deps, options);
@@ -156,6 +160,8 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   const auditShare = (org: typeof loaded.org) =>
     parseByteSize(org.gateway?.audit_max_per_run ?? AUDIT_MAX_PER_RUN_DEFAULT);
   const audit = new AuditLog(paths.audit, auditShare(loaded.org));
+  // each line names the config that judged it, which the history keeps (keepTaken)
+  audit.configDigest = () => config.digest;
   config.onChange((next) => {
     audit.maxPerRun = auditShare(next.org);
   });
@@ -193,42 +199,6 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
     resolve: upstreams.options.resolve,
     timeouts,
   };
-}
-
-const noteToStderr = (text: string) => process.stderr.write(`roster: gateway: ${text}\n`);
-
-/** How often the config is checked for a change with no request to prompt it. */
-const CONFIG_WATCH_MS = 2_000;
-
-/**
- * Says a config that can't be used at start, and each one refused later (the
- * last good one staying live), naming every problem; and checks for a change
- * every CONFIG_WATCH_MS, so a refusal is said when it is made, not at the
- * next request.
- */
-function watchConfig(config: ConfigSource, note: (text: string) => void): () => void {
-  const unusable = config.brokenReason();
-  if (unusable) note(`config ${shortDigest(config.digest)} can't be used: ${unusable}`);
-  let started = false;
-  config.onTaken((taken) => {
-    // the first is the one it started with, said above when it can't be used
-    if (!started) {
-      started = true;
-      return;
-    }
-    const reason = config.brokenReason(taken.config);
-    note(
-      `config ${shortDigest(taken.digest)} taken${reason ? `, but can't be used: ${reason}` : ""}`,
-    );
-  });
-  config.onRefused((refusal, live) =>
-    note(
-      `config ${shortDigest(refusal.digest)} refused, the door keeps judging by config ${shortDigest(live)}:\n${refusal.problems.map((problem) => `  ${problem}`).join("\n")}${refusal.more ? `\n  (and ${refusal.more} more)` : ""}`,
-    ),
-  );
-  const timer = setInterval(() => config.get(), CONFIG_WATCH_MS);
-  timer.unref();
-  return () => clearInterval(timer);
 }
 
 /**
