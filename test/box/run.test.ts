@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SENTINEL } from "../../runner/boundary/box/box-env.ts";
+import { connectEngine } from "../../runner/boundary/box/connect.ts";
 import { BOX_OPEN_FILES } from "../../runner/boundary/box/container-spec.ts";
 import { BOX_IMAGE } from "../../runner/boundary/box/layout.ts";
 import { liveRuns } from "../../runner/boundary/gateway/doors/identity.ts";
@@ -215,22 +216,22 @@ describe.skipIf(!docker)("roster run", () => {
     // the killed runner left its token live
     expect(liveRuns(deployment.paths.identity).has(orphanRun?.id ?? "")).toBe(true);
     // another deployment's box on the same engine, whose runner pid means nothing here
-    const theirs = await client.createContainer({
-      Image: BOX_IMAGE,
-      Cmd: ["sleep", "300"],
-      // the limit roster's own boxes set: rootful Podman can't raise its default past the host's
-      HostConfig: {
-        NetworkMode: "none",
-        Ulimits: [{ Name: "nofile", Soft: BOX_OPEN_FILES, Hard: BOX_OPEN_FILES }],
-      },
-      Labels: {
+    // (made as roster makes a box, so each engine's own limits apply)
+    const engine = await connectEngine({ env: process.env });
+    const theirsName = `roster-theirs-${Date.now()}`;
+    const theirsBox = await engine.createBox({
+      image: BOX_IMAGE,
+      cmd: ["sleep", "300"],
+      name: theirsName,
+      labels: {
         "roster.worker": "elf",
-        "roster.run": `theirs-${Date.now()}`,
+        "roster.run": theirsName,
         "roster.runner.pid": String(child.pid),
         "roster.deployment": "another-deployment",
       },
     });
-    await theirs.start();
+    await theirsBox.start();
+    const theirs = client.getContainer(theirsName);
 
     const ls = await deployment.roster(["runs", "ls"]);
     expect(ls.stderr).toContain("reaped an orphaned box of elf");
@@ -241,9 +242,9 @@ describe.skipIf(!docker)("roster run", () => {
     expect(remaining).toHaveLength(0);
     // this deployment's sweep reaped its own box and left the other one's running
     const kept = await theirs.inspect();
-    await theirs.remove({ force: true });
+    await theirsBox.remove();
     expect(kept.State.Running).toBe(true);
-    expect(ls.stderr).not.toContain("theirs-");
+    expect(ls.stderr).not.toContain(theirsName);
     expect(orphanRun ? readRecord(orphanRun.dir) : undefined).toMatchObject({
       state: "failed",
       ended_by: "crash",
