@@ -151,3 +151,56 @@ describe("what a line says the grants decided", () => {
     expect(whatTheLineSays(line(over, request))).toEqual({ kind: "not", reason });
   });
 });
+
+describe("a tunnel judged again", () => {
+  it("is the CONNECT's verdict: a tunnel grant passes it raw, or its requests are judged inside", () => {
+    mkdirSync(join(dir, "tunnels"));
+    writeFileSync(
+      join(dir, "tunnels", "org.toml"),
+      `
+[[grant]]
+name = "pipe"
+verdict = "tunnel"
+match = { host = "git.test" }
+
+[[grant]]
+name = "read"
+verdict = "allow"
+match = { host = "*.test", method = ["GET"] }
+`,
+    );
+    const config = loadConfig(join(dir, "tunnels"), { vaultDir: join(dir, "vault") });
+    const log = join(dir, "tunnels.jsonl");
+    const connect = { method: "CONNECT", path: "" };
+    const lines = [
+      line({ verdict: "tunnel", rule: "pipe", status: 200 }, { ...connect, host: "git.test" }),
+      line({ verdict: "tunnel", rule: "pipe", status: 200 }, { ...connect, host: "old.test" }),
+      line({ verdict: "allow", rule: "read", status: 200 }, { host: "git.test" }),
+      line({ verdict: "allow", rule: "read", status: 200 }, { host: "git.test", protocol: "http" }),
+      line({ verdict: "allow", rule: "read", status: 200 }, { host: "web.test" }),
+    ];
+    writeFileSync(log, `${lines.map((one) => JSON.stringify(one)).join("\n")}\n`);
+    const report = replayLog(log, config);
+    expect(report.unchanged).toBe(2);
+    expect(report.flips.map((group) => [group.from, group.to, group.examples[0]?.request])).toEqual(
+      [
+        [
+          { verdict: "tunnel", rule: "pipe" },
+          { verdict: "intercept", rule: null },
+          "CONNECT old.test:443",
+        ],
+        [
+          { verdict: "allow", rule: "read" },
+          { verdict: "tunnel", rule: "pipe" },
+          "GET https://git.test/",
+        ],
+      ],
+    );
+    expect(report.notReplayed).toMatchObject([
+      {
+        reason: "plain HTTP that may have come through a CONNECT this config passes raw",
+        count: 1,
+      },
+    ]);
+  });
+});

@@ -42,6 +42,8 @@ export class Rejudge {
   /** Every needle the grants' `headerContains` look for, by header name. */
   private readonly needles = new Map<string, string[]>();
   private readonly channelled: boolean;
+  /** Whether any grant passes a raw tunnel: with none, every CONNECT is intercepted. */
+  private readonly tunnels: boolean;
   /** The config with every grant open to every channel, made when a line first needs it. */
   private open: LoadedConfig | undefined;
   private readonly longestPrefix: number;
@@ -54,6 +56,7 @@ export class Rejudge {
         this.needles.set(key, [...(this.needles.get(key) ?? []), needle]);
       }
     this.channelled = config.grants.some((grant) => grant.channels !== undefined);
+    this.tunnels = config.grants.some((grant) => grant.verdict === "tunnel");
     this.longestPrefix = Math.max(0, ...config.grants.map((g) => g.match?.pathPrefix?.length ?? 0));
   }
 
@@ -134,6 +137,7 @@ export class Rejudge {
       const connect = ruleOnConnect(input, facts);
       return connect.kind === "tunnel" ? decided("tunnel", connect.grant.name) : intercepted;
     }
+    if (!this.tunnels) return saidOf(ruleOn(input, facts, { recordedMcp: mcp }, entry));
     // a CONNECT to this host and port (headers are not judged there) would now pass raw
     const connect = ruleOnConnect(input, {
       ...facts,
