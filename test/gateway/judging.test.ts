@@ -5,8 +5,13 @@ import { connect as tlsConnect } from "node:tls";
 import { HttpsProxyAgent } from "https-proxy-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
+import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
 import { revokeToken } from "../../runner/boundary/gateway/doors/identity.ts";
+import { policyCheck } from "../../runner/boundary/gateway/policy/check.ts";
+import { whatTheLineSays } from "../../runner/boundary/gateway/policy/replay-record.ts";
 import { askHealth } from "../../runner/boundary/gateway/process/health.ts";
+import { loadConfig } from "../../runner/ground/config/load.ts";
+import { historyDir } from "../../runner/records/config-history/history.ts";
 import { waitForDecision } from "../support/audit.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { curl, viaProxy } from "../support/proxy-clients.ts";
@@ -351,5 +356,42 @@ match = { host = "127.0.0.1" }
       (record) => record.status === 101 && record.request.path === "/ws",
     );
     expect(line).toMatchObject({ rule: "api-read", outcome: "complete" });
+  });
+});
+
+describe("roster policy check, asked what the door decided", () => {
+  // last in the file: every request above has its line by now
+  it("agrees with the door on every request this suite sent, under the config that judged it", () => {
+    const agreed: string[] = [];
+    for (const line of decisions() as unknown as DecisionRecord[]) {
+      const says = whatTheLineSays(line);
+      // the policy's own decisions: not the door's caps, the action host, or a tunnel's insides
+      if (says.kind !== "decided" || !["allow", "deny", "gate"].includes(says.decided.verdict))
+        continue;
+      if (!line.config || line.subject !== "org/elf") continue;
+      const { request } = line;
+      const config = loadConfig(join(historyDir(env.paths.data), line.config));
+      const headers = Object.fromEntries(
+        Object.entries(request.headers).filter(([, value]) => value !== "<redacted>"),
+      );
+      const url = `${request.protocol}://${request.host}:${request.port}${request.path}${request.query ? `?${request.query}` : ""}`;
+      const verdict = policyCheck(config, {
+        worker: "elf",
+        method: request.method,
+        url,
+        headers,
+        ...(line.origins?.[0] ? { channel: line.origins[0] } : {}),
+      });
+      const asked = `${request.method} ${url}`;
+      expect({ asked, verdict: verdict.verdict, rule: verdict.rule ?? null }).toEqual({
+        asked,
+        verdict: says.decided.verdict,
+        rule: says.decided.rule,
+      });
+      agreed.push(asked);
+    }
+    console.log(`policy check agreed with the door on ${agreed.length} requests`);
+    // the suite's allows, denials by a rule and denials by no rule were all asked
+    expect(agreed.length).toBeGreaterThan(10);
   });
 });
