@@ -106,7 +106,10 @@ describe.skipIf(!docker)("MCP end to end: a real box, the real gateway, real MCP
           // org.toml narrows the tracker connection: one tool refused, one held for a human
           '\n[[grant]]\nname = "tracker-deletes"\nverdict = "deny"\nmatch = { host = "mcp.test", mcp = { tool = "delete_*" } }\n' +
           '\n[[grant]]\nname = "tracker-closes"\nverdict = "gate"\nmatch = { host = "mcp.test", mcp = { tool = ["close_*"] } }\ninject = { credential = "tracker" }\n',
-      );
+      )
+      // the config's own test of web-read now says what this one does (else no run starts)
+      .replace(/expect = "allow"\nrule = "web-read"\n/, 'expect = "deny"\n');
+    if (org.includes('rule = "web-read"')) throw new Error("org.toml still tests web-read");
     await writeFile(orgFile, org);
     await mkdir(join(config, "connections"), { recursive: true });
     const connection = (url: string, extra = "") =>
