@@ -102,9 +102,10 @@ describe.skipIf(!docker)("the $HOME and clones limit", () => {
     expect(envelope.error).toMatch(HOME_OVER);
     const dir = runFolder("imp", envelope.run_id);
     expect(readRecord(dir)).toMatchObject({ ended_by: "disk", state: "failed" });
-    // at disk speed polling overshoots (docs/store.md), but nowhere near 3 GB
+    // at page-cache speed polling overshoots by the write rate times the gap and the kill
+    // (docs/store.md): a loaded machine's slower kill lets dd write more, never all 3 GB
     const [size] = await diskUsage([join(dir, "home")]);
-    expect(size).toBeLessThan(600 * MB);
+    expect(size).toBeLessThan(1500 * MB);
   });
 
   it("counts what a box writes in its repo clones toward the same limit", async () => {
