@@ -94,17 +94,28 @@ describe.skipIf(!docker)("the toolchain volume", () => {
     expect(await volumes()).toHaveLength(2);
 
     // a box still running on the new image holds its volume; the old one is free
-    const long = deployment.spawnRoster(["box", "exec", "elf", "--", "sleep 8"]);
+    // it runs until the test lets it go (a file in its store), however slow the engine is
+    const release = join(deployment.paths.data, "workers/elf/store/release");
+    const long = deployment.spawnRoster([
+      "box",
+      "exec",
+      "elf",
+      "--",
+      "for i in $(seq 1200); do test -e ~/store/release && exit 0; sleep 0.1; done",
+    ]);
     // this deployment's box (other deployments' elf boxes may run beside it): one that mounts its volume
     const ours = await volumes();
-    for (let i = 0; i < 200; i++) {
+    let holding = false;
+    for (let i = 0; i < 600 && !holding; i++) {
       const running = await docker?.listContainers({
         filters: { label: ["roster.worker=elf"] },
       });
-      if (running?.some((box) => box.Mounts.some((mount) => ours.includes(mount.Name ?? ""))))
-        break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      holding = Boolean(
+        running?.some((box) => box.Mounts.some((mount) => ours.includes(mount.Name ?? ""))),
+      );
+      if (!holding) await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    expect(holding, "a running box mounting the new volume").toBe(true);
     // the declaration goes back: the box image's volume (old) is current again, the sl one is stale
     await writeFile(workerToml, original);
     const pruned = await deployment.roster(["box", "prune", "--json"]);
@@ -118,6 +129,7 @@ describe.skipIf(!docker)("the toolchain volume", () => {
     expect(report.kept.map((item) => `${item.kind} ${item.why}`)).toEqual(
       expect.arrayContaining(["volume in use by a box"]),
     );
+    await writeFile(release, "");
     await new Promise((resolve) => long.once("exit", resolve));
     const again = JSON.parse((await deployment.roster(["box", "prune", "--json"])).stdout) as {
       removed: { kind: string; name: string }[];
