@@ -8,7 +8,11 @@ import { templatesFor } from "../credentials/vault.ts";
 import { scopeApplies } from "../judging/judge.ts";
 import type { Refusal } from "../judging/refusals.ts";
 import type { RequestFacts } from "../judging/request-facts.ts";
-import { carriesSentinel, sentinelLeakRefusal } from "../judging/sentinel.ts";
+import {
+  bodyCarriesSentinel,
+  sentinelLeakRefusal,
+  textCarriesSentinel,
+} from "../judging/sentinel.ts";
 
 /**
  * The sentinel tripwire on the door's ruling. A box holds the sentinel where
@@ -38,13 +42,16 @@ export function sentinelLeak(
   /** What the door holds of the body (none for a replay of an audit line). */
   body: Buffer | undefined,
 ): Refusal | undefined {
+  // most requests carry no body and no sentinel: a few substring searches, nothing else asked
+  const inText = textCarriesSentinel(facts);
+  if (!inText && !body?.length) return undefined;
   if (toModel(config, facts)) return undefined;
   // a page reads as the run but never with its credentials (caller.ts)
   if (!facts.actor && config.grants.some((grant) => injectsFor(grant, facts))) return undefined;
-  return carriesSentinel(facts, body ?? EMPTY) ? sentinelLeakRefusal(facts.host) : undefined;
+  return inText || (body && bodyCarriesSentinel(body))
+    ? sentinelLeakRefusal(facts.host)
+    : undefined;
 }
-
-const EMPTY = Buffer.alloc(0);
 
 /** A grant of this run's that lets a credential be injected on this host. */
 function injectsFor(grant: ScopedGrant, facts: RequestFacts): boolean {

@@ -23,11 +23,24 @@ export const SENTINEL_FORMS: readonly string[] = sentinelForms(SENTINEL);
 const BODY_FORMS = SENTINEL_FORMS.map((form) => Buffer.from(form, "latin1"));
 
 export function carriesSentinel(facts: RequestFacts, body: Buffer): boolean {
-  const texts = [facts.path, facts.query, percentDecoded(facts.query)];
+  return textCarriesSentinel(facts) || bodyCarriesSentinel(body);
+}
+
+/** The request line and headers: a few short strings, searched before anything else is asked. */
+export function textCarriesSentinel(facts: RequestFacts): boolean {
+  if (holdsForm(facts.path) || holdsForm(facts.query)) return true;
+  if (facts.query.includes("%") && holdsForm(percentDecoded(facts.query))) return true;
   // the path as sent may hold an escape normalisePath could not decode whole
-  if (facts.path.includes("%")) texts.push(percentDecoded(facts.path));
-  for (const value of Object.values(facts.headers)) texts.push(value);
-  if (texts.some(holdsForm)) return true;
+  if (facts.path.includes("%") && holdsForm(percentDecoded(facts.path))) return true;
+  for (const name in facts.headers) {
+    const value = facts.headers[name];
+    if (value !== undefined && holdsForm(value)) return true;
+  }
+  return false;
+}
+
+/** The body the door holds: searched only once the host is known to get no credential. */
+export function bodyCarriesSentinel(body: Buffer): boolean {
   return body.length > 0 && BODY_FORMS.some((form) => body.includes(form));
 }
 
