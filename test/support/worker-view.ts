@@ -15,6 +15,7 @@ export function defaultWorkerView(overrides: Partial<WorkerView> = {}): WorkerVi
   return {
     name: "elf",
     dir: "/nowhere",
+    agent: "pi",
     model: undefined,
     context: CONTEXT_DEFAULTS,
     memory: MEMORY_DEFAULTS,

@@ -12,6 +12,11 @@ export const OFFLINE_BASE = "roster-base:bookworm-node24";
 
 export const ENGINE_DIR = "/opt/roster/engine";
 export const RUN_PI = `${ENGINE_DIR}/run-pi`;
+/** Where an agent layer (agent-image.ts) puts Claude Code's or Codex's package. */
+export const AGENTS_DIR = "/opt/roster/agents";
+/** The launchers of the other agents, beside run-pi (they fail legibly when their layer is absent). */
+export const RUN_CLAUDE = `${ENGINE_DIR}/run-claude`;
+export const RUN_CODEX = `${ENGINE_DIR}/run-codex`;
 /** What a ready box for `box exec` runs until its command comes (box/roster-ready). */
 export const READY_WAITER = "/usr/local/bin/roster-ready";
 export const BOX_UID = 1000;

@@ -20,7 +20,14 @@ export function registerBoxCommands(program: Command): void {
     .description(
       "build the box image (builds a base from Debian packages when no registry answers)",
     )
-    .option("--worker <name>", "build that worker's toolchain image (on the box image) instead")
+    .option(
+      "--worker <name>",
+      "build that worker's image (its agent's layer and toolchain on the box image) instead",
+    )
+    .option(
+      "--agent <agent>",
+      "build that agent's layer (claude or codex) on the box image instead",
+    )
     .option("--base <image>", "base image the Dockerfile builds on", DEFAULT_BASE)
     .option("--tag <image>", "tag for the built image", BOX_IMAGE)
     .option("--rebuild-base", "rebuild the Debian-built base even if one is cached")

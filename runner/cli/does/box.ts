@@ -7,9 +7,11 @@
 import type { BoxEngine, EngineKind } from "../../boundary/box/engine.ts";
 import { BOX_IMAGE } from "../../boundary/box/layout.ts";
 import { configuredEngine } from "../../ground/config/configured-engine.ts";
+import { RosterError } from "../../ground/errors.ts";
 
 export interface BuildFlags {
   worker?: string;
+  agent?: string;
   base: string;
   tag: string;
   rebuildBase?: boolean;
@@ -70,6 +72,7 @@ export async function buildImageCommand(flags: BuildFlags): Promise<void> {
   const { consoleProgress } = await import("../../boundary/box/progress.ts");
   const engine = await connectEngine(await configuredEngine());
   if (flags.worker) return buildToolchainImage(engine, flags.worker, flags);
+  if (flags.agent) return buildAgentLayer(engine, flags.agent, flags);
   const built = await buildBoxImage({
     engine,
     progress: consoleProgress({ verbose: flags.verbose ?? false }),
@@ -117,7 +120,7 @@ async function buildToolchainImage(
   const { consoleProgress } = await import("../../boundary/box/progress.ts");
   const { rosterPaths } = await import("../../ground/config/paths.ts");
   const { loadWorker } = await import("../../work/runs/start-1-provision.ts");
-  const { ensureToolchainImage } = await import("../../boundary/box/toolchain-image.ts");
+  const { ensureWorkerImage } = await import("../../boundary/box/worker-image.ts");
   const { deploymentKey } = await import("../../boundary/box/tools-volume.ts");
   const { projectToolchains, withProjects } = await import(
     "../../ground/config/project-toolchain.ts"
@@ -127,22 +130,47 @@ async function buildToolchainImage(
   const progress = consoleProgress({ verbose: flags.verbose ?? false });
   if (!(await engine.image(image)))
     await buildBoxImage({ engine, progress, base: flags.base, tag: image });
-  const toolchain = await ensureToolchainImage({
+  const built = await ensureWorkerImage({
     engine,
     baseImage: image,
     worker: worker.name,
+    agent: worker.agent,
     toolchain: withProjects(worker.toolchain, (await projectToolchains(worker.mounts)).toolchain),
     progress,
     deployment: deploymentKey(config.root),
   });
   process.stdout.write(
     flags.json
-      ? `${JSON.stringify({ worker: worker.name, ...toolchain, toolchain: worker.toolchain })}\n`
-      : toolchain.tag === image
-        ? `${worker.name} declares no [toolchain]: its runs use ${image}\n`
-        : toolchain.built
-          ? `built ${toolchain.tag} in ${toolchain.seconds.toFixed(1)}s\n`
-          : `${toolchain.tag} is current (neither the box image nor the declaration changed)\n`,
+      ? `${JSON.stringify({ worker: worker.name, agent: worker.agent, ...built, built: built.builtNow.length > 0, toolchain: worker.toolchain })}\n`
+      : built.tag === image
+        ? `${worker.name} runs pi and declares no [toolchain]: its runs use ${image}\n`
+        : built.builtNow.length
+          ? `built ${built.builtNow.join(" and ")} in ${built.seconds.toFixed(1)}s\n`
+          : `${built.tag} is current (neither the box image, the agent nor the declaration changed)\n`,
+  );
+}
+
+/** `roster box build --agent`: that agent's layer on the box image (built first if missing). */
+async function buildAgentLayer(engine: BoxEngine, agent: string, flags: BuildFlags): Promise<void> {
+  const { buildBoxImage } = await import("../../boundary/box/image-build.ts");
+  const { consoleProgress } = await import("../../boundary/box/progress.ts");
+  const { ensureAgentImage } = await import("../../boundary/box/agent-image.ts");
+  if (agent !== "claude" && agent !== "codex")
+    throw new RosterError(`--agent: "${agent}" is not an agent with a layer (claude or codex)`, {
+      exitCode: 2,
+    });
+  const image = flags.tag;
+  const progress = consoleProgress({ verbose: flags.verbose ?? false });
+  if (!(await engine.image(image)))
+    await buildBoxImage({ engine, progress, base: flags.base, tag: image });
+  const built = await ensureAgentImage({ engine, baseImage: image, agent, progress });
+  const size = (await engine.image(built.tag))?.sizeBytes ?? 0;
+  process.stdout.write(
+    flags.json
+      ? `${JSON.stringify({ agent, ...built, sizeBytes: size })}\n`
+      : built.built
+        ? `built ${built.tag} in ${built.seconds.toFixed(1)}s\n`
+        : `${built.tag} is current (neither the box image nor the pin changed)\n`,
   );
 }
 

@@ -1,5 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { ActionGrant, TrustRule } from "./action-schema.ts";
+import { AgentKind } from "./agent-schema.ts";
 import { ChannelClass } from "./channel-class-schema.ts";
 import { BotChannels, botChannels, ChatSection, chatSection } from "./chat-schema.ts";
 
@@ -95,6 +96,8 @@ export const EngineSection = Type.Object(
      * on every run). Checked to exist by config/engine-dir.ts.
      */
     dir: Type.Optional(Type.String({ pattern: "^/", description: "an absolute path" })),
+    /** Every worker's agent unless its worker.toml names another (agent.ts); pi when unset. */
+    agent: Type.Optional(AgentKind),
   },
   { additionalProperties: false },
 );
@@ -175,6 +178,8 @@ export type OrgConfig = Static<typeof OrgConfig>;
 export const WorkerConfig = Type.Object(
   {
     name: Type.String({ pattern: WORKER_NAME_PATTERN, description: NAME }),
+    /** The agent its box runs (agent.ts): org.toml's `[engine] agent` when unset. */
+    agent: Type.Optional(AgentKind),
     model: Type.Optional(WorkerModelSection),
     context: Type.Optional(ContextSection),
     memory: Type.Optional(MemorySection),

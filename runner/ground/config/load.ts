@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { ActionGrant, Scoped, TrustRule } from "./action-schema.ts";
+import { checkAgent } from "./agent.ts";
 import { BotBindings } from "./bot-bindings.ts";
 import type { ConfigError } from "./config-error.ts";
 import { type OrgConfig, orgSchema, type WorkerConfig, workerSchema } from "./config-schema.ts";
@@ -141,6 +142,7 @@ function readOrg(
   checkCeilings(org.value, where, org.text, errors);
   checkZone(org.value, where, org.text, errors);
   checkEngineDir(org.value, where, org.text, errors);
+  checkAgent(org.value, undefined, where, org.text, errors);
   loaded.org = org.value;
   loaded.tests.push(...placeTests(org.value.test, where, org.text, undefined, errors));
   const orgGrants = scopeOrgGrants(org.value.grant, names, where, org.text, errors);
@@ -181,6 +183,7 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
     checkUniqueNames("mcp", worker.value.mcp, show(file), worker.text, errors);
     checkCeilings({ box: worker.value.box ?? {} }, show(file), worker.text, errors);
     errors.push(...checkNarrowing(loaded.org, worker.value, show(file), worker.text));
+    checkAgent(loaded.org, worker.value, show(file), worker.text, errors);
     errors.push(...bindings.claim(name, worker.value.channels, show(file), worker.text));
     loaded.workers.set(name, worker.value);
     loaded.tests.push(...placeTests(worker.value.test, show(file), worker.text, name, errors));

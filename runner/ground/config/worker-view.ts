@@ -1,4 +1,6 @@
 import { join } from "node:path";
+import { agentFor } from "./agent.ts";
+import type { AgentKind } from "./agent-schema.ts";
 import type { BoxSection, ContextSection, MemorySection } from "./box-schema.ts";
 import type { ModelSection } from "./config-schema.ts";
 import { type ConnectionMount, connectionMount, grantedTo } from "./connections.ts";
@@ -23,6 +25,8 @@ import { type Toolchain, workerToolchain } from "./toolchain-schema.ts";
 export interface WorkerView {
   name: string;
   dir: string;
+  /** The agent its box runs (agent.ts). */
+  agent: AgentKind;
   model: ModelSection | undefined;
   context: Required<ContextSection>;
   /** How much of its own memory file a prompt carries ([memory]). */
@@ -57,6 +61,7 @@ export function workerView(
   const view: WorkerView = {
     name,
     dir: join(config.root, "workers", name),
+    agent: agentFor(config.org, worker),
     // computed as the narrowest of org and worker, not validated-then-spread, so a
     // config that somehow skipped checkNarrowing still gets no more than the org's
     model: narrowedModel(config.org.model, worker.model),

@@ -7,13 +7,13 @@ import type { BoxEngine } from "../../boundary/box/engine.ts";
 import { engineDirMounts, engineDirWarning } from "../../boundary/box/engine-dir.ts";
 import { BOX_IMAGE, boxUser, deploymentLabel } from "../../boundary/box/layout.ts";
 import { reapOrphans } from "../../boundary/box/orphans.ts";
-import { ensureToolchainImage } from "../../boundary/box/toolchain-image.ts";
 import {
   deploymentKey,
   ensureToolsVolume,
   toolsVolumePath,
 } from "../../boundary/box/tools-volume.ts";
 import { type WorkerBoxInput, workerBoxSpec } from "../../boundary/box/worker-box.ts";
+import { ensureWorkerImage } from "../../boundary/box/worker-image.ts";
 import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
 import { revokeRunTokens } from "../../boundary/gateway/doors/identity.ts";
 import { loadTestedConfig } from "../../boundary/gateway/policy/vetting.ts";
@@ -259,7 +259,8 @@ interface BuiltImage {
 
 /**
  * The box image (rebuilt when it is roster's and missing or stale), the worker's
- * toolchain on it, and the toolchain volume for exactly that image.
+ * agent and toolchain on it (worker-image.ts), and the toolchain volume for
+ * exactly that image.
  */
 async function buildWorkerImage(options: {
   engine: BoxEngine;
@@ -272,10 +273,11 @@ async function buildWorkerImage(options: {
 }): Promise<BuiltImage> {
   const { engine, paths, worker, image, env, note } = options;
   const baseId = await ensureCurrentImage({ engine, image, env, note });
-  const { tag } = await ensureToolchainImage({
+  const { tag } = await ensureWorkerImage({
     engine,
     baseImage: image,
     worker: worker.name,
+    agent: worker.agent,
     toolchain: options.toolchain,
     deployment: deploymentKey(paths.config),
     progress: { step: note, detail: () => undefined, note },
