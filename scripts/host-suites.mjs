@@ -42,6 +42,8 @@ export const NODE24_SUITES = [
   "test/unit/closed-ports.test.ts",
   "test/unit/health-client.test.ts",
   "test/unit/mcp-client.test.ts",
+  // on Node 24 the server runs as in the box, its types stripped by Node itself
+  "test/unit/roster-mcp.test.ts",
   "test/unit/slack-stand-in.test.ts",
   "test/unit/discord-stand-in.test.ts",
 ];

@@ -40,6 +40,8 @@ describe("the CA a box build trusts while fetching", () => {
           "engine/package-lock.json",
           "engine/run-pi",
           "engine/handoff.ts",
+          "engine/roster-mcp.ts",
+          "engine/run-roster-mcp",
           "build-ca/extra.crt",
           "extensions/web.ts",
         ]),

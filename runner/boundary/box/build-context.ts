@@ -28,7 +28,14 @@ export interface ContextSources {
 /** The files of the box folder the Dockerfile copies, besides the Dockerfile itself. */
 export const BOX_TOOLS = ["roster-lock", "roster-busy", "roster-door", "roster-ready"] as const;
 /** The files of engine/ the Dockerfile copies. */
-export const ENGINE_FILES = ["package.json", "package-lock.json", "run-pi", "handoff.ts"] as const;
+export const ENGINE_FILES = [
+  "package.json",
+  "package-lock.json",
+  "run-pi",
+  "handoff.ts",
+  "roster-mcp.ts",
+  "run-roster-mcp",
+] as const;
 
 /**
  * The extensions folder a build bakes: the caller's, else ROSTER_EXTENSIONS_DIR
