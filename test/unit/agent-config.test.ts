@@ -2,8 +2,10 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { judge } from "../../runner/boundary/gateway/judging/judge.ts";
 import { formatConfigError, loadConfig } from "../../runner/ground/config/load.ts";
 import { workerView } from "../../runner/ground/config/worker-view.ts";
+import { facts } from "../support/facts.ts";
 
 /** A worker's agent: chosen in worker.toml or org.toml's [engine], and refused where it can't speak the model. */
 
@@ -22,7 +24,7 @@ async function load(files: Record<string, string>) {
   const config = loadConfig(root);
   const errors = config.errors.map(formatConfigError).map((line) => line.replace(`${root}/`, ""));
   const agentOf = (name: string) => workerView(config, name)?.agent;
-  return { errors, agentOf };
+  return { errors, agentOf, config };
 }
 
 const ANTHROPIC = '[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n';
@@ -70,5 +72,26 @@ describe("a worker's agent", () => {
       "workers/elf/worker.toml": 'name = "elf"\nagent = "aider"\n',
     });
     expect(errors.join("\n")).toMatch(/worker\.toml:2: agent/);
+  });
+
+  it("a Claude Code worker's calls home to api.anthropic.com are refused by a rule that names it; its model calls are not", async () => {
+    const { errors, config } = await load({
+      "org.toml": ANTHROPIC,
+      "workers/elf/worker.toml": 'name = "elf"\nagent = "claude"\n',
+      "workers/imp/worker.toml": 'name = "imp"\n',
+    });
+    expect(errors).toEqual([]);
+    const ask = (subject: string, path: string) => {
+      const ruling = judge(
+        config.grants,
+        facts({ subject, host: "api.anthropic.com", method: "GET", path }),
+        "request",
+      );
+      return [ruling.verdict, ruling.rule?.name];
+    };
+    expect(ask("org/elf", "/api/claude_code/settings")).toEqual(["deny", "agent:claude"]);
+    expect(ask("org/elf", "/v1/messages")).toEqual(["allow", "model:anthropic"]);
+    // pi's worker is judged as before
+    expect(ask("org/imp", "/api/claude_code/settings")).toEqual(["allow", "model:anthropic"]);
   });
 });

@@ -35,6 +35,8 @@ export const ENGINE_FILES = [
   "handoff.ts",
   "roster-mcp.ts",
   "run-roster-mcp",
+  "run-claude",
+  "run-codex",
 ] as const;
 
 /**

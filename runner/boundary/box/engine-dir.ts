@@ -1,10 +1,11 @@
 import { join } from "node:path";
 import type { BoxMount } from "./container-spec.ts";
-import { ENGINE_DIR, RUN_PI } from "./layout.ts";
+import { ENGINE_DIR, RUN_CLAUDE, RUN_CODEX, RUN_PI } from "./layout.ts";
 
 /**
  * The mounts of `[engine] dir` (for development): a checkout's extensions/ and
- * engine/run-pi, read-only, over the ones baked into the image, so an edited
+ * the engine's launchers (run-pi, the MCP server of the tools for the other
+ * agents, run-claude and run-codex), read-only, over the ones baked into the image, so an edited
  * tool runs in the next box without a build. pi and the extensions' runtime
  * dependencies stay the image's (a changed engine/package.json still needs
  * `roster box build`).
@@ -13,6 +14,13 @@ export function engineDirMounts(dir: string): BoxMount[] {
   return [
     { source: join(dir, "extensions"), target: `${ENGINE_DIR}/extensions`, readOnly: true },
     { source: join(dir, "engine", "run-pi"), target: RUN_PI, readOnly: true },
+    ...["roster-mcp.ts", "run-roster-mcp"].map((name) => ({
+      source: join(dir, "engine", name),
+      target: `${ENGINE_DIR}/${name}`,
+      readOnly: true,
+    })),
+    { source: join(dir, "engine", "run-claude"), target: RUN_CLAUDE, readOnly: true },
+    { source: join(dir, "engine", "run-codex"), target: RUN_CODEX, readOnly: true },
   ];
 }
 

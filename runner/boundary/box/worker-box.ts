@@ -1,6 +1,7 @@
 import { durationMs } from "../../ground/config/duration.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { parseByteSize } from "../../ground/text/byte-size.ts";
+import { agentEnvironment } from "./agent-env.ts";
 import { boxEnvironment } from "./box-env.ts";
 import type { BoxMount, BoxSpec } from "./container-spec.ts";
 import { type BoxUser, boxContainerName, CONTAINER_LABELS, DOOR_PORT } from "./layout.ts";
@@ -64,6 +65,7 @@ export function workerBoxSpec(input: WorkerBoxInput): BoxSpec {
       ? { ROSTER_STALL_AFTER_SECS: String(Math.ceil(stallMs / 1000)) }
       : {}),
     ROSTER_RENDER_SECS: String(worker.box.render_secs),
+    ...agentEnvironment(worker),
     ...input.env,
   };
   return {

@@ -1,7 +1,9 @@
 import type { AgentKind } from "./agent-schema.ts";
 import type { ConfigError } from "./config-error.ts";
 import type { ModelSection, OrgConfig, WorkerConfig } from "./config-schema.ts";
+import type { GrantMatch, ScopedGrant } from "./grant-schema.ts";
 import { locateLine } from "./locate.ts";
+import { workerSubject } from "./subject.ts";
 
 /**
  * What each agent a box can run speaks. The box, its door, its tools and its
@@ -65,4 +67,28 @@ export function checkAgent(
     field: worker ? "agent" : "engine.agent",
     message: `${JSON.stringify(agent)}: ${AGENTS[agent].title} speaks only ${AGENTS[agent].protocol}, and the model's provider is "${provider}" (it needs provider ${AGENTS[agent].providers.map((name) => `"${name}"`).join(" or ")})`,
   });
+}
+
+/**
+ * What an agent sends home beside its model calls, refused for its worker
+ * under a rule that names it (`agent:<agent>`), before any grant could let it
+ * through: Claude Code still asks api.anthropic.com for its settings and
+ * policy limits under /api/ with the key attached, with every switch for its
+ * non-essential traffic on (agent-env.ts); the model grant for that host
+ * would otherwise inject the real key there too.
+ */
+const AGENT_DENIES: Record<AgentKind, GrantMatch[]> = {
+  pi: [],
+  claude: [{ host: "api.anthropic.com", pathPrefix: "/api/" }],
+  codex: [],
+};
+
+export function agentDenyGrants(agent: AgentKind, worker: string, source: string): ScopedGrant[] {
+  return AGENT_DENIES[agent].map((match) => ({
+    name: `agent:${agent}`,
+    verdict: "deny",
+    match,
+    scope: workerSubject(worker),
+    source,
+  }));
 }

@@ -197,13 +197,15 @@ export class ReadyPool {
    * Whether this slot's runs start the usual way, never from a ready box: a
    * worker with MCP servers has them listed as pi starts (extensions/mcp.ts),
    * and a ready box's door opens only at hand-off, so its tools would be
-   * missing for the whole run. A `box exec` box starts no engine.
+   * missing for the whole run. A worker whose agent is not pi has no ready
+   * box either: a ready box starts pi. A `box exec` box starts no engine.
    */
   private unpooled(slot: Slot): boolean {
     if (slot.exec) return false;
     const { paths } = this.options;
     const config = loadConfig(paths.config, { vaultDir: paths.vault });
-    return (workerView(config, slot.worker)?.mcp.length ?? 0) > 0;
+    const view = workerView(config, slot.worker);
+    return (view?.mcp.length ?? 0) > 0 || (view !== undefined && view.agent !== "pi");
   }
 
   private fill(slot: Slot): void {

@@ -19,9 +19,10 @@ import {
   type RunRecord,
   readRecord,
 } from "../../records/run-records/run-record.ts";
+import { agentEvents } from "./agent-events.ts";
 import { BoxLines } from "./box-lines.ts";
 import { LINE_MAX } from "./box-output.ts";
-import { type PiEvent, parseEvent, textOf } from "./pi-events.ts";
+import { type PiEvent, textOf } from "./pi-events.ts";
 import { SCRATCH_NOTE } from "./retention.ts";
 import { describeSentinelLeak, sentinelLeakOf } from "./sentinel-mark.ts";
 
@@ -119,9 +120,10 @@ function lastEventsOf(dir: string): { events: PiEvent[]; skipped: number } {
     tail = newline < 0 ? Buffer.alloc(0) : tail.subarray(newline + 1);
   }
   const events: PiEvent[] = [];
+  // another agent's own stream, read as pi's (agent-events.ts)
+  const reader = agentEvents(readRecord(dir)?.agent);
   const lines = new BoxLines(LINE_MAX, (line) => {
-    const event = parseEvent(line);
-    if (event) events.push(event);
+    events.push(...reader.read(line));
   });
   lines.push(tail);
   lines.flush();

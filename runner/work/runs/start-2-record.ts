@@ -42,6 +42,7 @@ export function firstRecord(request: RunRequest, box: Provisioned): Starting {
       container: boxContainerName(id),
       runner_pid: process.pid,
       config: box.configDigest,
+      ...(engine && worker.agent !== "pi" ? { agent: worker.agent } : {}),
       ...(engine?.taskId ? { task_id: engine.taskId } : {}),
       ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
     },

@@ -5,9 +5,10 @@ import { parseByteSize } from "../../ground/text/byte-size.ts";
 import { writeRecord } from "../../records/run-records/run-record.ts";
 import type { RunHome } from "../home/build-home.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
+import { agentCommand } from "./agent-command.ts";
+import { agentEvents } from "./agent-events.ts";
 import { BoxOutput } from "./box-output.ts";
 import { DiskWatch } from "./disk-watch.ts";
-import { piCommand } from "./engine-prompt.ts";
 import { handOver } from "./hand-off.ts";
 import { channelsOf } from "./run-context.ts";
 import type { LimitReached, RunRequest } from "./run-request.ts";
@@ -62,6 +63,16 @@ export function stallWatch(
   );
 }
 
+/** The box's lines as pi's events: as they are for pi, read from the agent's own for another. */
+function agentLines(starting: Starting, onLine: (line: string) => void): (line: string) => void {
+  const { agent } = starting.record;
+  if (!agent) return onLine;
+  const events = agentEvents(agent);
+  return (line) => {
+    for (const event of events.read(line)) onLine(JSON.stringify(event));
+  };
+}
+
 /** Every byte the box writes is read through its bounds (box-output.ts), logged for an engine run. */
 export function boxOutput(
   request: RunRequest,
@@ -72,7 +83,7 @@ export function boxOutput(
   return new BoxOutput({
     logDir: engineOf(request) ? starting.dir : undefined,
     maxBytes: parseByteSize(starting.box.worker.box.max_output),
-    ...(request.onLine ? { onLine: request.onLine } : {}),
+    ...(request.onLine ? { onLine: agentLines(starting, request.onLine) } : {}),
     ...(request.onStdout ? { onStdout: request.onStdout } : {}),
     ...(request.onStderr ? { onStderr: request.onStderr } : {}),
     activity: () => watchdog?.activity(),
@@ -132,7 +143,10 @@ export async function runningBox(
         onStderr,
       });
     }
-    const cmd = prompt && engine ? piCommand(engine.mode, prompt) : commandOf(request.drive);
+    const cmd =
+      prompt && engine
+        ? agentCommand(starting.box.worker, engine.mode, prompt)
+        : commandOf(request.drive);
     return await startPrepared(
       starting,
       parts,
