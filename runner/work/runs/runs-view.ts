@@ -11,6 +11,7 @@ import {
 import { join } from "node:path";
 import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
 import { readDecisions } from "../../boundary/gateway/audit/view.ts";
+import { AGENTS } from "../../ground/config/agent.ts";
 import { shortDigest } from "../../ground/config/config-digest.ts";
 import { columns } from "../../ground/text/table.ts";
 import {
@@ -240,7 +241,7 @@ export function showRun(run: RunLocation, auditDir?: string): string {
   const leak = auditDir ? sentinelLeakOf(auditDir, record) : record.sentinel_leak;
   const lines = [
     `run       ${record.id}`,
-    `worker    ${record.worker}`,
+    `worker    ${record.worker}${record.agent ? ` (agent ${AGENTS[record.agent].title})` : ""}`,
     `state     ${record.state}${record.ended_by ? ` (ended by ${record.ended_by})` : ""}`,
     `started   ${record.started_at}`,
     `ended     ${record.ended_at ?? "-"}`,

@@ -1,0 +1,187 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import { storeCredential } from "../../runner/work/runs/credentials.ts";
+import {
+  AnthropicModelServer,
+  type AnthropicRequest,
+  textOf,
+} from "../support/anthropic-model-server.ts";
+import { testDocker } from "../support/docker.ts";
+import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { Upstream } from "../support/upstream.ts";
+
+const docker = await testDocker();
+
+/**
+ * A worker whose agent is Claude Code: the real CLI in a real box, its model
+ * calls through the real gateway to a stand-in for Anthropic's Messages API,
+ * with our tools from the box's MCP server. Its first run builds the agent's
+ * layer on the box image (agent-image.ts).
+ */
+const REAL_KEY = "sk-ant-api03-the-real-one-never-in-a-box";
+const PAGE = `<!doctype html><html><head><title>The door</title></head><body><article>
+<h1>The door</h1><p>Every request a box makes is judged at the door, and the key is added there.</p>
+</article></body></html>`;
+
+/** The text of the newest tool result the model was sent. */
+const lastToolResult = (request: AnthropicRequest): string => {
+  for (const message of [...(request.body.messages ?? [])].reverse())
+    for (const block of Array.isArray(message.content) ? [...message.content].reverse() : [])
+      if (block.type === "tool_result") return textOf(block.content);
+  return "";
+};
+
+describe.skipIf(!docker)("Claude Code as a worker's agent, in a real box, through the door", () => {
+  let model: AnthropicModelServer;
+  let deployment: RosterRoot;
+  let docs: Upstream;
+
+  beforeAll(async () => {
+    model = await new AnthropicModelServer().start("127.0.0.1");
+    docs = await Upstream.start({
+      tls: true,
+      names: ["docs.test"],
+      handler: (_req, res) => {
+        res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+        res.end(PAGE);
+      },
+    });
+    deployment = await makeRosterRoot("http://127.0.0.1:1/v1");
+    const caFile = join(deployment.root, "docs-ca.pem");
+    await writeFile(caFile, docs.certificate?.caPem ?? "");
+    const orgFile = join(deployment.paths.config, "org.toml");
+    const org = (await readFile(orgFile, "utf8"))
+      .replace(
+        /^\[model\][\s\S]*?\n\[engine\]/m,
+        `[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${model.baseUrl("127.0.0.1")}"\n\n[engine]`,
+      )
+      // before the example's web-read, which keeps names that resolve to loopback out
+      .replace(
+        '[[grant]]\nname = "web-read"',
+        '[[grant]]\nname = "docs"\nverdict = "allow"\nmatch = { host = "docs.test", method = "GET" }\n\n[[grant]]\nname = "web-read"',
+      )
+      .replace(
+        /\[gateway\]\n/,
+        `[gateway]\nupstream_ca = ${JSON.stringify([caFile])}\nresolve = { "docs.test" = "127.0.0.1" }\n`,
+      );
+    await writeFile(
+      orgFile,
+      `${org}\n[[action]]\nname = "message-user"\nexecutor = "message-user"\ntrust = "gate"\n`,
+    );
+    await storeCredential(deployment.paths.vault, "anthropic", { key: REAL_KEY });
+    const workerFile = join(deployment.paths.config, "workers", "elf", "worker.toml");
+    const worker = await readFile(workerFile, "utf8");
+    await writeFile(
+      workerFile,
+      worker.replace(/^name = "elf"$/m, 'name = "elf"\nagent = "claude"'),
+    );
+  }, 600_000);
+  afterAll(async () => {
+    await model?.stop();
+    await docs?.stop();
+    await deployment?.cleanup();
+  });
+
+  it("runs bash and our tools, proposes to the desk, and the box never holds the key", async () => {
+    const url = `https://docs.test:${docs.port}/door`;
+    model.play(
+      {
+        toolUses: [
+          {
+            name: "Bash",
+            input: {
+              // the key is put together in the shell: the command itself (which Claude Code keeps
+              // in its transcript under ~) must not hold it
+              command: `echo from-bash; k='${REAL_KEY.slice(0, 12)}'; k="$k${REAL_KEY.slice(12)}"; env | grep -c "$k"; grep -rlsF "$k" ~ /tmp 2>/dev/null | wc -l`,
+            },
+          },
+        ],
+      },
+      { toolUses: [{ name: "mcp__roster__fetch_pages", input: { urls: [url] } }] },
+      (request) => ({
+        toolUses: [
+          {
+            name: "mcp__roster__message_user",
+            input: {
+              text: `The page says: ${lastToolResult(request).includes("judged at the door")}`,
+            },
+          },
+        ],
+      }),
+      { text: "All done: the page was read and you were told." },
+    );
+    const run = await deployment.roster(
+      ["run", "elf", "read the page about the door and tell me"],
+      {
+        timeoutMs: 600_000,
+      },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain("All done: the page was read and you were told.");
+    // the live view shows each tool by the name pi would give it
+    expect(run.stderr).toMatch(/→ Bash /);
+    expect(run.stderr).toMatch(/→ fetch_pages /);
+    expect(run.stderr).toMatch(/→ message_user /);
+
+    const calls = model.requests;
+    expect(calls).toHaveLength(4);
+    // the real key was added in transit; the box sent only its stand-in
+    for (const call of calls) expect(call.headers["x-api-key"]).toBe(REAL_KEY);
+    const tools = (calls[0]?.body.tools ?? []).map((tool) => tool.name);
+    expect(tools).toEqual(
+      expect.arrayContaining(["Bash", "mcp__roster__fetch_pages", "mcp__roster__message_user"]),
+    );
+    expect(tools).not.toContain("WebFetch");
+    expect(tools).not.toContain("WebSearch");
+    // roster's part of the system prompt reached it
+    expect(JSON.stringify(calls[0]?.body.system)).toContain("elf");
+
+    // bash ran in the box, which holds the key nowhere: not in its environment, not in a file
+    expect(lastToolResult(calls[1] as AnthropicRequest)).toMatch(/^from-bash\n0\n0\b/);
+    expect(lastToolResult(calls[2] as AnthropicRequest)).toContain("judged at the door");
+    expect(lastToolResult(calls[3] as AnthropicRequest)).toMatch(/held|gate|approv/i);
+
+    // the proposal waits on the desk like pi's would
+    const desk = await deployment.roster(["approvals", "ls", "--json"]);
+    expect(desk.code, desk.stderr).toBe(0);
+    expect(desk.stdout).toContain("The page says: true");
+
+    const record = latestRecord(deployment.paths, "elf");
+    expect(record).toMatchObject({ agent: "claude", ended_by: "exit", exit_code: 0 });
+    // every request the box made is in the door's audit, the model's and the page's
+    const lines = readDecisions(deployment.paths.audit).filter((d) => d.run_id === record?.id);
+    const modelCalls = lines.filter(
+      (d) => d.request.host === "127.0.0.1" && d.request.path.endsWith("/v1/messages"),
+    );
+    expect(modelCalls.map((d) => [d.verdict, d.rule])).toEqual(
+      Array(4).fill(["allow", "model:anthropic"]),
+    );
+    expect(lines.some((d) => d.request.host === "docs.test" && d.rule === "docs")).toBe(true);
+    // what runs show tells of it: the agent, the conversation, the model's usage
+    const shown = await deployment.roster(["runs", "show", record?.id ?? ""]);
+    expect(shown.stdout).toMatch(/^worker {4}elf \(agent Claude Code\)$/m);
+    expect(shown.stdout).toMatch(/^model {5}\d+ tokens over 4 model call\(s\).*, \$\d+\.\d{4}$/m);
+    expect(shown.stdout).toContain("tool fetch_pages");
+    expect(shown.stdout).toContain("assistant: All done");
+  }, 900_000);
+
+  it("is stopped at its ceiling like any run", async () => {
+    model.reset();
+    // (Claude Code refuses a bare `sleep 600` and says to use its Monitor tool instead)
+    model.play({
+      toolUses: [{ name: "Bash", input: { command: "python3 -c 'import time; time.sleep(600)'" } }],
+    });
+    const started = Date.now();
+    const run = await deployment.roster(["run", "--ceiling", "0.1", "elf", "wait a long time"], {
+      timeoutMs: 300_000,
+    });
+    expect(run.code, `${run.stderr}\n${run.stdout}`).toBe(2);
+    expect(latestRecord(deployment.paths, "elf")).toMatchObject({
+      agent: "claude",
+      ended_by: "ceiling",
+    });
+    console.log(`Claude Code with a 0.1-minute ceiling stopped after ${Date.now() - started} ms`);
+  }, 300_000);
+});
