@@ -11,6 +11,10 @@ export const DEFAULT_BUDGET = 30;
 
 /** Files that need more, each with why; `passes` where one pass needs more still. */
 export const BUDGETS = {
+  "test/box/agent-codex.test.ts": {
+    seconds: 120,
+    why: "its first run builds Codex's layer on the box image (a 420 MB native package fetched and copied in); then two real runs",
+  },
   "test/box/agent-claude.test.ts": {
     seconds: 120,
     why: "its first run builds Claude Code's layer on the box image (a 400 MB native package fetched and copied in); then two real runs",

@@ -1,16 +1,13 @@
-import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
-import { storeCredential } from "../../runner/work/runs/credentials.ts";
+import { type AgentDeployment, agentDeployment, keySearch } from "../support/agent-deployment.ts";
 import {
   AnthropicModelServer,
   type AnthropicRequest,
   textOf,
 } from "../support/anthropic-model-server.ts";
 import { testDocker } from "../support/docker.ts";
-import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
-import { Upstream } from "../support/upstream.ts";
+import { latestRecord, type RosterRoot } from "../support/roster-root.ts";
 
 const docker = await testDocker();
 
@@ -21,9 +18,6 @@ const docker = await testDocker();
  * layer on the box image (agent-image.ts).
  */
 const REAL_KEY = "sk-ant-api03-the-real-one-never-in-a-box";
-const PAGE = `<!doctype html><html><head><title>The door</title></head><body><article>
-<h1>The door</h1><p>Every request a box makes is judged at the door, and the key is added there.</p>
-</article></body></html>`;
 
 /** The text of the newest tool result the model was sent. */
 const lastToolResult = (request: AnthropicRequest): string => {
@@ -35,66 +29,34 @@ const lastToolResult = (request: AnthropicRequest): string => {
 
 describe.skipIf(!docker)("Claude Code as a worker's agent, in a real box, through the door", () => {
   let model: AnthropicModelServer;
+  let agent: AgentDeployment;
   let deployment: RosterRoot;
-  let docs: Upstream;
 
   beforeAll(async () => {
     model = await new AnthropicModelServer().start("127.0.0.1");
-    docs = await Upstream.start({
-      tls: true,
-      names: ["docs.test"],
-      handler: (_req, res) => {
-        res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-        res.end(PAGE);
-      },
+    agent = await agentDeployment({
+      agent: "claude",
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      baseUrl: model.baseUrl("127.0.0.1"),
+      key: REAL_KEY,
     });
-    deployment = await makeRosterRoot("http://127.0.0.1:1/v1");
-    const caFile = join(deployment.root, "docs-ca.pem");
-    await writeFile(caFile, docs.certificate?.caPem ?? "");
-    const orgFile = join(deployment.paths.config, "org.toml");
-    const org = (await readFile(orgFile, "utf8"))
-      .replace(
-        /^\[model\][\s\S]*?\n\[engine\]/m,
-        `[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\nbase_url = "${model.baseUrl("127.0.0.1")}"\n\n[engine]`,
-      )
-      // before the example's web-read, which keeps names that resolve to loopback out
-      .replace(
-        '[[grant]]\nname = "web-read"',
-        '[[grant]]\nname = "docs"\nverdict = "allow"\nmatch = { host = "docs.test", method = "GET" }\n\n[[grant]]\nname = "web-read"',
-      )
-      .replace(
-        /\[gateway\]\n/,
-        `[gateway]\nupstream_ca = ${JSON.stringify([caFile])}\nresolve = { "docs.test" = "127.0.0.1" }\n`,
-      );
-    await writeFile(
-      orgFile,
-      `${org}\n[[action]]\nname = "message-user"\nexecutor = "message-user"\ntrust = "gate"\n`,
-    );
-    await storeCredential(deployment.paths.vault, "anthropic", { key: REAL_KEY });
-    const workerFile = join(deployment.paths.config, "workers", "elf", "worker.toml");
-    const worker = await readFile(workerFile, "utf8");
-    await writeFile(
-      workerFile,
-      worker.replace(/^name = "elf"$/m, 'name = "elf"\nagent = "claude"'),
-    );
+    deployment = agent.deployment;
   }, 600_000);
   afterAll(async () => {
     await model?.stop();
-    await docs?.stop();
-    await deployment?.cleanup();
+    await agent?.stop();
   });
 
   it("runs bash and our tools, proposes to the desk, and the box never holds the key", async () => {
-    const url = `https://docs.test:${docs.port}/door`;
+    const url = agent.pageUrl;
     model.play(
       {
         toolUses: [
           {
             name: "Bash",
             input: {
-              // the key is put together in the shell: the command itself (which Claude Code keeps
-              // in its transcript under ~) must not hold it
-              command: `echo from-bash; k='${REAL_KEY.slice(0, 12)}'; k="$k${REAL_KEY.slice(12)}"; env | grep -c "$k"; grep -rlsF "$k" ~ /tmp 2>/dev/null | wc -l`,
+              command: keySearch(REAL_KEY),
             },
           },
         ],
@@ -139,7 +101,7 @@ describe.skipIf(!docker)("Claude Code as a worker's agent, in a real box, throug
     expect(JSON.stringify(calls[0]?.body.system)).toContain("elf");
 
     // bash ran in the box, which holds the key nowhere: not in its environment, not in a file
-    expect(lastToolResult(calls[1] as AnthropicRequest)).toMatch(/^from-bash\n0\n0\b/);
+    expect(lastToolResult(calls[1] as AnthropicRequest)).toMatch(/^from-shell\n0\n0\b/);
     expect(lastToolResult(calls[2] as AnthropicRequest)).toContain("judged at the door");
     expect(lastToolResult(calls[3] as AnthropicRequest)).toMatch(/held|gate|approv/i);
 

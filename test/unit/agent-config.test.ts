@@ -24,7 +24,12 @@ async function load(files: Record<string, string>) {
   const config = loadConfig(root);
   const errors = config.errors.map(formatConfigError).map((line) => line.replace(`${root}/`, ""));
   const agentOf = (name: string) => workerView(config, name)?.agent;
-  return { errors, agentOf, config };
+  return {
+    errors,
+    agentOf,
+    config,
+    warnings: config.warnings.map((w) => w.replace(`${root}/`, "")),
+  };
 }
 
 const ANTHROPIC = '[model]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n';
@@ -93,5 +98,18 @@ describe("a worker's agent", () => {
     expect(ask("org/elf", "/v1/messages")).toEqual(["allow", "model:anthropic"]);
     // pi's worker is judged as before
     expect(ask("org/imp", "/api/claude_code/settings")).toEqual(["allow", "model:anthropic"]);
+  });
+
+  it("a worker with chat bots is told its sessions run pi while its runs run its agent", async () => {
+    const { errors, warnings } = await load({
+      "org.toml": ANTHROPIC,
+      "workers/elf/worker.toml":
+        'name = "elf"\nagent = "claude"\n\n[channels]\ndiscord = "elf-discord"\n',
+      "workers/imp/worker.toml": 'name = "imp"\nagent = "claude"\n',
+    });
+    expect(errors).toEqual([]);
+    expect(warnings).toEqual([
+      "workers/elf/worker.toml: elf's agent is Claude Code, which runs its one-shot runs and tasks; its chat sessions run pi (roster drives warm sessions over pi's RPC only so far)",
+    ]);
   });
 });

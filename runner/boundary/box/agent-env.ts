@@ -1,5 +1,7 @@
 import { modelEndpoint } from "../../ground/config/model.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
+import { boxEnvironment } from "./box-env.ts";
+import { toolsEnvironment } from "./tools-volume.ts";
 
 /**
  * What an agent other than pi is told through its environment (docs/agents.md):
@@ -24,3 +26,39 @@ export function agentEnvironment(worker: WorkerView): Record<string, string> {
   }
   return {};
 }
+
+/**
+ * The names of every variable the box contract gives a box (box-env.ts, the
+ * run's own, the toolchain's): what an agent that starts its MCP servers
+ * with a scrubbed environment (Codex) is told to pass on to ours, which
+ * reaches the door and the action host by them.
+ */
+export function boxEnvNames(worker: WorkerView): string[] {
+  const contract = boxEnvironment({
+    token: "-",
+    gatewayHost: "-",
+    gatewayPort: 0,
+    runId: "-",
+    taskId: "-",
+    reposJson: "-",
+    mcpJson: "-",
+  });
+  return [
+    ...new Set([
+      ...Object.keys(contract),
+      ...Object.keys(toolsEnvironment()),
+      ...RUN_ENV_NAMES,
+      ...worker.sentinels,
+    ]),
+  ];
+}
+
+/** What a run, its trace or the image add beside the contract's (start-3-launch.ts, worker-box.ts, the Dockerfile). */
+const RUN_ENV_NAMES = [
+  "ROSTER_CEILING_MIN",
+  "ROSTER_STALL_AFTER_SECS",
+  "ROSTER_RENDER_SECS",
+  "TRACEPARENT",
+  "NODE_COMPILE_CACHE",
+  "TMPDIR",
+];

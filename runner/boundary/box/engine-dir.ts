@@ -1,6 +1,7 @@
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { BoxMount } from "./container-spec.ts";
-import { ENGINE_DIR, RUN_CLAUDE, RUN_CODEX, RUN_PI } from "./layout.ts";
+import { ENGINE_DIR, RUN_CLAUDE, RUN_CODEX, RUN_PI, RUN_ROSTER_MCP } from "./layout.ts";
 
 /**
  * The mounts of `[engine] dir` (for development): a checkout's extensions/ and
@@ -11,16 +12,21 @@ import { ENGINE_DIR, RUN_CLAUDE, RUN_CODEX, RUN_PI } from "./layout.ts";
  * `roster box build`).
  */
 export function engineDirMounts(dir: string): BoxMount[] {
+  // the other agents' launchers where the checkout has them (one from before them has not)
+  const launchers = [
+    ["roster-mcp.ts", `${ENGINE_DIR}/roster-mcp.ts`],
+    ["run-roster-mcp", RUN_ROSTER_MCP],
+    ["run-claude", RUN_CLAUDE],
+    ["run-codex", RUN_CODEX],
+  ].filter(([name]) => existsSync(join(dir, "engine", name ?? "")));
   return [
     { source: join(dir, "extensions"), target: `${ENGINE_DIR}/extensions`, readOnly: true },
     { source: join(dir, "engine", "run-pi"), target: RUN_PI, readOnly: true },
-    ...["roster-mcp.ts", "run-roster-mcp"].map((name) => ({
+    ...launchers.map(([name = "", target = ""]) => ({
       source: join(dir, "engine", name),
-      target: `${ENGINE_DIR}/${name}`,
+      target,
       readOnly: true,
     })),
-    { source: join(dir, "engine", "run-claude"), target: RUN_CLAUDE, readOnly: true },
-    { source: join(dir, "engine", "run-codex"), target: RUN_CODEX, readOnly: true },
   ];
 }
 

@@ -17,6 +17,8 @@ export const AGENTS_DIR = "/opt/roster/agents";
 /** The launchers of the other agents, beside run-pi (they fail legibly when their layer is absent). */
 export const RUN_CLAUDE = `${ENGINE_DIR}/run-claude`;
 export const RUN_CODEX = `${ENGINE_DIR}/run-codex`;
+/** The box's MCP server of our tools (engine/roster-mcp.ts), for the agents that are not pi. */
+export const RUN_ROSTER_MCP = `${ENGINE_DIR}/run-roster-mcp`;
 /** What a ready box for `box exec` runs until its command comes (box/roster-ready). */
 export const READY_WAITER = "/usr/local/bin/roster-ready";
 export const BOX_UID = 1000;

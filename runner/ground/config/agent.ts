@@ -92,3 +92,17 @@ export function agentDenyGrants(agent: AgentKind, worker: string, source: string
     source,
   }));
 }
+
+/**
+ * Said of a worker with chat bots whose agent is not pi: its warm sessions
+ * run pi, since roster drives a session's turns over pi's RPC only so far
+ * (runs/agent-command.ts runAgent). Its runs and tasks run its own agent.
+ */
+export function sessionAgentNote(
+  agent: AgentKind,
+  worker: string,
+  file: string,
+): string | undefined {
+  if (agent === "pi") return undefined;
+  return `${file}: ${worker}'s agent is ${AGENTS[agent].title}, which runs its one-shot runs and tasks; its chat sessions run pi (roster drives warm sessions over pi's RPC only so far)`;
+}

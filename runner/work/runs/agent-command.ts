@@ -1,6 +1,8 @@
-import { ENGINE_DIR, RUN_CLAUDE } from "../../boundary/box/layout.ts";
+import { RUN_CLAUDE, RUN_ROSTER_MCP } from "../../boundary/box/layout.ts";
+import type { AgentKind } from "../../ground/config/agent-schema.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
+import { codexCommand } from "./codex-command.ts";
 import { type EngineDrive, piCommand } from "./engine-prompt.ts";
 
 /**
@@ -11,27 +13,32 @@ import { type EngineDrive, piCommand } from "./engine-prompt.ts";
  * reach past the door on its own terms.
  */
 
-/** The box's MCP server of our tools, as each agent is told of it. */
-export const ROSTER_MCP = `${ENGINE_DIR}/run-roster-mcp`;
-
 /** Claude Code's built-in web tools: fetched or searched from Anthropic's side, past the door's web policy. */
 const CLAUDE_REFUSED_TOOLS = ["WebFetch", "WebSearch"];
+
+/**
+ * The agent that runs this drive of the worker's box: its own for a one-shot
+ * run or a task (json mode); pi for a warm session (rpc mode), whose turns
+ * roster drives over pi's RPC only so far — `roster validate` says so of a
+ * worker with chat bots (config/agent.ts).
+ */
+export function runAgent(worker: WorkerView, mode: EngineDrive["mode"]): AgentKind {
+  return mode === "json" ? worker.agent : "pi";
+}
 
 export function agentCommand(
   worker: WorkerView,
   mode: EngineDrive["mode"],
   prompt: CompiledPrompt,
 ): string[] {
-  if (worker.agent === "claude") return claudeCommand(worker, mode, prompt);
+  const agent = runAgent(worker, mode);
+  if (agent === "claude") return claudeCommand(worker, prompt);
+  if (agent === "codex") return codexCommand(worker, prompt);
   return piCommand(mode, prompt);
 }
 
-function claudeCommand(
-  worker: WorkerView,
-  mode: EngineDrive["mode"],
-  prompt: CompiledPrompt,
-): string[] {
-  const mcp = { mcpServers: { roster: { type: "stdio", command: ROSTER_MCP, args: [] } } };
+function claudeCommand(worker: WorkerView, prompt: CompiledPrompt): string[] {
+  const mcp = { mcpServers: { roster: { type: "stdio", command: RUN_ROSTER_MCP, args: [] } } };
   const args = [
     RUN_CLAUDE,
     "-p",
@@ -48,8 +55,6 @@ function claudeCommand(
     ...(worker.model ? ["--model", worker.model.model] : []),
     `--disallowedTools=${CLAUDE_REFUSED_TOOLS.join(",")}`,
   ];
-  // a session's turns arrive on stdin, one JSON line each (sessions/claude-stream.ts)
-  if (mode === "rpc") return [...args, "--input-format", "stream-json"];
   // after `--`, a task that starts with "-" is still the task
   return [...args, "--", prompt.input];
 }

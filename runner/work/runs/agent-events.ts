@@ -21,6 +21,7 @@ export interface AgentEvents {
 /** pi's own stream needs no reading; an agent's needs its reader. */
 export function agentEvents(agent: AgentKind | undefined): AgentEvents {
   if (agent === "claude") return new ClaudeEvents();
+  if (agent === "codex") return new CodexEvents();
   return { read: (line) => pi(line) };
 }
 
@@ -41,6 +42,9 @@ class CallNames {
       if (!oldest.done) this.names.delete(oldest.value);
     }
     this.names.set(id, name);
+  }
+  has(id: string): boolean {
+    return this.names.has(id);
   }
   take(id: string): string {
     const name = this.names.get(id) ?? "tool";
@@ -148,6 +152,104 @@ class ClaudeEvents implements AgentEvents {
         },
       },
       ...settled,
+    ];
+  }
+}
+
+/** A Codex item that is a tool at work: what pi would call it, and its arguments. */
+function codexTool(item: Record<string, unknown>): { name: string; args: object } | undefined {
+  if (item.type === "command_execution")
+    return { name: "shell", args: { command: str(item.command) ?? "" } };
+  if (item.type === "mcp_tool_call") {
+    const server = str(item.server) ?? "mcp";
+    const tool = str(item.tool) ?? "tool";
+    // ours are pi's names; another server's as extensions/mcp.ts names them
+    return {
+      name: server === "roster" ? tool : `${server}__${tool}`,
+      args: record(item.arguments) ?? {},
+    };
+  }
+  if (item.type === "file_change") return { name: "apply_patch", args: { changes: item.changes } };
+  return undefined;
+}
+
+/** What a finished tool item gave back, and whether it failed. */
+function codexResult(item: Record<string, unknown>): { text: string; failed: boolean } {
+  if (item.type === "command_execution") {
+    const code = item.exit_code;
+    return {
+      text: str(item.aggregated_output) ?? "",
+      failed: typeof code === "number" && code !== 0,
+    };
+  }
+  if (item.type === "mcp_tool_call") {
+    const error = record(item.error);
+    const said = str(error?.message) ?? str(item.error);
+    if (said) return { text: said, failed: true };
+    const content = resultContent(record(item.result)?.content);
+    return { text: content.map((part) => part.text).join("\n"), failed: item.status === "failed" };
+  }
+  return { text: str(item.status) ?? "", failed: item.status === "failed" };
+}
+
+/**
+ * Codex's `exec --json`: `thread.started` and `turn.started` open the run,
+ * `item.started`/`item.completed` carry its commands, MCP calls, file changes
+ * and messages, `turn.completed` or `turn.failed` closes it.
+ */
+class CodexEvents implements AgentEvents {
+  private readonly calls = new CallNames();
+
+  read(line: string): PiEvent[] {
+    const event = parseEvent(line);
+    if (!event) return [];
+    if (event.type === "thread.started") return [{ type: "agent_start", agent: "codex" }];
+    if (event.type === "turn.started") return [{ type: "turn_start" }];
+    if (event.type === "turn.completed") return [{ type: "agent_end" }, { type: "agent_settled" }];
+    if (event.type === "turn.failed") {
+      const said = str(record(event.error)?.message) ?? "the turn failed";
+      return [
+        {
+          type: "message_end",
+          message: { role: "assistant", content: [], stopReason: "error", errorMessage: said },
+        },
+        { type: "agent_end" },
+        { type: "agent_settled" },
+      ];
+    }
+    const item = record(event.item);
+    if (!item) return [];
+    if (event.type === "item.started") return this.started(item);
+    if (event.type === "item.completed") return this.completed(item);
+    return [];
+  }
+
+  private started(item: Record<string, unknown>): PiEvent[] {
+    const id = str(item.id);
+    const tool = codexTool(item);
+    if (!id || !tool) return [];
+    this.calls.set(id, tool.name);
+    return [{ type: "tool_execution_start", toolCallId: id, toolName: tool.name, args: tool.args }];
+  }
+
+  private completed(item: Record<string, unknown>): PiEvent[] {
+    const text = str(item.text);
+    if (item.type === "agent_message") return text?.trim() ? [words(text)] : [];
+    const id = str(item.id);
+    const tool = codexTool(item);
+    if (!id || !tool) return [];
+    // a tool seen only when it finished (a file change) starts and ends here
+    const begun = this.calls.has(id);
+    const result = codexResult(item);
+    return [
+      ...(begun ? [] : this.started(item)),
+      {
+        type: "tool_execution_end",
+        toolCallId: id,
+        toolName: this.calls.take(id),
+        result: { content: [{ type: "text", text: result.text }] },
+        isError: result.failed,
+      },
     ];
   }
 }

@@ -1,6 +1,8 @@
 import { boxContainerName } from "../../boundary/box/layout.ts";
 import { withStartLock } from "../../boundary/store/start-lock.ts";
+import type { AgentKind } from "../../ground/config/agent-schema.ts";
 import { type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
+import { runAgent } from "./agent-command.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
 import type { RunRequest } from "./run-request.ts";
 import type { Provisioned } from "./start-1-provision.ts";
@@ -42,12 +44,16 @@ export function firstRecord(request: RunRequest, box: Provisioned): Starting {
       container: boxContainerName(id),
       runner_pid: process.pid,
       config: box.configDigest,
-      ...(engine && worker.agent !== "pi" ? { agent: worker.agent } : {}),
+      ...agentOfRun(engine ? runAgent(worker, engine.mode) : "pi"),
       ...(engine?.taskId ? { task_id: engine.taskId } : {}),
       ...(engine?.session ? { channel_id: engine.session.channel, turns: 0 } : {}),
     },
   };
 }
+
+/** The record names an engine run's agent when it is not pi (its events.jsonl is that agent's). */
+const agentOfRun = (agent: AgentKind): Pick<RunRecord, "agent"> =>
+  agent === "pi" ? {} : { agent };
 
 /** How long a start waits for a restore of its worker's store: two passes at their deadline, and more. */
 const START_WAITS_FOR_RESTORE_MS = 25 * 60_000;

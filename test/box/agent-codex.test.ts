@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import { type AgentDeployment, agentDeployment, keySearch } from "../support/agent-deployment.ts";
+import { testDocker } from "../support/docker.ts";
+import {
+  outputText,
+  type RecordedRequest,
+  ResponsesModelServer,
+  type Turn,
+} from "../support/responses-model-server.ts";
+import { latestRecord, type RosterRoot } from "../support/roster-root.ts";
+
+const docker = await testDocker();
+
+/**
+ * A worker whose agent is Codex: the real CLI in a real box, its model calls
+ * through the real gateway to a stand-in for OpenAI's Responses API, with our
+ * tools from the box's MCP server (which Codex offers the model behind its
+ * tool search). Its first run builds the agent's layer on the box image
+ * (agent-image.ts).
+ */
+const REAL_KEY = "sk-proj-the-real-one-never-in-a-box";
+
+/** The text of the newest tool output the model was sent. */
+const lastToolResult = (request: RecordedRequest): string => {
+  const outputs = (request.body.input ?? []).filter((item) => item.type === "function_call_output");
+  return outputText(outputs.at(-1)?.output);
+};
+
+/** One of our tools called the way Codex offers them after a search: in the server's namespace. */
+const ours = (name: string, args: Record<string, unknown>): Turn => ({
+  toolCalls: [{ name, namespace: "mcp__roster", arguments: args }],
+});
+
+describe.skipIf(!docker)("Codex as a worker's agent, in a real box, through the door", () => {
+  let model: ResponsesModelServer;
+  let agent: AgentDeployment;
+  let deployment: RosterRoot;
+
+  beforeAll(async () => {
+    model = await new ResponsesModelServer().start("127.0.0.1");
+    agent = await agentDeployment({
+      agent: "codex",
+      provider: "openai",
+      model: "gpt-5.5",
+      baseUrl: model.baseUrl("127.0.0.1"),
+      key: REAL_KEY,
+      // roster ships no price for this model: the operator's own, as org.toml lets them say it
+      extraOrg: '\n[[budget.price]]\nmodel = "gpt-5*"\ninput = 1.25\noutput = 10\n',
+    });
+    deployment = agent.deployment;
+  }, 600_000);
+  afterAll(async () => {
+    await model?.stop();
+    await agent?.stop();
+  });
+
+  it("runs the shell and our tools, proposes to the desk, and the box never holds the key", async () => {
+    const url = agent.pageUrl;
+    model.play(
+      {
+        toolCalls: [
+          {
+            name: "exec_command",
+            arguments: {
+              cmd: keySearch(REAL_KEY),
+            },
+          },
+        ],
+      },
+      // Codex defers MCP tools: the model finds ours with its tool search first
+      { toolCalls: [{ name: "", search: { query: "fetch pages, message user" } }] },
+      ours("fetch_pages", { urls: [url] }),
+      (request) =>
+        ours("message_user", {
+          text: `The page says: ${lastToolResult(request).includes("judged at the door")}`,
+        }),
+      { text: "All done: the page was read and you were told." },
+    );
+    const run = await deployment.roster(
+      ["run", "elf", "read the page about the door and tell me"],
+      {
+        timeoutMs: 600_000,
+      },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain("All done: the page was read and you were told.");
+    // the live view shows each tool by the name pi would give it
+    expect(run.stderr).toMatch(/→ shell /);
+    expect(run.stderr).toMatch(/→ fetch_pages /);
+    expect(run.stderr).toMatch(/→ message_user /);
+
+    const calls = model.modelCalls;
+    expect(calls).toHaveLength(5);
+    // the real key was added in transit; the box sent none
+    for (const call of calls) expect(call.headers.authorization).toBe(`Bearer ${REAL_KEY}`);
+    const tools = (calls[0]?.body.tools ?? []).map((tool) => tool.name ?? tool.type);
+    expect(tools).toContain("exec_command");
+    expect(tools).not.toContain("web_search");
+    // roster's part of the prompt reached it, as developer instructions
+    expect(JSON.stringify(calls[0]?.body.input)).toContain("elf");
+
+    // the shell ran in the box, which holds the key nowhere: not in its environment, not in a file
+    expect(lastToolResult(calls[1] as RecordedRequest)).toMatch(/from-shell\n0\n0\b/);
+    expect(lastToolResult(calls[3] as RecordedRequest)).toContain("judged at the door");
+    expect(lastToolResult(calls[4] as RecordedRequest)).toMatch(/held|gate|approv/i);
+
+    // the proposal waits on the desk like pi's would
+    const desk = await deployment.roster(["approvals", "ls", "--json"]);
+    expect(desk.code, desk.stderr).toBe(0);
+    expect(desk.stdout).toContain("The page says: true");
+
+    const record = latestRecord(deployment.paths, "elf");
+    expect(record).toMatchObject({ agent: "codex", ended_by: "exit", exit_code: 0 });
+    // every request the box made is in the door's audit, the model's and the page's
+    const lines = readDecisions(deployment.paths.audit).filter((d) => d.run_id === record?.id);
+    const modelCalls = lines.filter(
+      (d) => d.request.host === "127.0.0.1" && d.request.path.endsWith("/v1/responses"),
+    );
+    expect(modelCalls.map((d) => [d.verdict, d.rule])).toEqual(
+      Array(5).fill(["allow", "model:openai"]),
+    );
+    expect(lines.some((d) => d.request.host === "docs.test" && d.rule === "docs")).toBe(true);
+    // what runs show tells of it: the agent, the conversation, the model's usage
+    const shown = await deployment.roster(["runs", "show", record?.id ?? ""]);
+    expect(shown.stdout).toMatch(/^worker {4}elf \(agent Codex\)$/m);
+    expect(shown.stdout).toMatch(/^model {5}\d+ tokens over 5 model call\(s\).*, \$\d+\.\d{4}$/m);
+    expect(shown.stdout).toContain("tool fetch_pages");
+    expect(shown.stdout).toContain("assistant: All done");
+  }, 900_000);
+
+  it("is stopped at its ceiling like any run", async () => {
+    model.reset();
+    model.play({ toolCalls: [{ name: "exec_command", arguments: { cmd: "sleep 600" } }] });
+    const started = Date.now();
+    const run = await deployment.roster(["run", "--ceiling", "0.1", "elf", "wait a long time"], {
+      timeoutMs: 300_000,
+    });
+    expect(run.code, `${run.stderr}\n${run.stdout}`).toBe(2);
+    expect(latestRecord(deployment.paths, "elf")).toMatchObject({
+      agent: "codex",
+      ended_by: "ceiling",
+    });
+    console.log(`Codex with a 0.1-minute ceiling stopped after ${Date.now() - started} ms`);
+  }, 300_000);
+});
