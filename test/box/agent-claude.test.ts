@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import { SessionRouter } from "../../runner/work/sessions/router.ts";
 import { type AgentDeployment, agentDeployment, keySearch } from "../support/agent-deployment.ts";
 import {
   AnthropicModelServer,
@@ -145,5 +146,46 @@ describe.skipIf(!docker)("Claude Code as a worker's agent, in a real box, throug
       ended_by: "ceiling",
     });
     console.log(`Claude Code with a 0.1-minute ceiling stopped after ${Date.now() - started} ms`);
+  }, 300_000);
+
+  it("keeps a warm session: two turns on one live Claude Code, the second with the first's history", async () => {
+    model.reset();
+    model.play(
+      { toolUses: [{ name: "Bash", input: { command: "echo turn-one-was-here > ~/store/mark" } }] },
+      { text: "first turn done" },
+      (request) => ({
+        text: `second turn saw ${JSON.stringify(request.body.messages).includes("first turn done") ? "the first" : "nothing"}`,
+      }),
+    );
+    const router = new SessionRouter({
+      paths: deployment.paths,
+      note: () => undefined,
+      env: { ...process.env, ROSTER_ROOT: deployment.root },
+      queueBound: 4,
+      replyBy: () => "plain text",
+      recordReplies: true,
+    });
+    const send = (text: string) =>
+      router.deliver({
+        worker: "elf",
+        channel: "term-claude-elf",
+        provider: "term",
+        author: "op",
+        author_id: "term:op",
+        standing: "host-op",
+        text,
+      });
+    const first = await send("leave a mark in your store");
+    const second = await send("what did you say before?");
+    expect(first.result.texts.join("")).toBe("first turn done");
+    expect(first.result.tools).toEqual(["Bash"]);
+    expect(second.result.texts.join("")).toBe("second turn saw the first");
+    expect(second.runId).toBe(first.runId);
+    const ends = await router.closeAll();
+    expect(ends).toEqual([expect.objectContaining({ turns: 2, error: undefined })]);
+    const record = latestRecord(deployment.paths, "elf");
+    expect(record).toMatchObject({ kind: "session", agent: "claude", turns: 2 });
+    // the session's turns went through the door like a run's, with the key added there
+    for (const call of model.requests) expect(call.headers["x-api-key"]).toBe(REAL_KEY);
   }, 300_000);
 });

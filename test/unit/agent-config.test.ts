@@ -100,16 +100,23 @@ describe("a worker's agent", () => {
     expect(ask("org/imp", "/api/claude_code/settings")).toEqual(["allow", "model:anthropic"]);
   });
 
-  it("a worker with chat bots is told its sessions run pi while its runs run its agent", async () => {
+  it("a worker with chat bots whose agent can't be fed turns is told its sessions run pi", async () => {
     const { errors, warnings } = await load({
-      "org.toml": ANTHROPIC,
+      "org.toml": OPENAI,
       "workers/elf/worker.toml":
-        'name = "elf"\nagent = "claude"\n\n[channels]\ndiscord = "elf-discord"\n',
-      "workers/imp/worker.toml": 'name = "imp"\nagent = "claude"\n',
+        'name = "elf"\nagent = "codex"\n\n[channels]\ndiscord = "elf-discord"\n',
+      "workers/imp/worker.toml": 'name = "imp"\nagent = "codex"\n',
     });
     expect(errors).toEqual([]);
     expect(warnings).toEqual([
-      "workers/elf/worker.toml: elf's agent is Claude Code, which runs its one-shot runs and tasks; its chat sessions run pi (roster drives warm sessions over pi's RPC only so far)",
+      "workers/elf/worker.toml: elf's agent is Codex, which runs its one-shot runs and tasks; its chat sessions run pi (roster can't feed Codex a session's turns one by one yet)",
     ]);
+    // Claude Code's sessions are its own: nothing to say
+    const claude = await load({
+      "org.toml": ANTHROPIC,
+      "workers/elf/worker.toml":
+        'name = "elf"\nagent = "claude"\n\n[channels]\ndiscord = "elf-discord"\n',
+    });
+    expect(claude.warnings).toEqual([]);
   });
 });

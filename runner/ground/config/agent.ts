@@ -20,6 +20,8 @@ interface AgentFacts {
   providers: ModelSection["provider"][];
   /** The protocol, as an error names it. */
   protocol: string;
+  /** roster feeds it a warm session's turns one by one on stdin (else its sessions run pi). */
+  sessions: boolean;
 }
 
 export const AGENTS: Record<AgentKind, AgentFacts> = {
@@ -27,16 +29,21 @@ export const AGENTS: Record<AgentKind, AgentFacts> = {
     title: "pi",
     providers: ["anthropic", "openai", "openai-compatible"],
     protocol: "any of roster's",
+    sessions: true,
   },
   claude: {
     title: "Claude Code",
     providers: ["anthropic"],
     protocol: "Anthropic's Messages API",
+    // stream JSON in and out: one user message a line, one result a turn
+    sessions: true,
   },
   codex: {
     title: "Codex",
     providers: ["openai", "openai-compatible"],
     protocol: "OpenAI's Responses API",
+    // its streaming mode is a JSON-RPC server of its own (codex app-server), not driven yet
+    sessions: false,
   },
 };
 
@@ -94,9 +101,9 @@ export function agentDenyGrants(agent: AgentKind, worker: string, source: string
 }
 
 /**
- * Said of a worker with chat bots whose agent is not pi: its warm sessions
- * run pi, since roster drives a session's turns over pi's RPC only so far
- * (runs/agent-command.ts runAgent). Its runs and tasks run its own agent.
+ * Said of a worker with chat bots whose agent can't be fed a warm session's
+ * turns one by one: its sessions run pi (runs/agent-command.ts runAgent);
+ * its runs and tasks run its own agent.
  */
 export function sessionAgentNote(
   agent: AgentKind,

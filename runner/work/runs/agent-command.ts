@@ -1,4 +1,5 @@
 import { RUN_CLAUDE, RUN_ROSTER_MCP } from "../../boundary/box/layout.ts";
+import { AGENTS } from "../../ground/config/agent.ts";
 import type { AgentKind } from "../../ground/config/agent-schema.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
@@ -17,13 +18,13 @@ import { type EngineDrive, piCommand } from "./engine-prompt.ts";
 const CLAUDE_REFUSED_TOOLS = ["WebFetch", "WebSearch"];
 
 /**
- * The agent that runs this drive of the worker's box: its own for a one-shot
- * run or a task (json mode); pi for a warm session (rpc mode), whose turns
- * roster drives over pi's RPC only so far — `roster validate` says so of a
- * worker with chat bots (config/agent.ts).
+ * The agent that runs this drive of the worker's box: its own, but for a
+ * warm session (rpc mode) of an agent whose turns roster can't feed one by
+ * one yet (Codex), which runs pi — `roster validate` says so of a worker with
+ * chat bots (config/agent.ts).
  */
 export function runAgent(worker: WorkerView, mode: EngineDrive["mode"]): AgentKind {
-  return mode === "json" ? worker.agent : "pi";
+  return mode === "rpc" && !AGENTS[worker.agent].sessions ? "pi" : worker.agent;
 }
 
 export function agentCommand(
@@ -32,12 +33,16 @@ export function agentCommand(
   prompt: CompiledPrompt,
 ): string[] {
   const agent = runAgent(worker, mode);
-  if (agent === "claude") return claudeCommand(worker, prompt);
+  if (agent === "claude") return claudeCommand(worker, mode, prompt);
   if (agent === "codex") return codexCommand(worker, prompt);
   return piCommand(mode, prompt);
 }
 
-function claudeCommand(worker: WorkerView, prompt: CompiledPrompt): string[] {
+function claudeCommand(
+  worker: WorkerView,
+  mode: EngineDrive["mode"],
+  prompt: CompiledPrompt,
+): string[] {
   const mcp = { mcpServers: { roster: { type: "stdio", command: RUN_ROSTER_MCP, args: [] } } };
   const args = [
     RUN_CLAUDE,
@@ -55,6 +60,8 @@ function claudeCommand(worker: WorkerView, prompt: CompiledPrompt): string[] {
     ...(worker.model ? ["--model", worker.model.model] : []),
     `--disallowedTools=${CLAUDE_REFUSED_TOOLS.join(",")}`,
   ];
+  // a session's turns arrive on stdin, one JSON line each (sessions/pi-rpc.ts)
+  if (mode === "rpc") return [...args, "--input-format", "stream-json"];
   // after `--`, a task that starts with "-" is still the task
   return [...args, "--", prompt.input];
 }

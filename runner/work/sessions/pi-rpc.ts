@@ -38,6 +38,19 @@ interface ActiveTurn {
   reject(error: Error): void;
 }
 
+/**
+ * How a turn's message is written to the agent's stdin: pi's RPC `prompt`
+ * command, or Claude Code's stream JSON user message (whose events the run
+ * owner reads as pi's, runs/agent-events.ts, so the rest of a turn is the same).
+ */
+export type PromptLine = (id: string, message: string) => string;
+
+export const PI_PROMPT: PromptLine = (id, message) =>
+  JSON.stringify({ id, type: "prompt", message });
+
+export const CLAUDE_PROMPT: PromptLine = (_id, message) =>
+  JSON.stringify({ type: "user", message: { role: "user", content: message } });
+
 export class PiRpc {
   private active: ActiveTurn | undefined;
   private counter = 0;
@@ -46,6 +59,7 @@ export class PiRpc {
     private readonly stdin: NodeJS.WritableStream,
     /** Every line pi writes, for the run's record and the idle clock. */
     private readonly onLine: (line: string) => void = () => undefined,
+    private readonly promptLine: PromptLine = PI_PROMPT,
   ) {}
 
   get busy(): boolean {
@@ -64,7 +78,7 @@ export class PiRpc {
         resolve,
         reject,
       };
-      this.stdin.write(`${JSON.stringify({ id, type: "prompt", message })}\n`, (error) => {
+      this.stdin.write(`${this.promptLine(id, message)}\n`, (error) => {
         if (error) this.fail(new Error(`the box's stdin refused the message: ${error.message}`));
         else listener.onSent?.();
       });

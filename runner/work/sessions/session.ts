@@ -8,10 +8,11 @@ import { isTrusted } from "../../records/channels/designations.ts";
 import type { EndedBy } from "../../records/run-records/run-record.ts";
 import { readMemory } from "../memory/read.ts";
 import { memoryTurnBlock } from "../prompt/memory.ts";
+import { runAgent } from "../runs/agent-command.ts";
 import { describeBudgetStop } from "../runs/budget-stop.ts";
 import { failedRunId, Run } from "../runs/run.ts";
 import type { ReadyStart } from "../runs/run-request.ts";
-import { PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
+import { CLAUDE_PROMPT, PI_PROMPT, PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
 import { PurposeWatch } from "./purpose-watch.ts";
 
 /**
@@ -185,7 +186,12 @@ export class Session {
     }
     const { box } = run.worker;
     const idleSecs = idleSecsFor(box, spec.provider);
-    const rpc = new PiRpc(stdin, () => session?.activity());
+    const agent = runAgent(run.worker, "rpc");
+    const rpc = new PiRpc(
+      stdin,
+      () => session?.activity(),
+      agent === "claude" ? CLAUDE_PROMPT : PI_PROMPT,
+    );
     const memory = memoryTurnBlock(run.worker.memory, await readMemory(spec.paths, spec.worker));
     session = new Session(spec, run, rpc, spec.idleMs ?? idleSecs * 1000, memory);
     for (const line of feed.splice(0)) rpc.line(line);
