@@ -64,6 +64,35 @@ export interface AgentImage {
   seconds: number;
 }
 
+/** An agent's layer as it would be built now: its tag and what builds it. */
+interface AgentRecipe {
+  tag: string;
+  dockerfile: string;
+  lock: string;
+  packageDir: string;
+}
+
+/** The recipe of an agent's layer on the box image `base` (its id and labels). */
+export async function agentRecipe(
+  engine: BoxEngine,
+  base: { id: string; labels: Record<string, string> },
+  agent: Exclude<AgentKind, "pi">,
+  projectRoot?: string,
+): Promise<AgentRecipe> {
+  const packageDir = agentPackageDir(agent, projectRoot);
+  const lock = await readFile(join(packageDir, "package-lock.json"), "utf8").catch(() => {
+    throw new RosterError(
+      `the pinned ${agent} package is missing from this roster (${join("engine", "agents", agent)}): reinstall roster`,
+      { exitCode: 2 },
+    );
+  });
+  // the box image's own base fetches, so a changed box image does not fetch again
+  const named = base.labels["org.roster.base"];
+  const fetchFrom = named && (await engine.image(named)) ? named : base.id;
+  const dockerfile = agentDockerfile(base.id, fetchFrom, agent);
+  return { tag: agentTag(agent, dockerfile, lock), dockerfile, lock, packageDir };
+}
+
 /** The image a worker's box starts from for its agent: the box image itself for pi. */
 export async function ensureAgentImage(options: {
   engine: BoxEngine;
@@ -82,18 +111,12 @@ export async function ensureAgentImage(options: {
     throw new RosterError(
       `the box image ${options.baseImage} is missing; run \`roster box build\``,
     );
-  const packageDir = agentPackageDir(agent, options.projectRoot);
-  const lock = await readFile(join(packageDir, "package-lock.json"), "utf8").catch(() => {
-    throw new RosterError(
-      `the pinned ${agent} package is missing from this roster (${join("engine", "agents", agent)}): reinstall roster`,
-      { exitCode: 2 },
-    );
-  });
-  // the box image's own base fetches, so a changed box image does not fetch again
-  const named = base.labels["org.roster.base"];
-  const fetchFrom = named && (await engine.image(named)) ? named : base.id;
-  const dockerfile = agentDockerfile(base.id, fetchFrom, agent);
-  const tag = agentTag(agent, dockerfile, lock);
+  const { tag, dockerfile, lock, packageDir } = await agentRecipe(
+    engine,
+    base,
+    agent,
+    options.projectRoot,
+  );
   if (await engine.image(tag)) return { tag, built: false, seconds: 0 };
 
   const context = await mkdtemp(join(tmpdir(), "roster-agent-"));

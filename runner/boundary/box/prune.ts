@@ -3,15 +3,19 @@ import { projectToolchains, withProjects } from "../../ground/config/project-too
 import { toolchainIsEmpty } from "../../ground/config/toolchain-schema.ts";
 import { workerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
+import { AGENT_DEPLOYMENT_LABEL, agentRecipe } from "./agent-image.ts";
 import { type BoxEngine, InUse } from "./engine.ts";
 import { readWheels, TOOLCHAIN_DEPLOYMENT_LABEL, toolchainTag } from "./toolchain-image.ts";
 import { deploymentKey, TOOLS_LABELS, toolsVolumeName } from "./tools-volume.ts";
 
 /**
- * `roster box prune`: the toolchain images and toolchain volumes no current
- * worker would use — built for a box image or a declaration that has since
- * changed, or for a worker that is gone. What a running box mounts or runs
- * from is never removed (the engine refuses, and it is reported as kept).
+ * `roster box prune`: the toolchain images, agent layers and toolchain
+ * volumes no current worker would use — built for a box image, an agent or a
+ * declaration that has since changed, or for a worker that is gone. What a
+ * running box mounts or runs from is never removed (the engine refuses, and
+ * it is reported as kept). An agent layer is this deployment's to remove when
+ * it built it (its label says so): another deployment on the same engine
+ * whose box image is not ours rebuilds it on its next run.
  */
 export interface PruneReport {
   removed: { kind: "image" | "volume"; name: string; bytes: number }[];
@@ -32,13 +36,19 @@ async function currentNames(
   for (const name of config.workers.keys()) {
     const worker = workerView(config, name);
     if (!worker) continue;
+    // the toolchain stands on the agent's layer (worker-image.ts)
+    const agentTag =
+      worker.agent === "pi" ? boxImage : (await agentRecipe(engine, base, worker.agent)).tag;
+    tags.add(agentTag);
+    const under = agentTag === boxImage ? base : await engine.image(agentTag);
+    if (!under) continue;
     const projects = await projectToolchains(worker.mounts);
     const toolchain = withProjects(worker.toolchain, projects.toolchain);
     const tag = toolchainIsEmpty(toolchain)
-      ? boxImage
+      ? agentTag
       : toolchainTag(
           name,
-          base.id,
+          under.id,
           toolchain,
           await readWheels(toolchain.pipWheels).catch(() => []),
         );
@@ -70,9 +80,10 @@ export async function pruneToolchains(
       report.kept.push({ kind: "volume", name: volume.name, why: reason(error) });
     }
   }
-  const images = await engine.listImages(
-    `${TOOLCHAIN_DEPLOYMENT_LABEL}=${deploymentKey(config.root)}`,
-  );
+  const images = [
+    ...(await engine.listImages(`${TOOLCHAIN_DEPLOYMENT_LABEL}=${deploymentKey(config.root)}`)),
+    ...(await engine.listImages(`${AGENT_DEPLOYMENT_LABEL}=${deploymentKey(config.root)}`)),
+  ];
   for (const image of images) {
     if (image.tags.some((tag) => current.tags.has(tag))) continue;
     const name = image.tags[0] ?? image.id;
