@@ -110,6 +110,6 @@ export function sessionAgentNote(
   worker: string,
   file: string,
 ): string | undefined {
-  if (agent === "pi") return undefined;
-  return `${file}: ${worker}'s agent is ${AGENTS[agent].title}, which runs its one-shot runs and tasks; its chat sessions run pi (roster drives warm sessions over pi's RPC only so far)`;
+  if (AGENTS[agent].sessions) return undefined;
+  return `${file}: ${worker}'s agent is ${AGENTS[agent].title}, which runs its one-shot runs and tasks; its chat sessions run pi (roster can't feed ${AGENTS[agent].title} a session's turns one by one yet)`;
 }
