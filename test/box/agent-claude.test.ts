@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RUN_CLAUDE, RUN_CODEX } from "../../runner/boundary/box/layout.ts";
 import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
 import { SessionRouter } from "../../runner/work/sessions/router.ts";
 import { type AgentDeployment, agentDeployment, keySearch } from "../support/agent-deployment.ts";
@@ -7,7 +8,9 @@ import {
   type AnthropicRequest,
   textOf,
 } from "../support/anthropic-model-server.ts";
-import { testDocker } from "../support/docker.ts";
+import { makeHome } from "../support/box-home.ts";
+import { testDocker, testEngine } from "../support/docker.ts";
+import { runInBox } from "../support/pi-box.ts";
 import { latestRecord, type RosterRoot } from "../support/roster-root.ts";
 
 const docker = await testDocker();
@@ -188,4 +191,22 @@ describe.skipIf(!docker)("Claude Code as a worker's agent, in a real box, throug
     // the session's turns went through the door like a run's, with the key added there
     for (const call of model.requests) expect(call.headers["x-api-key"]).toBe(REAL_KEY);
   }, 300_000);
+
+  it("the box image without the agent's layer fails at once, saying which layer it needs", async () => {
+    const engine = await testEngine();
+    if (!engine) throw new Error("no engine");
+    const home = await makeHome();
+    try {
+      for (const [launcher, name] of [
+        [RUN_CLAUDE, "claude"],
+        [RUN_CODEX, "codex"],
+      ] as const) {
+        const run = await runInBox(engine, [launcher, "--version"], { home: home.dir });
+        expect(run.exitCode).toBe(127);
+        expect(run.stderr).toContain(`roster box build --agent ${name}`);
+      }
+    } finally {
+      await home.cleanup();
+    }
+  });
 });
