@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RUN_CLAUDE, RUN_CODEX } from "../../runner/boundary/box/layout.ts";
 import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import { readTasks } from "../../runner/records/task-list/store.ts";
 import { SessionRouter } from "../../runner/work/sessions/router.ts";
 import { type AgentDeployment, agentDeployment, keySearch } from "../support/agent-deployment.ts";
 import {
@@ -209,4 +210,36 @@ describe.skipIf(!docker)("Claude Code as a worker's agent, in a real box, throug
       await home.cleanup();
     }
   });
+
+  it("runs a task that reports its outcome with task_complete, and the host believes it once the run ended well", async () => {
+    model.reset();
+    model.play(
+      {
+        toolUses: [
+          { name: "mcp__roster__task_complete", input: { note: "the report is written" } },
+        ],
+      },
+      { text: "reported" },
+    );
+    const before = model.requests.length;
+    const added = await deployment.roster(["task", "add", "elf", "write the report", "--json"]);
+    expect(added.code, added.stderr).toBe(0);
+    const task = JSON.parse(added.stdout) as { id: string };
+    const served = await deployment.roster(
+      ["server", "start", "--once", "--no-listen", "--no-console"],
+      { timeoutMs: 300_000 },
+    );
+    expect(served.code, served.stderr).toBe(0);
+    // the outcome tools are offered in a task's run only, as to pi
+    const tools = (model.requests[before]?.body.tools ?? []).map((tool) => tool.name);
+    expect(tools).toContain("mcp__roster__task_complete");
+    expect(readTasks(deployment.paths, "elf").tasks.find((t) => t.id === task.id)).toMatchObject({
+      state: "done",
+    });
+    expect(latestRecord(deployment.paths, "elf")).toMatchObject({
+      kind: "task",
+      agent: "claude",
+      task_id: task.id,
+    });
+  }, 300_000);
 });
