@@ -19,6 +19,10 @@ export const BUDGETS = {
     seconds: 120,
     why: "its first run builds Claude Code's layer on the box image (a 400 MB native package fetched and copied in); then two real runs",
   },
+  "test/security/agent-escape.test.ts": {
+    seconds: 150,
+    why: "a real run each of Claude Code and Codex, each of which may first build its agent's layer on the box image; each probe sweeps the box's files, the agent's 400 MB package among them (measured 46 s with both layers already built)",
+  },
   "test/server/ready-boxes.test.ts": {
     seconds: 50,
     why: "nine cases through one real server; one waits out the 10 s idle window, the least the schema allows",

@@ -5,18 +5,12 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOX_IMAGE, DOOR_PORT } from "../../runner/boundary/box/layout.ts";
+import { BOX_IMAGE } from "../../runner/boundary/box/layout.ts";
 import { mintToken, revokeToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import { appendMessage, ensureChannel } from "../../runner/records/channels/store.ts";
 import { listGates } from "../../runner/services/actions/gates.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import {
-  aimAt,
-  containerAddress,
-  hostBridgeAddress,
-  RUN_LIMITS,
-  testDocker,
-} from "../support/docker.ts";
+import { containerAddress, hostBridgeAddress, RUN_LIMITS, testDocker } from "../support/docker.ts";
 import { ModelServer, textOf } from "../support/model-server.ts";
 import {
   OUTSIDE_ADDRESS,
@@ -40,6 +34,19 @@ import {
   probeScript,
   readOutcomes,
 } from "./attempts.ts";
+import {
+  identityAttempts,
+  neighbourAnswers,
+  networkAttempts,
+  networkControls,
+  outsideAttempts,
+  PEM_KEY_LINE,
+  SEARCH,
+  secretAttempts,
+  startNeighbour,
+  sweepFindsOwn,
+  sweepScript,
+} from "./escape-attempts.ts";
 
 /**
  * The escape suite: from inside real boxes of worker elf (started the normal
@@ -50,7 +57,9 @@ import {
  * succeed where nothing stops it, so no attempt passes by being broken.
  * Where the design records an attempt (the gateway's audit), the test looks.
  * The suite prints every attempt with its outcome. ROSTER_TEST_RUNTIME=runsc
- * runs the same attempts in boxes under gVisor (support/roster-root.ts).
+ * runs the same attempts in boxes under gVisor (support/roster-root.ts). The
+ * network, secret and token attempts are in escape-attempts.ts, which
+ * agent-escape.test.ts runs through Claude Code's and Codex's own shells.
  */
 const docker = await testDocker();
 /** The boxes run under gVisor (ROSTER_TEST_RUNTIME=runsc): a few attempts differ, each says why. */
@@ -60,24 +69,8 @@ const VAULT_VALUE = `VAULT-VALUE-${MARK}`;
 const BOB_STORE = `BOB-STORE-${MARK}`;
 const BOB_RUN = `BOB-RUN-${MARK}`;
 const BOB_CHANNEL = `BOB-CHANNEL-${MARK}`;
-/**
- * A PEM private key's first line, alone on its line: a key file, not code or
- * docs that name the header (the engine's and npm's do).
- */
-const PEM_KEY_LINE = "^-----BEGIN (EC |RSA |ENCRYPTED )?PRIVATE KEY-----$";
 /** In elf's own store: the whole-box sweep must find it, or it searched nothing. */
 const ELF_STORE = `ELF-STORE-${MARK}`;
-/** An unprivileged ICMP echo (a datagram socket, as ping uses); exit 0 only on a reply. */
-const icmpEcho = (host: string) => {
-  aimAt("ICMP echo", host);
-  return `timeout 6 python3 -c "
-import socket, struct
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP); s.settimeout(4)
-s.sendto(struct.pack('!BBHHH', 8, 0, 0, 0, 1) + b'roster', ('${host}', 0)); s.recv(64)"`;
-};
-
-/** Where a leaked secret would be found; /proc, /sys and /dev are not files. */
-const SEARCH = "/home /tmp /opt /etc /run /var /usr/local /srv /root /mnt /media";
 
 describe.skipIf(!docker)(
   "escape suite: a compromised box stays in its box",
@@ -189,126 +182,22 @@ inject = { credential = "secret-api", headers = [{ header = "x-api-key", value =
       const { gatewayPort } = deployment;
       const hostAddress = hostBridgeAddress();
       // a container on a network, listening (as another worker's tool might)
-      const neighbour = execFileSync(
-        "docker",
-        [
-          "run",
-          ...RUN_LIMITS,
-          "-d",
-          "--rm",
-          "--label",
-          "roster.test=escape-neighbour",
-          BOX_IMAGE,
-          // a run killed before its finally leaves no neighbour behind for good: --rm takes it at 10 min
-          "timeout",
-          "600",
-          "python3",
-          "-c",
-          "import socket\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', 9000)); s.listen()\nwhile True: s.accept()[0].close()",
-        ],
-        { encoding: "utf8" },
-      ).trim();
+      const neighbour = startNeighbour();
       try {
         const neighbourIp = containerAddress(neighbour);
         const bystanderPort = listeningPort(bystander);
         const before = (await outside.hits()).length;
         const found = await run(
           [
-            {
-              name: "TCP to an outside host",
-              group: "network",
-              run: `timeout 5 bash -c 'exec 3<>/dev/tcp/${OUTSIDE_ADDRESS}/${OUTSIDE_TCP_PORT}'`,
-            },
-            {
-              name: "HTTP to an outside host, around the proxy",
-              group: "network",
-              run: `curl -s --noproxy '*' --max-time 5 http://${OUTSIDE_ADDRESS}:${OUTSIDE_TCP_PORT}/ | grep -q outside`,
-            },
-            {
-              name: "UDP to an outside host (checked there)",
-              group: "network",
-              run: `for i in 1 2 3; do echo udp-${MARK} > /dev/udp/${OUTSIDE_ADDRESS}/${OUTSIDE_UDP_PORT}; done; false`,
-            },
-            {
-              name: "ICMP echo to an outside host",
-              group: "network",
-              run: icmpEcho(OUTSIDE_ADDRESS),
-            },
-            {
-              name: "ICMP echo to the host",
-              group: "network",
-              run: icmpEcho(hostAddress),
-            },
-            {
-              name: "DNS lookup of a name",
-              group: "network",
-              run: "timeout 5 getent hosts example.com",
-            },
-            {
-              name: "DNS query straight to a public resolver",
-              group: "network",
-              run: `timeout 6 python3 -c "
-import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(4)
-s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d0000010001'), ('8.8.8.8', 53)); s.recv(512)"`,
-            },
-            {
-              name: "a host port other than the gateway's",
-              group: "network",
-              run: `timeout 5 bash -c 'exec 3<>/dev/tcp/${hostAddress}/${bystanderPort}'`,
-            },
-            {
-              name: "the gateway's port on the host",
-              group: "network",
-              run: `timeout 5 bash -c 'exec 3<>/dev/tcp/${hostAddress}/${gatewayPort}'`,
-            },
-            {
-              name: "the gateway's health check through the door (names a host path)",
-              group: "network",
-              run: `curl -s --noproxy '*' --max-time 5 http://127.0.0.1:${DOOR_PORT}/healthz | grep -q config_root`,
-            },
-            {
-              name: "a network interface besides loopback",
-              group: "network",
-              run: "grep -v -e '^ *lo:' -e '|' /proc/net/dev | grep -q .",
-            },
-            {
-              name: "a host port through the proxy",
-              group: "network",
-              run: `curl -s -f --max-time 5 http://host.docker.internal:${bystanderPort}/ | grep -q bystander`,
-            },
-            {
-              name: "cloud metadata through the proxy",
-              group: "network",
-              run: "curl -s -f --max-time 5 http://169.254.169.254/latest/meta-data/",
-            },
-            {
-              name: "the Docker socket",
-              group: "network",
-              run: "test -S /var/run/docker.sock || test -S /run/docker.sock",
-            },
-            {
-              name: "a container on Docker's default bridge",
-              group: "network",
-              run: `timeout 5 bash -c 'exec 3<>/dev/tcp/${neighbourIp}/9000'`,
-            },
+            ...outsideAttempts({
+              address: OUTSIDE_ADDRESS,
+              tcpPort: OUTSIDE_TCP_PORT,
+              udpPort: OUTSIDE_UDP_PORT,
+              mark: MARK,
+            }),
+            ...networkAttempts({ hostAddress, bystanderPort, gatewayPort, neighbourIp }),
           ],
-          [
-            {
-              name: "an allowed host through the gateway, with the credential injected there",
-              group: "control",
-              run: `curl -s -f --max-time 10 http://allowed.test:${listeningPort(allowed)}/ | grep -q "allowed saw ${VAULT_VALUE}"`,
-            },
-            {
-              name: "the box's proxy is its door on loopback, with its run's token",
-              group: "control",
-              run: `[[ "$HTTPS_PROXY" =~ ^http://[^@/]+@127\\.0\\.0\\.1:${DOOR_PORT}$ ]]`,
-            },
-            {
-              name: "an ungranted host through the proxy gets the gateway's legible 403",
-              group: "control",
-              run: `test "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://example.test/)" = 403`,
-            },
-          ],
+          networkControls({ port: listeningPort(allowed), vaultValue: VAULT_VALUE }),
         );
         expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);
         // the outside host heard nothing from the box
@@ -336,13 +225,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
         );
         expect(audit).toContain('"host":"169.254.169.254"');
         // the neighbour was listening on that address all along
-        execFileSync("docker", [
-          "exec",
-          neighbour,
-          "bash",
-          "-c",
-          `timeout 5 bash -c 'exec 3<>/dev/tcp/${neighbourIp}/9000'`,
-        ]);
+        neighbourAnswers(neighbour, neighbourIp);
       } finally {
         execFileSync("docker", ["rm", "-f", neighbour], { stdio: "ignore" });
       }
@@ -363,8 +246,7 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
           ["another worker's run history", BOB_RUN],
           ["another worker's channel history", BOB_CHANNEL],
         ];
-        // one read of the whole box for every secret at once (each whole-box read
-        // takes a minute under gVisor, whose file proxy serves every read); each
+        // one read of the whole box for every secret at once (sweepScript); each
         // attempt then asks the sweep's findings, and the control proves the sweep
         // read what the box may read
         const sweep = `/tmp/.sweep-${MARK}`;
@@ -372,41 +254,22 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
         expect(readFileSync(join(deployment.paths.ca, "ca.key"), "utf8")).toMatch(
           new RegExp(PEM_KEY_LINE, "m"),
         );
-        const patterns = [...secrets.map(([, value]) => value), ELF_STORE]
-          .map((value) => `-e '${value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}'`)
-          .join(" ");
         const found = await run(
           [
-            ...secrets.map(([what, value]) => ({
-              name: `read ${what} anywhere in the box`,
-              group: "read",
-              run: `grep -qF -- '${value}' ${sweep}`,
-            })),
-            {
-              name: "a vault value in the box's environment",
-              group: "read",
-              run: `env | grep -qF -- '${VAULT_VALUE}'`,
-            },
-            {
-              name: "a private key file anywhere",
-              group: "read",
-              run: `grep -qE -- '${PEM_KEY_LINE}' ${sweep}`,
-            },
+            ...secretAttempts({
+              sweep,
+              secrets,
+              inEnv: [["a vault value", VAULT_VALUE]],
+            }),
             {
               name: "another worker's files by path",
               group: "read",
               run: "ls /home/*/store/notes.txt ~/store/../../bob ~/self/runs/../../bob 2>/dev/null | grep -q .",
             },
           ],
-          [
-            {
-              name: "the sweep finds the box's own store",
-              group: "read",
-              run: `grep -qF -- '${ELF_STORE}' ${sweep}`,
-            },
-          ],
+          [sweepFindsOwn(sweep, ELF_STORE)],
           GVISOR ? 540 : undefined,
-          `grep -rhosE ${patterns} -e '${PEM_KEY_LINE}' ${SEARCH} > ${sweep}`,
+          sweepScript(sweep, [...secrets.map(([, value]) => value), ELF_STORE]),
         );
         expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);
         // under gVisor every file read goes through its file proxy: the whole-box searches take minutes
@@ -588,33 +451,9 @@ s.sendto(bytes.fromhex('123401000001000000000000076578616d706c6503636f6d00000100
       await revokeToken(paths.identity, stolen);
       const live = await mintToken(paths.identity, { subject: "org/bob", runId: "bob-live" });
       try {
-        const via = (token: string) =>
-          `curl -s -f --max-time 10 -x http://${token}:x@127.0.0.1:${DOOR_PORT} http://allowed.test:${port}/ | grep -q 'allowed saw'`;
-        const found = await run([
-          { name: "a finished run's (revoked) token", group: "identity", run: via(stolen) },
-          { name: "another worker's live run's token", group: "identity", run: via(live) },
-          {
-            name: "a made-up token",
-            group: "identity",
-            run: via("11111111-2222-3333-4444-555555555555"),
-          },
-          {
-            // with no token the request is still this run's, as a page the renderer loads is: read, never credentialed
-            name: "no token at all, for the credential",
-            group: "identity",
-            run: `curl -s -f --max-time 10 -x http://127.0.0.1:${DOOR_PORT} http://allowed.test:${port}/ | grep -q 'allowed saw ${VAULT_VALUE}'`,
-          },
-          {
-            name: "no token at all, to propose",
-            group: "identity",
-            run: `curl -s --max-time 10 -x http://127.0.0.1:${DOOR_PORT} -X POST -H 'content-type: application/json' https://actions.roster.internal/submit -d '{"intent":"send_email","payload":{"to":["x@example.test"],"subject":"s","body":"b"}}' | grep -q '"status":"\\(done\\|pending\\|error\\)"'`,
-          },
-          {
-            name: "an envelope that names another worker and run",
-            group: "identity",
-            run: `curl -s --max-time 10 -X POST -H 'content-type: application/json' https://actions.roster.internal/submit -d '{"intent":"send_email","worker":"bob","subject":"org/bob","run_id":"bob-live","payload":{"to":["x@example.test"],"subject":"s","body":"b"}}' | grep -q '"worker":"bob"'`,
-          },
-        ]);
+        const found = await run(
+          identityAttempts({ stolen, live, allowedPort: port, vaultValue: VAULT_VALUE }),
+        );
         expect(found.filter((outcome) => outcome.result !== "held")).toEqual([]);
         // nothing was filed in bob's name
         expect(listGates(paths, "bob")).toEqual([]);
