@@ -15,9 +15,10 @@
  * `count_tokens` and the model list, should it ask) get a plausible answer
  * without using up a turn, and are recorded in `otherRequests`.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
+import { ScriptedServer } from "./scripted-server.ts";
 
 export interface ScriptedToolUse {
   name: string;
@@ -100,65 +101,18 @@ const ERROR_TYPES: Record<number, string> = {
   529: "overloaded_error",
 };
 
-export class AnthropicModelServer {
+export class AnthropicModelServer extends ScriptedServer<AnthropicScriptStep> {
   /** Every `POST /v1/messages` (each one played a turn), in order. */
   readonly requests: AnthropicRequest[] = [];
   /** Every other request on the base URL (hello, count_tokens, models, unknown paths). */
   readonly otherRequests: AnthropicRequest[] = [];
   /** Told of each messages request as it is recorded, before it is answered. */
   onRequest: ((request: AnthropicRequest) => void) | undefined;
-  private readonly steps: AnthropicScriptStep[];
-  private server: Server | undefined;
   private callCounter = 0;
-
-  constructor(script: AnthropicScriptStep[] = []) {
-    this.steps = [...script];
-  }
-
-  /** Appends turns to the script. */
-  play(...steps: AnthropicScriptStep[]): void {
-    this.steps.push(...steps);
-  }
-
-  /** Drops turns not yet played. */
-  reset(): void {
-    this.steps.length = 0;
-  }
-
-  /** Turns not yet played. */
-  get remaining(): number {
-    return this.steps.length;
-  }
-
-  async start(host = "127.0.0.1", port = 0): Promise<this> {
-    const server = createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-        res.end(JSON.stringify(errorBody(500, String(error))));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(port, host, resolve));
-    this.server = server;
-    return this;
-  }
-
-  get port(): number {
-    const address = this.server?.address() as AddressInfo | null | undefined;
-    if (!address) throw new Error("anthropic model server is not listening");
-    return address.port;
-  }
 
   /** ANTHROPIC_BASE_URL for a client on `host`: no `/v1`, the client appends `/v1/messages`. */
   baseUrl(host = "127.0.0.1"): string {
     return `http://${host}:${this.port}`;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    this.server = undefined;
   }
 
   /** Every tool_result the client sent back in the latest request, in order. */
@@ -175,7 +129,11 @@ export class AnthropicModelServer {
       }));
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected failure(message: string): unknown {
+    return errorBody(500, message);
+  }
+
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const arrivedAt = performance.now();
     const raw = await readBody(req);
     const url = req.url ?? "/";
@@ -198,7 +156,7 @@ export class AnthropicModelServer {
   }
 
   private async answerMessages(request: AnthropicRequest, res: ServerResponse): Promise<void> {
-    const step = this.steps.shift() ?? { text: "[anthropic-model-server: script exhausted]" };
+    const step = this.nextStep({ text: "[anthropic-model-server: script exhausted]" });
     const turn = typeof step === "function" ? step(request) : step;
     if (turn.delayMs) await new Promise((resolve) => setTimeout(resolve, turn.delayMs));
     const id = `msg_double_${++this.callCounter}`;

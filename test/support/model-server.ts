@@ -7,10 +7,11 @@
  * a script of turns in order, records every request (headers and parsed
  * body) for assertions, and fails on demand.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { PrefixCache } from "./prefix-cache.ts";
+import { ScriptedServer } from "./scripted-server.ts";
 
 export interface ScriptedToolCall {
   name: string;
@@ -61,64 +62,17 @@ export interface ChatRequestBody {
   [key: string]: unknown;
 }
 
-export class ModelServer {
+export class ModelServer extends ScriptedServer<ScriptStep> {
   readonly requests: RecordedRequest[] = [];
   /** When set, usage reports the prompt's size and its cached prefix as a provider's cache would. */
   cache: PrefixCache | undefined;
   /** Told of each chat request as it is recorded, before it is answered (a bench waits on it). */
   onRequest: ((request: RecordedRequest) => void) | undefined;
-  private readonly steps: ScriptStep[];
-  private server: Server | undefined;
   private callCounter = 0;
-
-  constructor(script: ScriptStep[] = []) {
-    this.steps = [...script];
-  }
-
-  /** Appends turns to the script. */
-  play(...steps: ScriptStep[]): void {
-    this.steps.push(...steps);
-  }
-
-  /** Drops turns not yet played (a test that ended early leaves none behind for the next). */
-  reset(): void {
-    this.steps.length = 0;
-  }
-
-  /** Turns not yet played. */
-  get remaining(): number {
-    return this.steps.length;
-  }
-
-  async start(host = "127.0.0.1", port = 0): Promise<this> {
-    const server = createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        res.writeHead(500, { "content-type": "application/json" });
-        res.end(JSON.stringify({ error: { message: String(error) } }));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(port, host, resolve));
-    this.server = server;
-    return this;
-  }
-
-  get port(): number {
-    const address = this.server?.address() as AddressInfo | null | undefined;
-    if (!address) throw new Error("model server is not listening");
-    return address.port;
-  }
 
   /** Base URL for a client on `host` (pi appends /chat/completions). */
   baseUrl(host = "127.0.0.1"): string {
     return `http://${host}:${this.port}/v1`;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    this.server = undefined;
   }
 
   /** Every tool result the client sent back, in order (from the latest request). */
@@ -132,7 +86,11 @@ export class ModelServer {
       }));
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected failure(message: string): unknown {
+    return { error: { message } };
+  }
+
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const arrivedAt = performance.now();
     const raw = await readBody(req);
     if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
@@ -150,7 +108,7 @@ export class ModelServer {
     };
     this.requests.push(recorded);
     this.onRequest?.(recorded);
-    const step = this.steps.shift() ?? { text: "[model-server: script exhausted]" };
+    const step = this.nextStep({ text: "[model-server: script exhausted]" });
     const turn = typeof step === "function" ? step(recorded) : step;
     if (turn.delayMs) await new Promise((resolve) => setTimeout(resolve, turn.delayMs));
     if (turn.status) {

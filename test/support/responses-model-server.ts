@@ -19,10 +19,11 @@
  * refused with 426, so the client falls back to HTTPS at once, as it does
  * when a provider or proxy has no WebSocket.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import * as zlib from "node:zlib";
+import { ScriptedServer } from "./scripted-server.ts";
 
 export interface ScriptedToolCall {
   name: string;
@@ -121,70 +122,23 @@ const ERROR_TYPES: Record<number, { type: string; code: string | null }> = {
   503: { type: "server_error", code: null },
 };
 
-export class ResponsesModelServer {
+export class ResponsesModelServer extends ScriptedServer<ScriptStep> {
   /** Every request, in arrival order, whatever its path. */
   readonly requests: RecordedRequest[] = [];
   /** Told of each model call as it is recorded, before it is answered. */
   onRequest: ((request: RecordedRequest) => void) | undefined;
   /** The ids GET /v1/models lists. */
   models = ["scripted"];
-  private readonly steps: ScriptStep[];
-  private server: Server | undefined;
   private counter = 0;
-
-  constructor(script: ScriptStep[] = []) {
-    this.steps = [...script];
-  }
-
-  /** Appends turns to the script. */
-  play(...steps: ScriptStep[]): void {
-    this.steps.push(...steps);
-  }
-
-  /** Drops turns not yet played. */
-  reset(): void {
-    this.steps.length = 0;
-  }
-
-  /** Turns not yet played. */
-  get remaining(): number {
-    return this.steps.length;
-  }
 
   /** The model calls only: POST …/responses, in order. */
   get modelCalls(): RecordedRequest[] {
     return this.requests.filter((r) => r.method === "POST" && isResponsesPath(r.path));
   }
 
-  async start(host = "127.0.0.1", port = 0): Promise<this> {
-    const server = createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-        res.end(JSON.stringify(apiError(500, String(error))));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(port, host, resolve));
-    this.server = server;
-    return this;
-  }
-
-  get port(): number {
-    const address = this.server?.address() as AddressInfo | null | undefined;
-    if (!address) throw new Error("responses model server is not listening");
-    return address.port;
-  }
-
   /** Base URL for a client on `host` (clients append /responses, /models). */
   baseUrl(host = "127.0.0.1"): string {
     return `http://${host}:${this.port}/v1`;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    this.server = undefined;
   }
 
   /** The tool outputs the latest model call sent back (function and custom tools alike). */
@@ -197,7 +151,11 @@ export class ResponsesModelServer {
       .map((item) => ({ call_id: String(item.call_id ?? ""), output: outputText(item.output) }));
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected failure(message: string): unknown {
+    return apiError(500, message);
+  }
+
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const arrivedAt = performance.now();
     const raw = await readBody(req);
     const method = req.method ?? "GET";
@@ -228,7 +186,7 @@ export class ResponsesModelServer {
       return;
     }
     this.onRequest?.(recorded);
-    const step = this.steps.shift() ?? { text: "[responses-model-server: script exhausted]" };
+    const step = this.nextStep({ text: "[responses-model-server: script exhausted]" });
     const turn = typeof step === "function" ? step(recorded) : step;
     if (turn.delayMs) await new Promise((resolve) => setTimeout(resolve, turn.delayMs));
     if (turn.status) {
