@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
+import { SessionRouter } from "../../runner/work/sessions/router.ts";
 import { type AgentDeployment, agentDeployment, keySearch } from "../support/agent-deployment.ts";
 import { testDocker } from "../support/docker.ts";
 import {
@@ -143,4 +144,64 @@ describe.skipIf(!docker)("Codex as a worker's agent, in a real box, through the 
     });
     console.log(`Codex with a 0.1-minute ceiling stopped after ${Date.now() - started} ms`);
   }, 300_000);
+
+  it("keeps a warm session: two turns on one live Codex, the second with the first's history", async () => {
+    model.reset();
+    // the double keeps every call it was sent: this case's are the ones after these
+    const earlier = model.modelCalls.length;
+    model.play(
+      {
+        toolCalls: [
+          { name: "exec_command", arguments: { cmd: "echo turn-one-was-here | tee ~/store/mark" } },
+        ],
+      },
+      { text: "first turn done" },
+      (request) => ({
+        text: `second turn saw ${JSON.stringify(request.body.input).includes("first turn done") ? "the first" : "nothing"}`,
+      }),
+    );
+    const router = new SessionRouter({
+      paths: deployment.paths,
+      note: () => undefined,
+      env: { ...process.env, ROSTER_ROOT: deployment.root },
+      queueBound: 4,
+      replyBy: () => "plain text",
+      recordReplies: true,
+    });
+    const send = (text: string) =>
+      router.deliver({
+        worker: "elf",
+        channel: "term-codex-elf",
+        provider: "term",
+        author: "op",
+        author_id: "term:op",
+        standing: "host-op",
+        text,
+      });
+    const first = await send("leave a mark in your store");
+    const second = await send("what did you say before?");
+    expect(first.result.texts.join("")).toBe("first turn done");
+    expect(first.result.tools).toEqual(["shell"]);
+    expect(second.result.texts.join("")).toBe("second turn saw the first");
+    expect(second.runId).toBe(first.runId);
+    const ends = await router.closeAll();
+    expect(ends).toEqual([expect.objectContaining({ turns: 2, error: undefined })]);
+    const record = latestRecord(deployment.paths, "elf");
+    expect(record).toMatchObject({ kind: "session", agent: "codex", turns: 2 });
+
+    const calls = model.modelCalls.slice(earlier);
+    expect(calls).toHaveLength(3);
+    // the session's turns went through the door like a run's, with the key added there
+    for (const call of calls) expect(call.headers.authorization).toBe(`Bearer ${REAL_KEY}`);
+    // the thread was started with the worker's model and roster's part of the prompt
+    expect(calls[0]?.body.model).toBe("gpt-5.5");
+    expect(JSON.stringify(calls[0]?.body.input)).toContain("elf");
+    expect(lastToolResult(calls[1] as RecordedRequest)).toContain("turn-one-was-here");
+    // runs show reads the session's app-server stream as it reads a run's
+    const shown = await deployment.roster(["runs", "show", record?.id ?? ""]);
+    expect(shown.stdout).toMatch(/^worker {4}elf \(agent Codex\)$/m);
+    expect(shown.stdout).toContain("leave a mark in your store");
+    expect(shown.stdout).toContain("tool shell");
+    expect(shown.stdout).toContain("assistant: second turn saw the first");
+  }, 600_000);
 });

@@ -99,24 +99,4 @@ describe("a worker's agent", () => {
     // pi's worker is judged as before
     expect(ask("org/imp", "/api/claude_code/settings")).toEqual(["allow", "model:anthropic"]);
   });
-
-  it("a worker with chat bots whose agent can't be fed turns is told its sessions run pi", async () => {
-    const { errors, warnings } = await load({
-      "org.toml": OPENAI,
-      "workers/elf/worker.toml":
-        'name = "elf"\nagent = "codex"\n\n[channels]\ndiscord = "elf-discord"\n',
-      "workers/imp/worker.toml": 'name = "imp"\nagent = "codex"\n',
-    });
-    expect(errors).toEqual([]);
-    expect(warnings).toEqual([
-      "workers/elf/worker.toml: elf's agent is Codex, which runs its one-shot runs and tasks; its chat sessions run pi (roster can't feed Codex a session's turns one by one yet)",
-    ]);
-    // Claude Code's sessions are its own: nothing to say
-    const claude = await load({
-      "org.toml": ANTHROPIC,
-      "workers/elf/worker.toml":
-        'name = "elf"\nagent = "claude"\n\n[channels]\ndiscord = "elf-discord"\n',
-    });
-    expect(claude.warnings).toEqual([]);
-  });
 });

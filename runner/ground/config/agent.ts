@@ -42,8 +42,8 @@ export const AGENTS: Record<AgentKind, AgentFacts> = {
     title: "Codex",
     providers: ["openai", "openai-compatible"],
     protocol: "OpenAI's Responses API",
-    // its streaming mode is a JSON-RPC server of its own (codex app-server), not driven yet
-    sessions: false,
+    // its streaming mode is a JSON-RPC server of its own: one thread, a turn/start a turn
+    sessions: true,
   },
 };
 
@@ -98,18 +98,4 @@ export function agentDenyGrants(agent: AgentKind, worker: string, source: string
     scope: workerSubject(worker),
     source,
   }));
-}
-
-/**
- * Said of a worker with chat bots whose agent can't be fed a warm session's
- * turns one by one: its sessions run pi (runs/agent-command.ts runAgent);
- * its runs and tasks run its own agent.
- */
-export function sessionAgentNote(
-  agent: AgentKind,
-  worker: string,
-  file: string,
-): string | undefined {
-  if (AGENTS[agent].sessions) return undefined;
-  return `${file}: ${worker}'s agent is ${AGENTS[agent].title}, which runs its one-shot runs and tasks; its chat sessions run pi (roster can't feed ${AGENTS[agent].title} a session's turns one by one yet)`;
 }

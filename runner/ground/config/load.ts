@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { ActionGrant, Scoped, TrustRule } from "./action-schema.ts";
-import { agentDenyGrants, agentFor, checkAgent, sessionAgentNote } from "./agent.ts";
+import { agentDenyGrants, agentFor, checkAgent } from "./agent.ts";
 import { BotBindings } from "./bot-bindings.ts";
 import type { ConfigError } from "./config-error.ts";
 import { type OrgConfig, orgSchema, type WorkerConfig, workerSchema } from "./config-schema.ts";
@@ -189,10 +189,7 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
     loaded.tests.push(...placeTests(worker.value.test, show(file), worker.text, name, errors));
     // no model grant of its own: a worker's [model] keeps the org's endpoint and credential
     workerGrants.push(...workerDenyGrants(worker.value, show(file)));
-    const agent = agentFor(loaded.org, worker.value);
-    workerGrants.push(...agentDenyGrants(agent, name, show(file)));
-    const sessions = worker.value.channels && sessionAgentNote(agent, name, show(file));
-    if (sessions) loaded.warnings.push(sessions);
+    workerGrants.push(...agentDenyGrants(agentFor(loaded.org, worker.value), name, show(file)));
     // a worker's own gating rules come before the org's, so they can only make more wait
     loaded.trust.unshift(
       ...(worker.value.trust ?? [])

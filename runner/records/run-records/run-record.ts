@@ -64,7 +64,10 @@ export interface RunRecord {
   runner_pid?: number;
   /** The digest of the config the run was started under (kept in data/config-history/). */
   config?: string;
-  /** An engine run's agent, when it is not pi (its events.jsonl is that agent's own stream). */
+  /**
+   * An engine run's agent, when it is not pi: its events.jsonl is that
+   * agent's own stream, a session's from its streaming mode (Codex's app-server).
+   */
   agent?: "claude" | "codex";
   /**
    * The box sent its credential sentinel where no credential replaces it, and

@@ -20,8 +20,7 @@ const CLAUDE_REFUSED_TOOLS = ["WebFetch", "WebSearch"];
 /**
  * The agent that runs this drive of the worker's box: its own, but for a
  * warm session (rpc mode) of an agent whose turns roster can't feed one by
- * one yet (Codex), which runs pi — `roster validate` says so of a worker with
- * chat bots (config/agent.ts).
+ * one (config/agent.ts `sessions`; every agent's can today), which runs pi.
  */
 export function runAgent(worker: WorkerView, mode: EngineDrive["mode"]): AgentKind {
   return mode === "rpc" && !AGENTS[worker.agent].sessions ? "pi" : worker.agent;
@@ -34,7 +33,7 @@ export function agentCommand(
 ): string[] {
   const agent = runAgent(worker, mode);
   if (agent === "claude") return claudeCommand(worker, mode, prompt);
-  if (agent === "codex") return codexCommand(worker, prompt);
+  if (agent === "codex") return codexCommand(worker, mode, prompt);
   return piCommand(mode, prompt);
 }
 

@@ -122,7 +122,7 @@ function lastEventsOf(dir: string): { events: PiEvent[]; skipped: number } {
   }
   const events: PiEvent[] = [];
   // another agent's own stream, read as pi's (agent-events.ts)
-  const reader = agentEvents(readRecord(dir)?.agent);
+  const reader = agentEvents(readRecord(dir));
   const lines = new BoxLines(LINE_MAX, (line) => {
     events.push(...reader.read(line));
   });

@@ -63,11 +63,14 @@ export function stallWatch(
   );
 }
 
-/** The box's lines as pi's events: as they are for pi, read from the agent's own for another. */
+/**
+ * The box's lines as pi's events: as they are for pi, read from another
+ * agent's own by its reader for the run's agent and kind (a session's stream
+ * is the agent's streaming mode).
+ */
 function agentLines(starting: Starting, onLine: (line: string) => void): (line: string) => void {
-  const { agent } = starting.record;
-  if (!agent) return onLine;
-  const events = agentEvents(agent);
+  if (!starting.record.agent) return onLine;
+  const events = agentEvents(starting.record);
   return (line) => {
     for (const event of events.read(line)) onLine(JSON.stringify(event));
   };

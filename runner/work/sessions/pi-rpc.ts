@@ -1,3 +1,4 @@
+import { errorMessage } from "../../ground/errors.ts";
 import { assistantText, type PiEvent, parseEvent } from "../runs/pi-events.ts";
 
 /**
@@ -6,6 +7,8 @@ import { assistantText, type PiEvent, parseEvent } from "../runs/pi-events.ts";
  * within their bound (runs/box-output.ts). A turn is one `prompt` command; it is over at
  * `agent_settled`, not `agent_end`, because retries and follow-ups can come
  * after `agent_end`. One turn at a time: the session's queue sees to that.
+ * Another agent's session is driven the same way: its writer (TurnWriter)
+ * speaks its protocol, and its stream arrives read as pi's events.
  */
 export interface TurnListener {
   /** The message's turn begins (it waited behind others until now): typing indicators start here. */
@@ -39,17 +42,35 @@ interface ActiveTurn {
 }
 
 /**
- * How a turn's message is written to the agent's stdin: pi's RPC `prompt`
- * command, or Claude Code's stream JSON user message (whose events the run
- * owner reads as pi's, runs/agent-events.ts, so the rest of a turn is the same).
+ * How the host speaks to the agent on its stdin: pi's RPC `prompt` command,
+ * Claude Code's stream JSON user message, or Codex's app-server requests
+ * (codex-app-server.ts). The agent's stream reaches PiRpc as pi's events (the
+ * run owner reads it, runs/agent-events.ts), so the rest of a turn is the same.
  */
-export type PromptLine = (id: string, message: string) => string;
+export interface TurnWriter {
+  /** Written once as the session opens, before any turn: a handshake, or nothing. */
+  readonly opening: readonly string[];
+  /** Settles when the agent can take a message; rejects, saying why, if it never will. */
+  readonly ready: Promise<void>;
+  /** The line that sends a turn's message; a response to it names the turn's `id`. */
+  prompt(id: string, message: string): string;
+  /** Each of the agent's events, in a turn or between: the lines to write in answer (mostly none). */
+  hear(event: PiEvent): string[];
+}
 
-export const PI_PROMPT: PromptLine = (id, message) =>
-  JSON.stringify({ id, type: "prompt", message });
+/** An agent that takes a message as one line from the start, and asks the host nothing. */
+const oneLine = (prompt: TurnWriter["prompt"]): TurnWriter => ({
+  opening: [],
+  ready: Promise.resolve(),
+  prompt,
+  hear: () => [],
+});
 
-export const CLAUDE_PROMPT: PromptLine = (_id, message) =>
-  JSON.stringify({ type: "user", message: { role: "user", content: message } });
+export const PI_WRITER = oneLine((id, message) => JSON.stringify({ id, type: "prompt", message }));
+
+export const CLAUDE_WRITER = oneLine((_id, message) =>
+  JSON.stringify({ type: "user", message: { role: "user", content: message } }),
+);
 
 export class PiRpc {
   private active: ActiveTurn | undefined;
@@ -59,14 +80,16 @@ export class PiRpc {
     private readonly stdin: NodeJS.WritableStream,
     /** Every line pi writes, for the run's record and the idle clock. */
     private readonly onLine: (line: string) => void = () => undefined,
-    private readonly promptLine: PromptLine = PI_PROMPT,
-  ) {}
+    private readonly writer: TurnWriter = PI_WRITER,
+  ) {
+    for (const line of writer.opening) this.write(line);
+  }
 
   get busy(): boolean {
     return this.active !== undefined;
   }
 
-  /** Sends one prompt; settles at agent_settled, or rejects if pi refuses it. */
+  /** Sends one prompt once the agent is ready; settles at agent_settled, or rejects if it refuses it. */
   prompt(message: string, listener: TurnListener = {}): Promise<TurnResult> {
     if (this.active) return Promise.reject(new Error("a turn is already running"));
     const id = `turn-${++this.counter}`;
@@ -78,10 +101,25 @@ export class PiRpc {
         resolve,
         reject,
       };
-      this.stdin.write(`${this.promptLine(id, message)}\n`, (error) => {
-        if (error) this.fail(new Error(`the box's stdin refused the message: ${error.message}`));
-        else listener.onSent?.();
-      });
+      this.writer.ready.then(
+        () => {
+          // the turn may have ended while the agent got ready (the box died)
+          if (this.active?.id !== id) return;
+          this.write(this.writer.prompt(id, message), () => listener.onSent?.());
+        },
+        (error: unknown) => {
+          if (this.active?.id === id)
+            this.fail(new Error(`the agent can't take messages: ${errorMessage(error)}`));
+        },
+      );
+    });
+  }
+
+  /** One line to the box's stdin; a refusal fails the turn in flight. */
+  private write(line: string, onWritten: () => void = () => undefined): void {
+    this.stdin.write(`${line}\n`, (error) => {
+      if (error) this.fail(new Error(`the box's stdin refused a line: ${error.message}`));
+      else onWritten();
     });
   }
 
@@ -97,12 +135,16 @@ export class PiRpc {
     const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
     this.onLine(line);
     const event = parseEvent(line);
+    if (!event) return;
+    for (const answer of this.writer.hear(event)) this.write(answer);
     const turn = this.active;
-    if (!event || !turn) return;
+    if (!turn) return;
     if (event.type === "response") {
       if (event.id !== turn.id) return;
       if (event.success !== true) {
-        this.fail(new Error(`pi refused the message: ${String(event.error ?? "no reason given")}`));
+        this.fail(
+          new Error(`the agent refused the message: ${String(event.error ?? "no reason given")}`),
+        );
         return;
       }
       const data = event.data as { disposition?: string } | undefined;

@@ -10,14 +10,24 @@ import { readMemory } from "../memory/read.ts";
 import { memoryTurnBlock } from "../prompt/memory.ts";
 import { runAgent } from "../runs/agent-command.ts";
 import { describeBudgetStop } from "../runs/budget-stop.ts";
+import { codexThread } from "../runs/codex-command.ts";
 import { failedRunId, Run } from "../runs/run.ts";
 import type { ReadyStart } from "../runs/run-request.ts";
-import { CLAUDE_PROMPT, PI_PROMPT, PiRpc, type TurnListener, type TurnResult } from "./pi-rpc.ts";
+import { CodexAppServer } from "./codex-app-server.ts";
+import {
+  CLAUDE_WRITER,
+  PI_WRITER,
+  PiRpc,
+  type TurnListener,
+  type TurnResult,
+  type TurnWriter,
+} from "./pi-rpc.ts";
 import { PurposeWatch } from "./purpose-watch.ts";
 
 /**
- * A warm session: one live box running pi in RPC mode for one (worker,
- * channel), fed turn by turn; the first turn opens with the worker's memory
+ * A warm session: one live box running the worker's agent in its streaming
+ * mode (pi's RPC, Claude Code's stream JSON, Codex's app-server) for one
+ * (worker, channel), fed turn by turn; the first turn opens with the worker's memory
  * notes as they stood when the box started (prompt/memory.ts). Messages
  * queue FIFO up to a bound (past it a message is refused at once, never
  * dropped silently); one turn runs at a time. It ends on a quiet spell (idle), its own or a turn's ceiling, the
@@ -186,12 +196,7 @@ export class Session {
     }
     const { box } = run.worker;
     const idleSecs = idleSecsFor(box, spec.provider);
-    const agent = runAgent(run.worker, "rpc");
-    const rpc = new PiRpc(
-      stdin,
-      () => session?.activity(),
-      agent === "claude" ? CLAUDE_PROMPT : PI_PROMPT,
-    );
+    const rpc = new PiRpc(stdin, () => session?.activity(), turnWriter(run));
     const memory = memoryTurnBlock(run.worker.memory, await readMemory(spec.paths, spec.worker));
     session = new Session(spec, run, rpc, spec.idleMs ?? idleSecs * 1000, memory);
     for (const line of feed.splice(0)) rpc.line(line);
@@ -347,6 +352,15 @@ export class Session {
   get outcome(): SessionEnd | undefined {
     return this.endedWith;
   }
+}
+
+/** How the session's agent is spoken to on its stdin (pi-rpc.ts TurnWriter). */
+function turnWriter(run: Run): TurnWriter {
+  const agent = runAgent(run.worker, "rpc");
+  if (agent === "claude") return CLAUDE_WRITER;
+  if (agent === "codex")
+    return new CodexAppServer(codexThread(run.worker, run.prompt?.system ?? ""));
+  return PI_WRITER;
 }
 
 /** The `[box]` idle window a platform's warm session is held open for: its terms say talk's or chat's. */
