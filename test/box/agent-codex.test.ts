@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
-import { SessionRouter } from "../../runner/work/sessions/router.ts";
-import { type AgentDeployment, agentDeployment, keySearch } from "../support/agent-deployment.ts";
+import {
+  type AgentDeployment,
+  agentDeployment,
+  expectRunAfterward,
+  keySearch,
+} from "../support/agent-deployment.ts";
 import { testDocker } from "../support/docker.ts";
 import {
   outputText,
@@ -10,6 +13,7 @@ import {
   type Turn,
 } from "../support/responses-model-server.ts";
 import { latestRecord, type RosterRoot } from "../support/roster-root.ts";
+import { termRouter } from "../support/term-router.ts";
 
 const docker = await testDocker();
 
@@ -106,28 +110,14 @@ describe.skipIf(!docker)("Codex as a worker's agent, in a real box, through the 
     expect(lastToolResult(calls[3] as RecordedRequest)).toContain("judged at the door");
     expect(lastToolResult(calls[4] as RecordedRequest)).toMatch(/held|gate|approv/i);
 
-    // the proposal waits on the desk like pi's would
-    const desk = await deployment.roster(["approvals", "ls", "--json"]);
-    expect(desk.code, desk.stderr).toBe(0);
-    expect(desk.stdout).toContain("The page says: true");
-
-    const record = latestRecord(deployment.paths, "elf");
-    expect(record).toMatchObject({ agent: "codex", ended_by: "exit", exit_code: 0 });
-    // every request the box made is in the door's audit, the model's and the page's
-    const lines = readDecisions(deployment.paths.audit).filter((d) => d.run_id === record?.id);
-    const modelCalls = lines.filter(
-      (d) => d.request.host === "127.0.0.1" && d.request.path.endsWith("/v1/responses"),
-    );
-    expect(modelCalls.map((d) => [d.verdict, d.rule])).toEqual(
-      Array(5).fill(["allow", "model:openai"]),
-    );
-    expect(lines.some((d) => d.request.host === "docs.test" && d.rule === "docs")).toBe(true);
-    // what runs show tells of it: the agent, the conversation, the model's usage
-    const shown = await deployment.roster(["runs", "show", record?.id ?? ""]);
-    expect(shown.stdout).toMatch(/^worker {4}elf \(agent Codex\)$/m);
-    expect(shown.stdout).toMatch(/^model {5}\d+ tokens over 5 model call\(s\).*, \$\d+\.\d{4}$/m);
-    expect(shown.stdout).toContain("tool fetch_pages");
-    expect(shown.stdout).toContain("assistant: All done");
+    // the proposal waits on the desk, the door audited every call, runs show tells of it
+    await expectRunAfterward(deployment, {
+      agent: "codex",
+      title: "Codex",
+      modelPath: "/v1/responses",
+      modelRule: "model:openai",
+      calls: 5,
+    });
   }, 900_000);
 
   it("is stopped at its ceiling like any run", async () => {
@@ -160,24 +150,8 @@ describe.skipIf(!docker)("Codex as a worker's agent, in a real box, through the 
         text: `second turn saw ${JSON.stringify(request.body.input).includes("first turn done") ? "the first" : "nothing"}`,
       }),
     );
-    const router = new SessionRouter({
-      paths: deployment.paths,
-      note: () => undefined,
-      env: { ...process.env, ROSTER_ROOT: deployment.root },
-      queueBound: 4,
-      replyBy: () => "plain text",
-      recordReplies: true,
-    });
-    const send = (text: string) =>
-      router.deliver({
-        worker: "elf",
-        channel: "term-codex-elf",
-        provider: "term",
-        author: "op",
-        author_id: "term:op",
-        standing: "host-op",
-        text,
-      });
+    const { router, send: sendTo } = termRouter(deployment);
+    const send = (text: string) => sendTo("term-codex-elf", text);
     const first = await send("leave a mark in your store");
     const second = await send("what did you say before?");
     expect(first.result.texts.join("")).toBe("first turn done");

@@ -1,7 +1,9 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { expect } from "vitest";
+import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
-import { makeRosterRoot, type RosterRoot } from "./roster-root.ts";
+import { latestRecord, makeRosterRoot, type RosterRoot } from "./roster-root.ts";
 import { Upstream } from "./upstream.ts";
 
 /**
@@ -89,4 +91,49 @@ export async function agentDeployment(options: {
 export function keySearch(key: string): string {
   const half = Math.floor(key.length / 2);
   return `echo from-shell; k='${key.slice(0, half)}'; k="\${k}${key.slice(half)}"; env | grep -c "$k"; grep -rlsF "$k" ~ /tmp 2>/dev/null | wc -l`;
+}
+
+/**
+ * What a user sees after an agent's run like the tests' (a page read, a
+ * message proposed): the proposal on the desk, the run's record naming the
+ * agent, every model call in the door's audit under the model's rule, the page
+ * read under its own, and `runs show` with the agent, the usage and spend, and
+ * the conversation.
+ */
+export async function expectRunAfterward(
+  deployment: RosterRoot,
+  expected: {
+    agent: "claude" | "codex";
+    title: string;
+    /** The model calls' path and rule at the door, and how many there were. */
+    modelPath: string;
+    modelRule: string;
+    calls: number;
+  },
+): Promise<void> {
+  const desk = await deployment.roster(["approvals", "ls", "--json"]);
+  expect(desk.code, desk.stderr).toBe(0);
+  expect(desk.stdout).toContain("The page says: true");
+
+  const record = latestRecord(deployment.paths, "elf");
+  expect(record).toMatchObject({ agent: expected.agent, ended_by: "exit", exit_code: 0 });
+  const lines = readDecisions(deployment.paths.audit).filter((d) => d.run_id === record?.id);
+  const modelCalls = lines.filter(
+    (d) => d.request.host === "127.0.0.1" && d.request.path.endsWith(expected.modelPath),
+  );
+  expect(modelCalls.map((d) => [d.verdict, d.rule])).toEqual(
+    Array(expected.calls).fill(["allow", expected.modelRule]),
+  );
+  expect(lines.some((d) => d.request.host === "docs.test" && d.rule === "docs")).toBe(true);
+
+  const shown = await deployment.roster(["runs", "show", record?.id ?? ""]);
+  expect(shown.stdout).toContain(`worker    elf (agent ${expected.title})\n`);
+  expect(shown.stdout).toMatch(
+    new RegExp(
+      `^model {5}\\d+ tokens over ${expected.calls} model call\\(s\\).*, \\$\\d+\\.\\d{4}$`,
+      "m",
+    ),
+  );
+  expect(shown.stdout).toContain("tool fetch_pages");
+  expect(shown.stdout).toContain("assistant: All done");
 }
