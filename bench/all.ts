@@ -57,6 +57,13 @@ const BENCHES: Bench[] = [
     needs: ["docker", "root"],
   },
   {
+    file: "agents",
+    title: "Workers on Claude Code and Codex",
+    compares:
+      "a one-shot `roster run` of a worker on pi, Claude Code and Codex beside pi's hardened `docker run` floor, in paired rounds; then the box image's size beside each agent's layer and both baked in, and a first `roster box build --agent` with npm's fetch cached beside cold",
+    needs: ["docker", "root"],
+  },
+  {
     file: "box-exec",
     title: "`roster box exec` against a bare container",
     compares:
