@@ -48,10 +48,12 @@ export async function validateCommand(flags: { json?: boolean }): Promise<void> 
   }
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ ok: config.errors.length === 0, errors: config.errors, warnings: config.warnings, tests })}\n`,
+      `${JSON.stringify({ ok: config.errors.length === 0, errors: config.errors, warnings: config.warnings, notices: config.notices, tests })}\n`,
     );
   } else {
     for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
+    for (const notice of config.notices)
+      process.stderr.write(`notice: ${formatConfigError(notice)}\n`);
     for (const error of config.errors) process.stdout.write(`${formatConfigError(error)}\n`);
     if (config.errors.length === 0)
       process.stdout.write(

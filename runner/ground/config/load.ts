@@ -53,6 +53,12 @@ export interface LoadedConfig {
   tests: PlacedTest[];
   errors: ConfigError[];
   warnings: string[];
+  /**
+   * Where the config is spelled as the public roster spells it and ours means
+   * it differently or spells it otherwise (public-spelling.ts): accepted, and
+   * said by `roster validate`, one line each, never on every run.
+   */
+  notices: ConfigError[];
 }
 
 const CONNECTION_NAME = /^[a-z0-9_-]+$/;
@@ -72,6 +78,7 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
     tests: [],
     errors,
     warnings: [],
+    notices: [],
   };
   const workersDir = join(root, "workers");
   const reading: Reading = {
