@@ -1,3 +1,4 @@
+import { narrowestKnowledge } from "../../runner/ground/config/knowledge-limits.ts";
 import {
   BOX_DEFAULTS,
   CONTEXT_DEFAULTS,
@@ -27,6 +28,7 @@ export function defaultWorkerView(overrides: Partial<WorkerView> = {}): WorkerVi
     store: narrowestStore(undefined, undefined),
     toolchain: { apt: [], npm: [], pip: [] },
     mcp: [],
+    knowledge: narrowestKnowledge(undefined, undefined),
     ...overrides,
   };
 }

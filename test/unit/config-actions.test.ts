@@ -53,16 +53,22 @@ describe("action config", () => {
     ]);
   });
 
-  it("refuses a worker that grants itself an action or trusts itself more", async () => {
-    const { errors } = await load({
+  it("grants nothing from a worker's own [[action]] (said), and refuses a worker that trusts itself more", async () => {
+    const { config, errors } = await load({
       "org.toml": ORG,
       "workers/elf/worker.toml":
         'name = "elf"\n\n[[action]]\nname = "email-send"\nexecutor = "email"\ntrust = "auto"\n\n[[trust]]\nintent = "email-send"\nlevel = "auto"\n',
     });
     expect(errors).toEqual([
-      'workers/elf/worker.toml:3: action.0: "email-send" grants an action; only org.toml grants actions (an [[action]] there, with workers = ["elf"]); a worker\'s config may only narrow the org\'s',
       'workers/elf/worker.toml:10: trust.0.level: "auto" would let "email-send" run without a human; a worker\'s [[trust]] may only gate (level = "gate"); a worker\'s config may only narrow the org\'s',
     ]);
+    // the public roster grants a worker's own [[action]]; here only org.toml does, and validate says so
+    expect(
+      config.notices.map(formatConfigError).map((line) => line.split(`${config.root}/`).join("")),
+    ).toEqual([
+      'workers/elf/worker.toml:3: action.0: "email-send" is not granted: only org.toml grants actions here (an [[action]] there, with workers = ["elf"]); a worker\'s config may only narrow the org\'s',
+    ]);
+    expect(config.actions.map((action) => action.scope)).toEqual(["org"]);
   });
 
   it.each([

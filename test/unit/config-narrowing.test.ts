@@ -212,6 +212,7 @@ describe("[box] and [context]: a worker may only lower the org's limits", () => 
       max_injected_chars: 48_000,
       ...HISTORY_DEFAULTS,
       history_max_chars: 1000,
+      briefing_max_chars: 4_000,
     });
     expect(viewOf(config, "bob").box).toEqual({
       pids_limit: 512,
@@ -490,7 +491,7 @@ describe("heartbeat: org.toml or the worker's own worker.toml starts one", () =>
     expect(viewOf(config, "ann").heartbeat).toMatchObject({ every: "2h", ceilingMin: 10 });
     const { root, config: widening } = await load({
       "org.toml": org,
-      "workers/elf/worker.toml": elf('heartbeat = "every 1m"\n'),
+      "workers/elf/worker.toml": elf('heartbeat = "every other day"\n'),
     });
     expect(errorLines(root, widening).join("\n")).toContain("workers/elf/worker.toml:3: heartbeat");
   });

@@ -142,6 +142,11 @@ export const ContextSection = Type.Object(
     history_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
     /** Characters of a channel's purpose.md a prompt carries; a longer one is cut with a marker. */
     purpose_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
+    /**
+     * Characters of the OUTCOMES block (what became of the worker's proposals
+     * since its last run) a prompt carries: the newest kept, the rest counted.
+     */
+    briefing_max_chars: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   { additionalProperties: false },
 );

@@ -184,6 +184,8 @@ export const WorkerConfig = Type.Object(
     context: Type.Optional(ContextSection),
     memory: Type.Optional(MemorySection),
     box: Type.Optional(BoxSection),
+    /** Its gated repos: switched off, or under lower limits, never more than the org's (knowledge-limits.ts). */
+    knowledge: Type.Optional(KnowledgeSection),
     /** Only the sizes, and only lower than the org's (the reserve, snapshots and retention are the host's). */
     store: Type.Optional(Type.Omit(StoreSection, ["reserve", "snapshots", "scratch_keep"])),
     grant: Type.Optional(Type.Array(Grant)),

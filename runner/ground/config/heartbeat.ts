@@ -38,3 +38,38 @@ export function heartbeatFor(
     ceilingMin: rule?.ceiling_min ?? HEARTBEAT_CEILING_MIN,
   };
 }
+
+/** The units the public roster reads in an interval, and their length in seconds. */
+const PUBLIC_UNITS: Record<string, number> = {
+  s: 1,
+  sec: 1,
+  secs: 1,
+  m: 60,
+  min: 60,
+  mins: 60,
+  h: 3600,
+  hr: 3600,
+  hrs: 3600,
+  d: 86_400,
+  day: 86_400,
+  days: 86_400,
+};
+
+/**
+ * A heartbeat as the public roster writes it ("every 30m", "2 hrs", "90s",
+ * "every 1 day": `every` optional, a whole number, a unit) in our spelling,
+ * the largest whole unit of m, h or d ("1d", "2h", "30m"). Seconds have no
+ * place here, so a count that is not whole minutes is rounded up (`rounded`):
+ * a heartbeat never comes sooner than the file asks. Undefined when the text
+ * is not such an interval.
+ */
+export function publicInterval(text: string): { every: string; rounded: boolean } | undefined {
+  const match = /^\s*(?:every)?\s*\+?([0-9]+)\s*([a-z]+)\s*$/.exec(text);
+  const count = match?.[1] ? Number.parseInt(match[1], 10) : 0;
+  const unit = match?.[2] ? PUBLIC_UNITS[match[2]] : undefined;
+  if (!unit || count <= 0 || !Number.isSafeInteger(count * unit)) return undefined;
+  const seconds = count * unit;
+  if (seconds % 86_400 === 0) return { every: `${seconds / 86_400}d`, rounded: false };
+  if (seconds % 3600 === 0) return { every: `${seconds / 3600}h`, rounded: false };
+  return { every: `${Math.ceil(seconds / 60)}m`, rounded: seconds % 60 !== 0 };
+}

@@ -6,11 +6,22 @@ import { type ConnectionMount, REPO_DEFAULTS } from "./connections.ts";
  * org.toml `[knowledge]`: which runs may write a worker's knowledge repo.
  * "clean-room" (the default): only runs that carried no conversation, and a
  * task a conversation files may not name its people; "any": every run.
- * docs/store.md says why the default keeps conversations out.
+ * docs/store.md says why the default keeps conversations out. The switch and
+ * the limits hold for every gated repo a worker gets, its own and the
+ * host-repo connections (knowledge-limits.ts); a worker.toml `[knowledge]`
+ * may only narrow them.
  */
 export const KnowledgeSection = Type.Object(
   {
     write_from: Type.Optional(Type.Union([Type.Literal("clean-room"), Type.Literal("any")])),
+    /** false: no gated repo at all for the worker's runs (no clone, no repo_push). */
+    enabled: Type.Optional(Type.Boolean()),
+    /** The largest file a push may carry, in bytes, over every gated repo's own limit. */
+    max_file_bytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** The most a gated repo's tree may hold after a push, in bytes. */
+    max_repo_bytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** A push deleting more files than this waits for a human (confirm_bulk_delete). */
+    max_deletions_ungated: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   { additionalProperties: false },
 );

@@ -26,6 +26,9 @@ import { modelGrant } from "./model.ts";
 import { checkNarrowing, scopeOrgGrants, scopeToWorkers, workerDenyGrants } from "./narrowing.ts";
 import type { PlacedTest } from "./policy-test-schema.ts";
 import { placeTests } from "./policy-tests.ts";
+import { adoptPublicOrg, adoptPublicWorker, noteKnowledgeDefault } from "./public-config.ts";
+import { type ProviderTemplates, readProviders } from "./public-providers.ts";
+import type { PublicFile } from "./public-spelling.ts";
 import { workerSubject } from "./subject.ts";
 import { readToml, validateToml } from "./toml-file.ts";
 
@@ -95,11 +98,20 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
           .map((entry) => entry.name)
           .sort()
       : [],
+    providers: new Map(),
   };
+  const providersFile = join(root, "providers.toml");
+  reading.providers = readProviders(
+    providersFile,
+    reading.show(providersFile),
+    errors,
+    loaded.notices,
+  );
   // the order of the grants is the order of precedence: a worker's own denials first
   const org = readOrg(reading, join(root, "org.toml"));
   const workerGrants = readWorkers(reading, workersDir);
   const connectionGrants = readConnections(reading, join(root, "connections"), options.vaultDir);
+  if (org.anyRun) noteKnowledgeDefault(org.anyRun, loaded.connections);
   // an MCP connection allows every tool of its server: it comes after org.toml's grants, so
   // those can deny or gate some of its tools and the connection answers for the rest
   const isMcp = (grant: ScopedGrant) =>
@@ -126,18 +138,24 @@ interface Reading {
   errors: ConfigError[];
   show: (path: string) => string;
   names: string[];
+  /** providers.toml's header templates, for a grant's `inject.provider` (public-providers.ts). */
+  providers: ProviderTemplates;
 }
 
 /** org.toml: its checks, its scoped grants, actions and trust, the model's grant, budgets. */
 function readOrg(
   reading: Reading,
   orgFile: string,
-): { orgGrants: ScopedGrant[]; modelGrants: ScopedGrant[] } {
+): { orgGrants: ScopedGrant[]; modelGrants: ScopedGrant[]; anyRun?: PublicFile } {
   const { loaded, errors, show, names } = reading;
   const none = { orgGrants: [], modelGrants: [] };
   if (!existsSync(orgFile)) return none;
   const raw = readToml(orgFile, show(orgFile), errors);
-  const org = raw && validateToml<OrgConfig>(raw, show(orgFile), orgSchema(), errors);
+  if (!raw) return none;
+  // the public roster's spellings read as ours first, each said (public-config.ts)
+  const at: PublicFile = { file: show(orgFile), text: raw.text, notices: loaded.notices, errors };
+  const adopted = adoptPublicOrg(raw.value, at, reading.providers);
+  const org = validateToml<OrgConfig>(raw, show(orgFile), orgSchema(), errors);
   if (!org) return none;
   const where = show(orgFile);
   checkGrantHosts(org.value.grant, where, org.text, errors);
@@ -159,7 +177,7 @@ function readOrg(
     org.value.model && !errors.length ? [modelGrant(org.value.model, "org", where)] : [];
   loaded.meters.push(...(org.value.budget?.meter ?? []));
   for (const limit of org.value.budget?.limit ?? []) loaded.limits.push({ ...limit, scope: "org" });
-  return { orgGrants, modelGrants };
+  return { orgGrants, modelGrants, ...(adopted.anyRun ? { anyRun: at } : {}) };
 }
 
 /** Each workers/<name>/worker.toml: checked, narrowed against the org, its grants and limits. */
@@ -171,7 +189,10 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
     const file = join(workersDir, name, "worker.toml");
     if (!existsSync(file)) continue;
     const raw = readToml(file, show(file), errors);
-    const worker = raw && validateToml<WorkerConfig>(raw, show(file), workerSchema(), errors);
+    if (!raw) continue;
+    const at: PublicFile = { file: show(file), text: raw.text, notices: loaded.notices, errors };
+    adoptPublicWorker(raw.value, at, loaded.org, reading.providers);
+    const worker = validateToml<WorkerConfig>(raw, show(file), workerSchema(), errors);
     if (!worker) continue;
     if (worker.value.name !== name || name === "org") {
       errors.push({

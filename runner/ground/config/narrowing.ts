@@ -5,6 +5,7 @@ import type { ConfigError } from "./config-error.ts";
 import type { ModelSection, OrgConfig, WorkerConfig, WorkerModelSection } from "./config-schema.ts";
 import { durationMs } from "./duration.ts";
 import type { OrgGrant, ScopedGrant } from "./grant-schema.ts";
+import { checkKnowledge } from "./knowledge-limits.ts";
 import { locateLine } from "./locate.ts";
 import {
   checkModel,
@@ -59,6 +60,8 @@ export const CONTEXT_DEFAULTS: Required<ContextSection> = {
   history_max_chars: 6_000,
   // a purpose says what a channel is for in a few paragraphs; more is cut, never fatal
   purpose_max_chars: 2_000,
+  // what became of the worker's proposals since its last run: the newest kept
+  briefing_max_chars: 4_000,
 };
 
 const CONTEXT_KEYS = Object.keys(CONTEXT_DEFAULTS) as Array<keyof ContextSection>;
@@ -248,6 +251,7 @@ export function checkNarrowing(
   checkResources(org, worker, report);
   checkProtections(org, worker, report);
   checkPromptSizes(org, worker, report);
+  checkKnowledge(org.knowledge, worker.knowledge, report);
   checkWorkerTables(worker, report);
   checkModel(org.model, worker.model, report.at);
   return errors;

@@ -21,3 +21,43 @@ export function publicNotice(
     message,
   });
 }
+
+/** One file read for public spellings: what it says, and where its notices and errors go. */
+export interface PublicFile {
+  file: string;
+  text: string;
+  notices: ConfigError[];
+  errors: ConfigError[];
+}
+
+const fieldOf = (pointer: string) => pointer.split("/").filter(Boolean).join(".");
+
+/** A notice at a JSON pointer into the file. */
+export function noteAt(at: PublicFile, pointer: string, message: string): void {
+  publicNotice(at.notices, { ...at, pointer, field: fieldOf(pointer) }, message);
+}
+
+/** A public spelling with a value neither roster can take: an error, as any other. */
+export function refuseAt(at: PublicFile, pointer: string, message: string): void {
+  at.errors.push({
+    file: at.file,
+    line: locateLine(at.text, pointer),
+    field: fieldOf(pointer),
+    message,
+  });
+}
+
+/** `value[key]` when it is a TOML table (a plain object), to be read and rewritten in place. */
+export function tableOf(value: unknown, key: string): Record<string, unknown> | undefined {
+  if (!isTable(value)) return undefined;
+  const inner = value[key];
+  return isTable(inner) ? inner : undefined;
+}
+
+export function isTable(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A whole number of at least `least`, as TOML gives it. */
+export const isWhole = (value: unknown, least: number): value is number =>
+  typeof value === "number" && Number.isInteger(value) && value >= least;

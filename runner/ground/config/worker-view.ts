@@ -6,6 +6,7 @@ import type { ModelSection } from "./config-schema.ts";
 import { type ConnectionMount, connectionMount, grantedTo } from "./connections.ts";
 import { type Heartbeat, heartbeatFor } from "./heartbeat.ts";
 import { KNOWLEDGE_REPO, knowledgeDetail, knowledgeMount } from "./knowledge.ts";
+import { type KnowledgeView, knowledgeMounts, narrowestKnowledge } from "./knowledge-limits.ts";
 import type { LoadedConfig } from "./load.ts";
 import type { McpServerEntry } from "./mcp-schema.ts";
 import { mcpServersFor } from "./mcp-servers.ts";
@@ -45,6 +46,8 @@ export interface WorkerView {
   toolchain: Toolchain;
   /** The MCP servers its box connects to (ROSTER_MCP_JSON): granted connections, declared stdio ones. */
   mcp: McpServerEntry[];
+  /** Its gated repos' switch, limits and who may write its own ([knowledge], knowledge-limits.ts). */
+  knowledge: KnowledgeView;
 }
 
 /**
@@ -75,6 +78,7 @@ export function workerView(
     store: narrowestStore(config.org.store, worker.store),
     toolchain: workerToolchain(config.org.toolchain, worker.toolchain),
     mcp: mcpServersFor(config.connections, name, worker),
+    knowledge: narrowestKnowledge(config.org.knowledge, worker.knowledge),
   };
   for (const expose of [...(config.org.expose ?? []), ...(worker.expose ?? [])]) {
     if (!view.sentinels.includes(expose.env)) view.sentinels.push(expose.env);
@@ -107,7 +111,7 @@ export function workerView(
     }
   }
   if (options.dataRoot) {
-    const writeFrom = config.org.knowledge?.write_from;
+    const writeFrom = view.knowledge.write_from;
     view.mounts.push(knowledgeMount(options.dataRoot, name, writeFrom));
     view.connections.push({
       name: KNOWLEDGE_REPO,
@@ -115,5 +119,11 @@ export function workerView(
       detail: knowledgeDetail(writeFrom),
     });
   }
+  // [knowledge] enabled = false: no gated repo reaches its runs, nor its prompt
+  const gone = view.knowledge.enabled
+    ? new Set<string>()
+    : new Set(view.mounts.filter((mount) => mount.gated).map((mount) => mount.name));
+  view.mounts = knowledgeMounts(view.mounts, view.knowledge);
+  view.connections = view.connections.filter((connection) => !gone.has(connection.name));
   return view;
 }

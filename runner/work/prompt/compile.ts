@@ -1,4 +1,5 @@
 import { describeWindow, durationMs } from "../../ground/config/duration.ts";
+import { CONTEXT_DEFAULTS } from "../../ground/config/narrowing.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import type { MemoryRead } from "../memory/read.ts";
 import { memoryBlock } from "./memory.ts";
@@ -108,8 +109,12 @@ export function compilePrompt(input: {
   ];
   const channel = input.session?.channel ?? input.origin?.channel;
   const purpose = channel && input.purpose ? purposeBlock(channel, input.purpose) : undefined;
-  if (input.outcomes?.length)
-    blocks.push({ label: OUTCOMES_LABEL, content: outcomesBlock(input.outcomes) });
+  // [context] briefing_max_chars = 0: no outcomes block at all
+  if (input.outcomes?.length && limits.briefing_max_chars > 0)
+    blocks.push({
+      label: OUTCOMES_LABEL,
+      content: outcomesBlock(input.outcomes, limits.briefing_max_chars),
+    });
   // memory, then the purpose, take what room the rest leaves under max_injected_chars, up to their own limits
   const memoryRead = input.session ? undefined : (input.memory ?? { notes: [], skipped: 0 });
   const memory = memoryBlock(
@@ -251,15 +256,15 @@ function stallLines(worker: WorkerView): string[] {
   ];
 }
 
-/** Newest kept when there are many: at most OUTCOMES_MAX_CHARS, the rest pointed to. */
-export const OUTCOMES_MAX_CHARS = 4000;
+/** Newest kept when there are many: at most [context] briefing_max_chars, the rest pointed to. */
+export const OUTCOMES_MAX_CHARS = CONTEXT_DEFAULTS.briefing_max_chars;
 
-function outcomesBlock(lines: string[]): string {
+function outcomesBlock(lines: string[], maxChars: number): string {
   const kept: string[] = [];
   let size = 0;
   for (const line of [...lines].reverse()) {
     const clipped = line.length > 400 ? `${line.slice(0, 399)}…` : line;
-    if (size + clipped.length + 1 > OUTCOMES_MAX_CHARS) break;
+    if (size + clipped.length + 1 > maxChars) break;
     kept.unshift(clipped);
     size += clipped.length + 1;
   }

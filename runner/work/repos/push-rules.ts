@@ -159,3 +159,15 @@ export async function rangeProblems(
     tell(`the push adds ${facts.totalBytes} bytes, over the limit of ${policy.maxPushBytes}`);
   return { facts, problems };
 }
+
+/** The bytes every file of `head`'s tree holds: what the repo would hold once it lands. */
+export async function treeBytes(dir: string, head: string): Promise<number> {
+  const out = await git(dir, ["ls-tree", "-r", "-l", "-z", head]);
+  let total = 0;
+  for (const entry of out.split("\0")) {
+    // "<mode> blob <sha> <size>\t<path>": a submodule's size is "-"
+    const size = entry.split("\t")[0]?.trim().split(/\s+/)[3];
+    if (size && /^\d+$/.test(size)) total += Number(size);
+  }
+  return total;
+}

@@ -12,7 +12,7 @@ import { CLEAN_ROOM, cleanRoomRefusal, participantFindings } from "./clean-room.
 import { cloneDir, runBranch } from "./clone.ts";
 import { IntakeError, takeBoxFile } from "./intake.ts";
 import type { RunContext } from "./provenance.ts";
-import { rangeProblems } from "./push-rules.ts";
+import { rangeProblems, treeBytes } from "./push-rules.ts";
 import { BundleRefused, keepInCanonical, openBundle } from "./quarantine.ts";
 import { secretFindings } from "./secrets.ts";
 
@@ -56,6 +56,8 @@ export interface PushRequest {
 export interface GatedTarget {
   canonical: string;
   policy: RepoPolicy;
+  /** The most the repo's tree may hold once the push lands ([knowledge] max_repo_bytes); unset: no cap. */
+  maxRepoBytes?: number;
 }
 
 export const incomingRef = (worker: string, runId: string, head: string) =>
@@ -65,16 +67,24 @@ export const incomingRef = (worker: string, runId: string, head: string) =>
 export function gatedTarget(paths: RosterPaths, worker: string, repo: string): GatedTarget {
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   // the worker's view, so its own knowledge repo is found the way a declared one is
-  const mount = workerView(config, worker, { dataRoot: paths.data })?.mounts.find(
-    (candidate) => candidate.name === repo,
-  );
+  const view = workerView(config, worker, { dataRoot: paths.data });
+  const mount = view?.mounts.find((candidate) => candidate.name === repo);
+  if (!mount && view?.knowledge.enabled === false)
+    throw new PushRefused(
+      `payload.repo: gated repos are switched off for ${worker} ([knowledge] enabled = false)`,
+    );
   if (!mount)
     throw new PushRefused(`payload.repo: no repo named "${repo}" is granted to ${worker}`);
   if (!mount.gated)
     throw new PushRefused(
       `payload.repo: "${repo}" is not writable: its connection does not say write = "gated"`,
     );
-  return { canonical: mount.path, policy: mount.gated };
+  const maxRepoBytes = view?.knowledge.max_repo_bytes;
+  return {
+    canonical: mount.path,
+    policy: mount.gated,
+    ...(maxRepoBytes !== undefined ? { maxRepoBytes } : {}),
+  };
 }
 
 function describe(problems: string[]): string {
@@ -160,6 +170,13 @@ async function checkRange(dir: string, target: GatedTarget, head: string, confir
   if (!(await isAncestor(dir, main, head))) throw new PushRefused(stale(branch, main));
   const { facts, problems } = await rangeProblems(dir, main, head, target.policy);
   if (problems.length) throw new PushRefused(`refused: ${describe(problems)}`);
+  if (target.maxRepoBytes !== undefined) {
+    const bytes = await treeBytes(dir, head);
+    if (bytes > target.maxRepoBytes)
+      throw new PushRefused(
+        `refused: with this push the repo would hold ${bytes} bytes, over [knowledge] max_repo_bytes = ${target.maxRepoBytes}`,
+      );
+  }
   const limit = target.policy.maxDeletionsUngated;
   if (facts.deletions > limit && !confirmed)
     throw new PushRefused(

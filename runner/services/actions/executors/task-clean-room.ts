@@ -1,5 +1,6 @@
 import { KNOWLEDGE_WRITE_DEFAULT } from "../../../ground/config/knowledge.ts";
 import { loadConfig } from "../../../ground/config/load.ts";
+import { workerView } from "../../../ground/config/worker-view.ts";
 import { CLEAN_ROOM, participantMatcher } from "../../../work/repos/clean-room.ts";
 import { readRunContext } from "../../../work/runs/run-context.ts";
 import type { ExecutionContext } from "../../executor.ts";
@@ -18,8 +19,12 @@ export function taskCleanRoomProblem(
   prompts: ReadonlyArray<readonly [field: string, text: string]>,
 ): string | undefined {
   if (!context?.runId || !prompts.length) return undefined;
+  // the worker's own [knowledge] may keep the rule where org.toml lets any run write
+  const config = loadConfig(context.paths.config);
   const writeFrom =
-    loadConfig(context.paths.config).org.knowledge?.write_from ?? KNOWLEDGE_WRITE_DEFAULT;
+    workerView(config, context.worker)?.knowledge.write_from ??
+    config.org.knowledge?.write_from ??
+    KNOWLEDGE_WRITE_DEFAULT;
   if (writeFrom === "any") return undefined;
   const { people } = readRunContext(context.paths, context.worker, context.runId);
   const match = participantMatcher(people);
