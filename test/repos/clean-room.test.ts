@@ -128,7 +128,7 @@ describe.skipIf(!docker)("the knowledge repo and the clean-room rule", () => {
     const refused = toolOutput(model.requests[2]);
     expect(refused).toContain("refused by the clean-room rule");
     expect(refused).toContain(CHANNEL);
-    expect(refused).toContain('write_from = "clean"');
+    expect(refused).toContain('write_from = "clean-room"');
     expect(mainOf(app)).toBe(appBefore);
     expect(delivered.result.texts.join("")).toMatch(/KNOWLEDGE: .*pending/s);
 

@@ -28,7 +28,7 @@ describe("the clean-room rule", () => {
     const clean = cleanRoomRefusal("app", { writeFrom: "clean" }, talkRun);
     expect(clean).toContain("refused by the clean-room rule");
     expect(clean).toContain("term-ann-elf");
-    expect(clean).toContain('write_from = "any"');
+    expect(clean).toContain('write_from = "any-run"');
     expect(cleanRoomRefusal("app", { writeFrom: "any" }, talkRun)).toBeUndefined();
     expect(cleanRoomRefusal("app", { writeFrom: "clean" }, { channels: [] })).toBeUndefined();
   });

@@ -75,7 +75,35 @@ export interface BotConnection {
   };
   /** Vault fields its listener needs besides the secret: named when missing. */
   readonly listenerNeeds?: string[];
+  /** What a connection edge may narrow this bot's connection to, when the platform can say. */
+  readonly edgeScope?: EdgeScopeTerms;
 }
+
+/**
+ * A connection edge's dimensions on a chat platform (the public roster's
+ * provider scope: `[grant.<worker>] servers = […], surfaces = […]`), and where
+ * each is held: the API paths a box may call (ground/config/edge-scope.ts)
+ * and the channels the bot's listener hands on.
+ */
+export interface EdgeScopeTerms {
+  /**
+   * Where the API is (`root`) and the one version of it a narrowed edge may
+   * call (`version`, under which the paths below are judged): any other
+   * version would reach the same channels by paths no rule names.
+   */
+  readonly api: { readonly root: string; readonly version: string };
+  /** The API path each server's endpoints sit under, as `<path>/<server id>`. */
+  readonly serverPath: string;
+  /** The API path each surface's (a channel's) endpoints sit under, as `<path>/<surface id>`. */
+  readonly surfacePath: string;
+  /** The class words `surfaces` may hold beside ids. */
+  readonly classes: readonly string[];
+  /** A roster channel id of this platform read as an edge judges it; undefined when it is not one. */
+  readonly placeOf: (channelId: string) => EdgePlace | undefined;
+}
+
+/** Where a message came from, in the platform's own ids: a direct one is in no server. */
+export type EdgePlace = { server: string; surface: string } | { direct: true };
 
 let declared: readonly PlatformTerms[] = [];
 

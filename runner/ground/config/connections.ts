@@ -1,15 +1,18 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ConnectionConfig } from "./connection-schema.ts";
+import { edgeGrants, edgeTerms } from "./edge-scope.ts";
 import type { ScopedGrant } from "./grant-schema.ts";
 import { SERVICE_TOKEN_AUTH } from "./providers.ts";
 import { workerSubject } from "./subject.ts";
+import { writesFromAny } from "./write-from.ts";
 
 /**
  * connections/<name>.toml compiled into what the rest of roster uses: gateway
  * rules (`connection:<name>`) for services, mounts for host folders and repos,
  * and sentinel env names for the box. `[grant.<worker>]` / `[grant.org]` say
- * who gets it.
+ * who gets it; a worker's own edge comes before the org's, so where they
+ * differ (a narrowed edge, edge-scope.ts) the worker's own decides for it.
  */
 export interface ConnectionMount {
   name: string;
@@ -51,10 +54,10 @@ export const REPO_DEFAULTS = {
   scanParticipants: true,
 } as const;
 
-export function edgeScopes(connection: ConnectionConfig): string[] {
-  return Object.keys(connection.grant ?? {})
-    .sort()
-    .map((edge) => (edge === "org" ? "org" : workerSubject(edge)));
+/** The edges in the order their rules go: the workers' own (sorted), then `org`. */
+function edgeNames(connection: ConnectionConfig): string[] {
+  const edges = Object.keys(connection.grant ?? {}).sort();
+  return [...edges.filter((edge) => edge !== "org"), ...edges.filter((edge) => edge === "org")];
 }
 
 export function grantedTo(connection: ConnectionConfig, worker: string): boolean {
@@ -107,18 +110,23 @@ export function serviceGrants(
       warning: `${source}: connection "${name}" is disabled until its credential is stored (data/vault/${name}.json)`,
     };
   }
-  const grants = edgeScopes(connection).map(
-    (scope): ScopedGrant => ({
-      name: `connection:${name}`,
-      verdict: "allow",
-      match: { host: reach.hosts, port: reach.port, method: reach.methods },
-      inject: {
-        credential: name,
-        headers: [reach.inject],
+  const terms = edgeTerms(connection);
+  const grants = edgeNames(connection).flatMap((edge) =>
+    edgeGrants(
+      {
+        name: `connection:${name}`,
+        verdict: "allow",
+        match: { host: reach.hosts, port: reach.port, method: reach.methods },
+        inject: {
+          credential: name,
+          headers: [reach.inject],
+        },
+        scope: edge === "org" ? "org" : workerSubject(edge),
+        source,
       },
-      scope,
-      source,
-    }),
+      connection.kind === "mcp" ? {} : (connection.grant?.[edge] ?? {}),
+      terms,
+    ),
   );
   return { grants };
 }
@@ -167,7 +175,12 @@ export function connectionMount(
               maxPushBytes: connection.max_push_bytes ?? REPO_DEFAULTS.maxPushBytes,
               maxDeletionsUngated:
                 connection.max_deletions_ungated ?? REPO_DEFAULTS.maxDeletionsUngated,
-              writeFrom: connection.write_from ?? REPO_DEFAULTS.writeFrom,
+              writeFrom:
+                connection.write_from === undefined
+                  ? REPO_DEFAULTS.writeFrom
+                  : writesFromAny(connection.write_from)
+                    ? "any"
+                    : "clean",
               scanParticipants: REPO_DEFAULTS.scanParticipants,
             },
           }

@@ -164,11 +164,25 @@ export interface ScopedLimit extends BudgetLimit {
   scope: string;
 }
 
+const EdgeName = Type.String({
+  pattern: "^[a-z0-9][a-z0-9_-]*$",
+  description: "lower-case letters, digits, '_' or '-'",
+});
+
 /** An edge granting a connection to a worker (`[grant.<worker>]`) or to all (`[grant.org]`). */
-export const Edges = Type.Record(
-  Type.String({
-    pattern: "^[a-z0-9][a-z0-9_-]*$",
-    description: "lower-case letters, digits, '_' or '-'",
-  }),
-  Type.Object({}, { additionalProperties: false }),
+export const Edges = Type.Record(EdgeName, Type.Object({}, { additionalProperties: false }));
+
+/**
+ * A service connection's edge may narrow it by the dimensions its provider
+ * declares (`servers = […]`, `surfaces = […]`: ids, or a platform's class
+ * words); an empty edge grants it all. Which names a provider declares is
+ * checked by the loader (public-connection.ts), which names them.
+ */
+export const EdgeScope = Type.Record(
+  Type.String({ pattern: "^[a-z][a-z_]*$", description: "a dimension name" }),
+  Type.Array(Type.String({ minLength: 1 }), { minItems: 1, uniqueItems: true }),
 );
+export type EdgeScope = Static<typeof EdgeScope>;
+
+export const ScopedEdges = Type.Record(EdgeName, EdgeScope);
+export type ScopedEdges = Static<typeof ScopedEdges>;

@@ -5,7 +5,11 @@ import { agentDenyGrants, agentFor, checkAgent } from "./agent.ts";
 import { BotBindings } from "./bot-bindings.ts";
 import type { ConfigError } from "./config-error.ts";
 import { type OrgConfig, orgSchema, type WorkerConfig, workerSchema } from "./config-schema.ts";
-import { CONNECTION_KINDS, type ConnectionConfig } from "./connection-schema.ts";
+import {
+  CONNECTION_KINDS,
+  type ConnectionConfig,
+  type ConnectionFile,
+} from "./connection-schema.ts";
 import { mountProblem, serviceGrants } from "./connections.ts";
 import { checkEngineDir } from "./engine-dir.ts";
 import {
@@ -27,10 +31,12 @@ import { checkNarrowing, scopeOrgGrants, scopeToWorkers, workerDenyGrants } from
 import type { PlacedTest } from "./policy-test-schema.ts";
 import { placeTests } from "./policy-tests.ts";
 import { adoptPublicOrg, adoptPublicWorker, noteKnowledgeDefault } from "./public-config.ts";
+import { readConnectionFile } from "./public-connection.ts";
 import { type ProviderTemplates, readProviders } from "./public-providers.ts";
 import type { PublicFile } from "./public-spelling.ts";
 import { workerSubject } from "./subject.ts";
 import { readToml, validateToml } from "./toml-file.ts";
+import { spellWriteFrom } from "./write-from.ts";
 
 /**
  * Loads and validates the operator's config: org.toml, every
@@ -157,6 +163,7 @@ function readOrg(
   const adopted = adoptPublicOrg(raw.value, at, reading.providers);
   const org = validateToml<OrgConfig>(raw, show(orgFile), orgSchema(), errors);
   if (!org) return none;
+  spellWriteFrom(org.value.knowledge);
   const where = show(orgFile);
   checkGrantHosts(org.value.grant, where, org.text, errors);
   checkGateGrants(org.value.grant, where, org.text, errors);
@@ -194,6 +201,7 @@ function readWorkers(reading: Reading, workersDir: string): ScopedGrant[] {
     adoptPublicWorker(raw.value, at, loaded.org, reading.providers);
     const worker = validateToml<WorkerConfig>(raw, show(file), workerSchema(), errors);
     if (!worker) continue;
+    spellWriteFrom(worker.value.knowledge);
     if (worker.value.name !== name || name === "org") {
       errors.push({
         file: show(file),
@@ -296,25 +304,27 @@ function readConnections(
       });
       continue;
     }
-    const connection = validateToml<ConnectionConfig>(raw, show(file), variant, errors);
+    const spelled = validateToml<ConnectionFile>(raw, show(file), variant, errors);
+    // the public roster's spellings read into ours, each difference said (public-connection.ts)
+    const connection =
+      spelled &&
+      readConnectionFile(spelled.value, {
+        name,
+        file: show(file),
+        text: raw.text,
+        workers: names,
+        declared: (provider) => reading.providers.get(provider),
+        errors,
+        notices: loaded.notices,
+      });
     if (!connection) continue;
-    const problem = connectionProblem(name, connection.value, raw.text);
+    const problem = connectionProblem(name, connection, raw.text);
     if (problem) {
       errors.push({ file: show(file), ...problem });
       continue;
     }
-    for (const edge of Object.keys(connection.value.grant ?? {})) {
-      if (edge !== "org" && !names.includes(edge)) {
-        errors.push({
-          file: show(file),
-          line: locateLine(raw.text, `/grant/${edge}`),
-          field: `grant.${edge}`,
-          message: `no worker named "${edge}"`,
-        });
-      }
-    }
-    loaded.connections.set(name, connection.value);
-    const compiled = serviceGrants(name, connection.value, show(file), vaultDir);
+    loaded.connections.set(name, connection);
+    const compiled = serviceGrants(name, connection, show(file), vaultDir);
     connectionGrants.push(...compiled.grants);
     if (compiled.warning) loaded.warnings.push(compiled.warning);
   }

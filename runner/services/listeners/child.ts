@@ -2,6 +2,7 @@ import { type Credential, readCredential } from "../../boundary/gateway/credenti
 import { botBindings, type Platform } from "../../ground/config/bot-bindings.ts";
 import type { ChannelClass } from "../../ground/config/channel-class-schema.ts";
 import type { ChatSection } from "../../ground/config/config-schema.ts";
+import { listenerScope } from "../../ground/config/edge-scope.ts";
 import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
@@ -34,6 +35,12 @@ export interface ListenerHost {
   paths: RosterPaths;
   /** worker.toml `wake`: the channels whose messages wake the worker; absent, every one. */
   wake?: ChannelClass;
+  /**
+   * The channels this bot is in the worker's reach at all, by the edge of the
+   * connection its credential names (ground/config/edge-scope.ts); absent,
+   * every one. A message from outside is dropped, never recorded.
+   */
+  within?: (channel: string) => boolean;
   /**
    * org.toml `[chat]` as it reads now (where commands are taken, whose word
    * counts); undefined when the config can't be read, which names nothing.
@@ -162,7 +169,12 @@ export async function serveListener(
     if (isServerMessage(message)) link.answer(message);
   });
   const wake = config.workers.get(worker)?.wake;
-  const host = { ...link.host(paths, worker, platform), ...(wake ? { wake } : {}) };
+  const within = listenerScope(config.connections, binding.credential, worker);
+  const host = {
+    ...link.host(paths, worker, platform),
+    ...(wake ? { wake } : {}),
+    ...(within ? { within } : {}),
+  };
   let adapter: ChatAdapter | undefined;
   const stopped = new Promise<void>((resolve) => {
     process.once("disconnect", resolve);

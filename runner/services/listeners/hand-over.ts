@@ -7,7 +7,9 @@ import { readCursor, writeCursor } from "./cursors.ts";
 /**
  * What every platform adapter does with one message, the same way: skip it
  * if the cursor is already past it; let it through without waking anyone if
- * a bot wrote it (no loops between bots); keep it as context only in a room
+ * a bot wrote it (no loops between bots) or it came from a channel outside
+ * the worker's edge of the bot's connection (dropped, as the public roster's
+ * listener drops it); keep it as context only in a room
  * in mention mode that doesn't mention the bot; otherwise hand it to the
  * server. The cursor moves after each, so a message is handled once.
  */
@@ -35,7 +37,8 @@ export async function handOver(host: ListenerHost, incoming: PlatformMessage): P
       platform_channel: incoming.platformChannel,
       last_id: incoming.id,
     });
-  if (incoming.fromBot) {
+  // outside the channels the bot's connection gives this worker: not its to hear
+  if (incoming.fromBot || (host.within && !host.within(incoming.channel))) {
     advance();
     return;
   }

@@ -79,8 +79,7 @@ export function renderConnection(spec: NewConnection): string {
 
 /** The edges a connection file grants, from its text. */
 export function edgesOf(text: string, file: string): string[] {
-  const grant = parseFile(text, file).grant;
-  return typeof grant === "object" && grant !== null ? Object.keys(grant).sort() : [];
+  return Object.keys(grantOf(parseFile(text, file))).sort();
 }
 
 export interface Edited {
@@ -128,11 +127,34 @@ function parseFile(text: string, file: string): Table {
   }
 }
 
+/**
+ * A file's edges: its `[grant.*]` tables, or the older keys the public roster
+ * wrote (`workers = […]` or its first name `imps`, or `scope = "org"`, with
+ * one shared `[restrict]`), which a grant or revoke rewrites as tables.
+ */
+const OLDER = ["workers", "imps", "scope", "restrict"] as const;
+
+const isTable = (value: unknown): value is Table =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+function grantOf(values: Table): Table {
+  if (isTable(values.grant)) return values.grant;
+  const shared = isTable(values.restrict) ? values.restrict : {};
+  const workers = values.workers ?? values.imps;
+  if (Array.isArray(workers))
+    return Object.fromEntries(
+      workers.filter((w): w is string => typeof w === "string").map((w) => [w, { ...shared }]),
+    );
+  return values.scope === "org" ? { org: { ...shared } } : {};
+}
+
 function withEdges(values: Table, change: (edges: Table) => Table): Table {
-  const grant = values.grant;
-  const edges = typeof grant === "object" && grant !== null ? (grant as Table) : {};
-  const next = change(edges);
-  const { grant: _old, ...rest } = values;
+  const next = change(grantOf(values));
+  const rest = Object.fromEntries(
+    Object.entries(values).filter(
+      ([key]) => key !== "grant" && !(OLDER as readonly string[]).includes(key),
+    ),
+  );
   return Object.keys(next).length ? { ...rest, grant: next } : rest;
 }
 

@@ -263,9 +263,13 @@ function storedFields(paths: RosterPaths, name: string): Record<string, string> 
 
 /** The vault field a connection's template renders: `{key}` or `{token}`, read from its file. */
 function secretFieldOf(paths: RosterPaths, name: string): string {
-  const recipe = findRecipe(readState(paths, name).recipe ?? "");
-  if (recipe?.secretField) return recipe.secretField;
   const text = readFileSync(connectionFile(paths, name), "utf8");
+  // a file that names its provider and no header (as the public roster writes it) takes that recipe's
+  const provider = /^\s*inject_value\s*=/m.test(text)
+    ? undefined
+    : /^\s*provider\s*=\s*["']([a-z0-9_-]+)["']/m.exec(text)?.[1];
+  const recipe = findRecipe(readState(paths, name).recipe ?? provider ?? "");
+  if (recipe?.secretField) return recipe.secretField;
   const template =
     /^\s*inject_value\s*=\s*["'][^"'\n]*\{(?:b64:[^{}]*)?\{?([a-z_][a-z0-9_]*)\}/m.exec(text);
   return template?.[1] ?? "token";

@@ -8,12 +8,12 @@ import { carriesConversation, type Participant, type RunContext } from "./proven
  * The clean-room rule. What people say in a conversation stays out of shared
  * work unless the operator lets it in: a run that carried conversation content
  * (its run-context.json names a channel) may push only to a repo whose
- * connection says `write_from = "any"`; every other repo is "clean" by default
+ * connection says `write_from = "any-run"`; every other repo keeps the rule by default
  * and refuses it. A push such a run may make is still scanned for the people
  * of its conversations — their display names and handles as the channel
  * records keep them — in every file it adds or changes, every path and every
  * commit message, and refused when it names one. The worker's own knowledge
- * repo follows org.toml `[knowledge] write_from` (clean-room unless "any"),
+ * repo follows org.toml `[knowledge] write_from` (clean-room unless "any-run"),
  * and is not scanned: a clean run has no participants to name.
  */
 export const CLEAN_ROOM = "clean-room rule";
@@ -29,7 +29,7 @@ export function cleanRoomRefusal(
   const more = context.channels.length > 3 ? ` and ${context.channels.length - 3} more` : "";
   if (repo === KNOWLEDGE_REPO)
     return `refused by the ${CLEAN_ROOM}: this run carried conversation content (${shown}${more}) and your knowledge repo takes pushes only from runs that carried none (org.toml [knowledge] write_from = "clean-room"); keep what this conversation taught you in its channel's ~/channel/store, or make the note from a run without conversation`;
-  return `refused by the ${CLEAN_ROOM}: this run carried conversation content (${shown}${more}) and "${repo}" takes pushes only from runs that carried none (write_from = "clean"); make the change from a run without conversation (a one-shot run, or a task not filed from a chat), keep it in your own knowledge repo, or ask the operator for write_from = "any" on this connection`;
+  return `refused by the ${CLEAN_ROOM}: this run carried conversation content (${shown}${more}) and "${repo}" takes pushes only from runs that carried none (write_from = "clean-room"); make the change from a run without conversation (a one-shot run, or a task not filed from a chat), keep it in your own knowledge repo, or ask the operator for write_from = "any-run" on this connection`;
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

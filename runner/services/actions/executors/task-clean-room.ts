@@ -1,6 +1,7 @@
 import { KNOWLEDGE_WRITE_DEFAULT } from "../../../ground/config/knowledge.ts";
 import { loadConfig } from "../../../ground/config/load.ts";
 import { workerView } from "../../../ground/config/worker-view.ts";
+import { writesFromAny } from "../../../ground/config/write-from.ts";
 import { CLEAN_ROOM, participantMatcher } from "../../../work/repos/clean-room.ts";
 import { readRunContext } from "../../../work/runs/run-context.ts";
 import type { ExecutionContext } from "../../executor.ts";
@@ -25,7 +26,7 @@ export function taskCleanRoomProblem(
     workerView(config, context.worker)?.knowledge.write_from ??
     config.org.knowledge?.write_from ??
     KNOWLEDGE_WRITE_DEFAULT;
-  if (writeFrom === "any") return undefined;
+  if (writesFromAny(writeFrom)) return undefined;
   const { people } = readRunContext(context.paths, context.worker, context.runId);
   const match = participantMatcher(people);
   for (const [field, text] of prompts) {

@@ -28,6 +28,20 @@ export const discord: ChatPlatform = {
     inject: { header: "authorization", value: "Bot {token}" },
     secretField: "token",
     verify: { method: "GET", path: "/api/v10/users/@me" },
+    // a connection edge's servers are guilds, its surfaces channels; a DM is in no guild
+    edgeScope: {
+      api: { root: "/api", version: "/api/v10" },
+      serverPath: "/api/v10/guilds",
+      surfacePath: "/api/v10/channels",
+      classes: ["public", "private", "dm"],
+      placeOf: (channelId) => {
+        const place = discordPlace(channelId);
+        if (!place) return undefined;
+        return "dmUser" in place
+          ? { direct: true }
+          : { server: place.guild, surface: place.channel };
+      },
+    },
   },
   sender: discordSender,
   listener: async () => {
