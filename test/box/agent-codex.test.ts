@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentDeployment,
   agentDeployment,
+  expectedKeySearch,
   expectRunAfterward,
   keySearch,
 } from "../support/agent-deployment.ts";
@@ -106,7 +107,7 @@ describe.skipIf(!docker)("Codex as a worker's agent, in a real box, through the 
     expect(JSON.stringify(calls[0]?.body.input)).toContain("elf");
 
     // the shell ran in the box, which holds the key nowhere: not in its environment, not in a file
-    expect(lastToolResult(calls[1] as RecordedRequest)).toMatch(/from-shell\n0\n0\b/);
+    expect(lastToolResult(calls[1] as RecordedRequest)).toContain(expectedKeySearch(REAL_KEY));
     expect(lastToolResult(calls[3] as RecordedRequest)).toContain("judged at the door");
     expect(lastToolResult(calls[4] as RecordedRequest)).toMatch(/held|gate|approv/i);
 

@@ -82,15 +82,17 @@ export async function agentDeployment(options: {
 }
 
 /**
- * A shell command that prints `from-shell`, then how many of the box's
+ * A shell command that prints `from-shell` and the length of the key it put
+ * together (a key put together wrong would search for something else and
+ * find nothing: the length says it is the key), then how many of the box's
  * environment variables hold `key`, then how many files under its $HOME and
- * /tmp do: "from-shell\n0\n0" in a box that never held it. The key is put
+ * /tmp do: expectedKeySearch(key) in a box that never held it. The key is put
  * together in the shell, so the command itself (which an agent keeps in its
  * transcript under $HOME) does not hold it.
  */
 export function keySearch(key: string): string {
   const half = Math.floor(key.length / 2);
-  return `echo from-shell; k='${key.slice(0, half)}'; k="\${k}${key.slice(half)}"; env | grep -c "$k"; grep -rlsF "$k" ~ /tmp 2>/dev/null | wc -l`;
+  return `k='${key.slice(0, half)}'; k="\${k}${key.slice(half)}"; echo "from-shell \${#k}"; env | grep -c "$k"; grep -rlsF "$k" ~ /tmp 2>/dev/null | wc -l`;
 }
 
 /**
@@ -137,3 +139,6 @@ export async function expectRunAfterward(
   expect(shown.stdout).toContain("tool fetch_pages");
   expect(shown.stdout).toContain("assistant: All done");
 }
+
+/** What keySearch prints in a box that holds the key nowhere. */
+export const expectedKeySearch = (key: string): string => `from-shell ${key.length}\n0\n0`;
