@@ -19,6 +19,7 @@ import {
   TelemetrySection,
 } from "./server-schema.ts";
 import { ToolchainSection } from "./toolchain-schema.ts";
+import { WebhookRule, WebhooksSection } from "./webhook-schema.ts";
 import { NAME, WORKER_NAME_PATTERN } from "./worker-name.ts";
 
 /** org.toml: the deployment. Unknown keys are errors, so typos never pass silently. */
@@ -170,6 +171,9 @@ export const OrgConfig = Type.Object(
     console: Type.Optional(ConsoleSection),
     server: Type.Optional(ServerSection),
     telemetry: Type.Optional(TelemetrySection),
+    /** Signed webhooks, each delivery a relayed task (webhook-schema.ts); off unless one is set. */
+    webhook: Type.Optional(Type.Array(WebhookRule)),
+    webhooks: Type.Optional(WebhooksSection),
   },
   { additionalProperties: false },
 );

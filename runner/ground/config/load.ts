@@ -36,6 +36,7 @@ import { type ProviderTemplates, readProviders } from "./public-providers.ts";
 import type { PublicFile } from "./public-spelling.ts";
 import { workerSubject } from "./subject.ts";
 import { readToml, validateToml } from "./toml-file.ts";
+import { checkWebhooks } from "./webhooks.ts";
 import { spellWriteFrom } from "./write-from.ts";
 
 /**
@@ -175,6 +176,7 @@ function readOrg(
   checkZone(org.value, where, org.text, errors);
   checkEngineDir(org.value, where, org.text, errors);
   checkAgent(org.value, undefined, where, org.text, errors);
+  checkWebhooks(org.value.webhook, names, where, org.text, errors);
   loaded.org = org.value;
   loaded.tests.push(...placeTests(org.value.test, where, org.text, undefined, errors));
   const orgGrants = scopeOrgGrants(org.value.grant, names, where, org.text, errors);
