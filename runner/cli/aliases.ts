@@ -19,6 +19,11 @@ export const ALIASES: readonly Alias[] = [
   { spelled: ["server", "approvals"], ours: ["approvals"] },
   { spelled: ["server", "gates"], ours: ["approvals"] },
   { spelled: ["server", "validate"], ours: ["validate"] },
+  // there is no deploy step: config is read live, and validate checks an edit first
+  { spelled: ["server", "deploy"], ours: ["validate"] },
+  { spelled: ["server", "run"], ours: ["server", "start"] },
+  // where `channel` lived before it became a noun of its own
+  { spelled: ["server", "channel"], ours: ["channel"] },
   { spelled: ["server", "runs"], ours: ["runs"] },
   { spelled: ["worker", "run"], ours: ["run"] },
   { spelled: ["worker", "task"], ours: ["task"] },
@@ -38,9 +43,28 @@ export function ourSpelling(args: readonly string[]): string[] {
   return [...args];
 }
 
-/** A full argv (node, script, words…) in our spelling. */
+/**
+ * A noun typed alone shows its most useful read-only view, as the public
+ * roster's does, instead of help and exit 2: the server its status, every
+ * other noun its list. Keys and views in our spelling, so `roster server
+ * approvals` (read as `approvals`) lists the approvals too. `--help` after a
+ * noun still shows its help.
+ */
+export const BARE_NOUNS: Readonly<Record<string, readonly string[]>> = {
+  server: ["server", "status"],
+  worker: ["worker", "ls"],
+  connection: ["connection", "ls"],
+  channel: ["channel", "ls"],
+  approvals: ["approvals", "ls"],
+  runs: ["runs", "ls"],
+  task: ["task", "ls"],
+};
+
+/** A full argv (node, script, words…) in our spelling, a bare noun given its view. */
 export function withOurSpelling(argv: readonly string[]): string[] {
-  return [...argv.slice(0, 2), ...ourSpelling(argv.slice(2))];
+  const words = ourSpelling(argv.slice(2));
+  const view = words.length === 1 && words[0] !== undefined ? BARE_NOUNS[words[0]] : undefined;
+  return [...argv.slice(0, 2), ...(view ?? words)];
 }
 
 /**

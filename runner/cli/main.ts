@@ -1,6 +1,6 @@
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { userFailure } from "../ground/errors.ts";
-import { ROSTER_VERSION } from "../ground/version.ts";
+import { rosterVersionLine } from "../ground/version.ts";
 import { withOurSpelling } from "./aliases.ts";
 import { registerActionCommands } from "./commands/action.ts";
 import { registerBoxCommands } from "./commands/box.ts";
@@ -25,7 +25,10 @@ import { registerCompletionCommand } from "./completion.ts";
 export function buildProgram(): Command {
   const program = new Command("roster")
     .description("Run AI workers in locked container boxes with one governed door out.")
-    .version(ROSTER_VERSION, "-V, --version", "print roster's version")
+    // the version and the commit, read from git only when asked (version.ts)
+    .addOption(
+      new Option("-V, --version", "print roster's version and the commit it was built from"),
+    )
     .showHelpAfterError()
     .exitOverride()
     // before any command runs (not for --help): the chat platforms' terms reach the
@@ -33,6 +36,11 @@ export function buildProgram(): Command {
     // start, so `roster --help` and completion load no schema library
     .hook("preAction", async () => {
       await import("../services/chat/platforms.ts");
+    })
+    .on("option:version", () => {
+      const line = rosterVersionLine();
+      process.stdout.write(`${line}\n`);
+      throw new CommanderError(0, "commander.version", line);
     });
   registerBoxCommands(program);
   registerGatewayCommands(program);

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,3 +38,40 @@ export const ROSTER_VERSION = readVersion("package.json", "version");
 
 /** The pi engine version pinned in engine/package.json: what `roster box build` bakes. */
 export const ENGINE_PIN = readVersion("engine/package.json", "pi");
+
+/**
+ * The commit this checkout was at, short, with "+dirty" when its files differ
+ * from it: printed beside the version by `roster -V`, so a server started from
+ * older code can be told apart from the checkout in front of you. Read from
+ * git (locally, no network) when first asked; "unknown" when this is no git
+ * checkout or git is missing. dist/ is built inside the checkout and found
+ * there (findProjectRoot), so the compiled command reads the same.
+ */
+let build: string | undefined;
+export function rosterBuild(): string {
+  if (build !== undefined) return build;
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-C", PROJECT_ROOT, ...args], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 5_000,
+    }).trim();
+  try {
+    const hash = git("rev-parse", "--short", "HEAD");
+    let dirty = false;
+    try {
+      dirty = git("status", "--porcelain", "--untracked-files=no").length > 0;
+    } catch {
+      // a hash without the dirty mark is still worth printing
+    }
+    build = `${hash}${dirty ? "+dirty" : ""}`;
+  } catch {
+    build = "unknown";
+  }
+  return build;
+}
+
+/** What `roster -V` prints: "0.1.0 (abc1234)". */
+export function rosterVersionLine(): string {
+  return `${ROSTER_VERSION} (${rosterBuild()})`;
+}

@@ -1,9 +1,9 @@
 /**
  * `roster talk`: declares the command that talks to a worker from this
- * terminal, turn by turn in one warm box.
+ * terminal, turn by turn in one warm box. What it does lives in
+ * runner/cli/does/talk.ts.
  */
 import type { Command } from "commander";
-import { rosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
 
 function parseSecs(value: string): number {
@@ -15,33 +15,16 @@ function parseSecs(value: string): number {
 
 export function registerTalkCommands(program: Command): void {
   program
-    .command("talk <worker>")
+    .command("talk [worker]")
     .description(
-      "talk to a worker from this terminal: one warm box, turn by turn (Ctrl-D ends, /help)",
+      "talk to a worker from this terminal: one warm box, turn by turn (Ctrl-D ends, /help); with no worker, the workers there are (none yet: elf is made and talked to)",
     )
     .option(
       "--idle <secs>",
       "end the session after this many quiet seconds ([box] talk_idle_secs, 300)",
       parseSecs,
     )
-    .action(async (worker: string, flags: { idle?: number }) => {
-      const [{ talk }, { terminalCommand }, { turnThroughServer }] = await Promise.all([
-        import("../../services/chat/terminal/talk.ts"),
-        import("../../services/slash/terminal.ts"),
-        import("../../services/server/run-client.ts"),
-      ]);
-      const paths = rosterPaths();
-      process.exitCode = await talk({
-        paths,
-        worker,
-        // the host answers what starts with "/": the worker never sees it
-        command: (line, user, channel) => terminalCommand(paths, worker, line, user, channel),
-        // a linked terminal's lines go to the running server's one session for the group
-        handTurn: (turn, io) => turnThroughServer(paths, turn, io),
-        idleSecs: flags.idle,
-        input: process.stdin,
-        output: process.stdout,
-        notes: process.stderr,
-      });
-    });
+    .action(async (worker: string | undefined, flags: { idle?: number }) =>
+      (await import("../does/talk.ts")).talkCommand(worker, flags),
+    );
 }

@@ -9,7 +9,7 @@ import type { RestoreFlags } from "../does/worker-restore.ts";
 // Implementations load when a command runs, so `roster --help` stays instant.
 const doesWorker = () => import("../does/worker.ts");
 
-/** `roster worker …`: the workers themselves — add, list, show, remove — and their stores' snapshots. */
+/** `roster worker …`: the workers themselves — add, list, show, remove — their stores' snapshots and knowledge repos. */
 export function registerWorkerCommands(program: Command): void {
   const worker = program
     .command("worker")
@@ -65,6 +65,16 @@ export function registerWorkerCommands(program: Command): void {
     .command("resume <name>")
     .description("let a paused worker run again")
     .action(async (name: string) => (await doesWorker()).resumeWorkerCommand(name));
+
+  worker
+    .command("knowledge <name>")
+    .description(
+      'the path of the worker\'s knowledge repo (a bare git repo): git -C "$(roster worker knowledge <name>)" log',
+    )
+    .option("--json", "its path and head commit as JSON")
+    .action(async (name: string, flags: { json?: boolean }) =>
+      (await doesWorker()).knowledgeCommand(name, flags),
+    );
 
   worker
     .command("restore <worker>")

@@ -102,3 +102,35 @@ export async function resumeWorkerCommand(name: string): Promise<void> {
     resumeWorker(rosterPaths(), name) ? `${name} may run again\n` : `${name} was not paused\n`,
   );
 }
+
+/**
+ * `roster worker knowledge`: the path of the worker's bare knowledge repo, and
+ * nothing else on stdout, so `git -C "$(roster worker knowledge elf)" log`
+ * works; with --json its head commit too.
+ */
+export async function knowledgeCommand(name: string, flags: { json?: boolean }): Promise<void> {
+  await declared(name);
+  const { existsSync } = await import("node:fs");
+  const { knowledgePath } = await import("../../ground/config/knowledge.ts");
+  const path = knowledgePath(rosterPaths().data, name);
+  if (!existsSync(path))
+    throw new RosterError(`${name} has no knowledge repo yet (${path})`, {
+      exitCode: 1,
+      hint: "its first run, or roster worker add, makes it",
+    });
+  if (!flags.json) {
+    process.stdout.write(`${path}\n`);
+    return;
+  }
+  const { execFileSync } = await import("node:child_process");
+  let head: string | null = null;
+  try {
+    head = execFileSync("git", ["-C", path, "rev-parse", "--verify", "-q", "HEAD"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    // an empty repo: nothing landed yet
+  }
+  process.stdout.write(`${JSON.stringify({ worker: name, path, head })}\n`);
+}

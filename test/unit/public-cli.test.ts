@@ -1,0 +1,103 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROJECT_ROOT } from "../../runner/ground/version.ts";
+import { runRoster } from "../support/cli.ts";
+
+/**
+ * The public roster's command tree as a user of it types it, through the real
+ * `roster` against a deployment `roster init` made: a bare noun shows its
+ * list (or the server its status) instead of help, `-V` names the commit,
+ * `worker knowledge` prints the repo's path, bare `talk` the workers.
+ */
+let root: string;
+const env = () => ({ ROSTER_ROOT: root });
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "roster-public-cli-"));
+  const init = await runRoster(["init"], env());
+  expect(init.code).toBe(0);
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("the public roster's command tree", () => {
+  it("-V and --version print the version and the commit this checkout is at", async () => {
+    const head = execFileSync("git", ["-C", PROJECT_ROOT, "rev-parse", "--short", "HEAD"], {
+      encoding: "utf8",
+    }).trim();
+    for (const flag of ["-V", "--version"]) {
+      const result = await runRoster([flag]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(new RegExp(`^\\d+\\.\\d+\\.\\d+ \\(${head}(\\+dirty)?\\)\\n$`));
+    }
+  });
+
+  it.each([
+    ["worker", "worker ls"],
+    ["connection", "connection ls"],
+    ["channel", "channel ls"],
+    ["server channel", "channel ls"],
+    ["server approvals", "approvals ls"],
+    ["server runs", "runs ls"],
+    ["worker task", "task ls"],
+    ["server", "server status"],
+  ])("bare `roster %s` is `roster %s`", async (spelled, ours) => {
+    const [bare, full] = await Promise.all([
+      runRoster(spelled.split(" "), env()),
+      runRoster(ours.split(" "), env()),
+    ]);
+    expect(bare).toEqual(full);
+    expect(bare.stdout).not.toMatch(/^Usage:/m);
+    // the server's status says no server runs (exit 1); every list is an ordinary exit
+    expect(bare.code).toBe(spelled === "server" ? 1 : 0);
+  });
+
+  it("`worker` lists the worker init made, and `worker --help` is still help", async () => {
+    const [bare, help] = await Promise.all([
+      runRoster(["worker"], env()),
+      runRoster(["worker", "--help"], env()),
+    ]);
+    expect(bare.stdout).toMatch(/^elf\s+idle\b/m);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: roster worker/m);
+  });
+
+  it("`server deploy` validates and `server run --help` is `server start`'s", async () => {
+    const [deploy, validate, run, start] = await Promise.all([
+      runRoster(["server", "deploy"], env()),
+      runRoster(["validate"], env()),
+      runRoster(["server", "run", "--help"], env()),
+      runRoster(["server", "start", "--help"], env()),
+    ]);
+    expect(deploy).toEqual(validate);
+    expect(deploy.code).toBe(0);
+    expect(run).toEqual(start);
+    expect(run.stdout).toMatch(/--cap/);
+  });
+
+  it("`worker knowledge` prints the path of the worker's bare knowledge repo, for git -C", async () => {
+    const result = await runRoster(["worker", "knowledge", "elf"], env());
+    expect(result.code).toBe(0);
+    const path = result.stdout.trim();
+    expect(path).toBe(join(root, "data", "workers", "elf", "knowledge.git"));
+    expect(
+      execFileSync("git", ["-C", path, "rev-parse", "--is-bare-repository"], {
+        encoding: "utf8",
+      }).trim(),
+    ).toBe("true");
+    const json = await runRoster(["worker", "knowledge", "elf", "--json"], env());
+    expect(JSON.parse(json.stdout)).toMatchObject({ worker: "elf", path });
+    const missing = await runRoster(["worker", "knowledge", "nobody"], env());
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/no worker named "nobody"/);
+  });
+
+  it("bare `talk` lists the workers to talk to and exits 0", async () => {
+    const result = await runRoster(["talk"], env());
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^ {2}elf$/m);
+    expect(result.stdout).toMatch(/roster talk <worker>/);
+  });
+});
