@@ -28,6 +28,7 @@ export const ALIASES: readonly Alias[] = [
   { spelled: ["worker", "run"], ours: ["run"] },
   { spelled: ["worker", "task"], ours: ["task"] },
   { spelled: ["worker", "trust"], ours: ["trust"] },
+  { spelled: ["worker", "memory"], ours: ["memory"] },
   { spelled: ["worker", "init"], ours: ["worker", "add"] },
   // a session at this terminal; ours is always a terminal channel's
   { spelled: ["worker", "chat"], ours: ["talk"] },

@@ -9,6 +9,7 @@ import { registerChannelCommands } from "./commands/channel.ts";
 import { registerConfigCommands } from "./commands/config.ts";
 import { registerConnectionCommands } from "./commands/connection.ts";
 import { registerGatewayCommands } from "./commands/gateway.ts";
+import { registerMemoryCommands } from "./commands/memory.ts";
 import { registerPolicyCommands } from "./commands/policy.ts";
 import { registerRunCommands } from "./commands/run.ts";
 import { registerServerCommands } from "./commands/server.ts";
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
   registerTalkCommands(program);
   registerServerCommands(program);
   registerWorkerCommands(program);
+  registerMemoryCommands(program);
   registerConnectionCommands(program);
   registerPolicyCommands(program);
   registerConfigCommands(program);

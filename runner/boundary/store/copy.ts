@@ -120,16 +120,33 @@ export async function copyIntoStore(
   hostFile: string,
   storePath: string,
 ): Promise<number> {
-  const root = storeRoot(paths, worker);
-  const { dirs, name } = splitStorePath(root, storePath);
   const source = await stat(hostFile).catch(() => {
     throw refuse(`${hostFile} does not exist`);
   });
   if (!source.isFile()) throw refuse(`${hostFile} is not a regular file`);
   if (source.size > STORE_FILE_MAX)
     throw refuse(`${hostFile} is ${source.size} bytes, over the ${STORE_FILE_MAX}-byte limit`);
+  const content = await readFile(hostFile);
+  await replaceStoreFile(paths, worker, storePath, content);
+  return content.length;
+}
+
+/** The store's owner, for what the host makes there; undefined when the store is missing. */
+async function storeOwner(root: string): Promise<{ uid: number; gid: number } | undefined> {
   const owner = await stat(root).catch(() => undefined);
-  const ids = owner ? { uid: owner.uid, gid: owner.gid } : undefined;
+  return owner ? { uid: owner.uid, gid: owner.gid } : undefined;
+}
+
+/** `content` as the store file `storePath`: written beside it and renamed over it, owned like the store. */
+export async function replaceStoreFile(
+  paths: RosterPaths,
+  worker: string,
+  storePath: string,
+  content: Buffer | string,
+): Promise<void> {
+  const root = storeRoot(paths, worker);
+  const { dirs, name } = splitStorePath(root, storePath);
+  const ids = await storeOwner(root);
   const dir = await walk(root, dirs, storePath, ids);
   try {
     const existing = await open(at(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW).catch(
@@ -142,14 +159,60 @@ export async function copyIntoStore(
       await existing.close();
       if (!kind.isFile()) throw refuse(`"${storePath}" exists and is not a regular file`);
     }
-    const content = await readFile(hostFile);
     // the temporary is created new (never through a name the box planted) and
     // handed to the store's owner; the rename replaces a name in this folder,
     // never what a symlink there points at
     await replaceFile(at(dir, name), content, { mode: 0o644, ...(ids ? { owner: ids } : {}) });
-    return content.length;
   } finally {
     await dir.close();
+  }
+}
+
+/**
+ * `text` appended to the store file `storePath` (made when missing, owned like
+ * the store) in one write on an O_APPEND descriptor, so a box appending to the
+ * same file at the same time keeps its lines whole and so do we.
+ */
+export async function appendToStoreFile(
+  paths: RosterPaths,
+  worker: string,
+  storePath: string,
+  text: string,
+): Promise<void> {
+  const root = storeRoot(paths, worker);
+  const { dirs, name } = splitStorePath(root, storePath);
+  const ids = await storeOwner(root);
+  const dir = await walk(root, dirs, storePath, ids);
+  let file: FileHandle;
+  try {
+    file = await open(
+      at(dir, name),
+      constants.O_RDWR |
+        constants.O_APPEND |
+        constants.O_CREAT |
+        constants.O_NOFOLLOW |
+        constants.O_NONBLOCK,
+      0o644,
+    ).catch(async () => {
+      throw await why(dir, name, storePath);
+    });
+  } finally {
+    await dir.close();
+  }
+  try {
+    const kind = await file.stat();
+    if (!kind.isFile()) throw refuse(`"${storePath}" is not a regular file`);
+    if (ids && kind.uid !== ids.uid) await file.chown(ids.uid, ids.gid).catch(() => undefined);
+    // a last line left without its newline would swallow the first of ours
+    let lead = "";
+    if (kind.size > 0) {
+      const last = Buffer.alloc(1);
+      await file.read(last, 0, 1, kind.size - 1);
+      if (last[0] !== 0x0a) lead = "\n";
+    }
+    await file.write(lead + text);
+  } finally {
+    await file.close();
   }
 }
 

@@ -88,4 +88,11 @@ export function registerRunCommands(program: Command): void {
     .action(async (prefix: string, flags: { all?: boolean; json?: boolean }) =>
       (await doesRun()).runContextCommand(prefix, flags),
     );
+  runs
+    .command("recall <run>")
+    .description("the memory notes the run's prompt carried, as the model saw them")
+    .option("--json", "the notes as JSON")
+    .action(async (prefix: string, flags: { json?: boolean }) =>
+      (await import("../does/memory.ts")).recallCommand(prefix, flags),
+    );
 }

@@ -26,9 +26,13 @@ export interface ParsedMemory {
 /** A note's text is cut here, so one long note can't crowd out every other. */
 export const NOTE_MAX_CHARS = 1000;
 
-type Parsed = { kind: "note"; note: MemoryNote } | { kind: "forget"; id: string } | undefined;
+export type MemoryRecord =
+  | { kind: "note"; note: MemoryNote }
+  | { kind: "forget"; id: string }
+  | undefined;
 
-function recordOf(line: string): Parsed {
+/** One line of the file read as a record: a note, a forget, or undefined (not a record). */
+export function recordOf(line: string): MemoryRecord {
   let value: unknown;
   try {
     value = JSON.parse(line);
