@@ -165,4 +165,43 @@ describe("channels", () => {
     });
     expect(unlinked.status, JSON.stringify(unlinked.body)).toBe(202);
   });
+  it("a named linked channel's trust is shared: one untrusted member holds every member's sends", async () => {
+    const settings = join(env.paths.data, "channels/settings.json");
+    await writeFile(settings, JSON.stringify({}));
+    await writeFile(
+      join(env.paths.data, "channels/links.json"),
+      JSON.stringify({
+        groups: [
+          {
+            name: "ann",
+            surfaces: ["term-ann-elf", "discord-dm-444444444444444"],
+            linked_by: "operator",
+            linked_at: "2026-01-01T00:00:00Z",
+          },
+        ],
+      }),
+    );
+    // a linked channel's session carries its members as origins
+    const members = ["term-ann-elf", "discord-dm-444444444444444"];
+    const sent = await submitFrom(members, {
+      intent: "term-send",
+      payload: { channel_id: "term-ann-elf", text: "both trusted" },
+    });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const purpose = await submitFrom(members, {
+      intent: "purpose-edit",
+      payload: { channel_id: "ann", purpose: "Ann's one conversation." },
+    });
+    expect(purpose.status, JSON.stringify(purpose.body)).toBe(200);
+    expect(readFileSync(join(env.paths.data, "channels/ann/purpose.md"), "utf8")).toBe(
+      "Ann's one conversation.",
+    );
+
+    await writeFile(settings, JSON.stringify({ untrusted: ["discord-dm-444444444444444"] }));
+    const held = await submitFrom(members, {
+      intent: "term-send",
+      payload: { channel_id: "term-ann-elf", text: "the DM is untrusted" },
+    });
+    expect(held.status, JSON.stringify(held.body)).toBe(202);
+  });
 });

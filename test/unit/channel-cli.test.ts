@@ -42,10 +42,12 @@ describe("roster channel", () => {
     const listed = await roster("ls");
     expect(listed.code).toBe(0);
     const lines = listed.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^ID\s+TRUSTED\s+MODE\s+MESSAGES\s+LAST$/);
-    expect(lines[1]).toMatch(/^discord-1-general\s+no \(default\)\s+mention \(default\)\s+0\s+-$/);
+    expect(lines[0]).toMatch(/^ID\s+TRUSTED\s+MODE\s+LINKED\s+MESSAGES\s+LAST$/);
+    expect(lines[1]).toMatch(
+      /^discord-1-general\s+no \(default\)\s+mention \(default\)\s+-\s+0\s+-$/,
+    );
     expect(lines[2]).toMatch(
-      /^term-alice-elf\s+yes \(default\)\s+all \(default\)\s+2\s+2026-07-10 09:01$/,
+      /^term-alice-elf\s+yes \(default\)\s+all \(default\)\s+-\s+2\s+2026-07-10 09:01$/,
     );
 
     const json = await roster("ls", "--json");
@@ -59,6 +61,7 @@ describe("roster channel", () => {
       trusted_by: "default",
       mode: "all",
       mode_by: "default",
+      linked: null,
       messages: 2,
       last_ts: "2026-07-10T09:01:30.000Z",
     });
@@ -99,10 +102,10 @@ describe("roster channel", () => {
 
     const lines = (await roster("ls")).stdout.split("\n");
     expect(lines.find((line) => line.startsWith("discord-1-general"))).toMatch(
-      /^discord-1-general\s+yes\s+all\s+0/,
+      /^discord-1-general\s+yes\s+all\s+-\s+0/,
     );
     expect(lines.find((line) => line.startsWith("term-alice-elf"))).toMatch(
-      /^term-alice-elf\s+no\s+all \(default\)\s+2/,
+      /^term-alice-elf\s+no\s+all \(default\)\s+-\s+2/,
     );
     expect(lines.find((line) => line.startsWith("slack-t1-ops"))).toMatch(/^slack-t1-ops\s+yes\s/);
     expect(JSON.parse(await readFile(settings, "utf8"))).toMatchObject({ note: "kept" });
@@ -117,6 +120,13 @@ describe("roster channel", () => {
         /unknown setting "colour": the only one is mode \(all\|mention\)/,
       ],
       [["set", "room", "mode", "loud"], /mode must be all or mention, not "loud"/],
+      [["link", "Ana", "term-alice-elf"], /"Ana" is not a channel name: lowercase/],
+      [
+        ["link", "discord-dm-5", "term-alice-elf", "term-bob-elf"],
+        /"discord-dm-5" looks like a discord surface id .*a fresh name/,
+      ],
+      [["link", "bob-dm-x", "term-alice-elf"], /"bob-dm-x" looks like a direct surface's id/],
+      [["link", "ana", "discord-1-general"], /discord-1-general is not a direct surface/],
       [["show", "no-such-channel"], /no channel "no-such-channel"/],
       [["show", "term-alice-elf", "--last", "many"], /--last many: a whole number/],
     ];
@@ -145,6 +155,142 @@ describe("roster channel", () => {
     } finally {
       await writeFile(settings, before);
     }
+  });
+});
+
+describe("roster channel link: one named channel of a person's direct surfaces", () => {
+  const DM = "discord-dm-830000000000000009";
+  const TERM = "term-carol-elf";
+  const linksFile = () => join(deployment.paths.data, "channels/links.json");
+  const history = async (id: string) =>
+    (await readFile(join(deployment.paths.data, "channels", id, "messages.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { content: string; surface?: string });
+
+  beforeAll(async () => {
+    const { paths } = deployment;
+    const said = (id: string, ts: string, content: string) =>
+      appendMessage(paths, id, {
+        ts,
+        author_id: "user:carol",
+        author: "carol",
+        role: "user",
+        content,
+        attachments: [],
+      });
+    said(TERM, "2026-07-11T09:00:00.000Z", "first, at the terminal");
+    said(DM, "2026-07-11T09:05:00.000Z", "then in the DM");
+    said(TERM, "2026-07-11T09:10:00.000Z", "back at the terminal");
+    await writeFile(join(paths.data, "channels", DM, "purpose.md"), "Carol's errands.\n");
+  });
+
+  it("link <name> <surfaces…> makes one channel: histories interleave by send time, the purpose comes along", async () => {
+    const linked = await roster("link", "carol", TERM, DM);
+    expect(linked.code, linked.stderr).toBe(0);
+    expect(linked.stdout).toBe(
+      `linked: carol is one channel of ${TERM} + ${DM} (one history, purpose and store; trusted only while every member is)\n`,
+    );
+    expect((await history("carol")).map((m) => [m.content, m.surface])).toEqual([
+      ["first, at the terminal", TERM],
+      ["then in the DM", DM],
+      ["back at the terminal", TERM],
+    ]);
+    expect(await readFile(join(deployment.paths.data, "channels/carol/purpose.md"), "utf8")).toBe(
+      "Carol's errands.\n",
+    );
+    // a surface already in another channel is refused, naming it
+    const again = await roster("link", "someone", DM);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(new RegExp(`${DM} is linked with carol already; unlink it first`));
+  });
+
+  it("ls and show name the linked channel and its members; its trust is shared", async () => {
+    const lines = (await roster("ls")).stdout.split("\n");
+    expect(lines.find((line) => line.startsWith("carol "))).toMatch(
+      new RegExp(`^carol\\s+yes \\(linked: shared\\)\\s+\\S+.*\\s+${TERM}, ${DM}\\s+3\\s`),
+    );
+    expect(lines.find((line) => line.startsWith(DM))).toMatch(/\sin carol\s/);
+    const rows = (await roster("ls", "--json")).stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { id: string; linked: unknown });
+    expect(rows.find((row) => row.id === "carol")?.linked).toEqual({
+      name: "carol",
+      surfaces: [TERM, DM],
+    });
+    const shown = await roster("show", "carol");
+    expect(shown.stdout).toContain(`linked    carol is one channel of ${TERM} + ${DM}`);
+    expect(shown.stdout).toContain("then in the DM");
+
+    // one member untrusted: the whole channel is, and the name says so
+    expect((await roster("untrust", DM)).stdout).toContain("whose trust is shared");
+    expect((await roster("show", "carol", "--json")).stdout).toMatch(/"trusted": false/);
+    const trusted = await roster("trust", "carol");
+    expect(trusted.stdout).toBe(
+      `carol (${TERM} + ${DM}) is trusted: its own runs' sends and purpose edits there run without a gate\n`,
+    );
+    expect(JSON.parse((await roster("show", DM, "--json")).stdout)).toMatchObject({
+      trusted: true,
+      linked: { name: "carol" },
+    });
+  });
+
+  it("rm refuses a linked channel; unlink leaves the channel with the others and the surface starts afresh", async () => {
+    for (const id of ["carol", DM]) {
+      const refused = await roster("rm", id, "--yes");
+      expect(refused.code, id).toBe(2);
+      expect(refused.stderr).toMatch(/nothing was moved/);
+    }
+    const unlinked = await roster("unlink", DM);
+    expect(unlinked.stdout).toBe(
+      `${DM} left carol and starts a fresh conversation (the channel's history stays with carol)\n`,
+    );
+    expect(JSON.parse((await roster("show", DM, "--json")).stdout)).toMatchObject({
+      linked: null,
+      messages: [],
+    });
+    expect((await roster("show", "carol")).stdout).toContain(`carol is one channel of ${TERM}\n`);
+    expect(await history("carol")).toHaveLength(3);
+  });
+
+  it("the two-surface form still links without a name; links.json as the public roster writes it reads", async () => {
+    const older = await roster("link", "term-dan-elf", "discord-dm-830000000000000010", "--json");
+    expect(older.code, older.stderr).toBe(0);
+    expect(JSON.parse(older.stdout)).toMatchObject({
+      surfaces: ["term-dan-elf", "discord-dm-830000000000000010"],
+    });
+    expect(JSON.parse(older.stdout).name).toBeUndefined();
+
+    await writeFile(linksFile(), JSON.stringify({ channels: { dora: ["term-dora-elf"] } }));
+    expect((await roster("show", "dora")).stdout).toContain(
+      "linked    dora is one channel of term-dora-elf",
+    );
+    expect((await roster("link", "dora", "discord-dm-830000000000000011")).code).toBe(0);
+    expect(JSON.parse(await readFile(linksFile(), "utf8"))).toMatchObject({
+      groups: [{ name: "dora", surfaces: ["term-dora-elf", "discord-dm-830000000000000011"] }],
+    });
+  });
+
+  it("set with no key lists the keys it takes, with their values and meaning", async () => {
+    const listed = await roster("set", TERM);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/^KEY\s+VALUE\s+VALUES\s+MEANING$/m);
+    expect(listed.stdout).toMatch(/^mode\s+all \(default\)\s+all\|mention\s+which messages wake/m);
+    const json = JSON.parse((await roster("set", TERM, "--json")).stdout);
+    expect(json).toEqual({
+      id: TERM,
+      keys: [
+        {
+          key: "mode",
+          value: "all",
+          set_by: "default",
+          values: "all|mention",
+          meaning: "which messages wake the worker: every one, or only those that mention it",
+        },
+      ],
+    });
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * `roster channel ls | show | trust | untrust | set | rm`: declares the commands for
+ * `roster channel ls | show | trust | untrust | set | rm | link | unlink`: declares the commands for
  * the channels workers talk in, and the operator's word on each — whether sends
  * there run unasked and whether every message wakes the worker or only a
  * mention. What each does lives in
@@ -36,8 +36,8 @@ export function registerChannelCommands(program: Command): void {
       .command(`${verb} <id>`)
       .description(
         verb === "trust"
-          ? "sends and purpose edits there run without a gate, from a run of its own (started there or from a linked surface)"
-          : "sends and purpose edits there wait for approval (even a terminal or DM)",
+          ? "sends and purpose edits there run without a gate, from a run of its own (started there or from a linked surface); a linked channel's name sets every member"
+          : "sends and purpose edits there wait for approval (even a terminal or DM); a linked channel's name sets every member",
       )
       .action(async (id: string) => (await doesChannelWord()).trustChannelCommand(verb, id));
   }
@@ -54,26 +54,37 @@ export function registerChannelCommands(program: Command): void {
     );
 
   channel
-    .command("link <id> <other>")
+    .command("link <name> <surfaces...>")
     .description(
-      "make two of one person's direct surfaces (DMs, a terminal) one conversation: one history (the first's), one session; the reply goes where they last wrote; each keeps its own trust",
+      "make one person's direct surfaces (DMs, a terminal) one channel named <name>: one history (interleaved by send time), purpose, store and trust; the reply goes to the surface they wrote from. The older form `link <surface> <other>` (both surface ids) keeps the first surface's history and each surface's own trust",
     )
-    .option("--json", "print the link group as JSON")
-    .action(async (id: string, other: string, flags: { json?: boolean }) =>
-      (await doesChannelWord()).linkChannelCommand(id, other, flags),
+    .option("--json", "print the linked channel as JSON")
+    .action(async (name: string, surfaces: string[], flags: { json?: boolean }) =>
+      (await doesChannelWord()).linkChannelCommand(name, surfaces, flags),
     );
 
   channel
-    .command("unlink <id>")
+    .command("unlink <surface>")
     .description(
-      "take a surface out of its link group: its next message starts its own conversation",
+      "take a surface out of its linked channel: the channel and its history stay with the others; the surface's next message starts a fresh conversation",
     )
-    .action(async (id: string) => (await doesChannelWord()).unlinkChannelCommand(id));
+    .option("--json", "print the channel it left as JSON")
+    .action(async (surface: string, flags: { json?: boolean }) =>
+      (await doesChannelWord()).unlinkChannelCommand(surface, flags),
+    );
 
   channel
-    .command("set <id> <key> <value>")
-    .description("change a setting: mode all|mention (which messages wake the worker)")
-    .action(async (id: string, key: string, value: string) =>
-      (await doesChannelWord()).setChannelCommand(id, key, value),
+    .command("set <id> [key] [value]")
+    .description(
+      "change a setting: mode all|mention (which messages wake the worker); with no key, list the keys with their values",
+    )
+    .option("--json", "with no key: the keys as JSON")
+    .action(
+      async (
+        id: string,
+        key: string | undefined,
+        value: string | undefined,
+        flags: { json?: boolean },
+      ) => (await doesChannelWord()).setChannelCommand(id, key, value, flags),
     );
 }

@@ -7,7 +7,13 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { columns } from "../../ground/text/table.ts";
-import type { Designation, Designations } from "../../records/channels/designations.ts";
+import {
+  type Designation,
+  type Designations,
+  designationOf,
+  trustOf,
+} from "../../records/channels/designations.ts";
+import type { LinkGroup } from "../../records/channels/links.ts";
 import type { MessageRecord } from "../../records/channels/store.ts";
 
 const trustedText = (designation: Designation) =>
@@ -16,7 +22,9 @@ const trustedText = (designation: Designation) =>
       ? " (default)"
       : designation.trustedBy === "unreadable"
         ? " (settings unreadable)"
-        : ""
+        : designation.trustedBy === "link"
+          ? " (linked: shared)"
+          : ""
   }`;
 
 const modeText = (designation: Designation) =>
@@ -36,6 +44,18 @@ function designationJson(designation: Designation) {
   };
 }
 
+/** A channel's link, in words: a linked channel's members, or the channel a member is in. */
+function linkedText(group: LinkGroup | undefined, id: string): string {
+  if (!group) return "-";
+  if (group.name === id) return `${group.surfaces.join(", ") || "(no members)"}`;
+  if (group.name) return `in ${group.name}`;
+  return `with ${group.surfaces.filter((one) => one !== id).join(", ")}`;
+}
+
+function linkJson(group: LinkGroup | undefined) {
+  return group ? { name: group.name ?? null, surfaces: group.surfaces } : null;
+}
+
 /** Said on stderr so the table stays clean: why nothing shows as trusted. */
 function warnUnreadable(designations: Designations, file: string): void {
   if (designations.unreadable !== undefined)
@@ -44,23 +64,49 @@ function warnUnreadable(designations: Designations, file: string): void {
     );
 }
 
+/**
+ * A channel's designation with its trust as a decision reads it: a linked
+ * channel's trust is shared (records/channels/designations.ts trustOf).
+ */
+function standingOf(
+  paths: RosterPaths,
+  designations: Designations,
+  id: string,
+  group: LinkGroup | undefined,
+): Designation {
+  const designation = designationOf(designations, id);
+  const trusted = trustOf(paths, designations, id);
+  return trusted === designation.trusted && group?.name !== id
+    ? designation
+    : { ...designation, trusted, trustedBy: "link" };
+}
+
 /** `roster channel ls`: every channel, and the bots listening, as a table or one JSON object a line. */
 export async function listChannelsCommand(flags: { json?: boolean }): Promise<void> {
   const paths = rosterPaths();
   const { isChannelId } = await import("../../records/channels/ids.ts");
   const { listChannels, readMessages } = await import("../../records/channels/store.ts");
-  const { designationOf, readDesignations, settingsFile } = await import(
-    "../../records/channels/designations.ts"
-  );
+  const { readDesignations, settingsFile } = await import("../../records/channels/designations.ts");
+  const { linkGroups } = await import("../../records/channels/links.ts");
   const designations = readDesignations(paths);
   warnUnreadable(designations, settingsFile(paths));
-  // a channel the operator designated before anyone spoke there is listed too
-  const named = [...designations.trusted, ...designations.untrusted, ...designations.modes.keys()];
+  const groups = linkGroups(paths);
+  const groupFor = (id: string) =>
+    groups.find((group) => group.name === id || group.surfaces.includes(id));
+  // a channel the operator designated or linked before anyone spoke there is listed too
+  const named = [
+    ...designations.trusted,
+    ...designations.untrusted,
+    ...designations.modes.keys(),
+    ...groups.flatMap((group) => [...(group.name ? [group.name] : []), ...group.surfaces]),
+  ];
   const ids = [...new Set([...listChannels(paths), ...named.filter(isChannelId)])].sort();
   const rows = ids.map((id) => {
     const messages = readMessages(paths, id);
+    const group = groupFor(id);
     return {
-      designation: designationOf(designations, id),
+      designation: standingOf(paths, designations, id, group),
+      group,
       messages: messages.length,
       last: messages.at(-1)?.ts,
     };
@@ -68,7 +114,7 @@ export async function listChannelsCommand(flags: { json?: boolean }): Promise<vo
   if (flags.json) {
     for (const row of rows)
       process.stdout.write(
-        `${JSON.stringify({ ...designationJson(row.designation), messages: row.messages, last_ts: row.last ?? null })}\n`,
+        `${JSON.stringify({ ...designationJson(row.designation), linked: linkJson(row.group), messages: row.messages, last_ts: row.last ?? null })}\n`,
       );
     return;
   }
@@ -77,11 +123,12 @@ export async function listChannelsCommand(flags: { json?: boolean }): Promise<vo
     process.stdout.write("no channels\n");
     return;
   }
-  const header = ["ID", "TRUSTED", "MODE", "MESSAGES", "LAST"];
+  const header = ["ID", "TRUSTED", "MODE", "LINKED", "MESSAGES", "LAST"];
   const body = rows.map((row) => [
     row.designation.id,
     trustedText(row.designation),
     modeText(row.designation),
+    linkedText(row.group, row.designation.id),
     String(row.messages),
     when(row.last),
   ]);
@@ -99,9 +146,8 @@ export async function showChannelCommand(
   const { listChannels, readMessages, readPurpose } = await import(
     "../../records/channels/store.ts"
   );
-  const { designationOf, readDesignations, settingsFile } = await import(
-    "../../records/channels/designations.ts"
-  );
+  const { readDesignations, settingsFile } = await import("../../records/channels/designations.ts");
+  const { groupOf } = await import("../../records/channels/links.ts");
   assertChannelId(id);
   const last = Number(flags.last);
   if (!Number.isInteger(last) || last < 0)
@@ -109,7 +155,9 @@ export async function showChannelCommand(
       exitCode: 2,
     });
   const designations = readDesignations(paths);
+  const group = groupOf(paths, id);
   const known =
+    group !== undefined ||
     listChannels(paths).includes(id) ||
     designations.trusted.has(id) ||
     designations.untrusted.has(id) ||
@@ -120,12 +168,12 @@ export async function showChannelCommand(
       hint: "`roster channel ls` lists them",
     });
   warnUnreadable(designations, settingsFile(paths));
-  const designation = designationOf(designations, id);
+  const designation = standingOf(paths, designations, id, group);
   const purpose = readPurpose(paths, id);
   const messages: MessageRecord[] = readMessages(paths, id, { last });
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ ...designationJson(designation), purpose: purpose ?? null, messages }, null, 2)}\n`,
+      `${JSON.stringify({ ...designationJson(designation), linked: linkJson(group), purpose: purpose ?? null, messages }, null, 2)}\n`,
     );
     return;
   }
@@ -133,6 +181,13 @@ export async function showChannelCommand(
     `channel   ${id}`,
     `trusted   ${trustedText(designation)}`,
     `mode      ${modeText(designation)}`,
+    ...(group
+      ? [
+          group.name === id
+            ? `linked    ${id} is one channel of ${group.surfaces.join(" + ") || "(no members now)"}`
+            : `linked    ${linkedText(group, id)}${group.name ? ` (its conversation: roster channel show ${group.name})` : ""}`,
+        ]
+      : []),
     "",
     purpose ? purpose.trimEnd() : "(no purpose.md)",
     "",

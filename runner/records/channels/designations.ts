@@ -7,6 +7,7 @@ import { errorMessage, RosterError } from "../../ground/errors.ts";
 import { replaceFileSync } from "../../ground/files/atomic-replace.ts";
 import { withFileLock } from "../../ground/files/file-lock.ts";
 import { assertChannelId, isDirectChannel } from "./ids.ts";
+import { groupOf } from "./links.ts";
 import { channelsDir } from "./store.ts";
 
 /**
@@ -59,7 +60,8 @@ export interface Designations {
 export interface Designation {
   id: string;
   trusted: boolean;
-  trustedBy: "operator" | "default" | "unreadable";
+  /** "link": a linked channel's shared trust, which no one entry says alone. */
+  trustedBy: "operator" | "default" | "unreadable" | "link";
   mode: WakeMode;
   modeBy: "operator" | "default";
 }
@@ -131,8 +133,31 @@ export function designationOf(designations: Designations, id: string): Designati
   return { id, trusted: direct, trustedBy: "default", ...mode };
 }
 
+/**
+ * Whether a channel is trusted, with links followed. A linked channel's trust
+ * is shared: its name and each member are trusted only while every member is
+ * by its own standing (and the name isn't untrusted), so linking never lends
+ * one surface's trust to a conversation another surface feeds. An older,
+ * unnamed group's surfaces keep their own. Links that can't be read link
+ * nothing: each id is then judged alone.
+ */
+export function trustOf(paths: RosterPaths, designations: Designations, id: string): boolean {
+  let group: ReturnType<typeof groupOf>;
+  try {
+    group = groupOf(paths, id);
+  } catch {
+    group = undefined;
+  }
+  if (!group?.name) return designationOf(designations, id).trusted;
+  return (
+    group.surfaces.length > 0 &&
+    !designations.untrusted.has(group.name) &&
+    group.surfaces.every((surface) => designationOf(designations, surface).trusted)
+  );
+}
+
 export function isTrusted(paths: RosterPaths, id: string): boolean {
-  return designationOf(readDesignations(paths), id).trusted;
+  return trustOf(paths, readDesignations(paths), id);
 }
 
 export function wakeMode(paths: RosterPaths, id: string): WakeMode {

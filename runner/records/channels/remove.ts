@@ -13,6 +13,7 @@ import { archiveStamp, moveAside } from "../../ground/files/move-aside.ts";
 import { liveRunsIn } from "../run-records/live-runs.ts";
 import { forgetChannel, isDesignated, readDesignations } from "./designations.ts";
 import { assertChannelId } from "./ids.ts";
+import { groupOf } from "./links.ts";
 import { channelDir } from "./store.ts";
 
 export interface RemovedChannel {
@@ -39,6 +40,14 @@ export async function removeChannel(
     throw new RosterError(
       `the channel settings can't be read (${designations.unreadable}); nothing was moved`,
       { exitCode: 2, hint: "fix or remove the file by hand, then try again" },
+    );
+  const group = groupOf(paths, id);
+  if (group)
+    throw new RosterError(
+      group.name === id
+        ? `${id} is a linked channel of ${group.surfaces.join(", ")}; nothing was moved`
+        : `${id} is linked (${group.name ? `in ${group.name}` : `with ${group.surfaces.filter((one) => one !== id).join(", ")}`}); nothing was moved`,
+      { exitCode: 2, hint: "roster channel unlink each member first, then remove it" },
     );
   const designated = isDesignated(designations, id);
   if (!existsSync(dir) && !designated)

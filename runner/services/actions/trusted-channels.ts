@@ -1,5 +1,5 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
-import { designationOf, readDesignations } from "../../records/channels/designations.ts";
+import { readDesignations, trustOf } from "../../records/channels/designations.ts";
 import { groupOf } from "../../records/channels/links.ts";
 import { CHAT_PLATFORMS } from "../chat/platforms.ts";
 
@@ -17,14 +17,18 @@ import { CHAT_PLATFORMS } from "../chat/platforms.ts";
  */
 export function trustedChannels(paths: RosterPaths): (channelId: string) => boolean {
   const designations = readDesignations(paths);
-  return (channelId) => designationOf(designations, channelId).trusted;
+  // a linked channel's trust is shared, never wider than its least trusted member
+  return (channelId) => trustOf(paths, designations, channelId);
 }
 
 /** The surfaces that are one conversation with a channel: its link group's, or itself alone. */
 export function conversationOf(paths: RosterPaths): (channelId: string) => readonly string[] {
   return (channelId) => {
     try {
-      return groupOf(paths, channelId)?.surfaces ?? [channelId];
+      const group = groupOf(paths, channelId);
+      if (!group) return [channelId];
+      // a linked channel's runs carry its members as origins; its name is where its purpose is
+      return group.name ? [group.name, ...group.surfaces] : group.surfaces;
     } catch {
       // links.json unreadable: no channel is linked with another (the narrower reading)
       return [channelId];

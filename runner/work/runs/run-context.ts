@@ -4,6 +4,7 @@ import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { replaceFile } from "../../ground/files/atomic-replace.ts";
 import { isChannelId } from "../../records/channels/ids.ts";
+import { homeOf, surfacesOf } from "../../records/channels/links.ts";
 import { readMessages } from "../../records/channels/store.ts";
 import { type RunRecord, readRecord, runDir } from "../../records/run-records/run-record.ts";
 import { readTasks } from "../../records/task-list/store.ts";
@@ -25,7 +26,8 @@ export const RUN_CONTEXT = "run-context.json";
 /** The people who spoke in these channels (people only: workers and bots are not participants). */
 export function participants(paths: RosterPaths, channels: readonly string[]): Participant[] {
   const seen = new Map<string, Participant>();
-  for (const channel of channels) {
+  // a linked surface's messages are kept in its channel's history: read there too
+  for (const channel of new Set([...channels, ...channels.map((one) => homeRead(paths, one))])) {
     for (const message of readMessages(paths, channel)) {
       if (message.role !== "user") continue;
       const handle = message.author_id.replace(/^[a-z]+:/, "");
@@ -36,12 +38,31 @@ export function participants(paths: RosterPaths, channels: readonly string[]): P
   return [...seen.values()];
 }
 
+/** A linked channel's members, or the channel; links that can't be read: the channel (in no class then). */
+function originsOf(paths: RosterPaths, channel: string): string[] {
+  try {
+    return surfacesOf(paths, channel);
+  } catch {
+    return [channel];
+  }
+}
+
+function homeRead(paths: RosterPaths, channel: string): string {
+  try {
+    return homeOf(paths, channel);
+  } catch {
+    return channel;
+  }
+}
+
 /** The channels a run's input came from, from what the host knows of it. */
 export function channelsOf(
   paths: RosterPaths,
   record: Pick<RunRecord, "worker" | "kind" | "channel_id" | "task_id">,
 ): string[] {
-  if (record.kind === "session") return record.channel_id ? [record.channel_id] : [];
+  // a linked channel's session serves its member surfaces: they are where its input comes from
+  if (record.kind === "session")
+    return record.channel_id ? originsOf(paths, record.channel_id) : [];
   if (record.kind !== "task" || !record.task_id) return [];
   const task = readTasks(paths, record.worker).tasks.find((one) => one.id === record.task_id);
   // a task missing from its list is unknown ground: counted as conversation (fail closed)

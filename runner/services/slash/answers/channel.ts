@@ -52,14 +52,21 @@ export async function channelAnswer(
   }
   const standing = designationOf(readDesignations(paths), channel);
   const group = groupOf(paths, channel);
-  const purpose = readPurpose(paths, channel)?.trim();
+  // a linked channel's purpose is its name's, shared by every member
+  const purpose = readPurpose(paths, group?.name ?? channel)?.trim();
   return {
     text: [
       `channel   ${channel}`,
       `trusted   ${standing.trusted ? "yes" : "no"}${standing.trustedBy === "operator" ? "" : ` (${standing.trustedBy})`}`,
       `mode      ${standing.mode}${standing.modeBy === "operator" ? "" : " (default)"}`,
       `purpose   ${purpose ? purpose.split("\n")[0] : "(none yet)"}`,
-      ...(group ? [`linked    ${group.surfaces.filter((one) => one !== channel).join(", ")}`] : []),
+      ...(group
+        ? [
+            group.name
+              ? `linked    ${group.name}: ${group.surfaces.join(", ")}`
+              : `linked    ${group.surfaces.filter((one) => one !== channel).join(", ")}`,
+          ]
+        : []),
     ].join("\n"),
   };
 }
