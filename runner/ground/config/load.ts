@@ -3,6 +3,7 @@ import { join, relative } from "node:path";
 import type { ActionGrant, Scoped, TrustRule } from "./action-schema.ts";
 import { agentDenyGrants, agentFor, checkAgent } from "./agent.ts";
 import { BotBindings } from "./bot-bindings.ts";
+import { type CompiledMeter, compileMeters } from "./budget-cel.ts";
 import type { ConfigError } from "./config-error.ts";
 import { type OrgConfig, orgSchema, type WorkerConfig, workerSchema } from "./config-schema.ts";
 import {
@@ -22,7 +23,7 @@ import {
   checkZone,
   reservedEnvProblem,
 } from "./field-checks.ts";
-import type { BudgetMeter, ScopedGrant, ScopedLimit } from "./grant-schema.ts";
+import type { ScopedGrant, ScopedLimit } from "./grant-schema.ts";
 import { KNOWLEDGE_REPO } from "./knowledge.ts";
 import { locateLine } from "./locate.ts";
 import { checkMcpNames, mcpConnectionNameProblem } from "./mcp-servers.ts";
@@ -32,6 +33,7 @@ import type { PlacedTest } from "./policy-test-schema.ts";
 import { placeTests } from "./policy-tests.ts";
 import { adoptPublicOrg, adoptPublicWorker, noteKnowledgeDefault } from "./public-config.ts";
 import { readConnectionFile } from "./public-connection.ts";
+import { modelFromConnections } from "./public-model.ts";
 import { type ProviderTemplates, readProviders } from "./public-providers.ts";
 import type { PublicFile } from "./public-spelling.ts";
 import { workerSubject } from "./subject.ts";
@@ -57,7 +59,8 @@ export interface LoadedConfig {
   /** Action grants and trust rules, scope stamped (org.toml's; a worker's trust rules gate only). */
   actions: Scoped<ActionGrant>[];
   trust: Scoped<TrustRule>[];
-  meters: BudgetMeter[];
+  /** org.toml's meters, their CEL compiled once here (budget-cel.ts). */
+  meters: CompiledMeter[];
   limits: ScopedLimit[];
   /** `[[test]]` cases of org.toml and each worker.toml, placed (policy-tests.ts). */
   tests: PlacedTest[];
@@ -119,6 +122,16 @@ export function loadConfig(root: string, options: { vaultDir?: string } = {}): L
   const workerGrants = readWorkers(reading, workersDir);
   const connectionGrants = readConnections(reading, join(root, "connections"), options.vaultDir);
   if (org.anyRun) noteKnowledgeDefault(org.anyRun, loaded.connections);
+  // the public roster's deployments name their model by a connection (public-model.ts)
+  if (!loaded.org.model) {
+    const model = modelFromConnections(
+      loaded.connections,
+      (path) => reading.show(join(root, path)),
+      loaded.notices,
+      errors,
+    );
+    if (model) loaded.org.model = model;
+  }
   // an MCP connection allows every tool of its server: it comes after org.toml's grants, so
   // those can deny or gate some of its tools and the connection answers for the rest
   const isMcp = (grant: ScopedGrant) =>
@@ -184,7 +197,14 @@ function readOrg(
   loaded.trust = scopeToWorkers(org.value.trust, "trust", names, where, org.text, errors);
   const modelGrants =
     org.value.model && !errors.length ? [modelGrant(org.value.model, "org", where)] : [];
-  loaded.meters.push(...(org.value.budget?.meter ?? []));
+  loaded.meters.push(
+    ...compileMeters(org.value.budget?.meter ?? [], {
+      file: where,
+      text: org.text,
+      errors,
+      notices: loaded.notices,
+    }),
+  );
   for (const limit of org.value.budget?.limit ?? []) loaded.limits.push({ ...limit, scope: "org" });
   return { orgGrants, modelGrants, ...(adopted.anyRun ? { anyRun: at } : {}) };
 }
