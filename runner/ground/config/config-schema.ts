@@ -70,6 +70,8 @@ export const BudgetSection = Type.Object(
      */
     soft_stop: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1 })),
     currencies: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    /** Values the meters' CEL reads as `vars.<key>` (numbers, strings, booleans, lists, tables). */
+    vars: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     meter: Type.Optional(Type.Array(BudgetMeter)),
     limit: Type.Optional(Type.Array(BudgetLimit)),
     /** Model prices (USD per million tokens) for the `usd` currency; see gateway/spend/prices.ts. */

@@ -98,22 +98,43 @@ export const OrgGrant = Type.Object(
 );
 export type OrgGrant = Static<typeof OrgGrant>;
 
+/**
+ * What a meter's table form matches: a call by rule, host, method, or an MCP
+ * tool call's method and tool name. It means the same as its CEL twin
+ * (`decision.rule == "x" && …`, see budget-cel.ts).
+ */
+export const BudgetTableMatch = Type.Object(
+  {
+    rule: Type.Optional(OneOrMany(Type.String())),
+    host: Type.Optional(OneOrMany(Type.String())),
+    method: Type.Optional(OneOrMany(Type.String())),
+    /** Meters MCP calls: by JSON-RPC method and tool name (globs), e.g. `tool = "create_*"`. */
+    mcp: Type.Optional(McpMatch),
+  },
+  { additionalProperties: false },
+);
+export type BudgetTableMatch = Static<typeof BudgetTableMatch>;
+
+/**
+ * A meter: `match` is a table (above) or a CEL expression that must be a bool;
+ * each `spend` amount is a fixed number or a CEL expression that must be a
+ * number. Expressions are compiled once at load (budget-cel.ts).
+ */
 export const BudgetMeter = Type.Object(
   {
     name: Type.Optional(Type.String()),
     match: Type.Optional(
-      Type.Object(
-        {
-          rule: Type.Optional(OneOrMany(Type.String())),
-          host: Type.Optional(OneOrMany(Type.String())),
-          method: Type.Optional(OneOrMany(Type.String())),
-          /** Meters MCP calls: by JSON-RPC method and tool name (globs), e.g. `tool = "create_*"`. */
-          mcp: Type.Optional(McpMatch),
-        },
-        { additionalProperties: false },
-      ),
+      Type.Union([Type.String({ minLength: 1 }), BudgetTableMatch], {
+        description:
+          "must be a CEL expression (a string) or a table of rule, host, method and mcp",
+      }),
     ),
-    spend: Type.Record(Type.String(), Type.Number({ minimum: 0 })),
+    spend: Type.Record(
+      Type.String(),
+      Type.Union([Type.Number({ minimum: 0 }), Type.String({ minLength: 1 })], {
+        description: "must be a number of 0 or more, or a CEL expression (a string)",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -76,8 +76,12 @@ export function validateToml<T>(
       const options = ((problem.schema as { anyOf?: { const?: unknown }[] }).anyOf ?? []).map(
         (option) => option.const,
       );
+      const { description } = problem.schema as { description?: string };
       if (options.length && options.every((option) => typeof option === "string")) {
         message = `must be one of ${options.join(", ")} (found ${JSON.stringify(problem.value)})`;
+      } else if (description) {
+        // a union of shapes says in words what each may be
+        message = `${description} (found ${JSON.stringify(problem.value)})`;
       }
     }
     const duplicate = errors

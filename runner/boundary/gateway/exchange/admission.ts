@@ -19,7 +19,7 @@ import {
   type Target,
 } from "../judging/request-facts.ts";
 import type { ConfigSource } from "../settings/config-source.ts";
-import type { Budgets } from "../spend/budget.ts";
+import { type Budgets, unmeteredNote } from "../spend/budget.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "../spend/model-meter.ts";
 import type { ClosedPorts } from "../upstream/closed-ports.ts";
 import { UpstreamError } from "../upstream/pools.ts";
@@ -110,6 +110,8 @@ export type RequestAdmission =
       allowInternal: boolean;
       /** A model call: its reported usage is metered from the response. */
       model: boolean;
+      /** For its audit line: the meters that could not be computed for it. */
+      note?: string;
     };
 
 /**
@@ -173,12 +175,16 @@ async function admitRequest(
     entry,
   );
   if (ruling.kind !== "allow") return ruling;
-  const { decision, grant, spend, model } = ruling;
+  const { decision, grant, spend, model, unmetered } = ruling;
   // a model call starts only while the tokens and usd windows have room (checked before
   // any fixed spend is charged); the one that crosses a cap finishes, the next is refused
   const modelOver =
     model && facts.subject ? deps.budgets.check(facts.subject, MODEL_CURRENCIES) : undefined;
-  const over = modelOver ?? (facts.subject ? deps.budgets.charge(facts.subject, spend) : undefined);
+  // a meter that failed spends nothing, but its used-up windows still refuse (budget.ts)
+  const checked = unmetered.flatMap((failure) => failure.currencies);
+  const over =
+    modelOver ??
+    (facts.subject ? deps.budgets.charge(facts.subject, spend, Date.now(), checked) : undefined);
   if (over)
     return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, over) };
   // a page reads as the run but never with the run's credentials (caller.ts)
@@ -187,7 +193,16 @@ async function admitRequest(
     : await injectionFor(deps, decision, grant, facts.host);
   if (!(inject instanceof Map)) return inject;
   if (ruling.literal) return { kind: "refuse", decision, refusal: ruling.literal };
-  return { kind: "forward", decision, inject, spend, allowInternal: ruling.named, model };
+  const note = unmeteredNote(unmetered);
+  return {
+    kind: "forward",
+    decision,
+    inject,
+    spend,
+    allowInternal: ruling.named,
+    model,
+    ...(note ? { note } : {}),
+  };
 }
 
 /** The door serves nothing it can't record: a run past its share of the audit log (audit.ts). */

@@ -252,7 +252,14 @@ async function forward(
   if (!response) return;
   const status = response.statusCode ?? 502;
   const injected = [...ruling.inject.keys()];
-  line.hold({ verdict: "allow", rule: ruleName, status, spend: ruling.spend, injected });
+  line.hold({
+    verdict: "allow",
+    rule: ruleName,
+    status,
+    spend: ruling.spend,
+    injected,
+    ...(ruling.note ? { note: ruling.note } : {}),
+  });
   if (res.destroyed) {
     // the box left while the upstream was answering
     response.destroy();

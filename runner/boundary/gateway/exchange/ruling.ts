@@ -5,7 +5,7 @@ import { denied, type Refusal } from "../judging/refusals.ts";
 import type { McpFacts, RequestFacts } from "../judging/request-facts.ts";
 import { type McpScope, mcpScope } from "../mcp/hosts.ts";
 import { type McpReading, readMcp, recordedMcp } from "../mcp/reading.ts";
-import { spendFor } from "../spend/budget.ts";
+import { type MeterReading, spendFor } from "../spend/budget.ts";
 import { isModelCall } from "../spend/usage.ts";
 import { literalRefusal } from "../upstream/ssrf.ts";
 import { ACTIONS_HOST } from "./action-host.ts";
@@ -34,8 +34,10 @@ export type Ruling =
       kind: "allow";
       decision: Decision;
       grant: ScopedGrant;
-      /** The fixed spends the grant's meters put on it, by currency. */
+      /** The spends the meters put on it before its answer, by currency. */
       spend: Record<string, number>;
+      /** Meters whose CEL could not be computed for it: nothing spent, their currencies checked. */
+      unmetered: MeterReading["failed"];
       /** A model call: its reported usage is metered from the response. */
       model: boolean;
       /** The grant names this host itself: an internal address it resolves to is let through. */
@@ -143,12 +145,7 @@ function ruleOnConfig(
     kind: "allow",
     decision,
     grant,
-    spend: spendFor(config.meters, {
-      rule: grant.name,
-      host: facts.host,
-      method: facts.method,
-      mcp: facts.mcp,
-    }),
+    ...meterReading(spendFor(config.meters, { ...facts, rule: grant.name })),
     model: isModelCall(facts.method, facts.path),
     named,
     literal: literal
@@ -156,6 +153,8 @@ function ruleOnConfig(
       : undefined,
   };
 }
+
+const meterReading = ({ spend, failed }: MeterReading) => ({ spend, unmetered: failed });
 
 /**
  * A gate holds a tool call for a human; anything else it matches is refused,

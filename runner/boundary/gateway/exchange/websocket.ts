@@ -50,6 +50,7 @@ export async function handleUpgrade(
     status: 101,
     spend: ruling.spend,
     injected: [...ruling.inject.keys()],
+    ...(ruling.note ? { note: ruling.note } : {}),
   });
   if (socket.destroyed) {
     reply.socket.destroy();

@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { CelCall, CompiledMeter } from "../../../ground/config/budget-cel.ts";
 import type {
-  BudgetMeter,
+  BudgetTableMatch,
   ModelPrice,
   ScopedLimit,
   Window,
@@ -9,13 +10,14 @@ import type {
 import { hostMatches } from "../../../ground/config/host-pattern.ts";
 import { appendJsonLines } from "../../../ground/files/append-line.ts";
 import { mcpMatches, scopeApplies } from "../judging/judge.ts";
-import type { McpFacts } from "../judging/request-facts.ts";
+import { celAmount, celBool, celCall, type MeteredCall } from "./meter-cel.ts";
 import { costOf, tokensOf } from "./prices.ts";
 import type { ModelUsage } from "./usage.ts";
 
 /**
- * Budgets: meters put a fixed spend on matching calls (by rule, host, method,
- * or an MCP tool call's method and tool name), and a model call spends
+ * Budgets: meters put a spend on matching calls (a table by rule, host,
+ * method, or an MCP tool call's method and tool name; or CEL over the call,
+ * ground/config/budget-cel.ts), and a model call spends
  * the `tokens` (and `usd`) its provider reports (usage.ts, prices.ts); limits
  * cap the spend per window (epoch-aligned; a month is 30 days) at org or
  * worker scope. The call
@@ -58,37 +60,77 @@ export interface BudgetRefusal {
 const list = <T>(value: T | T[] | undefined): T[] | undefined =>
   value === undefined ? undefined : Array.isArray(value) ? value : [value];
 
-/** What a call is, for the meters that match it. */
-export interface MeteredCall {
-  rule: string | undefined;
-  host: string;
-  method: string;
-  /** The request's MCP facts, for meters that count tool calls. */
-  mcp?: McpFacts | null;
+export type { MeteredCall } from "./meter-cel.ts";
+
+/**
+ * What a call's meters came to: the spend per currency, and the meters that
+ * could not be computed (a CEL expression that threw or returned the wrong
+ * thing). Such a meter spends nothing, as in the public roster; its
+ * currencies are still checked against their limits (a used-up window still
+ * refuses the call) and the call's audit line says which meter failed and why.
+ */
+export interface MeterReading {
+  spend: Record<string, number>;
+  failed: { meter: string; currencies: string[]; why: string }[];
 }
 
 /** The spend a call costs, per currency, from every matching meter. */
-export function spendFor(meters: BudgetMeter[], call: MeteredCall): Record<string, number> {
-  const spend: Record<string, number> = {};
+export function spendFor(meters: CompiledMeter[], call: MeteredCall): MeterReading {
+  const reading: MeterReading = { spend: {}, failed: [] };
+  // the call in CEL's spelling, built once and only when a meter reads it
+  let cel: CelCall | undefined;
+  const celOf = () => {
+    cel ??= celCall(call);
+    return cel;
+  };
   for (const meter of meters) {
-    const match = meter.match ?? {};
-    const rules = list(match.rule);
-    if (rules && (call.rule === undefined || !rules.includes(call.rule))) continue;
-    const hosts = list(match.host);
-    if (hosts && !hosts.some((pattern) => hostMatches(pattern, call.host))) continue;
-    const methods = list(match.method);
-    if (
-      methods &&
-      !methods.some((m) => m === "*" || m.toUpperCase() === call.method.toUpperCase())
-    ) {
-      continue;
+    const fail = (currencies: string[], why: string) =>
+      reading.failed.push({ meter: meter.label, currencies, why });
+    if (meter.match && !tableMatches(meter.match, call)) continue;
+    if (meter.when) {
+      const matched = celBool(meter.when, celOf());
+      if (!matched.ok) {
+        fail(
+          meter.spend.map((entry) => entry.currency),
+          matched.why,
+        );
+        continue;
+      }
+      if (!matched.value) continue;
     }
-    if (match.mcp && !mcpMatches(match.mcp, call.mcp ?? null)) continue;
-    for (const [currency, amount] of Object.entries(meter.spend)) {
-      spend[currency] = (spend[currency] ?? 0) + amount;
+    for (const { currency, amount } of meter.spend) {
+      const spent =
+        typeof amount === "number"
+          ? { ok: true as const, value: amount }
+          : celAmount(amount, celOf());
+      if (spent.ok) add(reading.spend, currency, spent.value);
+      else fail([currency], spent.why);
     }
   }
-  return spend;
+  return reading;
+}
+
+/** The audit line's words for meters that could not be computed, if any. */
+export function unmeteredNote(failed: MeterReading["failed"]): string | undefined {
+  if (failed.length === 0) return undefined;
+  return `meter failed, spent nothing: ${failed.map((f) => `${f.meter}: ${f.why}`).join("; ")}`;
+}
+
+const add = (spend: Record<string, number>, currency: string, amount: number) => {
+  spend[currency] = (spend[currency] ?? 0) + amount;
+};
+
+/** The table form: every field it names must match (its CEL twin is their `&&`). */
+function tableMatches(match: BudgetTableMatch, call: MeteredCall): boolean {
+  const rules = list(match.rule);
+  if (rules && (call.rule === undefined || !rules.includes(call.rule))) return false;
+  const hosts = list(match.host);
+  if (hosts && !hosts.some((pattern) => hostMatches(pattern, call.host))) return false;
+  const methods = list(match.method);
+  if (methods && !methods.some((m) => m === "*" || m.toUpperCase() === call.method.toUpperCase())) {
+    return false;
+  }
+  return !match.mcp || mcpMatches(match.mcp, call.mcp ?? null);
 }
 
 export class Budgets {
@@ -97,7 +139,7 @@ export class Budgets {
 
   constructor(
     auditDir: string,
-    private meters: BudgetMeter[],
+    private meters: CompiledMeter[],
     private limits: ScopedLimit[],
     private prices: ModelPrice[] = [],
   ) {
@@ -106,14 +148,14 @@ export class Budgets {
     this.usage = readUsage(this.file);
   }
 
-  reconfigure(meters: BudgetMeter[], limits: ScopedLimit[], prices: ModelPrice[] = []): void {
+  reconfigure(meters: CompiledMeter[], limits: ScopedLimit[], prices: ModelPrice[] = []): void {
     this.meters = meters;
     this.limits = limits;
     this.prices = prices;
   }
 
   /** The spend a call costs, per currency, from every matching meter (spendFor). */
-  spendFor(call: MeteredCall): Record<string, number> {
+  spendFor(call: MeteredCall): MeterReading {
     return spendFor(this.meters, call);
   }
 
@@ -125,9 +167,11 @@ export class Budgets {
     subject: string,
     spend: Record<string, number>,
     now = Date.now(),
+    /** Currencies checked though nothing is spent in them: a meter of theirs failed (MeterReading). */
+    alsoChecked: string[] = [],
   ): BudgetRefusal | undefined {
-    const currencies = Object.keys(spend).filter((currency) => (spend[currency] ?? 0) > 0);
-    const over = this.check(subject, currencies, now);
+    const spent = Object.keys(spend).filter((currency) => (spend[currency] ?? 0) > 0);
+    const over = this.check(subject, [...new Set([...spent, ...alsoChecked])], now);
     if (!over) this.record(subject, spend, now);
     return over;
   }
