@@ -72,7 +72,7 @@ describe("a deployment written for the public roster", () => {
       model: "claude-sonnet-4-5",
       credential: "anthropic",
     });
-    expect(workerView(config, "dobby").model).toMatchObject({
+    expect(workerView(config, "dobby")?.model).toMatchObject({
       provider: "anthropic",
       model: "claude-sonnet-4-5",
     });
