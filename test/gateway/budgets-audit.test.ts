@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runRoster } from "../support/cli.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { viaProxy } from "../support/proxy-clients.ts";
@@ -13,7 +13,7 @@ beforeAll(async () => {
   upstream = await Upstream.start({ tls: false });
   env = await startGatewayEnv(`
 [gateway]
-resolve = { "metered.test" = "127.0.0.1", "free.test" = "127.0.0.1" }
+resolve = { "metered.test" = "127.0.0.1", "free.test" = "127.0.0.1", "cel.test" = "127.0.0.1" }
 
 [[grant]]
 name = "metered"
@@ -25,17 +25,39 @@ name = "free"
 verdict = "allow"
 match = { host = "free.test" }
 
+[[grant]]
+name = "cel-metered"
+verdict = "allow"
+match = { host = "cel.test" }
+
 [budget]
-currencies = ["usd"]
+currencies = ["usd", "bytes"]
+vars = { zero = 0 }
 
 [[budget.meter]]
 match = { rule = "metered", method = "GET" }
 spend = { usd = 0.5 }
 
+# the public roster's spelling: CEL over the call
+[[budget.meter]]
+match = 'decision.rule == "cel-metered" && request.method == "POST"'
+spend = { bytes = "request.bodyBytes" }
+
+# an expression that fails on every call: it spends nothing, and says so
+[[budget.meter]]
+name = "broken"
+match = 'request.host == "cel.test" && request.method == "GET"'
+spend = { bytes = "request.bodyBytes / vars.zero" }
+
 [[budget.limit]]
 currency = "usd"
 window = "day"
 max = 1.0
+
+[[budget.limit]]
+currency = "bytes"
+window = "day"
+max = 10
 `);
 });
 afterAll(async () => {
@@ -74,6 +96,54 @@ describe("budgets", () => {
     expect(usage).toHaveLength(2);
   });
 });
+
+describe("budgets in CEL", () => {
+  it("spend what the expression says on each request, and refuse with 402 past the limit", async () => {
+    const token = await env.token("elf", "run-cel-budget");
+    const proxy = proxyUrlFor(env, token);
+    const url = `http://cel.test:${upstream.port}/upload`;
+    // the failing meter spends nothing and the call goes on while its currency has room
+    expect((await viaProxy(proxy, url)).status).toBe(200);
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await viaProxy(proxy, url, { method: "POST", body: "8 bytes!" })).status);
+    // 8 of 10 bytes, then 16 (the call that crosses completes), then refused
+    expect(statuses).toEqual([200, 200, 402]);
+    // a meter that can't be computed never carries a call past a used-up limit
+    const refused = await viaProxy(proxy, url);
+    expect(refused.status).toBe(402);
+    expect(JSON.parse(refused.body)).toMatchObject({
+      detail: "bytes over day cap (16.0000/10.0000)",
+    });
+
+    // a forwarded exchange's line is written once its answer has been relayed
+    const records = await vi.waitFor(() => {
+      const mine = lines()
+        .map((line) => JSON.parse(line) as CelLine)
+        .filter((line) => line.run_id === "run-cel-budget");
+      expect(mine).toHaveLength(5);
+      return mine;
+    });
+    expect(records.map((line) => [line.request.method, line.status, line.spend])).toEqual([
+      ["GET", 200, undefined],
+      ["POST", 200, { bytes: 8 }],
+      ["POST", 200, { bytes: 8 }],
+      ["POST", 402, undefined],
+      ["GET", 402, undefined],
+    ]);
+    expect(records[0]?.note).toMatch(
+      /^meter failed, spent nothing: broken: "request\.bodyBytes \/ vars\.zero": division by zero/,
+    );
+  });
+});
+
+interface CelLine {
+  run_id: string;
+  status: number;
+  spend?: Record<string, number>;
+  note?: string;
+  request: { method: string };
+}
 
 describe("the decision log", () => {
   it("writes exactly one whole line per request for 50 concurrent clients × 20 requests", async () => {
