@@ -4,7 +4,7 @@
  * runner/cli/does/connection*.ts.
  */
 import { type Command, Option } from "commander";
-import type { AddFlags, SecretFlags } from "../does/connection.ts";
+import type { AddFlags, PublicAddFlags, SecretFlags } from "../does/connection.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 const doesConnection = () => import("../does/connection.ts");
@@ -51,17 +51,27 @@ export function registerConnectionCommands(program: Command): void {
     ["grant", true],
     ["revoke", false],
   ] as const) {
-    connection
+    const command = connection
       .command(`${verb} <name> [worker]`)
       .description(
         grant
           ? "let a worker (or, with --org, every worker) use the connection: adds [grant.<worker>]"
           : "take the connection from a worker (or --org): removes [grant.<worker>]",
       )
-      .option("--org", "every worker ([grant.org])")
-      .action(async (name: string, worker: string | undefined, flags: { org?: boolean }) =>
-        (await doesConnection()).grantCommand(verb, name, worker, flags),
+      .option("--org", "every worker ([grant.org])");
+    if (grant)
+      command.option(
+        "--restrict <dim=ids>",
+        "narrow the edge to the provider's dimensions, e.g. servers=1234 or surfaces=public,dm (repeatable; replaces the edge's)",
+        repeat,
       );
+    command.action(
+      async (
+        name: string,
+        worker: string | undefined,
+        flags: { org?: boolean; restrict?: string[] },
+      ) => (await doesConnection()).grantCommand(verb, name, worker, flags),
+    );
   }
 
   connection
@@ -86,10 +96,11 @@ export function registerConnectionCommands(program: Command): void {
 /** `roster connection add`: the most flags of any command, one for each thing a recipe may need. */
 function declareAddCommand(connection: Command): void {
   connection
-    .command("add <name>")
+    .command("add [name]")
     .description(
-      "write connections/<name>.toml from a recipe and store its secret (from stdin, --secret-env, or asked for); on a terminal, asks for what the recipe needs and the flags don't give",
+      "write connections/<name>.toml from a recipe and store its secret (from stdin, --secret-env, or asked for); on a terminal, asks for what the recipe needs and the flags don't give (with no name, the service to connect)",
     )
+    .option("--name <name>", "the connection's name when it differs from the service named first")
     .option(
       "--from <recipe>",
       "the recipe (roster connection catalog); the name itself when it names one",
@@ -98,6 +109,22 @@ function declareAddCommand(connection: Command): void {
     .option("--url <url>", "mcp: the server's https:// endpoint")
     .option("--path <folder>", "host-dir / host-repo: the folder on the host")
     .option("--rw", "host-dir: mounted read-write")
+    .option(
+      "--header <template>",
+      'the header the gateway injects, instead of the recipe\'s: "Authorization: Bearer {token}"',
+    )
+    .option("--env <VAR>", "the variable a granted box sees, holding a stand-in for the secret")
+    .option(
+      "--method <method>",
+      "an HTTP method the box may use (repeatable; default: the recipe's)",
+      repeat,
+    )
+    .option(
+      "--use <use>",
+      "a chat bot: set up only this use, capability (boxes call its API) or channel (its listener serves the worker) (repeatable)",
+      repeat,
+    )
+    .option("--auth <method>", "api_key (paste a secret) or oauth (sign in, as --oauth)")
     .option("--worker <worker>", "grant it to this worker (repeatable)", repeat)
     .option("--org", "grant it to every worker")
     .option(
@@ -135,7 +162,7 @@ function declareAddCommand(connection: Command): void {
     .option("--device-url <url>", "--declare: the device authorization endpoint")
     .option("--revoke-url <url>", "--declare: the revocation endpoint (rm revokes there)")
     .addOption(new Option("--secret <value>").hideHelp())
-    .action(async (name: string, flags: Partial<AddFlags>) =>
+    .action(async (name: string | undefined, flags: Partial<AddFlags> & PublicAddFlags) =>
       (await doesConnection()).addConnectionCommand(name, flags),
     );
 }

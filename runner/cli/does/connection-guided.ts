@@ -100,39 +100,73 @@ const grantee: Needed = {
     answer === "org" ? { ...flags, org: true } : answer ? { ...flags, worker: [answer] } : flags,
 };
 
-/** The flags with the recipe read from the name when it names one, and what is missing asked for. */
+/** A bare `connection add`: the service, picked from the catalogue, names the connection too. */
+const asService: Needed = {
+  get flag() {
+    return `the service to connect (one of ${recipes()
+      .map((recipe) => recipe.name)
+      .join(", ")}): roster connection add <service>`;
+  },
+  get question() {
+    return `connect which service? (${recipes()
+      .map((recipe) => recipe.name)
+      .join(", ")})`;
+  },
+  set: (flags, answer) => ({ ...flags, from: answer }),
+};
+
+/**
+ * The connection's name and its flags: with no name, the service asked for
+ * (it names the connection); the recipe read from the name when it names
+ * one, and what is missing asked for.
+ */
 export async function guidedAddFlags(
-  name: string,
+  named: string | undefined,
   given: Partial<AddFlags>,
   terminal = process.stdin.isTTY === true,
-): Promise<AddFlags> {
-  // --declare names a provider for any API: a bearer token from it, unless a recipe is named
-  const from = given.from ?? (findRecipe(name) ? name : given.declare ? "bearer" : "");
-  let flags: AddFlags = { ...given, from };
+): Promise<{ name: string; flags: AddFlags }> {
   const ask = terminal ? questioner() : undefined;
   try {
-    if (!flags.from) {
-      if (!ask) throw missing([asRecipe]);
-      flags = asRecipe.set(flags, await ask(asRecipe.question));
+    let name = named;
+    if (name === undefined) {
+      if (given.from !== undefined) name = given.from;
+      else if (!ask) throw missing([asService]);
+      else name = await ask(asService.question);
     }
-    const recipe = findRecipe(flags.from);
-    // an unknown recipe is refused by the add itself, naming the recipes
-    if (!recipe) return flags;
-    // the forms of --oauth, and a recipe with no secret to paste, sign in by consent
-    const oauthOnly = recipe.oauth !== undefined && recipe.secretField === undefined;
-    if (flags.device || flags.declare || oauthOnly) flags = { ...flags, oauth: true };
-    const needed = [...reachNeeded(recipe, flags), ...clientNeeded(recipe, flags)];
-    if (!ask) {
-      if (needed.length) throw missing(needed);
-      return flags;
-    }
-    for (const one of needed) flags = one.set(flags, await ask(one.question));
-    const granted = flags.org || flags.worker?.length || recipe.kind === "action-credential";
-    if (!granted) flags = grantee.set(flags, await ask(grantee.question));
-    return flags;
+    return { name, flags: await guided(name, given, ask) };
   } finally {
     ask?.close();
   }
+}
+
+async function guided(
+  name: string,
+  given: Partial<AddFlags>,
+  ask: ReturnType<typeof questioner> | undefined,
+): Promise<AddFlags> {
+  // --declare, or a host given, names any API: a bearer token from it, unless a recipe is named
+  const from =
+    given.from ?? (findRecipe(name) ? name : given.declare || given.host?.length ? "bearer" : "");
+  let flags: AddFlags = { ...given, from };
+  if (!flags.from) {
+    if (!ask) throw missing([asRecipe]);
+    flags = asRecipe.set(flags, await ask(asRecipe.question));
+  }
+  const recipe = findRecipe(flags.from);
+  // an unknown recipe is refused by the add itself, naming the recipes
+  if (!recipe) return flags;
+  // the forms of --oauth, and a recipe with no secret to paste, sign in by consent
+  const oauthOnly = recipe.oauth !== undefined && recipe.secretField === undefined;
+  if (flags.device || flags.declare || oauthOnly) flags = { ...flags, oauth: true };
+  const needed = [...reachNeeded(recipe, flags), ...clientNeeded(recipe, flags)];
+  if (!ask) {
+    if (needed.length) throw missing(needed);
+    return flags;
+  }
+  for (const one of needed) flags = one.set(flags, await ask(one.question));
+  const granted = flags.org || flags.worker?.length || recipe.kind === "action-credential";
+  if (!granted) flags = grantee.set(flags, await ask(grantee.question));
+  return flags;
 }
 
 function missing(needed: Needed[]): RosterError {

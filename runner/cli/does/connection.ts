@@ -7,8 +7,9 @@ import { rosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
 import type { Recipe } from "../../work/connections/recipes.ts";
 import type { AddFlags } from "./connection-guided.ts";
+import type { PublicAddFlags } from "./connection-public.ts";
 
-export type { AddFlags };
+export type { AddFlags, PublicAddFlags };
 
 export interface SecretFlags {
   secretEnv?: string;
@@ -34,11 +35,24 @@ export async function catalogCommand(flags: { json?: boolean }): Promise<void> {
   }
 }
 
-/** `roster connection add`: the file from a recipe, its secret, and a verify when asked. */
-export async function addConnectionCommand(name: string, given: Partial<AddFlags>): Promise<void> {
+/**
+ * `roster connection add`: the file from a recipe, its secret, and a verify
+ * when asked. With no name, the service is asked for (connection-guided.ts);
+ * the public roster's flags are read as ours (connection-public.ts).
+ */
+export async function addConnectionCommand(
+  word: string | undefined,
+  given: Partial<AddFlags> & PublicAddFlags,
+): Promise<void> {
   if (given.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
+  const { readPublicAdd, shapeOf, usesOf } = await import("./connection-public.ts");
+  const spelled = readPublicAdd(word, given);
   const { guidedAddFlags } = await import("./connection-guided.ts");
-  const flags = await guidedAddFlags(name, given);
+  const { name, flags } = await guidedAddFlags(spelled.name, spelled.flags);
+  const { findRecipe } = await import("../../work/connections/recipes.ts");
+  const recipe = findRecipe(flags.from);
+  const shape = shapeOf(given, recipe);
+  const uses = usesOf(given, recipe);
   const { addConnection } = await import("../../work/connections/manage.ts");
   const { readSecret } = await import("../../work/connections/secret-input.ts");
   const paths = rosterPaths();
@@ -54,6 +68,8 @@ export async function addConnectionCommand(name: string, given: Partial<AddFlags
     fields: parseFields(flags.field ?? []),
     secret: () => readSecret({ label: name, secretEnv: flags.secretEnv }),
     ...(flags.oauth ? { signIn: (recipe: Recipe) => signInFor(paths, name, recipe, flags) } : {}),
+    ...(shape ? { shape } : {}),
+    ...(uses ? { uses } : {}),
   });
   if (added.file) process.stdout.write(`wrote ${added.file} (from recipe ${added.recipe.name})\n`);
   if (added.stored)
@@ -103,19 +119,25 @@ export async function storeSecretCommand(name: string, flags: SecretFlags): Prom
   if (flags.verify) await verifyCommand(name, flags);
 }
 
-/** `roster connection grant` / `revoke`: one [grant.<worker>] table added or removed. */
+/**
+ * `roster connection grant` / `revoke`: one [grant.<worker>] table added or
+ * removed; `--restrict servers=…` / `surfaces=…` writes the edge's
+ * dimensions (the loader checks them against the provider's, as for a
+ * hand-written file).
+ */
 export async function grantCommand(
   verb: "grant" | "revoke",
   name: string,
   worker: string | undefined,
-  flags: { org?: boolean },
+  flags: { org?: boolean; restrict?: string[] },
 ): Promise<void> {
   const grant = verb === "grant";
   if ((worker === undefined) === !flags.org)
     throw new RosterError(`${verb} needs one worker, or --org`, { exitCode: 2 });
   const edge = flags.org ? "org" : (worker ?? "");
+  const scope = parseRestrict(flags.restrict ?? []);
   const { grantConnection } = await import("../../work/connections/manage.ts");
-  const change = await grantConnection(rosterPaths(), name, edge, grant);
+  const change = await grantConnection(rosterPaths(), name, edge, grant, scope);
   const who = edge === "org" ? "every worker (org)" : edge;
   if (!change.changed) {
     process.stdout.write(
@@ -191,6 +213,34 @@ export async function verifyCommand(
     `verify ${name} (as ${result.as}): ${result.ok ? result.detail : `failing: ${result.detail}`}\n`,
   );
   if (!result.ok) process.exitCode = 1;
+}
+
+/** `--restrict servers=111,222` (repeatable): each dimension's ids; one dimension once. */
+function parseRestrict(entries: string[]): Record<string, string[]> {
+  const scope: Record<string, string[]> = {};
+  for (const entry of entries) {
+    const at = entry.indexOf("=");
+    const dim = entry.slice(0, at).trim();
+    const ids = entry
+      .slice(at + 1)
+      .split(",")
+      .map((id) => id.trim())
+      .filter(Boolean);
+    if (at < 1 || !/^[a-z][a-z_]*$/.test(dim) || !ids.length)
+      throw new RosterError(
+        `--restrict ${entry}: expected DIM=ID,ID…, e.g. servers=1234 or surfaces=public,dm`,
+        { exitCode: 2 },
+      );
+    if (scope[dim])
+      throw new RosterError(
+        `--restrict ${dim} is given twice: list its ids once, comma-separated`,
+        {
+          exitCode: 2,
+        },
+      );
+    scope[dim] = [...new Set(ids)];
+  }
+  return scope;
 }
 
 function parseFields(entries: string[]): Record<string, string> {

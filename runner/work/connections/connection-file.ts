@@ -19,13 +19,28 @@ export interface NewConnection {
   path?: string;
   readWrite?: boolean;
   edges: string[];
+  /** A service's methods, header or env variable, given instead of the recipe's. */
+  shape?: ConnectionShape;
+}
+
+/** What `connection add --method / --header / --env` say of a service in place of its recipe. */
+export interface ConnectionShape {
+  methods?: string[];
+  inject?: { header: string; value: string };
+  /** The variable a granted box sees, holding a stand-in (ground/config/sentinel.ts). */
+  env?: string;
 }
 
 const quote = (value: string): string => JSON.stringify(value);
 const list = (values: string[]): string => `[${values.map(quote).join(", ")}]`;
 
 export function renderConnection(spec: NewConnection): string {
-  const { name, recipe } = spec;
+  const { name, shape } = spec;
+  const recipe = {
+    ...spec.recipe,
+    ...(shape?.methods ? { methods: shape.methods } : {}),
+    ...(shape?.inject ? { inject: shape.inject } : {}),
+  };
   const lines = [
     `# ${name}: ${recipe.summary}`,
     `# Written by \`roster connection add ${name} --from ${recipe.name}\`; edit it freely.`,
@@ -38,6 +53,7 @@ export function renderConnection(spec: NewConnection): string {
       `hosts = ${list(spec.hosts)}`,
       `methods = ${list(recipe.methods ?? ["*"])}`,
     );
+    if (shape?.env) lines.push(`env = ${quote(shape.env)}`);
     if (recipe.inject) {
       lines.push(
         `inject_header = ${quote(recipe.inject.header)}`,
@@ -88,14 +104,48 @@ export interface Edited {
   kept: boolean;
 }
 
-/** Adds `[grant.<edge>]`; undefined when the file grants it already. */
-export function addEdge(text: string, file: string, edge: string): Edited | undefined {
+/**
+ * Adds `[grant.<edge>]`, with the dimensions `scope` names (`servers = […]`);
+ * undefined when the file grants it already so. An edge granted with other
+ * dimensions has them replaced; a grant naming none leaves an edge as it is.
+ */
+export function addEdge(
+  text: string,
+  file: string,
+  edge: string,
+  {
+    scope = {},
+    provider,
+  }: { scope?: Record<string, string[]>; provider?: string | undefined } = {},
+): Edited | undefined {
+  const dims = Object.entries(scope);
+  // dimensions are the provider's: a file that names none names the recipe it was written from
+  if (dims.length && provider) text = withProvider(text, file, provider);
   const before = parseFile(text, file);
-  if (edgesOf(text, file).includes(edge)) return undefined;
-  const appended = `${text.endsWith("\n") || text === "" ? text : `${text}\n`}[grant.${edge}]\n`;
-  const expected = withEdges(before, (edges) => ({ ...edges, [edge]: {} }));
+  if (edgesOf(text, file).includes(edge)) {
+    const held = grantOf(before)[edge];
+    if (!dims.length || canonical(held ?? {}) === canonical(scope)) return undefined;
+    const cut = removeEdge(text, file, edge);
+    if (!cut) return undefined;
+    const added = addEdge(cut.text, file, edge, { scope });
+    return added && { text: added.text, kept: cut.kept && added.kept };
+  }
+  const body = dims.map(([dim, ids]) => `${dim} = ${list(ids)}\n`).join("");
+  const appended = `${text.endsWith("\n") || text === "" ? text : `${text}\n`}[grant.${edge}]\n${body}`;
+  const expected = withEdges(before, (edges) => ({ ...edges, [edge]: scope }));
   if (sameValues(appended, expected)) return { text: appended, kept: true };
   return { text: stringify(expected), kept: false };
+}
+
+/** `provider = "<name>"` above the file's first key, unless the file names one. */
+function withProvider(text: string, file: string, provider: string): string {
+  if (typeof parseFile(text, file).provider === "string") return text;
+  const line = `provider = ${quote(provider)}\n`;
+  // first among the keys, where a person reads what the file is
+  const first = /^[ \t]*[A-Za-z_"'[]/m.exec(text);
+  return first
+    ? `${text.slice(0, first.index)}${line}${text.slice(first.index)}`
+    : `${text}${line}`;
 }
 
 /** Removes the `[grant.<edge>]` table; undefined when the file does not grant it. */
@@ -103,7 +153,8 @@ export function removeEdge(text: string, file: string, edge: string): Edited | u
   const before = parseFile(text, file);
   if (!edgesOf(text, file).includes(edge)) return undefined;
   const header = new RegExp(
-    `^[ \\t]*\\[[ \\t]*grant[ \\t]*\\.[ \\t]*(${edge}|"${edge}"|'${edge}')[ \\t]*\\][ \\t]*(#[^\\n]*)?(\\r?\\n|$)`,
+    // the table's header and its one-line keys (an edge's dimensions)
+    `^[ \\t]*\\[[ \\t]*grant[ \\t]*\\.[ \\t]*(${edge}|"${edge}"|'${edge}')[ \\t]*\\][ \\t]*(#[^\\n]*)?(\\r?\\n|$)([ \\t]*[a-z_]+[ \\t]*=[^\\n]*(\\r?\\n|$))*`,
     "m",
   );
   const cut = text.replace(header, "");

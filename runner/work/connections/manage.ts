@@ -8,6 +8,7 @@ import { applyConfigChange } from "../../ground/config/trial.ts";
 import { RosterError } from "../../ground/errors.ts";
 import { storeCredential } from "../runs/credentials.ts";
 import { botBinding } from "./bot-binding.ts";
+import type { ConnectionShape } from "./connection-file.ts";
 import { addEdge, edgesOf, removeEdge, renderConnection } from "./connection-file.ts";
 import { forgetState, readState, stateFile, updateState } from "./connection-state.ts";
 import type { SignedIn } from "./oauth/sign-in.ts";
@@ -50,6 +51,9 @@ export interface AddOptions {
   secret: () => Promise<string>;
   /** `--oauth`: consent instead of the secret, likewise only after every check passed. */
   signIn?: (recipe: Recipe) => Promise<SignedIn>;
+  shape?: ConnectionShape;
+  /** `--use`: a bot's uses; without "capability" no box is granted, without "channel" no worker bound. */
+  uses?: { capability: boolean; channel: boolean };
 }
 
 export interface Added {
@@ -79,17 +83,19 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
     ...(options.url !== undefined ? { url: options.url } : {}),
     ...(path !== undefined ? { path } : {}),
     ...(options.readWrite ? { readWrite: true } : {}),
-    edges: options.edges,
+    edges: options.uses?.capability === false ? [] : options.edges,
+    ...(options.shape ? { shape: options.shape } : {}),
   });
   const secret = !signed && recipe.secretField ? await options.secret() : undefined;
-  const binding = recipe.bindsChannel
-    ? botBinding(
-        paths,
-        name,
-        recipe.bindsChannel,
-        options.edges.filter((edge) => edge !== "org"),
-      )
-    : undefined;
+  const binding =
+    recipe.bindsChannel && options.uses?.channel !== false
+      ? botBinding(
+          paths,
+          name,
+          recipe.bindsChannel,
+          options.edges.filter((edge) => edge !== "org"),
+        )
+      : undefined;
   await applyConfigChange(paths, [{ file, text }, ...(binding?.change ? [binding.change] : [])]);
   let stored: string | undefined;
   if (signed) {
@@ -282,6 +288,7 @@ export async function grantConnection(
   name: string,
   edge: string,
   grant: boolean,
+  scope: Record<string, string[]> = {},
 ): Promise<EdgeChange> {
   checkName(name);
   checkName(edge, "worker");
@@ -292,7 +299,8 @@ export async function grantConnection(
     });
   const shown = `connections/${name}.toml`;
   const text = readFileSync(file, "utf8");
-  const edited = grant ? addEdge(text, shown, edge) : removeEdge(text, shown, edge);
+  const via = grant && { scope, provider: readState(paths, name).recipe };
+  const edited = via ? addEdge(text, shown, edge, via) : removeEdge(text, shown, edge);
   if (!edited) return { changed: false, kept: true, file };
   await applyConfigChange(paths, [{ file, text: edited.text }]);
   return { changed: true, kept: edited.kept, file };
