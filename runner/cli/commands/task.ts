@@ -1,11 +1,12 @@
 /**
- * `roster task add | ls | show | rm | requeue`: declares the commands for a
+ * `roster task add | relay | ls | show | rm | requeue`: declares the commands for a
  * worker's task list and its recurring templates (the server dispatches them)
  * — their arguments, flags and help. What each does lives in
  * runner/cli/does/task*.ts.
  */
 import type { Command } from "commander";
 import type { AddFlags } from "../../work/tasks/operator-add.ts";
+import type { RelayFlags } from "../../work/tasks/relay.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 const doesTask = () => import("../does/task.ts");
@@ -25,9 +26,25 @@ export function registerTaskCommands(program: Command): void {
     .option("--every <interval>", 'recurring: an interval, "30m", "6h" or "1d"')
     .option("--window <HH:MM-HH:MM>", "recurring: never start outside this host-local window")
     .option("--after <ids>", "start only when these tasks are done (comma-separated ids)")
+    .option(
+      "--proactive",
+      "file it as the worker's own, not the operator's: it waits while a budget limit is at its soft stop",
+    )
     .option("--json", "the task or template as JSON")
     .action(async (worker: string, prompt: string[], flags: AddFlags) =>
       (await doesTask()).addTaskCommand(worker, prompt, flags),
+    );
+
+  task
+    .command("relay <worker> <message...>")
+    .description(
+      "file an inbound message as a task, quoted as untrusted outside content (never an instruction)",
+    )
+    .option("--from <who>", "who it came from, as a label the prompt quotes (not checked)")
+    .option("--ceiling <minutes>", "wall-clock ceiling of its run in minutes (default 15)")
+    .option("--json", "the task as JSON")
+    .action(async (worker: string, message: string[], flags: RelayFlags) =>
+      (await doesTask()).relayTaskCommand(worker, message, flags),
     );
 
   task

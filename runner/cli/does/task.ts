@@ -1,7 +1,9 @@
 /**
- * What `roster task add | ls | show | rm | requeue` do and print: a worker's
- * task list and its recurring templates, as lines or JSON. What the operator
- * files has owner standing. Loaded only when one of these commands runs.
+ * What `roster task add | relay | ls | show | rm | requeue` do and print: a
+ * worker's task list and its recurring templates, as lines or JSON. What the
+ * operator files has owner standing (unless --proactive); a relayed message
+ * is the sender's, not the operator's: proactive, quoted as outside content.
+ * Loaded only when one of these commands runs.
  */
 
 import { existsSync, readdirSync } from "node:fs";
@@ -9,6 +11,7 @@ import { join } from "node:path";
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { operatorName } from "../../ground/operator.ts";
 import type { AddFlags } from "../../work/tasks/operator-add.ts";
+import type { RelayFlags } from "../../work/tasks/relay.ts";
 
 const operator = () => operatorName();
 
@@ -21,6 +24,31 @@ export async function addTaskCommand(
   const { fileOperatorTask } = await import("../../work/tasks/operator-add.ts");
   process.stdout.write(
     await fileOperatorTask(rosterPaths(), worker, prompt.join(" "), flags, operator()),
+  );
+}
+
+/** `roster task relay`: an inbound message on the worker's list, quoted as untrusted content. */
+export async function relayTaskCommand(
+  worker: string,
+  message: string[],
+  flags: RelayFlags,
+): Promise<void> {
+  const { fileRelay } = await import("../../work/tasks/relay.ts");
+  const { RosterError } = await import("../../ground/errors.ts");
+  const ceiling = flags.ceiling === undefined ? undefined : Number(flags.ceiling);
+  if (ceiling !== undefined && !Number.isFinite(ceiling))
+    throw new RosterError(`--ceiling ${flags.ceiling}: a number of minutes`, { exitCode: 2 });
+  const { task, version } = await fileRelay(rosterPaths(), {
+    worker,
+    message: message.join(" "),
+    from: flags.from,
+    ceilingMin: ceiling,
+    by: operator(),
+  });
+  process.stdout.write(
+    flags.json
+      ? `${JSON.stringify({ ...task, worker })}\n`
+      : `${task.id} pending for ${worker}: relayed from ${JSON.stringify(task.relayed_from)}, quoted as untrusted content (proactive, ${task.ceiling_min} min; list version ${version})\n`,
   );
 }
 

@@ -29,7 +29,7 @@ export interface Task {
   at?: string;
   state: TaskState;
   filed_at: string;
-  /** "cli:<user>", or "run:<id>" when a worker filed it. */
+  /** "cli:<user>", "run:<id>" when a worker filed it, or "hook:<name>" for a webhook's delivery. */
   filed_by: string;
   /** The run that has it (claimed) or last had it. */
   run_id?: string;
@@ -57,4 +57,11 @@ export interface Task {
    * stepped around by filing a task.
    */
   context_channels?: string[];
+  /**
+   * Who an inbound message came from, when the task relays one (`roster task
+   * relay`, a webhook): its prompt holds that message as quoted outside
+   * content, and its context_channels say "relay:<from>" so the run counts as
+   * carrying it.
+   */
+  relayed_from?: string;
 }

@@ -3,7 +3,7 @@ import { connectEngine } from "../../boundary/box/connect.ts";
 import { loadTestedConfig } from "../../boundary/gateway/policy/vetting.ts";
 import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
 import { runningGateway } from "../../boundary/gateway/process/health.ts";
-import { defaultListen, parseAddr } from "../../boundary/gateway/process/listen.ts";
+import { defaultListen } from "../../boundary/gateway/process/listen.ts";
 import { superviseGateway } from "../../boundary/gateway/process/supervised.ts";
 import { StoreSweep } from "../../boundary/store/passes.ts";
 import { sendToolName } from "../../ground/chat/terms.ts";
@@ -21,6 +21,8 @@ import { SessionRouter } from "../../work/sessions/router.ts";
 import { OfferDesk } from "../actions/offers.ts";
 import { CHAT_PLATFORMS } from "../chat/platforms.ts";
 import type { RunningConsole } from "../console/serve.ts";
+import type { RunningHooks } from "../hooks/listener.ts";
+import { startHooks } from "../hooks/start.ts";
 import { ListenerSupervisor } from "../listeners/supervisor.ts";
 import type { RunningMetrics } from "../metrics/metrics-listener.ts";
 import { startMetrics } from "../metrics/start.ts";
@@ -30,6 +32,7 @@ import { handedTurn } from "./handed-turn.ts";
 import { recover } from "./recover.ts";
 import { type RunSocket, serveRuns } from "./run-socket.ts";
 import { readServerState, type ServerState, serverLockFile, serverStateFile } from "./state.ts";
+import { startWebConsole } from "./web-console.ts";
 
 export { readServerState, type ServerState, serverStateFile } from "./state.ts";
 
@@ -145,6 +148,8 @@ interface Services {
   runs: RunSocket | undefined;
   sweep: StoreSweep | undefined;
   metrics: RunningMetrics | undefined;
+  /** Signed webhooks, each delivery a relayed task (`[[webhook]]`; none in --once). */
+  hooks: RunningHooks | undefined;
   /** The server's part of the traces: what it holds goes out as it stops. */
   traces: { unwatch: (() => void) | undefined; flush: () => Promise<void> } | undefined;
   /** Before each dispatch tick: count the sessions, offer, sweep, refill the ready boxes. */
@@ -223,6 +228,7 @@ async function startServices(
     sessions: () => counts.sessions,
   });
   const traces = tracing ? { unwatch, flush: () => tracing.flush() } : undefined;
+  const hooks = options.once ? undefined : await startHooks(paths, config.org, note);
   return {
     ready,
     router,
@@ -232,6 +238,7 @@ async function startServices(
     runs,
     sweep,
     metrics,
+    hooks,
     traces,
     beforeTick,
   };
@@ -290,6 +297,8 @@ async function takeOverRuns(
 /** Stops what startServices started, in the order that leaves nothing half-done. */
 async function stopServices(services: Services): Promise<void> {
   await services.metrics?.close();
+  // no delivery is filed once the server has begun to stop
+  await services.hooks?.close();
   await services.runs?.close();
   await services.webConsole?.close();
   await services.listeners.stop();
@@ -334,35 +343,6 @@ async function recoverFirst(
   for (const id of recovered.crashed) note(`run ${id} crashed with the last server; recorded`);
   for (const id of recovered.settled) note(`task ${id} had reported its outcome; settled`);
   for (const id of recovered.requeued) note(`task ${id} was interrupted; requeued`);
-}
-
-/**
- * The web console: loopback unless [console] listen says otherwise; a failure
- * to start it is reported and the server goes on (the CLI desk still works).
- */
-async function startWebConsole(
-  paths: RosterPaths,
-  config: LoadedConfig,
-  router: SessionRouter,
-  note: (text: string) => void,
-): Promise<RunningConsole | undefined> {
-  try {
-    const { startConsole, DEFAULT_CONSOLE_LISTEN } = await import("../console/serve.ts");
-    // the schema checked its shape; one parser for every HOST:PORT
-    const [listen] = parseAddr(config.org.console?.listen ?? DEFAULT_CONSOLE_LISTEN);
-    if (!listen) throw new Error("no address to listen on");
-    const webConsole = await startConsole({
-      paths,
-      listen,
-      workers: () => [...loadConfig(paths.config).workers.keys()],
-      sessions: () => router.sessions(),
-    });
-    note(`console on ${webConsole.url}; log in with ${webConsole.loginUrl}`);
-    return webConsole;
-  } catch (error) {
-    note(`the web console did not start: ${errorMessage(error)}`);
-    return undefined;
-  }
 }
 
 /** Dispatches until SIGTERM or SIGINT (with --once: the due tasks, then it returns). */

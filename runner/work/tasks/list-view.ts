@@ -59,6 +59,9 @@ export function taskDetail(task: Task & { worker: string }, run?: RunSummary): s
     `filed     ${task.filed_at} by ${task.filed_by}`,
     `ceiling   ${task.ceiling_min} min${task.at ? `, not before ${task.at}` : ""}${task.window ? `, only within ${task.window}` : ""}`,
     ...(task.depends_on?.length ? [`after     ${task.depends_on.join(", ")}`] : []),
+    ...(task.relayed_from
+      ? [`relayed   from ${JSON.stringify(task.relayed_from)}: untrusted outside content`]
+      : []),
     ...(task.channel
       ? [`channel   ${task.channel}${task.reply_to ? " (its answer goes back there)" : ""}`]
       : []),

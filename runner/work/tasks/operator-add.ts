@@ -8,7 +8,13 @@ import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { scheduleZone } from "../../ground/config/time-zone.ts";
 import { RosterError } from "../../ground/errors.ts";
-import { newTaskId, type Task, updateList, updateTasks } from "../../records/task-list/store.ts";
+import {
+  newTaskId,
+  type Standing,
+  type Task,
+  updateList,
+  updateTasks,
+} from "../../records/task-list/store.ts";
 import { dependencyProblem } from "./readiness.ts";
 import { applyTemplates } from "./template-edit.ts";
 
@@ -20,15 +26,22 @@ export interface AddFlags {
   every?: string;
   window?: string;
   after?: string;
+  /** The worker's own standing instead of the operator's: it waits at the budget's soft stop. */
+  proactive?: boolean;
   json?: boolean;
 }
 
 /**
  * `roster task add`: a task, or with --cron/--every a recurring template,
  * checked field by field (the flag named in the error) before anything is
- * written. The operator's filings have owner standing.
+ * written. The operator's filings have owner standing unless --proactive
+ * files them as the worker's own (they wait while a budget limit stands at
+ * or above its soft stop, and owner tasks go first).
  */
 const usage = { exitCode: 2 } as const;
+
+const standingOf = (flags: Pick<AddFlags, "proactive">): Standing =>
+  flags.proactive ? "proactive" : "owner";
 
 export async function fileOperatorTask(
   paths: RosterPaths,
@@ -64,7 +77,7 @@ export async function fileOperatorTask(
     state: "pending",
     filed_at: new Date().toISOString(),
     filed_by: by,
-    standing: "owner",
+    standing: standingOf(flags),
   };
   const list = await updateTasks(paths, worker, (current) => {
     const problem = dependencyProblem([entry], new Set(current.tasks.map((one) => one.id)));
@@ -73,7 +86,7 @@ export async function fileOperatorTask(
   });
   return flags.json
     ? `${JSON.stringify(entry)}\n`
-    : `${entry.id} pending for ${worker} (list version ${list.version})\n`;
+    : `${entry.id} pending for ${worker}${flags.proactive ? " (proactive: waits at the budget's soft stop)" : ""} (list version ${list.version})\n`;
 }
 
 async function addTemplate(
@@ -104,7 +117,7 @@ async function addTemplate(
           ...(flags.ceiling !== undefined ? { ceiling_min: flags.ceiling } : {}),
         },
       ],
-      { by, standing: "owner", now, zone },
+      { by, standing: standingOf(flags), now, zone },
     );
     added = recurring.at(-1);
     return { tasks: current.tasks, recurring };

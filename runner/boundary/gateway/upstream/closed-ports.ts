@@ -7,7 +7,8 @@ import { addressProblem } from "./ssrf.ts";
 /**
  * Host services no box may reach whatever a grant says: the web console
  * (where gates are approved), the server's /metrics (`[telemetry]
- * metrics_listen`: the deployment's numbers) and the gateway itself (its door control closes
+ * metrics_listen`: the deployment's numbers), the webhook listener (`[webhooks]
+ * listen`: a box must not file tasks, nor try secrets) and the gateway itself (its door control closes
  * other runs' doors; its health check names the host's config). A
  * destination is closed when its port is one of these services' and it is
  * this machine. That is judged twice: by name before any grant (loopback,
@@ -36,14 +37,21 @@ export interface ServicePlaces {
   console?: { listen?: string } | undefined;
   gateway?: { port?: number | undefined; listen?: string[] | undefined } | undefined;
   telemetry?: { metrics_listen?: string | undefined } | undefined;
+  /** Served only when a `[[webhook]]` is set, on `[webhooks] listen` or its default. */
+  webhook?: unknown[] | undefined;
+  webhooks?: { listen?: string | undefined } | undefined;
 }
 
-type Service = "console" | "gateway" | "metrics";
+/** Where the webhook listener binds unless `[webhooks] listen` says (ground/config/webhook-schema.ts). */
+const DEFAULT_WEBHOOK_PORT = 7719;
+
+type Service = "console" | "gateway" | "metrics" | "webhooks";
 
 const WHAT: Record<Service, string> = {
   console: "roster's console",
   gateway: "roster's gateway (its door control and health check)",
   metrics: "roster's metrics",
+  webhooks: "roster's webhook listener",
 };
 
 const HOST_NAMES = new Set(["localhost", "host.docker.internal", "gateway.docker.internal"]);
@@ -92,11 +100,16 @@ export class ClosedPorts {
       if (port) gateway.push(port);
     }
     const metrics = portOf(places.telemetry?.metrics_listen ?? "");
-    return new ClosedPorts(
+    const closed = new ClosedPorts(
       [consolePort(places.console), ...extra],
       gateway,
       metrics ? [metrics] : [],
     );
+    if (places.webhook?.length) {
+      const port = portOf(places.webhooks?.listen ?? "") ?? DEFAULT_WEBHOOK_PORT;
+      if (!closed.ports.has(port)) closed.ports.set(port, "webhooks");
+    }
+    return closed;
   }
 
   /** A port the gateway turned out to listen on (port 0 is chosen at bind). */
