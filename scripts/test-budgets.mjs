@@ -23,6 +23,10 @@ export const BUDGETS = {
     seconds: 150,
     why: "a real run each of Claude Code and Codex, each of which may first build its agent's layer on the box image; each probe sweeps the box's files, the agent's 400 MB package among them (measured 46 s with both layers already built)",
   },
+  "test/unit/memory-cli.test.ts": {
+    seconds: 45,
+    why: "sixteen real roster commands on one deployment, each a process of its own (measured 26 s on a loaded machine)",
+  },
   "test/server/ready-boxes.test.ts": {
     seconds: 50,
     why: "nine cases through one real server; one waits out the 10 s idle window, the least the schema allows",

@@ -40,7 +40,16 @@ export async function publicDeployment(): Promise<PublicDeployment> {
   }
   await mkdir(join(root, "shared-notes"));
   await writeFile(join(root, "shared-notes/readme.md"), "The notes say: the door holds.\n");
-  execFileSync("git", ["init", "-q", "--bare", "-b", "main", join(root, "research-kb.git")]);
+  // the research repo, with a first commit on main (a run starts from main)
+  const seed = join(root, "research-seed");
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.name=Ops", "-c", "user.email=ops@example.test", ...args]);
+  git("init", "-q", "-b", "main", seed);
+  await writeFile(join(seed, "index.md"), "# Research\n");
+  git("-C", seed, "add", "index.md");
+  git("-C", seed, "commit", "-q", "-m", "first");
+  git("clone", "-q", "--bare", seed, join(root, "research-kb.git"));
+  await rm(seed, { recursive: true, force: true });
   await storeCredential(paths.vault, "github", { token: "github-token-from-the-vault" });
   await storeCredential(paths.vault, "discord", { token: "discord-bot-token" });
   await storeCredential(paths.vault, "tracker", { key: "tracker-key-from-the-vault" });
