@@ -204,8 +204,8 @@ describe("connection files written for the public roster", () => {
     });
     expect(config.errors).toEqual([]);
     expect(said(root, config.notices)).toEqual([
-      "connections/discord.toml:6: grant.dobby: the box may call /api/v10/channels/<id> for the 1 channel listed and /api/v10/guilds/<id> for the 1 server listed (/api/v10 only); roster refuses every other channel, which the public roster's door would open, since a request's path shows neither a channel's server nor its class",
-      "connections/discord.toml:10: grant.kdemo: the box may call no channel's or server's path (/api/v10 only); roster refuses public channels and DMs, which the public roster's door would open, since a request's path shows neither a channel's server nor its class; a bot listening as \"discord\" hears no channel as public: roster does not classify channels",
+      "connections/discord.toml:6: grant.dobby: the box may call /api/v10/channels/<id> for the 1 channel listed and /api/v10/guilds/<id> for the 1 server listed (/api/v10 only); roster refuses the listed servers' channels by their paths and DMs, which the public roster's door would open, since a request's path shows no channel's server nor whether it is a DM",
+      "connections/discord.toml:10: grant.kdemo: the box may call /api/v10/channels/<id> for a channel its bot's listener recorded as public from the platform's permissions (none recorded: refused) (/api/v10 only); roster refuses DMs, which the public roster's door would open, since a request's path shows no channel's server nor whether it is a DM",
     ]);
 
     const post = (worker: string, path: string) =>
@@ -262,7 +262,7 @@ describe("connection files written for the public roster", () => {
     expect(dobby("discord-555-777")).toBe(false);
     expect(dobby("discord-dm-42")).toBe(true); // DMs by default
     expect(kdemo("discord-dm-42")).toBe(true); // "dm" named
-    expect(kdemo("discord-1015381923845-777")).toBe(false); // "public": not classified here
+    expect(kdemo("discord-1015381923845-777")).toBe(false); // "public": no class recorded for it
     expect(elf("discord-dm-42")).toBe(false); // no edge: nothing
     // a bot whose connection names no provider (roster's own file) hears every channel, as before
     const { config: ours } = await load({
@@ -351,7 +351,7 @@ describe("connection files written for the public roster", () => {
     });
     expect(config.errors).toEqual([]);
     expect(said(root, config.notices)).toEqual([
-      "connections/looper.toml:6: restrict: the box may call /api/v10/channels/<id> for the 1 channel listed (/api/v10 only); roster refuses DMs, which the public roster's door would open, since a request's path shows neither a channel's server nor its class",
+      "connections/looper.toml:6: restrict: the box may call /api/v10/channels/<id> for the 1 channel listed (/api/v10 only); roster refuses DMs, which the public roster's door would open, since a request's path shows no channel's server nor whether it is a DM",
       "connections/notion.toml:1: provider: Notion is signed in here by OAuth consent (roster connection add notion --oauth) and sent as authorization: Bearer {access}; for an integration token set inject_header and inject_value",
     ]);
     expect(config.connections.get("gitlab")?.grant).toEqual({ dobby: {}, kdemo: {} });

@@ -100,6 +100,12 @@ export interface EdgeScopeTerms {
   readonly classes: readonly string[];
   /** A roster channel id of this platform read as an edge judges it; undefined when it is not one. */
   readonly placeOf: (channelId: string) => EdgePlace | undefined;
+  /**
+   * A room's class (`public`, `private`) as its listener recorded it, by the
+   * roster channel id or by the platform's own id for it (as a request's path
+   * names it); undefined when none is recorded, which admits it to no class.
+   */
+  readonly classOf?: (channel: { roster: string } | { surface: string }) => string | undefined;
 }
 
 /** Where a message came from, in the platform's own ids: a direct one is in no server. */

@@ -9,7 +9,11 @@ import { ServerName } from "./chat-schema.ts";
  * (lower case, chat-schema.ts); `surfaces` the kinds: `dm`, `room`, a
  * platform's own (the terminal's `term`, as it declares it: ground/chat/
  * terms.ts surfaceKinds), and `none` for a run no channel started (a
- * command line, a schedule). Each field left out admits everything it would
+ * command line, a schedule); a room class, `public` or `private`, which
+ * admits a room only by the class its platform's listener recorded from the
+ * platform's own permissions (records/channels/surface-class.ts: none
+ * recorded, none admitted); or one channel, by its roster id or the
+ * platform's own id for it. Each field left out admits everything it would
  * name.
  */
 export type Surface = string;
@@ -23,7 +27,7 @@ export const ChannelClass = Type.Object(
       }),
     ),
     surfaces: Type.Optional(
-      Type.Array(Type.String({ format: "chat-surface" }), {
+      Type.Array(Type.String({ format: "chat-surface-class" }), {
         minItems: 1,
         uniqueItems: true,
       }),

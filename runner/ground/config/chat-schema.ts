@@ -52,11 +52,31 @@ for (const [format, rule] of Object.entries(RULES))
   );
 FormatRegistry.Set("executor", (value) => executorNames().includes(value));
 FormatRegistry.Set("chat-surface", (value) => surfaceKinds().includes(value));
+/**
+ * What a channel class's `surfaces` may hold (channel-class-schema.ts): a
+ * surface kind, a room class (`public`, `private`: as the platform's
+ * permissions say), or one channel: a platform's roster channel id, or the
+ * platform's own id for it (digits, as Discord's are).
+ */
+const ROOM_CLASS_WORDS = ["public", "private"];
+FormatRegistry.Set(
+  "chat-surface-class",
+  (value) =>
+    surfaceKinds().includes(value) ||
+    ROOM_CLASS_WORDS.includes(value) ||
+    /^[0-9]{1,32}$/.test(value) ||
+    (/^[a-z0-9][a-z0-9._-]{0,127}$/.test(value) &&
+      chatPlatforms().some((platform) => value.startsWith(platform.channelPrefix))),
+);
 
 /** A refusal's words for a value a format turned down (toml-file.ts), as a pattern's or a union's would read. */
 export function formatSaid(format: string): string | undefined {
   if (format === "executor") return `must be one of ${executorNames().join(", ")}`;
   if (format === "chat-surface") return `must be one of ${surfaceKinds().join(", ")}`;
+  if (format === "chat-surface-class")
+    return `must be one of ${[...surfaceKinds(), ...ROOM_CLASS_WORDS].join(", ")}, or one channel's id (${chatPlatforms()
+      .map((platform) => `${platform.channelPrefix}…`)
+      .join(", ")}, or the platform's own digits)`;
   const rule = RULES[format];
   return rule ? `must match ${patternOf(rule)}` : undefined;
 }

@@ -9,21 +9,39 @@ import type { EdgeScope, ScopedGrant } from "./grant-schema.ts";
  * roster can hold it and refused where it can't: never wider than it says.
  *
  * At the door, the edge's rules allow each listed channel's and server's API
- * paths, refuse every other channel and server path, refuse every other
- * version of the API (which would reach the same channels by paths no rule
- * names), and allow the rest of the host as an empty edge would. A request's
- * path shows neither a channel's server nor its class (public, private, a
- * DM), so a channel is only ever opened by its id here; the public roster
- * also opens a listed server's channels, a class's channels and DMs, which
- * is said in a notice where a file asks for them (public-connection.ts).
+ * paths, a channel of a listed class (`public`, `private`) by the class its
+ * bot's listener recorded for it from the platform's own permissions, refuse
+ * every other channel and server path, refuse every other version of the
+ * API (which would reach the same channels by paths no rule names), and
+ * allow the rest of the host as an empty edge would. A channel whose class
+ * was never recorded is in no class (fail closed). A request's path shows no
+ * channel's server, so a listed server opens its own paths, not its
+ * channels'; the public roster also opens those and DMs, which is said in a
+ * notice where a file asks for them (public-connection.ts).
  *
  * At the bot's listener, the edge of the connection its `[channels]`
  * credential names decides which channels' messages are handed on: a listed
- * channel, any channel of a listed server, and DMs unless the edge names
- * classes without `dm`. Channels are never classified public or private
- * here, so a class other than `dm` admits none (fail closed).
+ * channel, any channel of a listed server, a channel of a listed class, and
+ * DMs unless the edge names classes without `dm`.
  */
 const CLASS_DM = "dm";
+
+/**
+ * A rule that holds only for the channels whose recorded class it names: the
+ * judge asks `admits` of the id after `path` (boundary/gateway/judging/judge.ts).
+ */
+export interface ClassedGrant extends ScopedGrant {
+  readonly surfaceClass?: { readonly path: string; readonly admits: (surface: string) => boolean };
+}
+
+/** Whether a rule holds for this path: always, unless it is a class rule and the path's channel isn't of its class. */
+export function surfaceClassAdmits(grant: ClassedGrant, path: string): boolean {
+  const classed = grant.surfaceClass;
+  if (!classed) return true;
+  if (!path.startsWith(`${classed.path}/`)) return false;
+  const surface = path.slice(classed.path.length + 1).split("/")[0] ?? "";
+  return surface !== "" && classed.admits(surface);
+}
 
 /** The rules for one edge, in order; only the allow of an empty edge when it names no dimension. */
 export function edgeGrants(
@@ -45,9 +63,30 @@ export function edgeGrants(
     scope: allow.scope,
     source: allow.source,
   });
+  const roomClasses = (edge.surfaces ?? []).filter(
+    (entry) => terms.classes.includes(entry) && entry !== CLASS_DM,
+  );
+  const classOf = terms.classOf;
+  const classed: ClassedGrant[] =
+    roomClasses.length && classOf
+      ? [
+          {
+            ...at(terms.surfacePath),
+            name: `${allow.name}:class-${roomClasses.join("-")}`,
+            surfaceClass: {
+              path: terms.surfacePath,
+              admits: (surface) => {
+                const recorded = classOf({ surface });
+                return recorded !== undefined && roomClasses.includes(recorded);
+              },
+            },
+          },
+        ]
+      : [];
   return [
     ...ids.map((id) => at(`${terms.surfacePath}/${id}`)),
     ...servers.map((id) => at(`${terms.serverPath}/${id}`)),
+    ...classed,
     refuse("channels", terms.surfacePath),
     refuse("servers", terms.serverPath),
     at(terms.api.version),
@@ -64,9 +103,13 @@ export function edgeAdmits(edge: EdgeScope, terms: EdgeScopeTerms, channel: stri
   // a DM is one person seeking the worker out: admitted unless the edge names classes without it
   if ("direct" in place) return classes.length === 0 || classes.includes(CLASS_DM);
   if (!edge.servers && !edge.surfaces) return true;
-  return (
-    (edge.surfaces ?? []).includes(place.surface) || (edge.servers ?? []).includes(place.server)
-  );
+  if ((edge.surfaces ?? []).includes(place.surface) || (edge.servers ?? []).includes(place.server))
+    return true;
+  // a room of a listed class, by the class its listener recorded (none recorded: none)
+  const roomClasses = classes.filter((entry) => entry !== CLASS_DM);
+  if (!roomClasses.length) return false;
+  const recorded = terms.classOf?.({ roster: channel });
+  return recorded !== undefined && roomClasses.includes(recorded);
 }
 
 /** The dimensions a connection's edges may narrow it by: its provider's, when it names one that has them. */

@@ -265,23 +265,32 @@ function scopeSaid(scope: EdgeScope, terms: EdgeScopeTerms, name: string): strin
   const classes = (scope.surfaces ?? []).filter((entry) => terms.classes.includes(entry));
   const ids = (scope.surfaces ?? []).length - classes.length;
   const servers = (scope.servers ?? []).length;
+  const roomClasses = classes.filter((entry) => entry !== "dm");
+  const classed = roomClasses.length > 0 && terms.classOf !== undefined;
   const may = [
     ...(ids ? [`${terms.surfacePath}/<id> for the ${count(ids, "channel")} listed`] : []),
     ...(servers ? [`${terms.serverPath}/<id> for the ${count(servers, "server")} listed`] : []),
+    ...(classed
+      ? [
+          `${terms.surfacePath}/<id> for a channel its bot's listener recorded as ${roomClasses.join(" or ")} from the platform's permissions (none recorded: refused)`,
+        ]
+      : []),
   ];
-  const unclassed = classes.filter((entry) => entry !== "dm");
-  const refused = servers
-    ? ["every other channel"]
-    : [
-        ...unclassed.map((entry) => `${entry} channels`),
-        ...(classes.length === 0 || classes.includes("dm") ? ["DMs"] : []),
-      ];
+  const refused = [
+    ...(servers ? ["the listed servers' channels by their paths"] : []),
+    ...(!classed ? roomClasses.map((entry) => `${entry} channels`) : []),
+    ...(classes.length === 0 || classes.includes("dm") ? ["DMs"] : []),
+  ];
   return [
     `the box may call ${may.length ? may.join(" and ") : "no channel's or server's path"} (${terms.api.version} only)`,
-    `roster refuses ${refused.join(" and ")}, which the public roster's door would open, since a request's path shows neither a channel's server nor its class`,
-    ...(unclassed.length
+    ...(refused.length
       ? [
-          `a bot listening as "${name}" hears no channel as ${unclassed.join(" or ")}: roster does not classify channels`,
+          `roster refuses ${refused.join(" and ")}, which the public roster's door would open, since a request's path shows no channel's server nor whether it is a DM`,
+        ]
+      : []),
+    ...(roomClasses.length && !classed
+      ? [
+          `a bot listening as "${name}" hears no channel as ${roomClasses.join(" or ")}: roster does not classify these channels`,
         ]
       : []),
   ].join("; ");

@@ -1,6 +1,7 @@
 import { platformTermsOf } from "../../ground/chat/terms.ts";
 import type { ChannelClass, Surface } from "../../ground/config/channel-class-schema.ts";
 import { isChannelId, isDirectChannel } from "./ids.ts";
+import { isRoomClass, recordedClass } from "./surface-class.ts";
 
 /**
  * Whether a run's origins fall in a class of channels (ground/config/
@@ -35,11 +36,26 @@ export function classAdmits(
   return origins.every((origin) => {
     // provenance that could not be known ("task:<id>") is in no class
     if (!isChannelId(origin)) return false;
-    if (channels.surfaces && !channels.surfaces.includes(surfaceOf(origin))) return false;
+    if (channels.surfaces && !surfaceAdmits(channels.surfaces, origin)) return false;
     if (!channels.servers) return true;
     const server = serverOf(origin);
     return server !== undefined && channels.servers.includes(server);
   });
+}
+
+/**
+ * Whether one origin is on a class's surfaces list: by its kind, as the one
+ * channel named (its roster id, or its platform's own id for it), or, for a
+ * room, by the class (`public`, `private`) its listener recorded for it.
+ */
+function surfaceAdmits(surfaces: readonly string[], origin: string): boolean {
+  const kind = surfaceOf(origin);
+  if (surfaces.includes(kind) || surfaces.includes(origin)) return true;
+  const place = platformTermsOf(origin)?.connection?.edgeScope?.placeOf(origin);
+  if (place && "surface" in place && surfaces.includes(place.surface)) return true;
+  if (kind !== "room" || !surfaces.some(isRoomClass)) return false;
+  const recorded = recordedClass(origin);
+  return recorded !== undefined && surfaces.includes(recorded);
 }
 
 /** The class in words, for a refusal. */

@@ -1,3 +1,4 @@
+import { surfaceClassAdmits } from "../../../ground/config/edge-scope.ts";
 import type { McpMatch, ScopedGrant, Verdict } from "../../../ground/config/grant-schema.ts";
 import { hostName } from "../../../ground/config/host-name.ts";
 import { hostMatches } from "../../../ground/config/host-pattern.ts";
@@ -104,6 +105,8 @@ export function judge(grants: ScopedGrant[], facts: RequestFacts, phase: Phase):
     // a grant limited to a class of channels is not there for a run started elsewhere
     if (grant.channels && !classAdmits(grant.channels, facts.origins)) continue;
     if (!matches(grant, facts, phase)) continue;
+    // a rule for a class of channels holds only for a channel recorded in that class
+    if (!surfaceClassAdmits(grant, facts.path)) continue;
     if (phase === "request" && grant.verdict === "tunnel") {
       // a tunnel grant only ever pipes raw bytes; an inner request it matches is refused
       return {

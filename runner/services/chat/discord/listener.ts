@@ -23,6 +23,7 @@ import { cursorChannels, readCursor } from "../../listeners/cursors.ts";
 import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
 import { discordChannelId, discordPlace } from "./ids.ts";
 import { handleDiscordPress, postDiscordOffer } from "./offers.ts";
+import { DiscordRoomClasses } from "./room-classes.ts";
 import {
   handleDiscordAutocomplete,
   handleDiscordCommand,
@@ -66,6 +67,7 @@ export class DiscordListener implements ChatAdapter {
   private applicationId: string | undefined;
   private readonly registered = new Set<string>();
   private readonly queues: ChannelQueues;
+  private readonly classes: DiscordRoomClasses;
 
   constructor(
     private readonly host: ListenerHost,
@@ -82,6 +84,7 @@ export class DiscordListener implements ChatAdapter {
       timeout: 15_000,
       retries: 3,
     }).setToken(token);
+    this.classes = new DiscordRoomClasses(this.rest, host.paths, host.note);
   }
 
   async start(): Promise<void> {
@@ -235,7 +238,13 @@ export class DiscordListener implements ChatAdapter {
     }
   }
 
-  private handle(channel: string, message: APIMessage & { guild_id?: string }): Promise<void> {
+  private async handle(
+    channel: string,
+    message: APIMessage & { guild_id?: string },
+  ): Promise<void> {
+    // a room's class is read before its message meets the edge that may name one
+    if (message.guild_id)
+      await this.classes.classify(channel, message.guild_id, message.channel_id);
     let typing: NodeJS.Timeout | undefined;
     const stopTyping = () => {
       if (typing) clearInterval(typing);

@@ -1,3 +1,4 @@
+import { recordedClass, recordedClassOfSurface } from "../../../records/channels/surface-class.ts";
 import type { ChatPlatform } from "../platform.ts";
 import { sendTool } from "../send-tool.ts";
 import { DISCORD_PREFIX, discordPlace } from "./ids.ts";
@@ -41,6 +42,11 @@ export const discord: ChatPlatform = {
           ? { direct: true }
           : { server: place.guild, surface: place.channel };
       },
+      // as the listener read it from Discord's permissions (room-classes.ts)
+      classOf: (channel) =>
+        "roster" in channel
+          ? recordedClass(channel.roster)
+          : recordedClassOfSurface(DISCORD_PREFIX, channel.surface),
     },
   },
   sender: discordSender,
