@@ -5,7 +5,8 @@
  * clients connect to it unchanged:
  * - HTTP under /api/v10 with `Authorization: Bot <token>`: POST
  *   /channels/:id/messages, POST /users/@me/channels, GET /gateway/bot, GET
- *   /channels/:id/messages (history paging), POST /channels/:id/typing — JSON
+ *   /channels/:id/messages (history paging), POST /channels/:id/typing, GET
+ *   /channels/:id and GET /guilds/:id/roles (discord-permissions.ts) — JSON
  *   bodies, Discord's error bodies (`{message, code}`), its rate-limit headers,
  *   and a 429 the way Discord sends one (Retry-After, X-RateLimit-*, and
  *   `{message, retry_after, global}`);
@@ -57,6 +58,7 @@ import {
   type StoredAttachment,
   storedAttachment,
 } from "./discord-objects.ts";
+import { DiscordPermissions } from "./discord-permissions.ts";
 
 export type { AutocompleteRun, CommandRun, SimpleOptions } from "./discord-commands.ts";
 export type { DiscordRequest } from "./discord-http.ts";
@@ -80,6 +82,8 @@ export class DiscordStandIn {
   private readonly users: Set<string>;
   /** Every channel's messages, users' and the bot's alike, and the guild a channel is in. */
   private readonly channelMessages: DiscordChannels;
+  /** Who may see each guild channel: GET /channels/:id and GET /guilds/:id/roles (`permissions.hide(id)` makes one private). */
+  readonly permissions: DiscordPermissions;
   private readonly directory = new Map<string, APIUser>();
   private readonly attachments = new Map<string, StoredAttachment>();
   /** The gateway's own records and hooks (RECONNECT, INVALID_SESSION, close codes, queries). */
@@ -114,6 +118,7 @@ export class DiscordStandIn {
       url: () => this.gatewayUrl,
     });
     this.channelMessages = new DiscordChannels(this.gateway, this.botUserId);
+    this.permissions = new DiscordPermissions((id) => this.channelMessages.guildOf(id));
     this.interactions = new DiscordInteractions({
       applicationId: options.botUserId,
       botUser: this.botUser,
@@ -337,6 +342,7 @@ export class DiscordStandIn {
       return;
     }
     if (this.commands.registry.route(req.method ?? "", path, body, res)) return;
+    if (this.permissions.route(req.method ?? "", path, (id) => this.channels.has(id), res)) return;
     if (req.method === "GET" && path === "/api/v10/gateway/bot") {
       reply(res, 200, gatewayBot(this.gatewayUrl), limitHeaders(4));
       return;
