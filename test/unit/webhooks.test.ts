@@ -122,6 +122,12 @@ worker = "elf"
 scheme = "github"
 secret = "gh-hook"
 per_minute = 1
+
+[[webhook]]
+name = "unset"
+worker = "elf"
+scheme = "github"
+secret = "unset-hook"
 `,
   );
   for (const [name, key] of [
@@ -229,6 +235,9 @@ describe("signed webhooks", () => {
     const again = await github(issue(1), "d-0001");
     expect(again.status).toBe(200);
     expect(again.body.status).toBe("duplicate");
+    // the same signed body under an id of its own is a replay, not a new delivery
+    const renamed = await github(issue(1), "d-0001-renamed");
+    expect([renamed.status, renamed.body.status]).toEqual([200, "duplicate"]);
     await hooks?.close();
     hooks = await start();
     const afterRestart = await github(issue(1), "d-0001");
@@ -294,6 +303,19 @@ describe("signed webhooks", () => {
     });
     expect(stale.status).toBe(401);
     expect(stale.body.reason).toMatch(/X-Roster-Timestamp is \d+ s from this host's clock/);
+  });
+
+  it("refuses every delivery with 503 while the hook's secret is not in the vault, and says so", async () => {
+    const body = issue(5);
+    const reply = await post("unset", body, {
+      "x-github-event": "issues",
+      "x-github-delivery": "u-1",
+      "x-hub-signature-256": hubSignature("anything-at-all-0123456789", body),
+    });
+    expect([reply.status, reply.body.reason]).toEqual([503, "this hook's secret is not set up"]);
+    const said =
+      'webhook unset: the vault has no credential "unset-hook" with a key of 16 characters or more (roster login unset-hook): every delivery is refused';
+    expect(notes.filter((line) => line === said).length).toBeGreaterThanOrEqual(2);
   });
 
   it("answers 404 for a hook that is not configured, and no box may reach the port", async () => {

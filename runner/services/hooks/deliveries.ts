@@ -52,12 +52,15 @@ export class SeenDeliveries {
     this.filing.delete(id);
   }
 
-  /** The delivery was filed: kept, the oldest beyond the bound forgotten, written before this resolves. */
-  async remember(id: string): Promise<void> {
-    this.filing.delete(id);
-    if (this.ids.has(id)) return;
-    this.kept.push({ id, at: new Date().toISOString() });
-    this.ids.add(id);
+  /** The delivery was filed: its keys kept, the oldest beyond the bound forgotten, written before this resolves. */
+  async remember(keys: readonly string[]): Promise<void> {
+    const at = new Date().toISOString();
+    for (const id of keys) {
+      this.filing.delete(id);
+      if (this.ids.has(id)) continue;
+      this.kept.push({ id, at });
+      this.ids.add(id);
+    }
     for (const old of this.kept.splice(0, Math.max(0, this.kept.length - this.max)))
       this.ids.delete(old.id);
     const text = `${JSON.stringify({ deliveries: this.kept })}\n`;

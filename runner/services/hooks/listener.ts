@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { readCredential } from "../../boundary/gateway/credentials/vault.ts";
 import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import type { WebhookRule } from "../../ground/config/webhook-schema.ts";
@@ -11,6 +10,7 @@ import { fileRelay } from "../../work/tasks/relay.ts";
 import { TokenBucket } from "./bucket.ts";
 import { SeenDeliveries } from "./deliveries.ts";
 import { deliveryText } from "./delivery-text.ts";
+import { secretOf, secretProblem } from "./secret.ts";
 import { verify } from "./signature.ts";
 
 /**
@@ -32,8 +32,6 @@ import { verify } from "./signature.ts";
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** Deliveries filed per minute per hook unless `per_minute` says otherwise. */
 export const DEFAULT_PER_MINUTE = 30;
-/** The shortest secret taken: a guessable one would let anyone file tasks. */
-const MIN_SECRET_CHARS = 16;
 
 export interface RunningHooks {
   url: string;
@@ -165,15 +163,14 @@ async function take(
   if (!body)
     return { status: 413, outcome: "refused", reason: `the body is over ${MAX_BODY_BYTES} bytes` };
   const { rule } = hook;
-  const key = readCredential(paths.vault, rule.secret)?.key;
-  if (typeof key !== "string" || key.length < MIN_SECRET_CHARS) {
-    const reason = `the vault has no credential "${rule.secret}" with a key of ${MIN_SECRET_CHARS} characters or more (roster login ${rule.secret}): every delivery is refused`;
-    note(`webhook ${rule.name}: ${reason}`);
+  const key = secretOf(paths, rule.secret);
+  if (key === undefined) {
+    note(`webhook ${rule.name}: ${secretProblem(paths, rule.secret)}`);
     return { status: 503, outcome: "refused", reason: "this hook's secret is not set up" };
   }
   const verdict = verify(rule.scheme, key, req.headers, body);
   if (!verdict.ok) return { status: 401, outcome: "refused", reason: verdict.reason };
-  const { delivery, event } = verdict;
+  const { delivery, event, keys } = verdict;
   const seen = { delivery, ...(event ? { event } : {}) };
   if (event === "ping") return { status: 200, outcome: "ignored", reason: "ping", ...seen };
   if (event && rule.events && !rule.events.includes("*") && !rule.events.includes(event))
@@ -183,7 +180,7 @@ async function take(
       reason: `event "${event}" is not in events`,
       ...seen,
     };
-  if (hook.seen.has(delivery))
+  if (keys.some((key) => hook.seen.has(key)))
     return { status: 200, outcome: "duplicate", reason: "this delivery was filed before", ...seen };
   const wait = hook.bucket.take();
   if (wait !== undefined)
@@ -195,7 +192,7 @@ async function take(
       ...seen,
     };
   const said = deliveryText(rule, delivery, event, req.headers, body);
-  hook.seen.hold(delivery);
+  for (const key of keys) hook.seen.hold(key);
   try {
     const { task } = await fileRelay(paths, {
       worker: rule.worker,
@@ -204,7 +201,7 @@ async function take(
       ceilingMin: rule.ceiling,
       by: `hook:${rule.name}`,
     });
-    await hook.seen.remember(delivery);
+    await hook.seen.remember(keys);
     return {
       status: 202,
       outcome: "accepted",
@@ -213,7 +210,7 @@ async function take(
       ...(said.action ? { action: said.action } : {}),
     };
   } catch (error) {
-    hook.seen.release(delivery);
+    for (const key of keys) hook.seen.release(key);
     throw error;
   }
 }

@@ -8,7 +8,8 @@ import type { WebhookScheme } from "../../ground/config/webhook-schema.ts";
  *
  * - "github": `X-Hub-Signature-256: sha256=<hex>`, the HMAC-SHA256 of the raw
  *   body (GitHub's own). GitHub signs no time, so a replay is stopped by its
- *   delivery id (`X-GitHub-Delivery`), remembered (deliveries.ts).
+ *   delivery id (`X-GitHub-Delivery`) and its signature, both remembered
+ *   (deliveries.ts): the same body sent again under a new id is a replay too.
  * - "hmac-sha256", for any other sender: `X-Roster-Timestamp: <unix seconds>`,
  *   optionally `X-Roster-Delivery: <id>`, and `X-Roster-Signature:
  *   sha256=<hex>`, the HMAC-SHA256 of `<timestamp>.<id>.<raw body>` (id empty
@@ -22,7 +23,13 @@ import type { WebhookScheme } from "../../ground/config/webhook-schema.ts";
 export const REPLAY_WINDOW_SECS = 5 * 60;
 
 export type Verdict =
-  | { ok: true; delivery: string; event?: string }
+  | {
+      ok: true;
+      delivery: string;
+      event?: string;
+      /** Every key a repeat of this delivery would be known by (the id, and for GitHub the signature). */
+      keys: string[];
+    }
   | { ok: false; reason: string };
 
 const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
@@ -69,7 +76,7 @@ function verifyGithub(secret: string, headers: IncomingHttpHeaders, body: Buffer
   if (!ID.test(delivery)) return { ok: false, reason: "no usable X-GitHub-Delivery header" };
   if (!/^[a-z_]{1,64}$/.test(event))
     return { ok: false, reason: "no usable X-GitHub-Event header" };
-  return { ok: true, delivery, event };
+  return { ok: true, delivery, event, keys: [delivery, `mac:${signature.toString("hex")}`] };
 }
 
 function verifyGeneric(
@@ -98,7 +105,8 @@ function verifyGeneric(
       ok: false,
       reason: `X-Roster-Timestamp is ${Math.round(skew)} s from this host's clock (at most ${REPLAY_WINDOW_SECS} s)`,
     };
-  return { ok: true, delivery: id || `mac:${signature.toString("hex")}` };
+  const delivery = id || `mac:${signature.toString("hex")}`;
+  return { ok: true, delivery, keys: [delivery] };
 }
 
 /** What a sender puts in X-Roster-Signature (for its docs, and for tests that sign as a sender would). */

@@ -4,6 +4,7 @@ import type { RosterPaths } from "../../ground/config/paths.ts";
 import { DEFAULT_WEBHOOK_LISTEN } from "../../ground/config/webhook-schema.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import type { RunningHooks } from "./listener.ts";
+import { secretProblem } from "./secret.ts";
 
 /**
  * The webhook listener, when org.toml has a `[[webhook]]` (off otherwise:
@@ -25,10 +26,14 @@ export async function startHooks(
     if (!listen) throw new Error("no address to listen on");
     const { serveHooks } = await import("./listener.ts");
     const running = await serveHooks({ paths, listen, hooks, note });
-    for (const hook of hooks)
+    for (const hook of hooks) {
       note(
         `webhook ${hook.name} on ${running.url}${hook.name} (${hook.scheme}) → tasks for ${hook.worker}`,
       );
+      // said at start too: a sender set up now would be refused from its first delivery
+      const problem = secretProblem(paths, hook.secret);
+      if (problem) note(`webhook ${hook.name}: ${problem}`);
+    }
     return running;
   } catch (error) {
     note(`webhooks are not served (webhooks.listen ${where}): ${errorMessage(error)}`);
