@@ -116,7 +116,7 @@ describe("config loading", () => {
         expect.stringMatching(
           /^org\.toml:7: chat\.from_platform\.slack_workspaces\.0: .*a team id like "T0123ABCD"/,
         ),
-        `org.toml:15: grant.0.channels.surfaces.0: must be one of dm, room, term, none (found "everywhere")`,
+        `org.toml:15: grant.0.channels.surfaces.0: must be one of dm, room, term, none, public, private, or one channel's id (discord-…, slack-…, term-…, or the platform's own digits) (found "everywhere")`,
         expect.stringMatching(/^org\.toml:20: action\.0\.channels\.servers\.0: /),
         expect.stringMatching(/^workers\/elf\/worker\.toml:2: wake\.rooms: unknown key/),
       ]),
