@@ -56,6 +56,9 @@ describe("roster task relay and task add --proactive", () => {
     expect(task?.prompt).toMatch(
       /<<<relayed [0-9a-f]{12}: from "alice@example\.com", untrusted>>>\nplease look at the build\n<<<end of relayed [0-9a-f]{12}>>>$/,
     );
+    const listed = await cli(["task", "ls", "elf"]);
+    expect(listed.stdout).toContain(`${task?.id}  pending      elf`);
+    expect(listed.stdout).toContain("relayed from alice@example.com: please look at the build");
     const shown = await cli(["task", "show", task?.id ?? ""]);
     expect(shown.stdout).toContain("(pending, proactive standing)");
     expect(shown.stdout).toContain('relayed   from "alice@example.com": untrusted outside content');

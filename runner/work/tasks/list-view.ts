@@ -20,7 +20,16 @@ export function taskLine(task: Task & { worker: string }): string {
     (SHOWS_WHY.has(task.state) || (task.state === "pending" && task.note.startsWith("waiting")))
       ? `  [${clip(task.note, 60)}]`
       : "";
-  return `${task.id}  ${task.state.padEnd(12)} ${task.worker.padEnd(12)} ${minute(task.filed_at)}  ${clip(task.prompt, 60)}${why}`;
+  return `${task.id}  ${task.state.padEnd(12)} ${task.worker.padEnd(12)} ${minute(task.filed_at)}  ${clip(headline(task), 60)}${why}`;
+}
+
+/** What a line shows of the prompt: a relayed task's is its sender and the message's start, not the framing. */
+function headline(task: Task): string {
+  if (!task.relayed_from) return task.prompt;
+  const quoted = /<<<relayed [0-9a-f]+: [^\n]*>>>\n([\s\S]*?)\n<<<end of relayed/.exec(
+    task.prompt,
+  )?.[1];
+  return `relayed from ${task.relayed_from}: ${quoted ?? task.prompt}`;
 }
 
 export const cadenceText = (template: Pick<Template, "cron" | "every" | "window">) =>
