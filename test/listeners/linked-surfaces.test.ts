@@ -254,4 +254,42 @@ describe.skipIf(!docker)("linked surfaces", () => {
     );
     expect(discord.history(ROOM).map((m) => m.content)).not.toContain("not from a room");
   });
+  it("a named linked channel: both DMs' histories merge under its name, one session answers each where she wrote", async () => {
+    const term = termChannelId(talkUser(), "elf");
+    expect((await deployment.roster(["channel", "unlink", term])).code).toBe(0);
+    const linked = await deployment.roster(["channel", "link", "ana", DISCORD_DM_ID, SLACK_DM_ID]);
+    expect(linked.code, linked.stderr).toBe(0);
+    expect(linked.stdout).toContain(`ana is one channel of ${DISCORD_DM_ID} + ${SLACK_DM_ID}`);
+    // what each DM said before is in the channel's history, marked with its surface, by send time
+    const merged = history("ana");
+    expect(merged.some((m) => m.content === "send: on my own" && m.surface === SLACK_DM_ID)).toBe(
+      true,
+    );
+    expect(merged.some((m) => m.content === "send: hello on discord")).toBe(true);
+    fromSlack("send: named on slack");
+    await inSlack("named on slack");
+    // the send is kept in the history just after Slack has it
+    await until(
+      () => history("ana").find((m) => m.role === "worker" && m.content === "named on slack"),
+      "the Slack reply in ana's history",
+    );
+    fromDiscord("send: named on discord");
+    await inDiscord("named on discord");
+    await until(
+      () => history("ana").find((m) => m.role === "worker" && m.content === "named on discord"),
+      "the Discord reply in ana's history",
+    );
+    expect(
+      history("ana")
+        .slice(-4)
+        .map((m) => [m.role, m.content, m.surface]),
+    ).toEqual([
+      ["user", "send: named on slack", SLACK_DM_ID],
+      ["worker", "named on slack", SLACK_DM_ID],
+      ["user", "send: named on discord", DISCORD_DM_ID],
+      ["worker", "named on discord", DISCORD_DM_ID],
+    ]);
+    expect(sessions().filter((record) => record?.channel_id === "ana")).toHaveLength(1);
+    expect(slack.messages.map((m) => m.text)).not.toContain("named on discord");
+  });
 });
