@@ -27,6 +27,9 @@ interface Context {
   previous?: string;
   blocks: Block[];
   cachedPrefix: number;
+  cacheKey?: string;
+  previousCacheKey?: string;
+  stablePrefix: { blocks: number; hash: string };
 }
 
 describe.skipIf(!docker)("what the model was told, run by run", () => {
@@ -109,5 +112,19 @@ describe.skipIf(!docker)("what the model was told, run by run", () => {
     expect(table.stdout).toMatch(/^\* RUNTIME SCOPE .* changed$/m);
     const all = await deployment.roster(["runs", "context", third, "--all"]);
     expect(all.stdout).toContain("Ann runs payments");
+  });
+
+  it("gives runs that begin the same one prompt-cache key, which pi takes as its session", async () => {
+    const [first, second, third] = runs;
+    if (!first || !second || !third) throw new Error("three runs expected");
+    const [one, two, three] = await Promise.all([context(first), context(second), context(third)]);
+    expect(one.cacheKey).toMatch(/^roster-[0-9a-f]{24}$/);
+    // the memory block differs from the first run's, the key does not: it covers what every run begins with
+    expect(two.cacheKey).toBe(one.cacheKey);
+    expect(three.cacheKey).toBe(two.cacheKey);
+    expect(three.previousCacheKey).toBe(two.cacheKey);
+    expect(three.stablePrefix.blocks).toBe(3);
+    const table = await deployment.roster(["runs", "context", third]);
+    expect(table.stdout).toContain(`prompt-cache key: ${three.cacheKey} (the same as ${second});`);
   });
 });

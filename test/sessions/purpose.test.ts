@@ -107,5 +107,23 @@ describe.skipIf(!docker)("the channel's purpose in a warm session", () => {
     expect(turnInput(3)).not.toContain('"block":"purpose"');
     pty.write("\x04");
     expect(await pty.exited).toBe(0);
+
+    // runs context --all shows each turn as the engine was handed it
+    const ls = await deployment.roster(["runs", "ls", "--worker", "elf", "--json"]);
+    const [session] = JSON.parse(ls.stdout) as Array<{ id: string }>;
+    const shown = await deployment.roster([
+      "runs",
+      "context",
+      session?.id ?? "?",
+      "--all",
+      "--json",
+    ]);
+    expect(shown.code, shown.stderr).toBe(0);
+    const { turns } = JSON.parse(shown.stdout) as { turns: Array<{ turn: number; input: string }> };
+    expect(turns.map((one) => one.turn)).toEqual([1, 2, 3]);
+    expect(turns[1]?.input).toBe(second);
+    const table = await deployment.roster(["runs", "context", session?.id ?? "?", "--all"]);
+    expect(table.stdout).toMatch(/^3 turn\(s\) of the session:$/m);
+    expect(table.stdout).toMatch(/^── turn 2, \d+ chars ──$/m);
   });
 });

@@ -81,9 +81,9 @@ export function registerRunCommands(program: Command): void {
   runs
     .command("context <run>")
     .description(
-      "what the model was told: each block of the run's prompt with its size in characters and tokens, a hash, what changed since the worker's previous run, and where a prompt cache can reach",
+      "what the model was told: each block of the run's prompt with its size in characters and tokens, a hash, what changed since the worker's previous run, where a prompt cache can reach, and the worker's prompt-cache key",
     )
-    .option("--all", "each block's text too")
+    .option("--all", "each block's text too, and every turn of a warm session")
     .option("--json", "the blocks as JSON")
     .action(async (prefix: string, flags: { all?: boolean; json?: boolean }) =>
       (await doesRun()).runContextCommand(prefix, flags),

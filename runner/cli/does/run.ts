@@ -143,6 +143,7 @@ export async function runContextCommand(
             : {
                 ...context,
                 blocks: context.blocks.map(({ content: _content, ...block }) => block),
+                turns: context.turns.map(({ input: _input, ...turn }) => turn),
               },
         )}\n`
       : `${formatContext(context, flags.all === true)}\n`,

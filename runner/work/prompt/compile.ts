@@ -2,6 +2,7 @@ import { describeWindow, durationMs } from "../../ground/config/duration.ts";
 import { CONTEXT_DEFAULTS } from "../../ground/config/narrowing.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import type { MemoryRead } from "../memory/read.ts";
+import { engineFingerprint, promptCacheKey, stablePrefixHash } from "./cache-key.ts";
 import { memoryBlock } from "./memory.ts";
 /**
  * What the model is told. System = identity + runtime policy + the connections
@@ -26,6 +27,8 @@ export interface CompiledPrompt {
   blocks: Array<{ label: string; chars: number }>;
   /** The channel's purpose.md as read, before any cut: what a session compares a later one with. */
   purpose?: string;
+  /** The worker's prompt-cache key (cache-key.ts): the same for every run that begins the same. */
+  cacheKey: string;
 }
 
 const OUTCOMES_LABEL = "OUTCOMES SINCE YOUR LAST RUN";
@@ -136,6 +139,7 @@ export function compilePrompt(input: {
     input: task,
     blocks: blocks.map((block) => ({ label: block.label, chars: block.content.length })),
     ...(shown && input.purpose ? { purpose: input.purpose } : {}),
+    cacheKey: promptCacheKey(engineFingerprint(worker), worker.name, stablePrefixHash(blocks).hash),
   };
 }
 

@@ -30,9 +30,15 @@ export interface EngineDrive {
   origin?: TaskOrigin;
 }
 
-/** pi's command line: the system prompt appended, and in json mode the task as its input. */
+/**
+ * pi's command line: the system prompt appended, and in json mode the task as
+ * its input. Its session is named by the worker's prompt-cache key, which pi
+ * sends as the provider's cache key (prompt_cache_key where the API takes
+ * one): the session folder is the box's own, so nothing earlier is resumed.
+ */
 export function piCommand(mode: EngineDrive["mode"], prompt: CompiledPrompt): string[] {
-  const base = [RUN_PI, "--mode", mode, "--session-dir", `${BOX_HOME}/session`];
+  const session = ["--session-dir", `${BOX_HOME}/session`, "--session-id", prompt.cacheKey];
+  const base = [RUN_PI, "--mode", mode, ...session];
   const system = ["--append-system-prompt", prompt.system];
   return mode === "json" ? [...base, ...system, prompt.input] : [...base, ...system];
 }
@@ -79,6 +85,7 @@ export async function writePrompt(
   }
   await mkdir(join(dir, "prompt"), { recursive: true });
   await writeFile(join(dir, "prompt/system.md"), prompt.system);
+  await writeFile(join(dir, "prompt/cache-key"), `${prompt.cacheKey}\n`);
   if (!engine.session) await writeFile(join(dir, "prompt/input.md"), prompt.input);
   return prompt;
 }

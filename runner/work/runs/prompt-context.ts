@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { listRuns, type RunLocation } from "../../records/run-records/run-record.ts";
+import { stablePrefixHash } from "../prompt/cache-key.ts";
+import { readTurns } from "../prompt/turn-record.ts";
 
 /**
  * `roster runs context`: what the model was told, block by block, read back
@@ -10,7 +12,10 @@ import { listRuns, type RunLocation } from "../../records/run-records/run-record
  * block's size in characters and in tokens (estimated at four characters a
  * token), a hash of its text, whether it changed since the worker's previous
  * run that kept a prompt, and where a provider's prompt cache can reach: the
- * leading blocks byte-identical to that run's.
+ * leading blocks byte-identical to that run's. Also the worker's prompt-cache
+ * key the run was given (prompt/cache-key, prompt/cache-key.ts) against the
+ * previous run's, and for a warm session each turn as it was handed in
+ * (prompt/turns/, prompt/turn-record.ts).
  */
 export interface ContextBlock {
   label: string;
@@ -31,6 +36,22 @@ export interface PromptContext {
   blocks: ContextBlock[];
   /** How many leading blocks are byte-identical to the previous run's (a cached prefix can reach that far). */
   cachedPrefix: number;
+  /** The prompt-cache key the run was given; undefined for a run from before keys were kept. */
+  cacheKey: string | undefined;
+  /** The previous run's, to compare. */
+  previousCacheKey: string | undefined;
+  /** The blocks every run of the worker begins with, hashed as the key hashes them. */
+  stablePrefix: { blocks: number; hash: string };
+  /** A warm session's turns, as handed to the engine. */
+  turns: Array<{ turn: number; chars: number; input: string }>;
+}
+
+function cacheKeyOf(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, "prompt", "cache-key"), "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const HEADER = /^\[ROSTER SYSTEM BLOCK: (.+)\]$/;
@@ -72,14 +93,16 @@ export function promptContext(stateRoot: string, run: RunLocation): PromptContex
   if (!blocks) return undefined;
   // the newest earlier run of the worker that kept a prompt
   const earlier = listRuns(stateRoot, run.worker).filter((one) => one.id < run.id);
-  let previous: { id: string; blocks: Map<string, string> } | undefined;
+  let previous: { id: string; blocks: Map<string, string>; cacheKey?: string } | undefined;
   let previousOrder: string[] = [];
   for (const one of earlier) {
     const kept = promptBlocks(one.dir);
     if (!kept) continue;
+    const key = cacheKeyOf(one.dir);
     previous = {
       id: one.id,
       blocks: new Map(kept.map((block) => [block.label, hashOf(block.content)])),
+      ...(key ? { cacheKey: key } : {}),
     };
     previousOrder = kept.map((block) => hashOf(`${block.label}\n${block.content}`));
     break;
@@ -109,13 +132,39 @@ export function promptContext(stateRoot: string, run: RunLocation): PromptContex
       hashOf(`${shown[cachedPrefix]?.label}\n${shown[cachedPrefix]?.content}`)
   )
     cachedPrefix++;
-  return { run: run.id, worker: run.worker, previous: previous?.id, blocks: shown, cachedPrefix };
+  const stable = stablePrefixHash(blocks);
+  return {
+    run: run.id,
+    worker: run.worker,
+    previous: previous?.id,
+    blocks: shown,
+    cachedPrefix,
+    cacheKey: cacheKeyOf(run.dir),
+    previousCacheKey: previous?.cacheKey,
+    stablePrefix: { blocks: stable.blocks, hash: stable.hash.slice(0, 12) },
+    turns: readTurns(run.dir).map((one) => ({ ...one, chars: one.input.length })),
+  };
 }
 
-/** The context as a table, the cache boundary drawn where it falls; with `all`, each block's text too. */
+/** The key, and whether the previous run had the same (then a provider routes both to one cache). */
+function keyLine(context: PromptContext): string {
+  const { cacheKey, previousCacheKey, previous } = context;
+  const since = !cacheKey
+    ? "none kept (a run from before roster kept them)"
+    : !previousCacheKey
+      ? cacheKey
+      : `${cacheKey} (${cacheKey === previousCacheKey ? "the same as" : `changed since ${previousCacheKey} of`} ${previous})`;
+  return `prompt-cache key: ${since}; its stable prefix is the first ${context.stablePrefix.blocks} blocks, ${context.stablePrefix.hash}`;
+}
+
+/**
+ * The context as a table, the cache boundary drawn where it falls, and the
+ * session's turns counted; with `all`, each block's text and each turn too.
+ */
 export function formatContext(context: PromptContext, all: boolean): string {
   const lines = [
     `run ${context.run} of ${context.worker}${context.previous ? `, against its previous run ${context.previous}` : " (its first run with a kept prompt)"}`,
+    keyLine(context),
     "",
   ];
   context.blocks.forEach((block, index) => {
@@ -134,5 +183,17 @@ export function formatContext(context: PromptContext, all: boolean): string {
     "",
     `${total} characters, about ${Math.ceil(total / 4)} tokens (estimated: four characters a token)`,
   );
+  if (context.turns.length) {
+    lines.push(
+      "",
+      `${context.turns.length} turn(s) of the session${all ? ":" : " (--all shows each)"}`,
+    );
+    if (all)
+      for (const turn of context.turns)
+        lines.push(
+          `── turn ${turn.turn}, ${turn.chars} chars ──`,
+          ...turn.input.split("\n").map((line) => `    ${line}`),
+        );
+  }
   return lines.join("\n");
 }

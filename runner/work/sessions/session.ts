@@ -8,6 +8,7 @@ import { isTrusted } from "../../records/channels/designations.ts";
 import type { EndedBy } from "../../records/run-records/run-record.ts";
 import { readMemory } from "../memory/read.ts";
 import { memoryTurnBlock } from "../prompt/memory.ts";
+import { recordTurn } from "../prompt/turn-record.ts";
 import { runAgent } from "../runs/agent-command.ts";
 import { describeBudgetStop } from "../runs/budget-stop.ts";
 import { codexThread } from "../runs/codex-command.ts";
@@ -245,7 +246,10 @@ export class Session {
     const input = this.purpose.turnInput(next.input);
     const head = this.memoryHead;
     this.memoryHead = undefined;
-    this.rpc.prompt(head ? `${head}\n${input}` : input, next.listener).then(
+    const handed = head ? `${head}\n${input}` : input;
+    // what this turn was told, for `roster runs context --all`
+    recordTurn(this.run.dir, this.turns + 1, handed);
+    this.rpc.prompt(handed, next.listener).then(
       (result) => {
         this.turnDone();
         // a model refused by a used-up budget: the sender is told why, and when it opens again
