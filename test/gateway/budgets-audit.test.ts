@@ -13,7 +13,7 @@ beforeAll(async () => {
   upstream = await Upstream.start({ tls: false });
   env = await startGatewayEnv(`
 [gateway]
-resolve = { "metered.test" = "127.0.0.1", "free.test" = "127.0.0.1", "cel.test" = "127.0.0.1" }
+resolve = { "metered.test" = "127.0.0.1", "free.test" = "127.0.0.1", "cel.test" = "127.0.0.1", "answer.test" = "127.0.0.1" }
 
 [[grant]]
 name = "metered"
@@ -30,8 +30,13 @@ name = "cel-metered"
 verdict = "allow"
 match = { host = "cel.test" }
 
+[[grant]]
+name = "answered"
+verdict = "allow"
+match = { host = "answer.test" }
+
 [budget]
-currencies = ["usd", "bytes"]
+currencies = ["usd", "bytes", "bytes_out"]
 vars = { zero = 0 }
 
 [[budget.meter]]
@@ -54,10 +59,21 @@ currency = "usd"
 window = "day"
 max = 1.0
 
+# an answer meter: it spends once the answer has ended (its match, read
+# before the answer, keeps other calls clear of its limit)
+[[budget.meter]]
+match = 'decision.rule == "answered"'
+spend = { bytes_out = "response.status == 200 ? response.bytes : 0" }
+
 [[budget.limit]]
 currency = "bytes"
 window = "day"
 max = 10
+
+[[budget.limit]]
+currency = "bytes_out"
+window = "day"
+max = 50
 `);
 });
 afterAll(async () => {
@@ -135,11 +151,36 @@ describe("budgets in CEL", () => {
       /^meter failed, spent nothing: broken: "request\.bodyBytes \/ vars\.zero": division by zero/,
     );
   });
+
+  it("spend from the answer once it has ended, and refuse the next call past the limit", async () => {
+    const token = await env.token("elf", "run-cel-answer");
+    const proxy = proxyUrlFor(env, token);
+    const url = `http://answer.test:${upstream.port}/a`;
+    const statuses: number[] = [];
+    // each echo is about 40 bytes: the second crosses the 50-byte cap and completes
+    for (let i = 0; i < 3; i++) {
+      statuses.push((await viaProxy(proxy, url)).status);
+      // the spend is recorded when the line is: wait for it before the next call
+      await vi.waitFor(() => expect(answered()).toHaveLength(i + 1));
+    }
+    expect(statuses).toEqual([200, 200, 402]);
+    const [first, second, refused] = answered();
+    expect(first?.bytes).toBeGreaterThan(25);
+    expect(first?.spend).toEqual({ bytes_out: first?.bytes });
+    expect(second?.spend).toEqual({ bytes_out: second?.bytes });
+    expect(refused?.status).toBe(402);
+  });
 });
+
+const answered = () =>
+  lines()
+    .map((line) => JSON.parse(line) as CelLine)
+    .filter((line) => line.run_id === "run-cel-answer");
 
 interface CelLine {
   run_id: string;
   status: number;
+  bytes?: number;
   spend?: Record<string, number>;
   note?: string;
   request: { method: string };

@@ -56,7 +56,5 @@ export function celProblem(reads: CelReads): string | undefined {
     return "matches() is refused in a meter: its regex engine can take exponential time on a path or query the box chose; use startsWith, endsWith or contains";
   if (reads.nested)
     return "a comprehension (all, exists, exists_one, map, filter) inside another is refused in a meter: it would cost the square of a list's length on every call";
-  if (reads.usage)
-    return "usage is not known when a meter spends (before the answer): a model call's usage is spent as tokens and usd by the door itself ([[budget.price]])";
   return undefined;
 }

@@ -17,9 +17,15 @@ import { locateLine } from "./locate.ts";
  * - `subject`: who calls, `org/<worker>`;
  * - `vars`: `[budget] vars`, typed from its values (a TOML integer is an
  *   int, a float a double), so `vars.price.nope` is refused at load;
- * - `response`: `{}`, as in the public roster: the door meters a call before
- *   its answer (a model's answer is spent as `tokens` and `usd` by the door
- *   itself, prices.ts). An expression that reads it is said at load.
+ * - `response`: `status` and `bytes` (ints: the bytes relayed to the box);
+ * - `usage`: a model call's tokens as its provider reported them (`input`,
+ *   `output`, `cache_read`, `cache_write`, ints; `model`), all 0 and "" for
+ *   any other call.
+ *
+ * A meter that reads `response` or `usage` is an answer meter: it spends once
+ * the answer has ended, and its currencies' windows are checked before the
+ * call is sent (as a model call's `tokens` are). The public roster gives
+ * `response` as `{}`, so there such a meter never spends: said at load.
  *
  * The library is @marcbachmann/cel-js: it type-checks an expression against
  * declared variable types (so `request.bodyBytes + "x"`, or a `match` that is
@@ -33,6 +39,8 @@ import { locateLine } from "./locate.ts";
 export interface CelProgram {
   text: string;
   run: (context: CelCall) => unknown;
+  /** It reads `response` or `usage`, known once the answer has ended. */
+  answer?: boolean;
 }
 
 /** What one call gives the meters' CEL (`vars` is bound into each program at load). */
@@ -49,7 +57,15 @@ export interface CelCall {
   };
   decision: { verdict: string; rule: string };
   subject: string;
-  response: Record<string, never>;
+  /** Only for an answer meter, once the answer has ended. */
+  response?: { status: bigint; bytes: bigint };
+  usage?: {
+    input: bigint;
+    output: bigint;
+    cache_read: bigint;
+    cache_write: bigint;
+    model: string;
+  };
 }
 
 /** A meter ready to spend: a table or CEL match, and each currency's fixed or CEL amount. */
@@ -60,6 +76,8 @@ export interface CompiledMeter {
   match?: BudgetTableMatch;
   /** The CEL form, when `match` is a string. */
   when?: CelProgram;
+  /** It reads `response` or `usage`: it spends once the answer has ended. */
+  answer: boolean;
   spend: { currency: string; amount: number | CelProgram }[];
 }
 
@@ -72,6 +90,14 @@ const REQUEST: ObjectSchema = {
   query: "string",
   bodyBytes: "int",
   mcp: { method: "string", tool: "string" },
+};
+
+const USAGE: ObjectSchema = {
+  input: "int",
+  output: "int",
+  cache_read: "int",
+  cache_write: "int",
+  model: "string",
 };
 
 /** Where the meters are written, and where their errors and notices go. */
@@ -107,6 +133,9 @@ export function compileMeters(meters: BudgetMeter[], at: BudgetFile): CompiledMe
     if (at.errors.length > before) return;
     compiled.push({
       label: meter.name ?? `budget.meter.${index}`,
+      answer: [when, ...spend.map((entry) => entry.amount)].some(
+        (program) => typeof program === "object" && program.answer,
+      ),
       ...(typeof meter.match === "object" ? { match: meter.match } : {}),
       ...(when ? { when } : {}),
       spend: spend.flatMap(({ currency, amount }) =>
@@ -131,7 +160,8 @@ function meterEnvironment(vars: Record<string, unknown>): Environment {
       .registerVariable({ name: "request", schema: REQUEST })
       .registerVariable({ name: "decision", schema: { verdict: "string", rule: "string" } })
       .registerVariable("subject", "string")
-      .registerVariable("response", "map")
+      .registerVariable({ name: "response", schema: { status: "int", bytes: "int" } })
+      .registerVariable({ name: "usage", schema: USAGE })
       // a variable, not a constant: the library checks a constant's fields only when it runs
       .registerVariable({ name: "vars", schema: schemaOf(vars) })
   );
@@ -180,9 +210,14 @@ function compileOne(
       file: at.file,
       line: locateLine(at.text, at.pointer),
       field: fieldOf(at.pointer),
-      message: `reads response, which is {} here as in the public roster (the door meters a call before its answer), so this meter spends nothing; a model call's answer is spent as tokens and usd by the door itself ([[budget.price]])`,
+      message:
+        "reads response, which the public roster gives as {} (there this meter never spends); here it is the answer's status and bytes, spent once the answer has ended",
     });
-  return { text, run: (context) => program({ ...context, vars }) };
+  return {
+    text,
+    run: (context) => program({ ...context, vars }),
+    ...(reads.response || reads.usage ? { answer: true } : {}),
+  };
 }
 
 /**

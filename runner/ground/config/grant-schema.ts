@@ -125,8 +125,7 @@ export const BudgetMeter = Type.Object(
     name: Type.Optional(Type.String()),
     match: Type.Optional(
       Type.Union([Type.String({ minLength: 1 }), BudgetTableMatch], {
-        description:
-          "must be a CEL expression (a string) or a table of rule, host, method and mcp",
+        description: "must be a CEL expression (a string) or a table of rule, host, method and mcp",
       }),
     ),
     spend: Type.Record(

@@ -123,14 +123,18 @@ export class DecisionLine {
     note?: string;
     usage?: AuditOutcome["usage"];
     mcp_answer?: McpOutcome;
+    /** What the meters that read the answer spent (added to what was spent before it). */
+    spend?: Record<string, number>;
   }): void {
     const held = this.held;
     if (!held) return;
+    const note = [held.note, transfer.note].filter(Boolean).join("; ");
     this.write({
       ...held,
       bytes: transfer.bytes,
       outcome: transfer.outcome,
-      ...(transfer.note ? { note: transfer.note } : {}),
+      ...(note ? { note } : {}),
+      ...(transfer.spend ? { spend: addSpends(held.spend ?? {}, transfer.spend) } : {}),
       ...(transfer.usage ? { usage: transfer.usage } : {}),
       ...(transfer.mcp_answer ? { mcp_answer: transfer.mcp_answer } : {}),
     });
@@ -140,6 +144,12 @@ export class DecisionLine {
   abandon(note: string): void {
     if (this.held) this.finish({ outcome: "aborted", bytes: 0, note });
   }
+}
+
+function addSpends(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  const sum = { ...a };
+  for (const [currency, amount] of Object.entries(b)) sum[currency] = (sum[currency] ?? 0) + amount;
+  return sum;
 }
 
 /** The rule the door's refusal of a run whose audit is full names (admission.ts). */

@@ -19,7 +19,8 @@ import {
   type Target,
 } from "../judging/request-facts.ts";
 import type { ConfigSource } from "../settings/config-source.ts";
-import { type Budgets, unmeteredNote } from "../spend/budget.ts";
+import { type Budgets, type MeterReading, unmeteredNote } from "../spend/budget.ts";
+import type { Answer } from "../spend/meter-cel.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "../spend/model-meter.ts";
 import type { ClosedPorts } from "../upstream/closed-ports.ts";
 import { UpstreamError } from "../upstream/pools.ts";
@@ -112,6 +113,8 @@ export type RequestAdmission =
       model: boolean;
       /** For its audit line: the meters that could not be computed for it. */
       note?: string;
+      /** Its answer meters' spend, once its answer has ended (ruling.ts). */
+      settle?: (answer: Answer) => MeterReading;
     };
 
 /**
@@ -175,13 +178,14 @@ async function admitRequest(
     entry,
   );
   if (ruling.kind !== "allow") return ruling;
-  const { decision, grant, spend, model, unmetered } = ruling;
+  const { decision, grant, spend, model, unmetered, later, settle } = ruling;
   // a model call starts only while the tokens and usd windows have room (checked before
   // any fixed spend is charged); the one that crosses a cap finishes, the next is refused
   const modelOver =
     model && facts.subject ? deps.budgets.check(facts.subject, MODEL_CURRENCIES) : undefined;
-  // a meter that failed spends nothing, but its used-up windows still refuse (budget.ts)
-  const checked = unmetered.flatMap((failure) => failure.currencies);
+  // a meter that failed spends nothing, but its used-up windows still refuse (budget.ts);
+  // an answer meter's windows need room now, as a model call's do
+  const checked = [...unmetered.flatMap((failure) => failure.currencies), ...later];
   const over =
     modelOver ??
     (facts.subject ? deps.budgets.charge(facts.subject, spend, Date.now(), checked) : undefined);
@@ -202,6 +206,7 @@ async function admitRequest(
     allowInternal: ruling.named,
     model,
     ...(note ? { note } : {}),
+    ...(settle ? { settle } : {}),
   };
 }
 

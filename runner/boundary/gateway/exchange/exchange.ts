@@ -10,7 +10,7 @@ import type { RequestFacts, Target } from "../judging/request-facts.ts";
 import { type McpScope, mcpScope } from "../mcp/hosts.ts";
 import { McpOutcomeTap } from "../mcp/outcome.ts";
 import { mightBeJson } from "../mcp/reading.ts";
-import { meterFor, settleUsage } from "../spend/model-meter.ts";
+import { meterFor, settleAnswer, settleUsage } from "../spend/model-meter.ts";
 import { HOP_BY_HOP, type Upstreams } from "../upstream/pools.ts";
 import { relayBody } from "../upstream/relay.ts";
 import { ACTION_HOST_RULE, ACTIONS_HOST, type ActionHandler } from "./action-host.ts";
@@ -361,15 +361,25 @@ async function relayAnswer(
     res,
     deps.upstreams.options.bodyIdleTimeoutMs,
     (transfer) => {
-      if (tap) {
-        const answer = tap.finish();
-        line.finish({ ...transfer, ...(answer ? { mcp_answer: answer } : {}) });
-      } else if (!meter) line.finish(transfer);
+      const mcpAnswer = tap?.finish();
+      // the answer meters spend once it has ended, a model's usage known (model-meter.ts)
+      const end = (usage?: Awaited<ReturnType<typeof settleUsage>>) =>
+        line.finish({
+          ...transfer,
+          ...(mcpAnswer ? { mcp_answer: mcpAnswer } : {}),
+          ...(usage ? { usage } : {}),
+          ...settleAnswer(ruling.settle, deps.budgets, facts.subject, {
+            status,
+            bytes: transfer.bytes,
+            usage,
+          }),
+        });
+      if (!meter) end();
       // a spend that can't be recorded (disk full) still leaves the call's line
       else
         void settleUsage(meter, deps.budgets, facts.subject)
           .catch(() => undefined)
-          .then((usage) => line.finish({ ...transfer, ...(usage ? { usage } : {}) }));
+          .then(end);
     },
     meter ? (chunk) => meter.push(chunk) : tap && ((chunk) => tap.push(chunk)),
   );

@@ -1,3 +1,4 @@
+import type { CompiledMeter } from "../../../ground/config/budget-cel.ts";
 import type { ScopedGrant } from "../../../ground/config/grant-schema.ts";
 import type { LoadedConfig } from "../../../ground/config/load.ts";
 import { type Decision, grantNamesHost, judge } from "../judging/judge.ts";
@@ -5,7 +6,8 @@ import { denied, type Refusal } from "../judging/refusals.ts";
 import type { McpFacts, RequestFacts } from "../judging/request-facts.ts";
 import { type McpScope, mcpScope } from "../mcp/hosts.ts";
 import { type McpReading, readMcp, recordedMcp } from "../mcp/reading.ts";
-import { type MeterReading, spendFor } from "../spend/budget.ts";
+import { type MeteredCall, type MeterReading, spendFor } from "../spend/budget.ts";
+import type { Answer } from "../spend/meter-cel.ts";
 import { isModelCall } from "../spend/usage.ts";
 import { literalRefusal } from "../upstream/ssrf.ts";
 import { ACTIONS_HOST } from "./action-host.ts";
@@ -38,6 +40,10 @@ export type Ruling =
       spend: Record<string, number>;
       /** Meters whose CEL could not be computed for it: nothing spent, their currencies checked. */
       unmetered: MeterReading["failed"];
+      /** Currencies its answer meters would spend: checked now, spent once the answer has ended. */
+      later: string[];
+      /** The answer meters' spend, once its answer has ended (only when it has any). */
+      settle?: (answer: Answer) => MeterReading;
       /** A model call: its reported usage is metered from the response. */
       model: boolean;
       /** The grant names this host itself: an internal address it resolves to is let through. */
@@ -145,7 +151,7 @@ function ruleOnConfig(
     kind: "allow",
     decision,
     grant,
-    ...meterReading(spendFor(config.meters, { ...facts, rule: grant.name })),
+    ...meterReading(config.meters, { ...facts, rule: grant.name }),
     model: isModelCall(facts.method, facts.path),
     named,
     literal: literal
@@ -154,7 +160,16 @@ function ruleOnConfig(
   };
 }
 
-const meterReading = ({ spend, failed }: MeterReading) => ({ spend, unmetered: failed });
+/** What a call's meters spend before its answer, and how its answer meters will spend after. */
+function meterReading(meters: CompiledMeter[], call: MeteredCall) {
+  const { spend, failed, later } = spendFor(meters, call);
+  return {
+    spend,
+    unmetered: failed,
+    later,
+    ...(later.length ? { settle: (answer: Answer) => spendFor(meters, call, answer) } : {}),
+  };
+}
 
 /**
  * A gate holds a tool call for a human; anything else it matches is refused,

@@ -10,7 +10,7 @@ import type {
 import { hostMatches } from "../../../ground/config/host-pattern.ts";
 import { appendJsonLines } from "../../../ground/files/append-line.ts";
 import { mcpMatches, scopeApplies } from "../judging/judge.ts";
-import { celAmount, celBool, celCall, type MeteredCall } from "./meter-cel.ts";
+import { type Answer, celAmount, celBool, celCall, type MeteredCall } from "./meter-cel.ts";
 import { costOf, tokensOf } from "./prices.ts";
 import type { ModelUsage } from "./usage.ts";
 
@@ -72,22 +72,34 @@ export type { MeteredCall } from "./meter-cel.ts";
 export interface MeterReading {
   spend: Record<string, number>;
   failed: { meter: string; currencies: string[]; why: string }[];
+  /** Currencies of answer meters, read before the answer: checked now, spent when it has ended. */
+  later: string[];
 }
 
-/** The spend a call costs, per currency, from every matching meter. */
-export function spendFor(meters: CompiledMeter[], call: MeteredCall): MeterReading {
-  const reading: MeterReading = { spend: {}, failed: [] };
+/**
+ * The spend a call costs, per currency, from every matching meter: before the
+ * answer, the meters that don't read it; given the answer, those that do.
+ */
+export function spendFor(
+  meters: CompiledMeter[],
+  call: MeteredCall,
+  answer?: Answer,
+): MeterReading {
+  const reading: MeterReading = { spend: {}, failed: [], later: [] };
   // the call in CEL's spelling, built once and only when a meter reads it
   let cel: CelCall | undefined;
   const celOf = () => {
-    cel ??= celCall(call);
+    cel ??= celCall(call, answer);
     return cel;
   };
+  const after = answer !== undefined;
   for (const meter of meters) {
+    if (after && !meter.answer) continue;
     const fail = (currencies: string[], why: string) =>
       reading.failed.push({ meter: meter.label, currencies, why });
     if (meter.match && !tableMatches(meter.match, call)) continue;
-    if (meter.when) {
+    // an answer meter's match is read before the answer too, unless it reads the answer
+    if (meter.when && (after || !meter.when.answer)) {
       const matched = celBool(meter.when, celOf());
       if (!matched.ok) {
         fail(
@@ -97,6 +109,10 @@ export function spendFor(meters: CompiledMeter[], call: MeteredCall): MeterReadi
         continue;
       }
       if (!matched.value) continue;
+    }
+    if (meter.answer && !after) {
+      reading.later.push(...meter.spend.map((entry) => entry.currency));
+      continue;
     }
     for (const { currency, amount } of meter.spend) {
       const spent =

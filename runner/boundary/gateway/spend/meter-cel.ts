@@ -1,5 +1,6 @@
 import type { CelCall, CelProgram } from "../../../ground/config/budget-cel.ts";
 import type { RequestFacts } from "../judging/request-facts.ts";
+import type { ModelUsage } from "./usage.ts";
 
 /**
  * A meter's CEL run on one call (compiled at load: ground/config/budget-cel.ts).
@@ -21,8 +22,16 @@ export interface MeteredCall
   mcp?: RequestFacts["mcp"];
 }
 
+/** How a call's answer ended, for the meters that read it: its status, the bytes relayed, a model's usage. */
+export interface Answer {
+  status: number;
+  bytes: number;
+  usage?: ModelUsage | undefined;
+}
+
 /** The call in the public roster's CEL spelling; built once per call, shared by its meters. */
-export function celCall(call: MeteredCall): CelCall {
+export function celCall(call: MeteredCall, answer?: Answer): CelCall {
+  const usage = answer?.usage;
   return {
     request: {
       protocol: call.protocol,
@@ -36,7 +45,18 @@ export function celCall(call: MeteredCall): CelCall {
     },
     decision: { verdict: "allow", rule: call.rule ?? "" },
     subject: call.subject ?? "org",
-    response: {},
+    ...(answer
+      ? {
+          response: { status: BigInt(answer.status), bytes: BigInt(answer.bytes) },
+          usage: {
+            input: BigInt(usage?.input ?? 0),
+            output: BigInt(usage?.output ?? 0),
+            cache_read: BigInt(usage?.cache_read ?? 0),
+            cache_write: BigInt(usage?.cache_write ?? 0),
+            model: usage?.model ?? "",
+          },
+        }
+      : {}),
   };
 }
 

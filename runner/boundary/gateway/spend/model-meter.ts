@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Refusal } from "../judging/refusals.ts";
-import type { BudgetRefusal, Budgets } from "./budget.ts";
+import { type BudgetRefusal, type Budgets, type MeterReading, unmeteredNote } from "./budget.ts";
+import type { Answer } from "./meter-cel.ts";
 import { type ModelUsage, UsageMeter } from "./usage.ts";
 
 /**
@@ -41,4 +42,30 @@ export async function settleUsage(
   const spend = budgets.modelSpend(usage);
   if (subject) budgets.record(subject, spend);
   return { ...usage, ...(spend.usd !== undefined ? { cost_usd: spend.usd } : {}) };
+}
+
+/**
+ * The answer meters' spend once a call's answer has ended (however it ended:
+ * what reached the box is what `response.bytes` says), recorded as the
+ * subject's; for its audit line. A spend that can't be recorded (disk full)
+ * is said there, never thrown: the line is still written.
+ */
+export function settleAnswer(
+  settle: ((answer: Answer) => MeterReading) | undefined,
+  budgets: Budgets,
+  subject: string | undefined,
+  answer: Answer,
+): { spend?: Record<string, number>; note?: string } {
+  if (!settle) return {};
+  const reading = settle(answer);
+  let note = unmeteredNote(reading.failed);
+  try {
+    if (subject) budgets.record(subject, reading.spend);
+  } catch (error) {
+    note = `answer meters not recorded: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  return {
+    ...(Object.keys(reading.spend).length ? { spend: reading.spend } : {}),
+    ...(note ? { note } : {}),
+  };
 }
