@@ -12,7 +12,8 @@ import { answer, anthropicStream, chatJson } from "../support/usage-model.ts";
 /**
  * Model usage metered at the door: the gateway reads the tokens a provider
  * reports (a stream's events, a JSON body), records them and their price in
- * the call's audit line, and spends them from `tokens` and `usd` budgets.
+ * the call's audit line, and spends them from `tokens` and `usd` budgets
+ * (and from a CEL meter that reads `usage`, once the answer has ended).
  * The call that crosses a cap finishes whole; the next one gets 402 with
  * Retry-After, and a restart does not reset the count.
  */
@@ -46,6 +47,11 @@ resolve = { "models.test" = "127.0.0.1" }
 name = "models"
 verdict = "allow"
 match = { host = "models.test" }
+
+# a meter in CEL on the usage the answer reports: spent once the answer has ended
+[[budget.meter]]
+match = 'decision.rule == "models"'
+spend = { out_tokens = "usage.output" }
 
 [[budget.price]]
 model = "house-*"
@@ -93,6 +99,7 @@ describe("model usage at the door", () => {
       cache_write: 0,
       cost_usd: expect.closeTo(0.00393, 8),
     });
+    expect(first?.spend).toEqual({ out_tokens: 200 });
 
     // 600 tokens so far; this one (600 more) crosses the 1000 cap and still completes
     const crossing = await call("/v1/chat/completions");
@@ -105,6 +112,7 @@ describe("model usage at the door", () => {
       output: 100,
       cost_usd: expect.closeTo(0.00065, 8), // 400 × $1 + 100 × $2 + 100 × $0.50 per million
     });
+    expect(decisions().at(-1)?.spend).toEqual({ out_tokens: 100 });
 
     const refused = await call("/v1/messages");
     expect(refused.status).toBe(402);
