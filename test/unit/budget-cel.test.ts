@@ -99,6 +99,17 @@ describe("a meter's CEL at load", () => {
     expect(config.meters).toEqual([]);
   });
 
+  it("says how to mix an int and a double, which the public roster's evaluator allows", () => {
+    const config = load(
+      ["[[budget.meter]]", "match = 'true'", 'spend = { kb = "request.bodyBytes * 0.001" }'].join(
+        "\n",
+      ),
+    );
+    expect(said(config, "errors")).toEqual([
+      'org.toml:3: budget.meter.0.spend.kb: "request.bodyBytes * 0.001": does not type-check: no such overload: int * double (CEL does not mix int and double: write double(…) around the int)',
+    ]);
+  });
+
   it("refuses a comprehension inside another: each stays one pass over one list", () => {
     const config = load(
       [

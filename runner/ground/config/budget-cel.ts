@@ -197,7 +197,12 @@ function compileOne(
   }
   const checked = program.check();
   if (!checked.valid) {
-    refuse(`does not type-check: ${firstLine(checked.error)}`);
+    const said = firstLine(checked.error);
+    // the public roster's evaluator mixes ints and doubles; CEL (and this one) does not
+    const mixed = /no such overload: (int \S+ double|double \S+ int)/.test(said)
+      ? " (CEL does not mix int and double: write double(…) around the int)"
+      : "";
+    refuse(`does not type-check: ${said}${mixed}`);
     return undefined;
   }
   const type = checked.type ?? "dyn";
