@@ -30,7 +30,7 @@ import { locateLine } from "./locate.ts";
  * The library is @marcbachmann/cel-js: it type-checks an expression against
  * declared variable types (so `request.bodyBytes + "x"`, or a `match` that is
  * not a bool, is a load error naming the file and line), has no dependencies,
- * and evaluates a compiled expression in about a microsecond. @bufbuild/cel
+ * and evaluates a compiled expression in a few microseconds. @bufbuild/cel
  * is conformance-tested too, but its checker is not exported and typed
  * variables need protobuf descriptors.
  */
