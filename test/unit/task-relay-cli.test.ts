@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -82,6 +83,41 @@ describe("roster task relay and task add --proactive", () => {
     const long = await cli(["task", "relay", "elf", "--ceiling", "9999", "hi"]);
     expect(long.code).toBe(2);
     expect(long.stderr).toContain("--ceiling: a run's ceiling is at most 1440 minutes");
+  });
+
+  it("files task add --repo as code work in a gated repo the worker is granted, on its branch", async () => {
+    const bare = join(root, "notes.git");
+    execFileSync("git", ["init", "--bare", "--quiet", bare]);
+    mkdirSync(join(paths.config, "connections"), { recursive: true });
+    writeFileSync(
+      join(paths.config, "connections/notes.toml"),
+      `kind = "host-repo"\npath = "${bare}"\nwrite = "gated"\n\n[grant.elf]\n`,
+    );
+    const added = await cli([
+      "task",
+      "add",
+      "elf",
+      "--repo",
+      "notes",
+      "--base",
+      "main",
+      "--json",
+      "fix",
+      "the",
+      "typo",
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    expect((JSON.parse(added.stdout) as { prompt: string }).prompt).toBe(
+      'fix the typo\n\n(Code work in the repo "notes": your clone of it is at ~/mnt/notes, on a branch of its own from main. Commit there and land the change on main with repo_push.)',
+    );
+    const otherBase = await cli(["task", "add", "elf", "--repo", "notes", "--base", "dev", "x"]);
+    expect([otherBase.code, otherBase.stderr.trim()]).toEqual([
+      2,
+      'roster: --base dev: "notes" lands changes on main (branch in connections/notes.toml), not dev',
+    ]);
+    const unknown = await cli(["task", "add", "elf", "--repo", "nope", "x"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('--repo nope: no host-repo connection "nope" granted to elf');
   });
 
   it("files task add --proactive with the worker's standing, and plain task add as the owner's", async () => {

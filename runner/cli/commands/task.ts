@@ -30,6 +30,14 @@ export function registerTaskCommands(program: Command): void {
       "--proactive",
       "file it as the worker's own, not the operator's: it waits while a budget limit is at its soft stop",
     )
+    .option(
+      "--repo <connection>",
+      "code work in this gated host-repo connection (~/mnt/<connection>)",
+    )
+    .option(
+      "--base <branch>",
+      "with --repo: the branch it lands on (must be the connection's branch)",
+    )
     .option("--json", "the task or template as JSON")
     .action(async (worker: string, prompt: string[], flags: AddFlags) =>
       (await doesTask()).addTaskCommand(worker, prompt, flags),

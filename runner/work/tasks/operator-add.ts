@@ -4,7 +4,8 @@
  * anything is written.
  */
 import { ceilingProblem } from "../../ground/config/ceiling.ts";
-import { loadConfig } from "../../ground/config/load.ts";
+import { connectionMount, grantedTo } from "../../ground/config/connections.ts";
+import { type LoadedConfig, loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { scheduleZone } from "../../ground/config/time-zone.ts";
 import { RosterError } from "../../ground/errors.ts";
@@ -28,6 +29,9 @@ export interface AddFlags {
   after?: string;
   /** The worker's own standing instead of the operator's: it waits at the budget's soft stop. */
   proactive?: boolean;
+  /** Code work in this gated host-repo connection (the public roster's spelling), landing on `base`. */
+  repo?: string;
+  base?: string;
   json?: boolean;
 }
 
@@ -57,6 +61,9 @@ export async function fileOperatorTask(
     const problem = ceilingProblem(ceiling);
     if (problem) throw new RosterError(`--ceiling: ${problem}`, usage);
   }
+  if (flags.base !== undefined && flags.repo === undefined)
+    throw new RosterError("--base names the branch of a --repo; give --repo too", usage);
+  if (flags.repo !== undefined) prompt = codePrompt(config, worker, prompt, flags.repo, flags.base);
   if (flags.cron !== undefined || flags.every !== undefined || flags.window !== undefined)
     return addTemplate(paths, worker, prompt, { ...flags, ceiling }, by, scheduleZone(config.org));
   if (flags.at && !(/Z$/.test(flags.at) && Number.isFinite(Date.parse(flags.at))))
@@ -87,6 +94,40 @@ export async function fileOperatorTask(
   return flags.json
     ? `${JSON.stringify(entry)}\n`
     : `${entry.id} pending for ${worker}${flags.proactive ? " (proactive: waits at the budget's soft stop)" : ""} (list version ${list.version})\n`;
+}
+
+/**
+ * `--repo P [--base R]`: code work in a gated host-repo connection granted to
+ * the worker. Its box has a clone at ~/mnt/P on a branch of its own, and a
+ * change lands on the connection's branch through repo_push; a `--base` other
+ * than that branch is refused, since nothing would land there.
+ */
+function codePrompt(
+  config: LoadedConfig,
+  worker: string,
+  prompt: string,
+  repo: string,
+  base: string | undefined,
+): string {
+  const connection = config.connections.get(repo);
+  const mount = connection ? connectionMount(repo, connection) : undefined;
+  if (!connection || mount?.kind !== "host-repo" || !grantedTo(connection, worker))
+    throw new RosterError(
+      `--repo ${repo}: no host-repo connection "${repo}" granted to ${worker} (roster connection ls; add one with --from host-repo)`,
+      usage,
+    );
+  if (!mount.gated)
+    throw new RosterError(
+      `--repo ${repo}: "${repo}" is read-only (write = "ro" in connections/${repo}.toml); code work lands through write = "gated"`,
+      usage,
+    );
+  const branch = mount.gated.branch;
+  if (base !== undefined && base !== branch)
+    throw new RosterError(
+      `--base ${base}: "${repo}" lands changes on ${branch} (branch in connections/${repo}.toml), not ${base}`,
+      usage,
+    );
+  return `${prompt}\n\n(Code work in the repo "${repo}": your clone of it is at ~/mnt/${repo}, on a branch of its own from ${branch}. Commit there and land the change on ${branch} with repo_push.)`;
 }
 
 async function addTemplate(
