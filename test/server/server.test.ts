@@ -101,6 +101,12 @@ describe.skipIf(!docker)("roster server", () => {
       pid: server.pid,
       gateway: { port: deployment.gatewayPort, healthy: true },
     });
+    // the version and commit it was started from, the same as this checkout's (roster -V)
+    const { version } = JSON.parse(status.stdout) as { version: { server: string; here: string } };
+    const here = (await deployment.roster(["-V"])).stdout.trim();
+    expect(version).toEqual({ server: here, here });
+    expect(version.server).toMatch(/^\d+\.\d+\.\d+ \([0-9a-f]{7,}(\+dirty)?\)$/);
+    expect((await deployment.roster(["server", "status"])).stdout).toContain(`\nroster ${here}\n`);
     // a config whose [[test]] fails is refused: the door keeps the last good one, and says why
     const orgFile = join(deployment.paths.config, "org.toml");
     const org = readFileSync(orgFile, "utf8");

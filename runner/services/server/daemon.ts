@@ -15,6 +15,7 @@ import { replaceFile } from "../../ground/files/atomic-replace.ts";
 import { LockBusy, withFileLock } from "../../ground/files/file-lock.ts";
 import { actionSpans } from "../../ground/telemetry/action-spans.ts";
 import { tracingFor } from "../../ground/telemetry/tracing.ts";
+import { rosterVersionLine } from "../../ground/version.ts";
 import { watchJournal } from "../../records/journal/journal.ts";
 import { serverReadyPool } from "../../work/ready/server-pool.ts";
 import { SessionRouter } from "../../work/sessions/router.ts";
@@ -128,6 +129,7 @@ async function announce(
     cap: options.cap,
     once: options.once,
     gateway: { port: gateway.port, addrs: gateway.addresses.map((a) => a.host) },
+    version: rosterVersionLine(),
   };
   await mkdir(paths.state, { recursive: true });
   const stateFile = serverStateFile(paths);

@@ -14,6 +14,8 @@ export interface ServerState {
   cap: number;
   once: boolean;
   gateway: { port: number; addrs: string[] };
+  /** The version and commit the server was started from (`roster -V`); absent from an older server. */
+  version?: string;
 }
 
 /** Where a running server takes handed-over boxes (runner/services/server/run-socket.ts). */

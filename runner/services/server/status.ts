@@ -2,6 +2,7 @@ import { askHealth } from "../../boundary/gateway/process/health.ts";
 import type { ConfigStatus } from "../../boundary/gateway/settings/config-source.ts";
 import { shortDigest } from "../../ground/config/config-digest.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
+import { rosterVersionLine } from "../../ground/version.ts";
 import { listRuns, readRecord } from "../../records/run-records/run-record.ts";
 import { allTasks } from "../../records/task-list/store.ts";
 import type { ReadyEntry } from "../../work/ready/pool.ts";
@@ -18,6 +19,8 @@ export interface ServerStatus {
   pid?: number;
   started_at?: string;
   cap?: number;
+  /** The version and commit the server was started from, and this checkout's: they differ when the server runs older code. */
+  version?: { server: string | undefined; here: string };
   gateway?: { port: number; addrs: string[]; healthy: boolean };
   /** The config the gateway judges by, and the one it refused (its /healthz). */
   config?: ConfigStatus;
@@ -60,6 +63,7 @@ export async function serverStatus(paths: RosterPaths): Promise<ServerStatus> {
     pid: state.pid,
     started_at: state.started_at,
     cap: state.cap,
+    version: { server: state.version, here: rosterVersionLine() },
     gateway: { ...state.gateway, healthy: health !== undefined },
     ...(health?.config ? { config: health.config } : {}),
     runs,
@@ -74,6 +78,7 @@ export function formatStatus(status: ServerStatus): string {
     return `no server running (${status.queued} task(s) queued; roster server start runs them)\n`;
   const lines = [
     `server pid ${status.pid}, up since ${status.started_at}, up to ${status.cap} boxes`,
+    ...versionLines(status.version),
     `gateway port ${status.gateway?.port} on ${status.gateway?.addrs.join(", ")}: ${status.gateway?.healthy ? "answering" : "NOT ANSWERING"}`,
     ...configLines(status.config),
     `boxes: ${status.runs.length} running, ${status.queued} task(s) queued`,
@@ -106,4 +111,18 @@ function configLines(config: ConfigStatus | undefined): string[] {
         ]
       : []),
   ];
+}
+
+/** The server's version, and a word when this checkout has moved on since it started. */
+function versionLines(version: ServerStatus["version"]): string[] {
+  if (!version) return [];
+  if (!version.server)
+    return [
+      `roster ${version.here} here; the server was started by an older roster that records no version`,
+    ];
+  return version.server === version.here
+    ? [`roster ${version.server}`]
+    : [
+        `roster ${version.server}, but this checkout is ${version.here}: restart the server to run it`,
+      ];
 }
