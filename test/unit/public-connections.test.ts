@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { renderInjection } from "../../runner/boundary/gateway/credentials/vault.ts";
 import { judge } from "../../runner/boundary/gateway/judging/judge.ts";
 import { normalisePath } from "../../runner/boundary/gateway/judging/request-facts.ts";
@@ -31,7 +31,12 @@ import { facts } from "../support/facts.ts";
  * then decides proves the meaning, not just the parse.
  */
 const roots: string[] = [];
+// the host's pi settings would name a model for a deployment without [model]: none here
+beforeAll(() => {
+  vi.stubEnv("PI_CODING_AGENT_DIR", join(tmpdir(), "roster-no-pi-settings"));
+});
 afterAll(async () => {
+  vi.unstubAllEnvs();
   for (const root of roots) await rm(root, { recursive: true, force: true });
 });
 
@@ -127,6 +132,8 @@ describe("connection files written for the public roster", () => {
       'connections/acme.toml:1: provider: roster knows no provider "acme": the gateway sends authorization: Bearer {token} from the vault credential "acme"; set inject_header and inject_value to say otherwise',
       "connections/anthropic.toml:1: provider: the gateway sends Anthropic an API key here (x-api-key: {key}, stored by roster login anthropic); a Claude sign-in (OAuth) is not taken",
       "connections/codex.toml:1: provider: roster has no ChatGPT sign-in to inject, so this connection grants nothing here; give Codex workers an OpenAI key instead (roster login openai)",
+      // no [model]: the model connection is the model (public-model.ts); no host pi settings here
+      "connections/anthropic.toml:1: provider: org.toml has no [model]: workers use anthropic's claude-sonnet-4-5 (roster's default) with this connection's key, reached by those its edges grant; write [model] in org.toml to choose",
     ]);
 
     // github: dobby's alone, with the header `roster connection add github` writes here
