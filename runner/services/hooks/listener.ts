@@ -24,7 +24,8 @@ import { verify } from "./signature.ts";
  * filed before (200 duplicate); the hook's rate (429, Retry-After); then the
  * delivery is filed as a relayed task for the hook's worker, quoted as
  * untrusted content (202 with the task's id). Each delivery, whatever became
- * of it, is one line in audit/webhooks.jsonl.
+ * of it, is one line in audit/webhooks.jsonl; refusals, which anyone can
+ * send, up to REFUSALS_PER_MINUTE a hook, the rest counted on the next line.
  *
  * No box reaches this port (the door closes it, closed-ports.ts); a sender
  * on the internet reaches it through a proxy the operator puts in front.
@@ -42,7 +43,16 @@ interface Hook {
   rule: WebhookRule;
   bucket: TokenBucket;
   seen: SeenDeliveries;
+  /** Audit lines of refused deliveries: anyone can send those, so they are bounded too. */
+  refusals: TokenBucket;
+  /** Refusals not written since the last line that was: the next one says how many. */
+  unwritten: number;
+  /** The missing secret was said on the log (once until it is there). */
+  secretSaid: boolean;
 }
+
+/** Refused deliveries written to the audit per hook and minute; past it they are counted. */
+const REFUSALS_PER_MINUTE = 600;
 
 /** What one delivery came to: its answer and its audit line. */
 interface Outcome {
@@ -70,6 +80,9 @@ export async function serveHooks(options: {
         rule,
         bucket: new TokenBucket(rule.per_minute ?? DEFAULT_PER_MINUTE),
         seen: SeenDeliveries.forHook(paths, rule.name),
+        refusals: new TokenBucket(REFUSALS_PER_MINUTE),
+        unwritten: 0,
+        secretSaid: false,
       },
     ]),
   );
@@ -91,6 +104,12 @@ export async function serveHooks(options: {
         // an unknown path is no hook's delivery: answered, never recorded
         if (!hook) return;
         const { headers: _headers, ...said } = outcome;
+        if (outcome.outcome === "refused" && hook.refusals.take() !== undefined) {
+          hook.unwritten += 1;
+          return;
+        }
+        const unwritten = hook.unwritten;
+        hook.unwritten = 0;
         appendJsonLine(
           auditFile,
           {
@@ -99,6 +118,7 @@ export async function serveHooks(options: {
             worker: hook.rule.worker,
             ...said,
             remote: req.socket.remoteAddress ?? "",
+            ...(unwritten ? { refusals_not_written_before: unwritten } : {}),
           },
           { file: 0o600, dir: 0o700 },
         );
@@ -164,8 +184,10 @@ async function take(
     return { status: 413, outcome: "refused", reason: `the body is over ${MAX_BODY_BYTES} bytes` };
   const { rule } = hook;
   const key = secretOf(paths, rule.secret);
+  hook.secretSaid &&= key === undefined;
   if (key === undefined) {
-    note(`webhook ${rule.name}: ${secretProblem(paths, rule.secret)}`);
+    if (!hook.secretSaid) note(`webhook ${rule.name}: ${secretProblem(paths, rule.secret)}`);
+    hook.secretSaid = true;
     return { status: 503, outcome: "refused", reason: "this hook's secret is not set up" };
   }
   const verdict = verify(rule.scheme, key, req.headers, body);
