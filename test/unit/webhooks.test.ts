@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -228,6 +229,43 @@ describe("signed webhooks", () => {
     expect(reply.status).toBe(413);
     expect(tasks()).toHaveLength(before);
     expect(audit().at(-1)).toMatchObject({ status: 413, outcome: "refused" });
+  });
+
+  it("refuses a body that grows past 1 MiB as it arrives, with no length said up front", async () => {
+    const url = new URL(`${hooks?.url ?? ""}gh`);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { "x-github-event": "issues" },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      for (let sent = 0; sent <= 1024 * 1024; sent += chunk.length) req.write(chunk);
+      req.end();
+    });
+    expect(status).toBe(413);
+  });
+
+  it("reads GitHub's form encoding too", async () => {
+    const form = new URLSearchParams({ payload: issue(9) }).toString();
+    const reply = await post("gh", form, {
+      "content-type": "application/x-www-form-urlencoded",
+      "x-github-event": "issues",
+      "x-github-delivery": "d-form",
+      "x-hub-signature-256": hubSignature(GH_SECRET, form),
+    });
+    expect(reply.status).toBe(202);
+    const task = tasks().find((one) => one.id === reply.body.task_id);
+    expect(task?.prompt).toContain("repository: octo/hello");
   });
 
   it("answers a redelivery as a duplicate, also after the listener restarts", async () => {
