@@ -102,32 +102,38 @@ export async function serveHooks(options: {
       .then((outcome) => {
         answer(res, outcome);
         // an unknown path is no hook's delivery: answered, never recorded
-        if (!hook) return;
-        const { headers: _headers, ...said } = outcome;
-        if (outcome.outcome === "refused" && hook.refusals.take() !== undefined) {
-          hook.unwritten += 1;
-          return;
-        }
-        const unwritten = hook.unwritten;
-        hook.unwritten = 0;
-        appendJsonLine(
-          auditFile,
-          {
-            ts: new Date(started).toISOString(),
-            hook: hook.rule.name,
-            worker: hook.rule.worker,
-            ...said,
-            remote: req.socket.remoteAddress ?? "",
-            ...(unwritten ? { refusals_not_written_before: unwritten } : {}),
-          },
-          { file: 0o600, dir: 0o700 },
-        );
-        if (outcome.outcome === "accepted")
-          note(
-            `webhook ${hook.rule.name}: delivery ${outcome.delivery} → ${outcome.task_id} for ${hook.rule.worker}`,
-          );
-      });
+        if (hook) record(hook, outcome, started, req.socket.remoteAddress ?? "");
+      })
+      .catch((error: unknown) =>
+        note(`webhook ${name}: the delivery was not recorded: ${errorMessage(error)}`),
+      );
   });
+  /** The delivery's audit line, and the server's log line for one filed. */
+  const record = (hook: Hook, outcome: Outcome, started: number, remote: string) => {
+    const { headers: _headers, ...said } = outcome;
+    if (outcome.outcome === "refused" && hook.refusals.take() !== undefined) {
+      hook.unwritten += 1;
+      return;
+    }
+    const unwritten = hook.unwritten;
+    hook.unwritten = 0;
+    appendJsonLine(
+      auditFile,
+      {
+        ts: new Date(started).toISOString(),
+        hook: hook.rule.name,
+        worker: hook.rule.worker,
+        ...said,
+        remote,
+        ...(unwritten ? { refusals_not_written_before: unwritten } : {}),
+      },
+      { file: 0o600, dir: 0o700 },
+    );
+    if (outcome.outcome === "accepted")
+      note(
+        `webhook ${hook.rule.name}: delivery ${outcome.delivery} → ${outcome.task_id} for ${hook.rule.worker}`,
+      );
+  };
   // a sender that trickles its headers or body is cut off, never waited on
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
