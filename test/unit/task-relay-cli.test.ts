@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { readTasks } from "../../runner/records/task-list/store.ts";
+import { fileOperatorTask } from "../../runner/work/tasks/operator-add.ts";
+import { fileRelay } from "../../runner/work/tasks/relay.ts";
 import { runRoster } from "../support/cli.ts";
 
 /**
@@ -77,12 +79,13 @@ describe("roster task relay and task add --proactive", () => {
     });
     const nobody = await cli(["task", "relay", "nobody", "hi"]);
     expect([nobody.code, nobody.stderr.trim()]).toEqual([2, 'roster: no worker named "nobody"']);
-    const blank = await cli(["task", "relay", "elf", " "]);
-    expect(blank.code).toBe(2);
-    expect(blank.stderr).toContain("relay needs a message");
-    const long = await cli(["task", "relay", "elf", "--ceiling", "9999", "hi"]);
-    expect(long.code).toBe(2);
-    expect(long.stderr).toContain("--ceiling: a run's ceiling is at most 1440 minutes");
+    // the same checks, in this process (each CLI start costs a second or two)
+    const relay = (message: string, ceilingMin?: number) =>
+      fileRelay(paths, { worker: "elf", message, ceilingMin, by: "cli:ops" });
+    await expect(relay(" ")).rejects.toThrow("relay needs a message");
+    await expect(relay("hi", 9999)).rejects.toThrow(
+      "--ceiling: a run's ceiling is at most 1440 minutes",
+    );
   });
 
   it("files task add --repo as code work in a gated repo the worker is granted, on its branch", async () => {
@@ -115,9 +118,12 @@ describe("roster task relay and task add --proactive", () => {
       2,
       'roster: --base dev: "notes" lands changes on main (branch in connections/notes.toml), not dev',
     ]);
-    const unknown = await cli(["task", "add", "elf", "--repo", "nope", "x"]);
-    expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('--repo nope: no host-repo connection "nope" granted to elf');
+    await expect(fileOperatorTask(paths, "elf", "x", { repo: "nope" }, "cli:ops")).rejects.toThrow(
+      '--repo nope: no host-repo connection "nope" granted to elf',
+    );
+    await expect(fileOperatorTask(paths, "elf", "x", { base: "main" }, "cli:ops")).rejects.toThrow(
+      "--base names the branch of a --repo; give --repo too",
+    );
   });
 
   it("files task add --proactive with the worker's standing, and plain task add as the owner's", async () => {
@@ -128,8 +134,9 @@ describe("roster task relay and task add --proactive", () => {
       standing: "proactive",
       filed_by: "cli:ops",
     });
-    const said = await cli(["task", "add", "elf", "--proactive", "sweep"]);
-    expect(said.stdout).toMatch(/pending for elf \(proactive: waits at the budget's soft stop\)/);
+    expect(await fileOperatorTask(paths, "elf", "sweep", { proactive: true }, "cli:ops")).toMatch(
+      /pending for elf \(proactive: waits at the budget's soft stop\)/,
+    );
     const owner = await cli(["task", "add", "elf", "--json", "ship", "it"]);
     expect(JSON.parse(owner.stdout)).toMatchObject({ standing: "owner" });
     const template = await cli([
