@@ -4,8 +4,10 @@
  * channel's history and sending the Events API events Slack sends for it
  * over Socket Mode — `message` (plus `app_mention` when a user's text
  * mentions the bot; never for the app's own posts), and the hidden
- * `message_changed` / `message_deleted` an edit or deletion sends.
+ * `message_changed` / `message_deleted` an edit or deletion sends, each
+ * with the channel_type of its conversation's kind (slack-conversations.ts).
  */
+import type { SlackConversations } from "./slack-conversations.ts";
 import type { ChannelHistory, TsClock } from "./slack-history.ts";
 import {
   appMentionEvent,
@@ -24,6 +26,7 @@ export class MessageFeed {
     private readonly store: ChannelHistory,
     private readonly clock: TsClock,
     private readonly socketMode: SocketModeServer,
+    private readonly conversations: SlackConversations,
   ) {}
 
   /** Stores a new message and sends its events; false if nothing is connected. */
@@ -34,7 +37,7 @@ export class MessageFeed {
 
   /** Sends the message event (and app_mention) for a stored message; false if nothing is connected. */
   readonly emit = (channel: string, message: StoredMessage): boolean => {
-    const event = messageEvent(channel, message);
+    const event = messageEvent(channel, message, this.conversations.channelType(channel));
     const delivered = this.socketMode.deliver(eventCallback(IDENTITY, event), "message");
     // Slack doesn't send app_mention for the app's own messages.
     if (!message.bot_id && mentions(message.text, IDENTITY.botUserId)) {
@@ -53,9 +56,10 @@ export class MessageFeed {
     if (next) this.store.replace(channel, next);
     else this.store.remove(channel, previous.ts);
     const ts = this.clock.next();
+    const type = this.conversations.channelType(channel);
     const event = next
-      ? messageChangedEvent(channel, previous, next, ts)
-      : messageDeletedEvent(channel, previous, ts);
+      ? messageChangedEvent(channel, previous, next, ts, type)
+      : messageDeletedEvent(channel, previous, ts, type);
     this.socketMode.deliver(eventCallback(IDENTITY, event), "message");
   };
 }

@@ -61,7 +61,8 @@ export interface UserPost {
 /** A message as Slack stores it and conversations.history / replies return it. */
 export interface StoredMessage {
   type: "message";
-  subtype?: "file_share";
+  /** A file share, or the notice of a channel made private or public (its kind then changes). */
+  subtype?: "file_share" | "channel_convert_to_private" | "channel_convert_to_public";
   ts: string;
   user: string;
   text: string;
@@ -84,13 +85,6 @@ export interface StoredMessage {
   blocks?: SlackBlock[];
   /** Set once the app has edited the message. */
   edited?: { user: string; ts: string };
-}
-
-/** Slack's channel_type on message events: D… is a DM, G… a private channel or group DM. */
-export function channelType(channel: string): "im" | "group" | "channel" {
-  if (channel.startsWith("D")) return "im";
-  if (channel.startsWith("G")) return "group";
-  return "channel";
 }
 
 /** The mimetype Slack would sniff for an upload of this name, when the test gives none. */
@@ -201,9 +195,13 @@ function threadFields(threadTs: string | undefined, ts: string, parentUser: stri
   return { thread_ts: threadTs, ...(parentUser ? { parent_user_id: parentUser } : {}) };
 }
 
-/** The `message` event for a stored message in `channel`. */
-export function messageEvent(channel: string, message: StoredMessage): Record<string, unknown> {
-  return { ...message, channel, event_ts: message.ts, channel_type: channelType(channel) };
+/** The `message` event for a stored message in `channel`, of its kind (slack-conversations.ts). */
+export function messageEvent(
+  channel: string,
+  message: StoredMessage,
+  channelType: string,
+): Record<string, unknown> {
+  return { ...message, channel, event_ts: message.ts, channel_type: channelType };
 }
 
 /**
@@ -215,6 +213,7 @@ export function messageChangedEvent(
   previous: StoredMessage,
   message: StoredMessage,
   ts: string,
+  channelType: string,
 ): Record<string, unknown> {
   return {
     type: "message",
@@ -225,7 +224,7 @@ export function messageChangedEvent(
     channel,
     ts,
     event_ts: ts,
-    channel_type: channelType(channel),
+    channel_type: channelType,
   };
 }
 
@@ -234,6 +233,7 @@ export function messageDeletedEvent(
   channel: string,
   previous: StoredMessage,
   ts: string,
+  channelType: string,
 ): Record<string, unknown> {
   return {
     type: "message",
@@ -244,7 +244,7 @@ export function messageDeletedEvent(
     channel,
     ts,
     event_ts: ts,
-    channel_type: channelType(channel),
+    channel_type: channelType,
   };
 }
 

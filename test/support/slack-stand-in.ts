@@ -7,7 +7,9 @@
  *   envelope (HTTP 200 even for errors; 429 with Retry-After when
  *   rate-limited) — chat.postMessage (with Block Kit, slack-blocks.ts),
  *   chat.update, chat.postEphemeral, conversations.open, conversations.history,
- *   conversations.replies, reactions.add/remove, users.info (slack-users.ts),
+ *   conversations.replies, conversations.info (whether a conversation is
+ *   private, slack-conversations.ts), reactions.add/remove, users.info
+ *   (slack-users.ts),
  *   auth.test (bot token) and apps.connections.open (app-level token),
  *   arguments read from the query string too. Every request is recorded as it
  *   arrived (method, path, headers, parsed body) so tests assert real request
@@ -20,7 +22,9 @@
  *   their response_url (slack-commands.ts).
  * Test hooks play the workspace's side: `post` is a user posting a message,
  * `press` a user pressing a button, `slash` a user running a slash command,
- * `setUser` who a user is.
+ * `setUser` who a user is, `setKind` whether a channel is public or private
+ * (every message event's channel_type says it), `convert` a channel made
+ * private or public as a member does it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -31,6 +35,7 @@ import {
   type SlashInput,
   type SlashResult,
 } from "./slack-commands.ts";
+import { type ConversationKind, SlackConversations } from "./slack-conversations.ts";
 import { MessageFeed } from "./slack-events.ts";
 import { ChannelHistory, TsClock } from "./slack-history.ts";
 import {
@@ -68,6 +73,7 @@ export type {
   SlashResult,
   SlashStatus,
 } from "./slack-commands.ts";
+export type { ConversationKind } from "./slack-conversations.ts";
 export type { ResponsePost, SlackPress, SlackPressResult } from "./slack-interactivity.ts";
 export type { StoredMessage, UserPost } from "./slack-objects.ts";
 export type { SlackUser, SlackUserInput } from "./slack-users.ts";
@@ -103,6 +109,7 @@ export class SlackStandIn {
   private postFailure: { after: number; error: string } | undefined;
   private readonly clock = new TsClock();
   private readonly store = new ChannelHistory();
+  private readonly conversations = new SlackConversations();
   private readonly files = new Map<string, StoredFile>();
   private readonly socketMode: SocketModeServer;
   private readonly interactivity: SlackInteractivity;
@@ -122,7 +129,7 @@ export class SlackStandIn {
       pingIntervalMs: options.pingIntervalMs,
       maxRetries: 3,
     });
-    this.feed = new MessageFeed(this.store, this.clock, this.socketMode);
+    this.feed = new MessageFeed(this.store, this.clock, this.socketMode, this.conversations);
     // What the interactivity and slash command halves share with the stand-in.
     const { store, clock, socketMode } = this;
     const shared = { store, clock, socketMode, post: this.feed.add };
@@ -221,6 +228,34 @@ export class SlackStandIn {
     const message = userMessage(IDENTITY, { ...input, ts, parentUser }, files);
     const delivered = this.feed.add(input.channel, message);
     return { ts, message, delivered };
+  }
+
+  /** Whether a channel is public, private, a group DM or a DM, as Slack says it from now on. */
+  setKind(channel: string, kind: ConversationKind): void {
+    this.conversations.set(channel, kind);
+  }
+
+  /**
+   * A member makes a channel private (or public): its kind changes, and Slack
+   * posts the notice in it, sent as a `channel_convert_to_private` (or
+   * `_public`) message event carrying the new channel_type.
+   */
+  convert(channel: string, to: "private" | "public", user: string): { ts: string } {
+    this.conversations.set(channel, to);
+    const ts = this.clock.next();
+    const message: StoredMessage = {
+      type: "message",
+      subtype: to === "private" ? "channel_convert_to_private" : "channel_convert_to_public",
+      ts,
+      user,
+      text:
+        to === "private"
+          ? "made this channel *private*. Now, it can only be viewed or joined by invitation."
+          : "made this channel *public*. Any member in this workspace can see and join it.",
+      team: IDENTITY.teamId,
+    };
+    this.feed.add(channel, message);
+    return { ts };
   }
 
   /** A user presses a button in a stored message: block_actions in an `interactive` envelope. */
@@ -400,6 +435,7 @@ export class SlackStandIn {
         change: this.feed.change,
         ephemeral: (message) => this.ephemerals.push(message),
         user: (id) => this.users.info(id),
+        conversation: (channel) => this.conversations.info(channel),
       }),
     );
   }

@@ -4,7 +4,8 @@
  * request bodies the way Slack's Web API reads them (form-encoded or JSON,
  * and query-string arguments too), which token each method takes, the Web
  * API methods that take the bot token (posting with Block Kit, editing the
- * app's own messages, ephemeral messages, users.info from slack-users.ts),
+ * app's own messages, ephemeral messages, users.info from slack-users.ts,
+ * conversations.info from slack-conversations.ts),
  * and private file downloads the way Slack
  * serves url_private_download — the bytes for the bot token, and for anyone
  * else a redirect to the workspace sign-in page (an HTML 200 once followed),
@@ -122,6 +123,8 @@ export interface BotContext {
   ephemeral: (message: SlackEphemeral) => void;
   /** users.info's user object, or undefined for a user the workspace doesn't have. */
   user: (id: string) => SlackUser | undefined;
+  /** conversations.info's `channel` for a conversation the app is in (slack-conversations.ts). */
+  conversation: (channel: string) => Record<string, unknown>;
 }
 
 /** What POST /api/<method> needs besides the bot-token methods' state. */
@@ -261,6 +264,11 @@ export function botMethod(
       if (method === "conversations.history") return store.history(channel, body);
       if (!str("ts")) return { ok: false, error: "thread_not_found" };
       return store.replies(channel, str("ts"), body);
+    }
+    case "conversations.info": {
+      const channel = str("channel");
+      if (!channels.includes(channel)) return { ok: false, error: "channel_not_found" };
+      return { ok: true, channel: context.conversation(channel) };
     }
     case "users.info": {
       const user = context.user(str("user"));

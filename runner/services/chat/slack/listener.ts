@@ -13,6 +13,7 @@ import { cursorChannels, readCursor } from "../../listeners/cursors.ts";
 import { ChannelQueues, handOver } from "../../listeners/hand-over.ts";
 import { slackChannelId } from "./ids.ts";
 import { handleSlackPress, postSlackOffer } from "./offers.ts";
+import { SlackRoomClasses } from "./room-classes.ts";
 import { handleSlackCommand, type SlashAck, type SlashBody } from "./slash.ts";
 import { slackRules } from "./vouch.ts";
 
@@ -26,7 +27,8 @@ import { slackRules } from "./vouch.ts";
  * message recorded, so Slack's redeliveries and the history read on every
  * reconnect never hand a message over twice. While a turn runs the message
  * wears an :hourglass_flowing_sand: reaction (bots have no typing indicator
- * in Socket Mode).
+ * in Socket Mode). Each room's class, public or private, is Slack's word
+ * on it (room-classes.ts), recorded before its message is handed on.
  */
 const AUTH_ERRORS = new Set(["invalid_auth", "not_authed", "token_revoked", "account_inactive"]);
 const WORKING = "hourglass_flowing_sand";
@@ -61,6 +63,7 @@ export class SlackListener implements ChatAdapter {
   private botUser: string | undefined;
   private team = "";
   private readonly queues: ChannelQueues;
+  private readonly classes: SlackRoomClasses;
 
   constructor(
     private readonly host: ListenerHost,
@@ -86,6 +89,7 @@ export class SlackListener implements ChatAdapter {
       logLevel: LogLevel.ERROR,
       clientOptions: { ...api, retryConfig: { retries: 10, factor: 1.6, randomize: true } },
     });
+    this.classes = new SlackRoomClasses(this.web, host.paths, host.note);
   }
 
   async start(): Promise<void> {
@@ -186,9 +190,11 @@ export class SlackListener implements ChatAdapter {
   }
 
   private enqueue(event: SlackMessageEvent): void {
+    const channel = this.channelOf(event);
+    // Slack's word on the room's kind rides on every event, a channel made private's included
+    void this.classes.heard(channel, event.channel_type);
     // edits, deletions, joins …: not messages anyone wrote to the worker
     if (event.subtype && event.subtype !== "file_share") return;
-    const channel = this.channelOf(event);
     this.queues.run(channel, () => this.handle(channel, event));
   }
 
@@ -216,20 +222,26 @@ export class SlackListener implements ChatAdapter {
           page = reply.response_metadata?.next_cursor || undefined;
         } while (page);
         found.sort((a, b) => (laterTs(a.ts, b.ts) ? 1 : -1));
-        const im = channel.includes("-dm-") ? "im" : "channel";
-        for (const message of found) this.enqueue({ ...message, channel_type: im });
+        // history carries no channel_type: a room's kind is asked of Slack before its message goes on
+        const kind = channel.includes("-dm-") ? { channel_type: "im" } : {};
+        for (const message of found) {
+          const { channel_type: _none, ...rest } = message;
+          this.enqueue({ ...rest, ...kind });
+        }
       } catch (error) {
         this.host.note(`${channel}: catching up failed: ${errorMessage(error)}`);
       }
     }
   }
 
-  private handle(channel: string, event: SlackMessageEvent): Promise<void> {
+  private async handle(channel: string, event: SlackMessageEvent): Promise<void> {
+    const direct = channel.includes("-dm-");
+    // a room's class is read before its message meets a class that may name it
+    if (!direct) await this.classes.classify(channel, event.channel, event.channel_type);
     const react = (add: boolean) =>
       (add ? this.web.reactions.add : this.web.reactions.remove)
         .call(this.web.reactions, { channel: event.channel, timestamp: event.ts, name: WORKING })
         .catch(() => undefined);
-    const direct = channel.includes("-dm-");
     const user = event.user ?? "";
     return handOver(this.host, {
       channel,
