@@ -3,8 +3,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../runner/ground/config/load.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
 import { readTasks } from "../../runner/records/task-list/store.ts";
+import { readyTasks } from "../../runner/services/server/ready-tasks.ts";
 import { fileOperatorTask } from "../../runner/work/tasks/operator-add.ts";
 import { fileRelay } from "../../runner/work/tasks/relay.ts";
 import { runRoster } from "../support/cli.ts";
@@ -150,5 +152,13 @@ describe("roster task relay and task add --proactive", () => {
       "beat",
     ]);
     expect(JSON.parse(template.stdout)).toMatchObject({ every: "6h", standing: "proactive" });
+    // the server starts the owner's tasks first, however long the worker's own have waited
+    const ready = await readyTasks(paths, loadConfig(paths.config), new Date());
+    const standings = ready.map(({ task }) => task.standing);
+    expect(standings).toContain("proactive");
+    expect(standings.indexOf("proactive")).toBe(standings.lastIndexOf("owner") + 1);
+    expect(ready.find(({ task }) => task.standing === "owner")?.task.prompt).toMatch(
+      /^fix the typo/,
+    );
   });
 });

@@ -6,7 +6,7 @@ import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerSubject } from "../../ground/config/subject.ts";
 import { scheduleZone } from "../../ground/config/time-zone.ts";
 import { finishedStates } from "../../records/task-list/finished.ts";
-import { readLive, type Task, updateTasks } from "../../records/task-list/store.ts";
+import { readLive, standingOf, type Task, updateTasks } from "../../records/task-list/store.ts";
 import { pauseOf } from "../../records/workers/pause.ts";
 import {
   budgetPressure,
@@ -17,7 +17,8 @@ import {
 } from "../../work/tasks/readiness.ts";
 
 /**
- * The tasks that may start now, oldest filed first, across every worker
+ * The tasks that may start now across every worker, the owner's (what a
+ * person asked for) before the worker's own, each oldest filed first
  * (tasks/readiness.ts says which). A task a failed dependency blocks is
  * marked blocked, and a waiting task's note says what it waits for; those
  * are written back only when they change, so a quiet tick writes nothing.
@@ -80,5 +81,9 @@ export async function readyTasks(
         }),
       );
   }
-  return ready.sort((a, b) => a.task.filed_at.localeCompare(b.task.filed_at));
+  // owner tasks first (what a person asked for), each kind oldest first
+  const rank = (task: Task) => (standingOf(task) === "owner" ? 0 : 1);
+  return ready.sort(
+    (a, b) => rank(a.task) - rank(b.task) || a.task.filed_at.localeCompare(b.task.filed_at),
+  );
 }
