@@ -13,7 +13,10 @@ describe("the roster command", () => {
     };
     const result = await roster(["--version"]);
     expect(result.code).toBe(0);
-    expect(result.stdout.trim()).toBe(pkg.version);
+    // the release, and the commit of the checkout it runs from (public-cli.test.ts checks which)
+    expect(result.stdout.trim()).toMatch(
+      new RegExp(`^${pkg.version.replaceAll(".", "\\.")} \\([0-9a-f]{7,}(\\+dirty)?\\)$`),
+    );
   });
 
   it.each([
