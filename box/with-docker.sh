@@ -4,7 +4,8 @@
 # (and debootstrap, for building a base without a registry; chromium, for the
 # console's browser tests; rsync, for store snapshots; zsh and fish, for completion
 # scripts; runsc, for boxes under gVisor; podman and catatonit, for boxes under
-# Podman; prometheus, for the telemetry suite) when absent, starts dockerd when none answers, registers runsc with it,
+# Podman; prometheus, for the telemetry suite; squid, for the door behind a
+# parent proxy) when absent, starts dockerd when none answers, registers runsc with it,
 # starts Podman's API service (rootful, and a rootless one for a user of its own),
 # and stops what it started when the command ends. Needs root only for what it
 # has to install or start.
@@ -32,6 +33,9 @@ command -v podman >/dev/null 2>&1 || missing+=(podman netavark aardvark-dns uidm
 [[ -x /usr/libexec/podman/catatonit ]] || missing+=(catatonit)
 # the telemetry suite has a real Prometheus scrape a running server
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+# the door's egress through a company proxy is tested against a real Squid (with its
+# basic_ncsa_auth helper), started by the test on a port of its own
+[[ -x /usr/sbin/squid ]] || missing+=(squid)
 # `roster completion` scripts are checked by the shells they are for
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
 command -v fish >/dev/null 2>&1 || missing+=(fish)

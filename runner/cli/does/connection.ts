@@ -104,6 +104,7 @@ async function signInFor(
     recipe,
     { ...flags, ...(clientSecret ? { clientSecret } : {}) },
     (line) => process.stderr.write(`${line}\n`),
+    paths.vault,
   );
 }
 

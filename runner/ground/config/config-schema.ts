@@ -30,6 +30,25 @@ export const GatewaySection = Type.Object(
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
     /** Extra CA certificates (PEM files) trusted for upstream TLS, beside the system roots. */
     upstream_ca: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    /**
+     * A parent proxy every upstream connection goes through (HTTP CONNECT), as
+     * on a network whose only way out is a company proxy; `https://` for one
+     * spoken to over TLS (its CA may be in upstream_ca). No user:pass here:
+     * that is upstream_proxy_auth, from the vault.
+     */
+    upstream_proxy: Type.Optional(
+      Type.String({
+        pattern: "^https?://[^/@\\s:]+(:[0-9]{1,5})?/?$",
+        description:
+          'a proxy URL like "http://proxy.corp:3128" (scheme, host and port only; its credential goes in upstream_proxy_auth)',
+      }),
+    ),
+    /** The vault credential (fields user, pass) sent to the parent proxy as Proxy-Authorization: Basic. */
+    upstream_proxy_auth: Type.Optional(
+      Type.String({ pattern: "^[a-z0-9_-]+$", description: "a vault credential's name" }),
+    ),
+    /** Host patterns (as in grants: "*.corp.example", "10.1.2.3") reached directly, not through the proxy. */
+    upstream_no_proxy: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     /** Static name → address answers, checked before DNS (like curl --resolve). */
     resolve: Type.Optional(Type.Record(Type.String(), Type.String())),
     /** Largest request body buffered for judging, in bytes. */

@@ -28,6 +28,25 @@ export function checkGrantHosts(
   });
 }
 
+/** `[gateway] upstream_no_proxy`: host patterns as grants spell them. */
+export function checkNoProxy(
+  patterns: string[] | undefined,
+  display: string,
+  text: string,
+  errors: ConfigError[],
+): void {
+  (patterns ?? []).forEach((pattern, index) => {
+    const problem = hostPatternProblem(pattern);
+    if (!problem) return;
+    errors.push({
+      file: display,
+      line: locateLine(text, `/gateway/upstream_no_proxy/${index}`),
+      field: `gateway.upstream_no_proxy.${index}`,
+      message: `${JSON.stringify(pattern)}: ${problem}`,
+    });
+  });
+}
+
 /**
  * A `verdict = "gate"` grant holds MCP tool calls for the desk, so it must say
  * which: a `match.mcp.tool` (and a host, so its credential has one server).

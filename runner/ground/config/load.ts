@@ -19,6 +19,7 @@ import {
   checkGateGrants,
   checkGrantHosts,
   checkModel,
+  checkNoProxy,
   checkUniqueNames,
   checkZone,
   reservedEnvProblem,
@@ -180,6 +181,7 @@ function readOrg(
   spellWriteFrom(org.value.knowledge);
   const where = show(orgFile);
   checkGrantHosts(org.value.grant, where, org.text, errors);
+  checkNoProxy(org.value.gateway?.upstream_no_proxy, where, org.text, errors);
   checkGateGrants(org.value.grant, where, org.text, errors);
   checkUniqueNames("grant", org.value.grant, where, org.text, errors);
   checkUniqueNames("action", org.value.action, where, org.text, errors);

@@ -1,21 +1,22 @@
 import type { Socket } from "node:net";
-import { connect as netConnect } from "node:net";
 import { grantNamesHost } from "../judging/judge.ts";
 import { denied, writeRawRefusal } from "../judging/refusals.ts";
 import type { RequestFacts } from "../judging/request-facts.ts";
 import type { GatewayTimeouts } from "../settings/defaults.ts";
+import type { Upstreams } from "../upstream/pools.ts";
 import { spliceSockets } from "../upstream/splice.ts";
-import { guardedLookup, literalRefusal } from "../upstream/ssrf.ts";
+import { literalRefusal } from "../upstream/ssrf.ts";
 import { type AdmissionDeps, upstreamFailure } from "./admission.ts";
 
 /**
  * A CONNECT a grant lets through unread (verdict `tunnel`): the upstream is
  * reached by the guarded lookup (no internal address, no closed host port,
- * a literal address only where the grant names it), the two sockets are
- * spliced, and the one audit line is held open until either side ends.
+ * a literal address only where the grant names it), through the parent proxy
+ * when there is one, the two sockets are spliced, and the one audit line is
+ * held open until either side ends.
  */
-export interface TunnelDeps extends Pick<AdmissionDeps, "audit" | "closed"> {
-  resolve: Record<string, string>;
+export interface TunnelDeps extends Pick<AdmissionDeps, "audit"> {
+  upstreams: Upstreams;
   timeouts: GatewayTimeouts;
 }
 
@@ -39,38 +40,39 @@ export async function pipeTunnel(
     );
     return;
   }
-  const upstream = netConnect({
-    host: target.host,
-    port: target.port,
-    // by the address connected to: a name resolving to this host can't reach roster's own ports
-    lookup: guardedLookup(deps.resolve, named, deps.closed.at(target.port)),
+  // by the address connected to: a name resolving to this host can't reach roster's own ports
+  const dialed = deps.upstreams.dial(target, named);
+  const connected = await new Promise<{ upstream: Socket } | { error: Error }>((resolve) => {
+    dialed.then(
+      (upstream) => resolve({ upstream }),
+      (error: unknown) =>
+        resolve({ error: error instanceof Error ? error : new Error(String(error)) }),
+    );
+    socket.once("close", () =>
+      resolve({ error: new Error("the box left before the tunnel opened") }),
+    );
   });
-  const connected = await new Promise<Error | undefined>((resolve) => {
-    const timer = setTimeout(() => resolve(new Error("connect timeout")), deps.timeouts.connectMs);
-    upstream.once("connect", () => {
-      clearTimeout(timer);
-      resolve(undefined);
-    });
-    upstream.once("error", (error) => {
-      clearTimeout(timer);
-      resolve(error);
-    });
-    socket.once("close", () => {
-      clearTimeout(timer);
-      resolve(new Error("the box left before the tunnel opened"));
-    });
-  });
-  upstream.on("error", () => upstream.destroy());
-  if (connected || socket.destroyed) {
-    upstream.destroy();
-    const error = connected ?? new Error("box gone");
+  // a dial that finishes after the box left is closed, never left open
+  if ("error" in connected)
+    void dialed.then(
+      (late) => late.destroy(),
+      () => undefined,
+    );
+  const upstream = "upstream" in connected ? connected.upstream : undefined;
+  upstream?.on("error", () => upstream.destroy());
+  if (!upstream || socket.destroyed) {
+    upstream?.destroy();
+    const error = "error" in connected ? connected.error : new Error("box gone");
     writeRawRefusal(socket, upstreamFailure(line, error, ruleName, "tunnel"));
     return;
   }
   line.hold({ verdict: "tunnel", rule: ruleName, status: 200 });
   socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
   if (head.length) upstream.write(head);
-  const ended = await spliceSockets(socket, upstream, deps.timeouts.idleMs);
+  const splicing = spliceSockets(socket, upstream, deps.timeouts.idleMs);
+  // dialed paused: it flows once the splice listens
+  upstream.resume();
+  const ended = await splicing;
   line.finish({
     outcome: !ended.error ? "complete" : ended.endedBy === "box" ? "aborted" : "truncated",
     bytes: ended.toBox,

@@ -14,6 +14,7 @@ import { AUDIT_MAX_PER_RUN_DEFAULT, AuditLog, type DecisionRecord } from "../aud
 import type { DoorMetrics } from "../audit/door-metrics.ts";
 import { bodyBudgetFor } from "../bodies/budget.ts";
 import { Credentials } from "../credentials/inject.ts";
+import { readCredential } from "../credentials/vault.ts";
 import { closeDoor, openDoor } from "../doors/door.ts";
 import { DOOR_CAP_RULE, RunDoors } from "../doors/run-doors.ts";
 import type { ActionHostFactory } from "../exchange/action-host.ts";
@@ -178,7 +179,10 @@ async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   // the console's and the gateway's own ports are closed by every gateway (embedded ones
   // too), by name and by the address a name resolves to
   const closed = ClosedPorts.forConfig(loaded.org, options.closedPorts);
-  const upstreams = upstreamsFor(section, timeouts, closed);
+  // the parent proxy's credential is read from the vault at each new tunnel, never kept
+  const upstreams = upstreamsFor(section, timeouts, closed, (name) =>
+    readCredential(paths.vault, name),
+  );
   const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
   // counted and traced only where a monitoring stack reads them: the libraries load for nobody else
   const metrics = await watchDoor(audit, loaded.org.telemetry);

@@ -6,14 +6,16 @@ import {
   type OutgoingHttpHeaders,
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { isIP, type Socket } from "node:net";
+import { isIP, connect as netConnect, type Socket } from "node:net";
 import type { Readable } from "node:stream";
-import { createSecureContext } from "node:tls";
+import { createSecureContext, type SecureContext } from "node:tls";
 import type { GatewaySection } from "../../../ground/config/config-schema.ts";
 import { hostName } from "../../../ground/config/host-name.ts";
 import type { GatewayTimeouts } from "../settings/defaults.ts";
 import { loadTrustStore, readUpstreamCa, type UpstreamCa } from "../trust/trust-store.ts";
 import type { ClosedPorts } from "./closed-ports.ts";
+import { ParentProxy, type ParentProxySettings } from "./parent-proxy.ts";
+import { ProxiedHttpAgent, ProxiedHttpsAgent } from "./proxied-agents.ts";
 import { ClosedPortRefusal, guardedLookup } from "./ssrf.ts";
 
 /**
@@ -46,6 +48,8 @@ export interface UpstreamOptions {
   bodyIdleTimeoutMs: number;
   /** Roster's own ports on this host (the console's, the gateway's): never connected to. */
   closed: ClosedPorts;
+  /** A parent proxy every connection goes through, but to hosts it names (parent-proxy.ts). */
+  proxy?: Omit<ParentProxySettings, "connectTimeoutMs">;
 }
 
 export interface UpstreamTarget {
@@ -84,15 +88,39 @@ interface Pools {
   https: HttpsAgent;
 }
 
+interface Connections {
+  guarded: Pools;
+  named: Pools;
+  /** The same two, through the parent proxy, when there is one. */
+  proxied?: { guarded: Pools; named: Pools };
+}
+
 export class Upstreams {
   private readonly upstreamCa: UpstreamCa[];
   private readonly resolve: Record<string, string>;
-  private pools: { guarded: Pools; named: Pools } | undefined;
+  private pools: Connections | undefined;
+  private secureContext: SecureContext | undefined;
+  readonly proxy: ParentProxy | undefined;
 
   constructor(readonly options: UpstreamOptions) {
     // read now, so a missing file fails the gateway's start rather than its first request
     this.upstreamCa = readUpstreamCa(options.extraCaFiles);
     this.resolve = lowerKeys(options.resolve);
+    this.proxy = options.proxy
+      ? new ParentProxy({ ...options.proxy, connectTimeoutMs: options.connectTimeoutMs }, () =>
+          this.trust(),
+        )
+      : undefined;
+  }
+
+  /** One trust store (what the host trusts, trust-store.ts), read and parsed once. */
+  private trust(): SecureContext {
+    // a `ca` list on the agent would be parsed again for every upstream TLS connection
+    // (Node's roots are ~140 certificates, the host's store as many)
+    this.secureContext ??= createSecureContext({
+      ca: loadTrustStore(this.options.env ?? process.env, this.upstreamCa).pems,
+    });
+    return this.secureContext;
   }
 
   /**
@@ -100,20 +128,64 @@ export class Upstreams {
    * listens): parsing the trust store takes ~60 ms, which a starting gateway
    * should not spend before it listens.
    */
-  private connections(): { guarded: Pools; named: Pools } {
+  private connections(): Connections {
     if (this.pools) return this.pools;
     // no `lookup` here: each request brings its own (see send), and an agent's own would win
-    // one trust store (what the host trusts, trust-store.ts), read and parsed once: a `ca`
-    // list on the agent would be parsed again for every upstream TLS connection (Node's
-    // roots are ~140 certificates, the host's store as many)
-    const trust = loadTrustStore(this.options.env ?? process.env, this.upstreamCa);
-    const secureContext = createSecureContext({ ca: trust.pems });
-    const make = (): Pools => {
-      const common = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: 256 };
-      return { http: new HttpAgent(common), https: new HttpsAgent({ ...common, secureContext }) };
+    const secureContext = this.trust();
+    const common = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: 256 };
+    const make = (): Pools => ({
+      http: new HttpAgent(common),
+      https: new HttpsAgent({ ...common, secureContext }),
+    });
+    const { proxy } = this;
+    const proxied = (via: ParentProxy): Pools => ({
+      http: new ProxiedHttpAgent(common, via),
+      https: new ProxiedHttpsAgent({ ...common, secureContext }, via),
+    });
+    this.pools = {
+      guarded: make(),
+      named: make(),
+      ...(proxy ? { proxied: { guarded: proxied(proxy), named: proxied(proxy) } } : {}),
     };
-    this.pools = { guarded: make(), named: make() };
     return this.pools;
+  }
+
+  /** The pools a host is reached through: the parent proxy's, unless there is none or it names the host. */
+  private poolsFor(host: string, allowInternal: boolean): Pools {
+    const connections = this.connections();
+    const via = this.proxy && !this.proxy.bypasses(host) ? connections.proxied : undefined;
+    const set = via ?? connections;
+    return allowInternal ? set.named : set.guarded;
+  }
+
+  /**
+   * A raw connection for a tunnel the door passes unread, by the same guarded
+   * lookup (and the parent proxy) as a request; resolves once connected,
+   * paused, for the caller to resume once it listens.
+   */
+  dial(target: { host: string; port: number }, allowInternal: boolean): Promise<Socket> {
+    const lookup = guardedLookup(this.resolve, allowInternal, this.options.closed.at(target.port));
+    if (this.proxy && !this.proxy.bypasses(target.host)) {
+      return this.proxy.open(target.host, target.port, lookup);
+    }
+    const { connectTimeoutMs } = this.options;
+    return new Promise((resolve, reject) => {
+      const socket = netConnect({ host: target.host, port: target.port, lookup });
+      socket.pause();
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error("connect timeout"));
+      }, connectTimeoutMs);
+      socket.once("connect", () => {
+        clearTimeout(timer);
+        resolve(socket);
+      });
+      socket.once("error", (error) => {
+        clearTimeout(timer);
+        socket.destroy();
+        reject(error);
+      });
+    });
   }
 
   /** Makes the pools now, ahead of the first request. */
@@ -131,8 +203,7 @@ export class Upstreams {
     allowInternal: boolean,
     init: UpstreamRequest,
   ): Promise<UpstreamReply> {
-    const { named, guarded } = this.connections();
-    const pools = allowInternal ? named : guarded;
+    const pools = this.poolsFor(target.host, allowInternal);
     const { connectTimeoutMs, headersTimeoutMs, closed } = this.options;
     const closedAt = closed.at(target.port);
     // an address literal skips `lookup`: checked here, before any connection
@@ -157,7 +228,8 @@ export class Upstreams {
 
   async close(): Promise<void> {
     if (!this.pools) return;
-    for (const pools of [this.pools.guarded, this.pools.named]) {
+    const { guarded, named, proxied } = this.pools;
+    for (const pools of [guarded, named, ...(proxied ? [proxied.guarded, proxied.named] : [])]) {
       pools.http.destroy();
       pools.https.destroy();
     }
@@ -197,8 +269,11 @@ export function upstreamsFor(
   section: GatewaySection,
   timeouts: Pick<GatewayTimeouts, "connectMs" | "upstreamHeadersMs" | "upstreamBodyIdleMs">,
   closed: ClosedPorts,
+  /** Reads a vault credential (the parent proxy's, `upstream_proxy_auth`): the vault is a room above. */
+  vault?: (name: string) => Record<string, unknown> | undefined,
 ): Upstreams {
   return new Upstreams({
+    ...proxyFor(section, vault),
     resolve: Object.fromEntries(
       Object.entries(section.resolve ?? {}).map(([name, address]) => [hostName(name), address]),
     ),
@@ -271,4 +346,21 @@ function awaitReply(
     });
     body.pipe(request);
   });
+}
+
+/** `[gateway] upstream_proxy` and its two companions, as the pools take them. */
+function proxyFor(
+  section: GatewaySection,
+  vault: ((name: string) => Record<string, unknown> | undefined) | undefined,
+): Pick<UpstreamOptions, "proxy"> {
+  const url = section.upstream_proxy;
+  if (!url) return {};
+  const name = section.upstream_proxy_auth;
+  return {
+    proxy: {
+      url: url.replace(/\/$/, ""),
+      noProxy: section.upstream_no_proxy ?? [],
+      ...(name ? { credential: { name, read: () => vault?.(name) } } : {}),
+    },
+  };
 }

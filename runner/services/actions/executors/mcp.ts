@@ -1,6 +1,10 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { Credentials } from "../../../boundary/gateway/credentials/inject.ts";
-import { renderInjection, templatesFor } from "../../../boundary/gateway/credentials/vault.ts";
+import {
+  readCredential,
+  renderInjection,
+  templatesFor,
+} from "../../../boundary/gateway/credentials/vault.ts";
 import { requestFacts } from "../../../boundary/gateway/exchange/admission.ts";
 import { grantNamesHost, judge } from "../../../boundary/gateway/judging/judge.ts";
 import { resolveTimeouts } from "../../../boundary/gateway/settings/defaults.ts";
@@ -88,7 +92,9 @@ export const mcpCall: Executor<Payload> = {
     const section = loaded.org.gateway ?? {};
     // an approved call is held to the gateway's rules: never to roster's own ports on this host
     const closed = ClosedPorts.forConfig(loaded.org);
-    const upstreams = upstreamsFor(section, resolveTimeouts(section.timeouts), closed);
+    const upstreams = upstreamsFor(section, resolveTimeouts(section.timeouts), closed, (name) =>
+      readCredential(context.paths.vault, name),
+    );
     try {
       let inject = new Map<string, string>();
       if (grant.inject) {

@@ -38,6 +38,7 @@ export async function signOut(
     section,
     resolveTimeouts(section.timeouts),
     ClosedPorts.forConfig(config.org),
+    (credentialName) => readCredential(vaultDir, credentialName),
   );
   const client = {
     ...(typeof credential.client_id === "string" ? { id: credential.client_id } : {}),

@@ -5,6 +5,7 @@ import {
   requestTokens,
   TokenRefusal,
 } from "../../../boundary/gateway/credentials/token-endpoint.ts";
+import { readCredential } from "../../../boundary/gateway/credentials/vault.ts";
 import { resolveTimeouts } from "../../../boundary/gateway/settings/defaults.ts";
 import { ClosedPorts } from "../../../boundary/gateway/upstream/closed-ports.ts";
 import { upstreamsFor } from "../../../boundary/gateway/upstream/pools.ts";
@@ -45,6 +46,8 @@ export async function signIn(
   recipe: Recipe,
   flags: OAuthFlags & { clientSecret?: string },
   say: (line: string) => void,
+  /** Where the parent proxy's credential (`[gateway] upstream_proxy_auth`) is read from. */
+  vaultDir?: string,
 ): Promise<SignedIn> {
   if (recipe.kind !== "service")
     throw new RosterError(
@@ -58,6 +61,7 @@ export async function signIn(
     section,
     resolveTimeouts(section.timeouts),
     ClosedPorts.forConfig(config.org),
+    (credentialName) => (vaultDir ? readCredential(vaultDir, credentialName) : undefined),
   );
   try {
     const endpoints = await endpointsFor(recipe, flags, upstreams);
