@@ -40,7 +40,7 @@ export function checkNoProxy(
     if (!problem) return;
     errors.push({
       file: display,
-      line: locateLine(text, `/gateway/upstream_no_proxy/${index}`),
+      line: locateLine(text, "/gateway/upstream_no_proxy"),
       field: `gateway.upstream_no_proxy.${index}`,
       message: `${JSON.stringify(pattern)}: ${problem}`,
     });
