@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import type { Duplex } from "node:stream";
+import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitForDecision } from "../support/audit.ts";
 import { isCI } from "../support/docker.ts";
@@ -27,12 +29,12 @@ let guarded: Squid;
 let env: GatewayEnv;
 let authEnv: GatewayEnv;
 
-const orgFor = (squid: Squid, caFile: string, extra = "") => `
+const orgFor = (proxyUrl: string, caFile: string, extra = "") => `
 [gateway]
-upstream_proxy = "${squid.url}"
+upstream_proxy = "${proxyUrl}"
 upstream_ca = ["${caFile}"]
 upstream_no_proxy = ["direct.test"]
-resolve = { "api.test" = "127.0.0.9", "raw.test" = "127.0.0.9", "direct.test" = "127.0.0.1", "sneaky.test" = "127.0.0.1" }
+resolve = { "api.test" = "127.0.0.9", "raw.test" = "127.0.0.9", "ws.test" = "127.0.0.9", "direct.test" = "127.0.0.1", "sneaky.test" = "127.0.0.1" }
 ${extra}
 
 [[grant]]
@@ -40,6 +42,11 @@ name = "api"
 verdict = "allow"
 match = { host = "api.test" }
 inject = { credential = "apikey", headers = [{ header = "authorization", value = "Bearer {token}" }] }
+
+[[grant]]
+name = "ws"
+verdict = "allow"
+match = { host = "ws.test", headerContains = { upgrade = "websocket" } }
 
 [[grant]]
 name = "raw"
@@ -57,12 +64,15 @@ verdict = "allow"
 match = { host = "*.test" }
 `;
 
-async function startEnv(squid: Squid, extra = ""): Promise<GatewayEnv> {
+async function startEnv(squid: Squid | string, extra = ""): Promise<GatewayEnv> {
   const made = await startGatewayEnv("");
   const caFile = join(made.root, "upstream-ca.pem");
   await writeFile(caFile, upstream.certificate?.caPem ?? "");
   await made.writeVault("apikey", { token: "tok-123" });
-  await writeFile(join(made.paths.config, "org.toml"), orgFor(squid, caFile, extra));
+  await writeFile(
+    join(made.paths.config, "org.toml"),
+    orgFor(typeof squid === "string" ? squid : squid.url, caFile, extra),
+  );
   // the pools (and the proxy with them) are made when the gateway starts
   await made.restart();
   return made;
@@ -87,24 +97,69 @@ async function squidLogged(squid: Squid, text: string): Promise<string> {
   }
 }
 
+/** Reads from a socket until `pattern` has arrived; resolves with all read. */
+function readUntil(socket: Duplex, pattern: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const timer = setTimeout(
+      () => reject(new Error(`waited for ${pattern}; got ${JSON.stringify(text)}`)),
+      10_000,
+    );
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString("latin1");
+      if (!pattern.test(text)) return;
+      clearTimeout(timer);
+      socket.off("data", onData);
+      resolve(text);
+    };
+    socket.on("data", onData);
+  });
+}
+
+/** A WebSocket handshake as a box makes it: CONNECT to the door, TLS to its leaf, GET with Upgrade. */
+async function webSocketThrough(target: GatewayEnv, host: string, port: number): Promise<Duplex> {
+  const token = await target.token("elf");
+  const raw: Socket = connect({ host: "127.0.0.1", port: target.gateway.port });
+  await new Promise((resolve) => raw.once("connect", resolve));
+  const auth = Buffer.from(`${token}:x`).toString("base64");
+  raw.write(
+    `CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`,
+  );
+  expect(await readUntil(raw, /\r\n\r\n/)).toMatch(/^HTTP\/1\.1 200/);
+  const secure = tlsConnect({ socket: raw, servername: host, ca: boxCa(target) });
+  await new Promise((resolve) => secure.once("secureConnect", resolve));
+  secure.write(
+    `GET /socket HTTP/1.1\r\nHost: ${host}:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+  );
+  expect(await readUntil(secure, /\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101/);
+  return secure;
+}
+
 describe.skipIf(!installed && !isCI)("the door behind a company proxy (a real Squid)", () => {
   beforeAll(async () => {
     if (!installed) throw new Error("squid is not installed (box/with-docker.sh installs it)");
     // Connection: close, so each tunnel ends (and Squid logs it) with its answer
     upstream = await Upstream.start({
       tls: true,
-      names: ["api.test", "raw.test", "direct.test", "sneaky.test"],
+      names: ["api.test", "raw.test", "ws.test", "direct.test", "sneaky.test"],
       handler: (_req, res) => {
         res.writeHead(200, { "content-type": "text/plain", connection: "close" });
         res.end("upstream");
       },
+    });
+    // a WebSocket's handshake answered, then every byte echoed (the door reads none of them)
+    upstream.server.on("upgrade", (_req, socket: Duplex) => {
+      socket.write(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+      );
+      socket.on("data", (chunk: Buffer) => socket.write(chunk));
     });
     decoy = createServer((socket) => {
       decoyPeers.push(String(socket.remoteAddress));
       socket.destroy();
     });
     await new Promise<void>((resolve) => decoy.listen(upstream.port, "127.0.0.9", resolve));
-    const hosts = { "api.test": "127.0.0.1", "raw.test": "127.0.0.1" };
+    const hosts = { "api.test": "127.0.0.1", "raw.test": "127.0.0.1", "ws.test": "127.0.0.1" };
     open = await Squid.start({ hosts, ports: [upstream.port] });
     guarded = await Squid.start({ hosts, ports: [upstream.port], users: { alice: "s3cret" } });
     env = await startEnv(open);
@@ -126,7 +181,10 @@ describe.skipIf(!installed && !isCI)("the door behind a company proxy (a real Sq
     expect(seen?.headers.authorization).toBe("Bearer tok-123");
     const line = await squidLogged(open, `CONNECT api.test:${upstream.port}`);
     expect(line).toContain("TCP_TUNNEL/200");
-    const audit = await waitForDecision(env.paths.audit, (record) => record.request.host === "api.test");
+    const audit = await waitForDecision(
+      env.paths.audit,
+      (record) => record.request.host === "api.test",
+    );
     expect(audit).toMatchObject({ verdict: "allow", rule: "api", status: 200 });
     expect(decoyPeers).toEqual([]);
   }, 30_000);
@@ -139,6 +197,59 @@ describe.skipIf(!installed && !isCI)("the door behind a company proxy (a real Sq
     expect(reply.status).toBe(200);
     await squidLogged(open, `CONNECT raw.test:${upstream.port}`);
     expect(decoyPeers).toEqual([]);
+  }, 30_000);
+
+  it("passes a WebSocket upgrade through Squid", async () => {
+    const socket = await webSocketThrough(env, "ws.test", upstream.port);
+    socket.write("ping through squid");
+    expect(await readUntil(socket, /ping through squid/)).toContain("ping through squid");
+    socket.destroy();
+    await squidLogged(open, `CONNECT ws.test:${upstream.port}`);
+    expect(decoyPeers).toEqual([]);
+  }, 30_000);
+
+  it("answers a 502 naming Squid's 403 when it won't tunnel to a port", async () => {
+    const closedPort = upstream.port === 65535 ? 1 : upstream.port + 1;
+    const reply = await through(env, `https://api.test:${closedPort}/`);
+    expect(reply.status).toBe(502);
+    expect(JSON.parse(reply.body).error).toBe(
+      `upstream: upstream proxy ${open.url} answered 403 Forbidden to CONNECT api.test:${closedPort}`,
+    );
+    const audit = await waitForDecision(
+      env.paths.audit,
+      (record) => record.request.host === "api.test" && record.status === 502,
+    );
+    expect(audit.note).toContain("answered 403 Forbidden");
+  }, 30_000);
+
+  it("answers a 502 naming a proxy that drops the CONNECT or never answers it", async () => {
+    const held: Socket[] = [];
+    const dropper = createServer((socket) => socket.once("data", () => socket.destroy()));
+    const silent = createServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => dropper.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const url = (server: Server) =>
+      `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const dropped = await startEnv(url(dropper));
+    const quiet = await startEnv(url(silent), "[gateway.timeouts]\nconnect_secs = 0.5");
+    try {
+      const one = await through(dropped, `https://api.test:${upstream.port}/`);
+      expect(one.status).toBe(502);
+      expect(JSON.parse(one.body).error).toBe(
+        `upstream: upstream proxy ${url(dropper)}: closed the connection without answering CONNECT api.test:${upstream.port}`,
+      );
+      const two = await through(quiet, `https://api.test:${upstream.port}/`);
+      expect(two.status).toBe(502);
+      expect(JSON.parse(two.body).error).toBe(
+        `upstream: upstream proxy ${url(silent)}: no answer to CONNECT api.test:${upstream.port} in 500 ms`,
+      );
+    } finally {
+      await dropped.cleanup();
+      await quiet.cleanup();
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => dropper.close(resolve));
+      await new Promise((resolve) => silent.close(resolve));
+    }
   }, 30_000);
 
   it("goes directly to a host upstream_no_proxy names, and Squid never hears of it", async () => {
@@ -156,7 +267,10 @@ describe.skipIf(!installed && !isCI)("the door behind a company proxy (a real Sq
     const reply = await through(env, `https://sneaky.test:${upstream.port}/x`);
     expect(reply.status).toBe(403);
     expect(reply.body).toContain("sneaky.test resolves to 127.0.0.1");
-    const audit = await waitForDecision(env.paths.audit, (record) => record.request.host === "sneaky.test");
+    const audit = await waitForDecision(
+      env.paths.audit,
+      (record) => record.request.host === "sneaky.test",
+    );
     expect(audit.verdict).toBe("deny");
     // Squid's next line is the next request's: nothing for the refused one came between
     await through(env, `https://api.test:${upstream.port}/after-sneaky`);
