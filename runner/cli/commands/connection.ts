@@ -5,9 +5,11 @@
  */
 import { type Command, Option } from "commander";
 import type { AddFlags, PublicAddFlags, SecretFlags } from "../does/connection.ts";
+import type { RotateFlags } from "../does/connection-age.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 const doesConnection = () => import("../does/connection.ts");
+const doesAge = () => import("../does/connection-age.ts");
 
 const repeat = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -31,10 +33,39 @@ export function registerConnectionCommands(program: Command): void {
     .option("--secret-env <VAR>", "read the secret from this environment variable")
     .option("--verify", "then make one real call through the gateway and say whether it works")
     .option("--as <worker>", "verify as this grantee (default: the first)")
+    .option(
+      "--expires <when>",
+      "when the secret expires: an RFC 3339 time or a span (30d, 12h, 2w); ls marks it a week before",
+    )
     .addOption(new Option("--secret <value>").hideHelp())
     .action(async (name: string, flags: SecretFlags) =>
       (await doesConnection()).storeSecretCommand(name, flags),
     );
+
+  connection
+    .command("rotate <name>")
+    .description(
+      "replace a connection's secret only once the new one passes a check through the gateway; on failure the old one stays live",
+    )
+    .option("--secret-env <VAR>", "read the new secret from this environment variable")
+    .option("--as <worker>", "check as this grantee (default: the first)")
+    .option("--force", "swap it in unverified when the connection has no verify call")
+    .option(
+      "--expires <when>",
+      "when the secret expires: an RFC 3339 time or a span (30d, 12h, 2w); ls marks it a week before",
+    )
+    .option("--json", "print the outcome as JSON")
+    .action(async (name: string, flags: RotateFlags) =>
+      (await doesAge()).rotateCommand(name, flags),
+    );
+
+  connection
+    .command("encrypt")
+    .description(
+      "encrypt every plaintext vault file with the vault key (ROSTER_VAULT_KEY_FILE or systemd's roster-vault-key)",
+    )
+    .option("--json", "print the outcome as JSON")
+    .action(async (flags: { json?: boolean }) => (await doesAge()).encryptCommand(flags));
 
   connection
     .command("verify <name>")
@@ -76,7 +107,9 @@ export function registerConnectionCommands(program: Command): void {
 
   connection
     .command("ls")
-    .description("every connection: kind, grantees, and ok / disabled (no secret) / failing verify")
+    .description(
+      "every connection: kind, grantees, ok / disabled (no secret) / failing verify, its secret's age, and EXPIRES within 7 days or EXPIRED",
+    )
     .option("--json", "print them as JSON")
     .action(async (flags: { json?: boolean }) =>
       (await doesConnection()).listConnectionsCommand(flags),
@@ -136,6 +169,10 @@ function declareAddCommand(connection: Command): void {
     .option("--verify", "then make one real call through the gateway and say whether it works")
     .option("--verify-path <path>", "the path --verify asks for (bearer: default /)")
     .option("--as <worker>", "verify as this grantee (default: the first)")
+    .option(
+      "--expires <when>",
+      "when the secret expires: an RFC 3339 time or a span (30d, 12h, 2w); ls marks it a week before",
+    )
     .option(
       "--oauth",
       "sign in by consent in a browser (authorization code with PKCE) instead of a secret",

@@ -33,7 +33,11 @@ export function registerRunCommands(program: Command): void {
       "store this field (repeatable), e.g. --field host=smtp.example.com --field port=465",
       (value: string, previous: string[] = []) => [...previous, value],
     )
-    .action(async (credential: string, flags: { field?: string[] }) =>
+    .option(
+      "--expires <when>",
+      "when the secret expires: an RFC 3339 time or a span (30d, 12h, 2w); ls marks it a week before",
+    )
+    .action(async (credential: string, flags: { field?: string[]; expires?: string }) =>
       (await doesConfig()).loginCommand(credential, flags),
     );
 

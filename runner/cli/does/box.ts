@@ -104,9 +104,16 @@ export async function doctorCommand(flags: DoctorFlags): Promise<void> {
   const config = await doctorConfig();
   const fix = flags.fix ? await fixRunsc(config.kind) : undefined;
   const report = await boxDoctor({ image: flags.image, ...config });
-  if (flags.json) process.stdout.write(`${JSON.stringify({ ...report, ...fix?.json })}\n`);
-  else process.stdout.write(`${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n`);
-  if (!report.engine.ok || !report.image.present || report.runtime?.ok === false)
+  // the vault is the host's side of the boundary: whether its secrets are sealed at rest
+  const { vaultLine } = await import("./connection-age.ts");
+  const vault = vaultLine();
+  if (flags.json)
+    process.stdout.write(`${JSON.stringify({ ...report, ...vault.json, ...fix?.json })}\n`);
+  else
+    process.stdout.write(
+      `${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n${vault.ok ? "ok " : "-- "} vault    ${vault.line}\n`,
+    );
+  if (!report.engine.ok || !report.image.present || report.runtime?.ok === false || !vault.ok)
     process.exitCode = 1;
 }
 

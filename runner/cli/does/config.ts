@@ -64,8 +64,13 @@ export async function validateCommand(flags: { json?: boolean }): Promise<void> 
 }
 
 /** `roster login`: a model key (from the environment or typed), or named fields with --field. */
-export async function loginCommand(credential: string, flags: { field?: string[] }): Promise<void> {
+export async function loginCommand(
+  credential: string,
+  flags: { field?: string[]; expires?: string },
+): Promise<void> {
   const paths = rosterPaths();
+  const { originOf } = await import("./connection-age.ts");
+  const origin = { command: "login", ...originOf(flags.expires) };
   if (flags.field?.length) {
     const fields: Record<string, string> = {};
     for (const entry of flags.field) {
@@ -74,7 +79,7 @@ export async function loginCommand(credential: string, flags: { field?: string[]
       fields[entry.slice(0, at)] = entry.slice(at + 1);
     }
     const { storeCredential } = await import("../../work/runs/credentials.ts");
-    await storeCredential(paths.vault, credential, fields);
+    await storeCredential(paths.vault, credential, fields, origin);
     process.stdout.write(
       `stored credential "${credential}" (${Object.keys(fields).join(", ")}) in ${paths.vault} (mode 0600; never in a box)\n`,
     );
@@ -95,7 +100,7 @@ export async function loginCommand(credential: string, flags: { field?: string[]
   }
   if (!key) throw new RosterError("no key given; nothing stored", { exitCode: 2 });
   const { storeCredential } = await import("../../work/runs/credentials.ts");
-  await storeCredential(paths.vault, credential, { key });
+  await storeCredential(paths.vault, credential, { key }, origin);
   process.stdout.write(
     `stored credential "${credential}" in ${paths.vault} (mode 0600; only the gateway reads it)\n`,
   );

@@ -18,6 +18,8 @@ export interface AddFlags extends OAuthFlags {
   verify?: boolean;
   verifyPath?: string;
   as?: string;
+  /** When the secret expires (RFC 3339 or 30d): kept as its age. */
+  expires?: string;
 }
 
 /**

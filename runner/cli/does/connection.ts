@@ -16,6 +16,7 @@ export interface SecretFlags {
   secret?: string;
   verify?: boolean;
   as?: string;
+  expires?: string;
 }
 
 const NO_SECRET_ARGUMENT =
@@ -45,6 +46,8 @@ export async function addConnectionCommand(
   given: Partial<AddFlags> & PublicAddFlags,
 ): Promise<void> {
   if (given.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
+  const { originOf } = await import("./connection-age.ts");
+  const origin = originOf(given.expires);
   const { readPublicAdd, shapeOf, usesOf } = await import("./connection-public.ts");
   const spelled = readPublicAdd(word, given);
   const { guidedAddFlags } = await import("./connection-guided.ts");
@@ -70,6 +73,7 @@ export async function addConnectionCommand(
     ...(flags.oauth ? { signIn: (recipe: Recipe) => signInFor(paths, name, recipe, flags) } : {}),
     ...(shape ? { shape } : {}),
     ...(uses ? { uses } : {}),
+    origin,
   });
   if (added.file) process.stdout.write(`wrote ${added.file} (from recipe ${added.recipe.name})\n`);
   if (added.stored)
@@ -111,10 +115,15 @@ async function signInFor(
 /** `roster connection secret`: store or replace the secret, never taken as an argument. */
 export async function storeSecretCommand(name: string, flags: SecretFlags): Promise<void> {
   if (flags.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
+  const { originOf } = await import("./connection-age.ts");
+  const origin = originOf(flags.expires);
   const { storeSecret } = await import("../../work/connections/manage.ts");
   const { readSecret } = await import("../../work/connections/secret-input.ts");
-  const stored = await storeSecret(rosterPaths(), name, () =>
-    readSecret({ label: name, secretEnv: flags.secretEnv }),
+  const stored = await storeSecret(
+    rosterPaths(),
+    name,
+    () => readSecret({ label: name, secretEnv: flags.secretEnv }),
+    origin,
   );
   process.stdout.write(`stored the secret of "${name}" in ${stored} (mode 0600)\n`);
   if (flags.verify) await verifyCommand(name, flags);
@@ -154,7 +163,12 @@ export async function grantCommand(
 /** `roster connection ls`: every connection with its grantees and state. */
 export async function listConnectionsCommand(flags: { json?: boolean }): Promise<void> {
   const { listConnections } = await import("../../work/connections/manage.ts");
-  const rows = listConnections(rosterPaths());
+  const { ageOf, ageWords } = await import("./connection-age.ts");
+  const paths = rosterPaths();
+  const rows = listConnections(paths).map((row) => {
+    const age = ageOf(paths.vault, row.name);
+    return { ...row, ...(age ? { age } : {}) };
+  });
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(rows)}\n`);
     return;
@@ -167,7 +181,7 @@ export async function listConnectionsCommand(flags: { json?: boolean }): Promise
   }
   for (const row of rows)
     process.stdout.write(
-      `${row.name}  ${row.kind}  granted to ${row.grantees.length ? row.grantees.join(", ") : "nobody"}  ${row.state}: ${row.detail}\n`,
+      `${row.name}  ${row.kind}  granted to ${row.grantees.length ? row.grantees.join(", ") : "nobody"}  ${row.state}: ${row.detail}${ageWords(row.age)}\n`,
     );
 }
 

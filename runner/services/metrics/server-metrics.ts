@@ -4,6 +4,7 @@ import type { RosterPaths } from "../../ground/config/paths.ts";
 import { BoundedLabel } from "../../ground/telemetry/bounded-label.ts";
 import { collectProcessMetrics } from "../../ground/telemetry/process-metrics.ts";
 import { RunIndex } from "../console/run-index.ts";
+import { registerCredentialExpiry } from "./credential-expiry.ts";
 import { WaitingCounts } from "./waiting-counts.ts";
 
 /**
@@ -87,6 +88,7 @@ export class ServerMetrics {
       },
     });
     this.runMetrics(registers);
+    registerCredentialExpiry(this.registry, paths);
   }
 
   text(): Promise<string> {

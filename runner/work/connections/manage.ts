@@ -6,6 +6,8 @@ import { KNOWLEDGE_REPO } from "../../ground/config/knowledge.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { applyConfigChange } from "../../ground/config/trial.ts";
 import { RosterError } from "../../ground/errors.ts";
+import type { CredentialOrigin } from "../../ground/vault/credential-meta.ts";
+import { metaFile } from "../../ground/vault/credential-meta.ts";
 import { storeCredential } from "../runs/credentials.ts";
 import { botBinding } from "./bot-binding.ts";
 import type { ConnectionShape } from "./connection-file.ts";
@@ -13,6 +15,7 @@ import { addEdge, edgesOf, removeEdge, renderConnection } from "./connection-fil
 import { forgetState, readState, stateFile, updateState } from "./connection-state.ts";
 import type { SignedIn } from "./oauth/sign-in.ts";
 import { findRecipe, type Recipe, recipes } from "./recipes.ts";
+import { secretFieldOf, storedFields } from "./stored-fields.ts";
 
 /**
  * What the `roster connection` commands do to config/connections/, the vault
@@ -54,6 +57,8 @@ export interface AddOptions {
   shape?: ConnectionShape;
   /** `--use`: a bot's uses; without "capability" no box is granted, without "channel" no worker bound. */
   uses?: { capability: boolean; channel: boolean };
+  /** Who stores the secret, and its `--expires`: kept as its age. */
+  origin?: Omit<CredentialOrigin, "command">;
 }
 
 export interface Added {
@@ -99,19 +104,29 @@ export async function addConnection(paths: RosterPaths, options: AddOptions): Pr
   await applyConfigChange(paths, [{ file, text }, ...(binding?.change ? [binding.change] : [])]);
   let stored: string | undefined;
   if (signed) {
-    await storeCredential(paths.vault, name, {
-      ...storedFields(paths, name),
-      ...options.fields,
-      ...signed.credential,
-    });
+    await storeCredential(
+      paths.vault,
+      name,
+      {
+        ...storedFields(paths, name),
+        ...options.fields,
+        ...signed.credential,
+      },
+      { command: "connection add", ...options.origin },
+    );
     stored = join(paths.vault, `${name}.json`);
   } else if (recipe.secretField && secret !== undefined) {
     // what `roster login` stored under this name before (a Slack app token, say) is kept
-    await storeCredential(paths.vault, name, {
-      ...storedFields(paths, name),
-      ...options.fields,
-      [recipe.secretField]: secret,
-    });
+    await storeCredential(
+      paths.vault,
+      name,
+      {
+        ...storedFields(paths, name),
+        ...options.fields,
+        [recipe.secretField]: secret,
+      },
+      { command: "connection add", ...options.origin },
+    );
     stored = join(paths.vault, `${name}.json`);
   }
   await updateState(paths, name, {
@@ -226,12 +241,17 @@ async function addActionCredential(
     );
   const secret = await options.secret();
   const field = recipe.secretField ?? "pass";
-  await storeCredential(paths.vault, options.name, {
-    port: "465",
-    ...options.fields,
-    host,
-    [field]: secret,
-  });
+  await storeCredential(
+    paths.vault,
+    options.name,
+    {
+      port: "465",
+      ...options.fields,
+      host,
+      [field]: secret,
+    },
+    { command: "connection add", ...options.origin },
+  );
   return { recipe, file: undefined, stored: join(paths.vault, `${options.name}.json`) };
 }
 
@@ -240,6 +260,7 @@ export async function storeSecret(
   paths: RosterPaths,
   name: string,
   secret: () => Promise<string>,
+  origin: Omit<CredentialOrigin, "command"> = {},
 ): Promise<string> {
   checkName(name);
   if (!existsSync(connectionFile(paths, name)))
@@ -249,36 +270,13 @@ export async function storeSecret(
   const field = secretFieldOf(paths, name);
   const value = await secret();
   // other fields stored beside the secret (a bot's owner_id) stay as they were
-  await storeCredential(paths.vault, name, { ...storedFields(paths, name), [field]: value });
+  await storeCredential(
+    paths.vault,
+    name,
+    { ...storedFields(paths, name), [field]: value },
+    { command: "connection secret", ...origin },
+  );
   return join(paths.vault, `${name}.json`);
-}
-
-function storedFields(paths: RosterPaths, name: string): Record<string, string> {
-  try {
-    const parsed: unknown = JSON.parse(readFileSync(join(paths.vault, `${name}.json`), "utf8"));
-    if (typeof parsed !== "object" || parsed === null) return {};
-    return Object.fromEntries(
-      Object.entries(parsed).filter(
-        (entry): entry is [string, string] => typeof entry[1] === "string",
-      ),
-    );
-  } catch {
-    return {};
-  }
-}
-
-/** The vault field a connection's template renders: `{key}` or `{token}`, read from its file. */
-function secretFieldOf(paths: RosterPaths, name: string): string {
-  const text = readFileSync(connectionFile(paths, name), "utf8");
-  // a file that names its provider and no header (as the public roster writes it) takes that recipe's
-  const provider = /^\s*inject_value\s*=/m.test(text)
-    ? undefined
-    : /^\s*provider\s*=\s*["']([a-z0-9_-]+)["']/m.exec(text)?.[1];
-  const recipe = findRecipe(readState(paths, name).recipe ?? provider ?? "");
-  if (recipe?.secretField) return recipe.secretField;
-  const template =
-    /^\s*inject_value\s*=\s*["'][^"'\n]*\{(?:b64:[^{}]*)?\{?([a-z_][a-z0-9_]*)\}/m.exec(text);
-  return template?.[1] ?? "token";
 }
 
 export type EdgeChange = { changed: boolean; kept: boolean; file: string };
@@ -384,6 +382,7 @@ export function removalOf(paths: RosterPaths, name: string): string[] {
   return [
     connectionFile(paths, name),
     join(paths.vault, `${name}.json`),
+    metaFile(paths.vault, name),
     stateFile(paths, name),
   ].filter((file) => existsSync(file));
 }
@@ -395,6 +394,7 @@ export async function removeConnection(paths: RosterPaths, name: string): Promis
   const file = connectionFile(paths, name);
   if (existsSync(file)) await applyConfigChange(paths, [{ file, text: null }]);
   await rm(join(paths.vault, `${name}.json`), { force: true });
+  await rm(metaFile(paths.vault, name), { force: true });
   await forgetState(paths, name);
   return removed;
 }

@@ -30,7 +30,14 @@ const TIMEOUT_MS = 30_000;
 export async function verifyConnection(
   paths: RosterPaths,
   name: string,
-  options: { as?: string; verifyPath?: string } = {},
+  options: {
+    as?: string;
+    verifyPath?: string;
+    /** The run the check's token names (rotate.ts: a candidate's run); a fresh verify run otherwise. */
+    runId?: string;
+    /** Kept for `connection ls` (default); a candidate's failed check is not the connection's state. */
+    remember?: boolean;
+  } = {},
 ): Promise<VerifyResult> {
   const config = loadConfig(paths.config, { vaultDir: paths.vault });
   const connection = config.connections.get(name);
@@ -66,17 +73,14 @@ export async function verifyConnection(
     throw new RosterError(`"${name}" names only wildcard hosts: there is no one host to call`, {
       exitCode: 2,
     });
-  // a hand-written file has no recipe on record: a recipe whose hosts include its host stands in
-  const recipe =
-    state.recipe ?? recipes().find((candidate) => candidate.hosts?.includes(host))?.name;
-  const call = verifyCall(recipe, options.verifyPath ?? state.verify_path);
+  const call = verifyCall(recipeOf(state.recipe, host), options.verifyPath ?? state.verify_path);
 
   const lease = await leaseGateway({
     paths,
     port: config.org.gateway?.port ?? DEFAULT_GATEWAY_PORT,
     env: process.env,
   });
-  const runId = `verify-${name}-${randomUUID().slice(0, 8)}`;
+  const runId = options.runId ?? `verify-${name}-${randomUUID().slice(0, 8)}`;
   const token = await mintToken(paths.identity, {
     subject: `org/${grantee}`,
     runId,
@@ -97,8 +101,26 @@ export async function verifyConnection(
   }
   const { refusedByGateway: _, ...kept } = result;
   const final: VerifyResult = { ...kept, at: new Date().toISOString(), as: grantee };
-  await updateState(paths, name, { last_verify: final });
+  if (options.remember !== false) await updateState(paths, name, { last_verify: final });
   return final;
+}
+
+/** A hand-written file has no recipe on record: a recipe whose hosts include its host stands in. */
+function recipeOf(recipe: string | undefined, host: string): string | undefined {
+  return recipe ?? recipes().find((candidate) => candidate.hosts?.includes(host))?.name;
+}
+
+/**
+ * Whether a check means anything for this connection: its recipe's own call,
+ * or a `--verify-path` on record. Without one, verify asks for "/", which a
+ * wrong secret may pass as well as a right one.
+ */
+export function hasVerifyCall(paths: RosterPaths, name: string, hosts: string[]): boolean {
+  const state = readState(paths, name);
+  if (state.verify_path !== undefined) return true;
+  const host = hosts.find((pattern) => !pattern.includes("*")) ?? "";
+  const recipe = recipeOf(state.recipe, host);
+  return (recipe ? findRecipe(recipe) : undefined)?.verify !== undefined;
 }
 
 /** Who the verify request comes from: `--as`, else the first worker granted it (any worker for an org grant). */
@@ -162,13 +184,15 @@ async function callThrough(
       // the gateway could not reach the API: DNS, connect, TLS, timeouts
       return { ok: false, status, detail: `${where} failed at the gateway: ${gatewayBody.error}` };
     }
+    // what the API said, in one line: the reason a person acts on
+    const said = text.trim() ? ` (${text.trim().split("\n")[0]?.slice(0, 200)})` : "";
     if (status === 401 || status === 403)
       return {
         ok: false,
         status,
-        detail: `the API refused the credential: ${where} answered ${status}`,
+        detail: `the API refused the credential: ${where} answered ${status}${said}`,
       };
-    if (status >= 400) return { ok: false, status, detail: `${where} answered ${status}` };
+    if (status >= 400) return { ok: false, status, detail: `${where} answered ${status}${said}` };
     if (call.okField && jsonOf(text)?.[call.okField] !== true) {
       const reason = jsonOf(text)?.error;
       return {

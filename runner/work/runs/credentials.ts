@@ -1,16 +1,15 @@
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
-import { replaceFile } from "../../ground/files/atomic-replace.ts";
+import type { CredentialOrigin } from "../../ground/vault/credential-meta.ts";
+import { writeVaultCredential } from "../../ground/vault/vault-file.ts";
 
-/** Writes a vault credential (0600, atomically). Only ever read by the gateway. */
+/**
+ * Writes a vault credential (0600, atomically, sealed when a vault key is
+ * configured) with its record of age. Only ever read by the gateway.
+ */
 export async function storeCredential(
   vaultDir: string,
   name: string,
   credential: Record<string, string | number>,
+  origin: CredentialOrigin = { command: "run (from the environment)" },
 ): Promise<void> {
-  if (!/^[a-z0-9_-]+$/.test(name))
-    throw new Error(`credential names are lower-case letters, digits, '_' or '-' (got "${name}")`);
-  await mkdir(vaultDir, { recursive: true, mode: 0o700 });
-  const file = join(vaultDir, `${name}.json`);
-  await replaceFile(file, `${JSON.stringify(credential)}\n`, { mode: 0o600 });
+  await writeVaultCredential(vaultDir, name, credential, origin);
 }

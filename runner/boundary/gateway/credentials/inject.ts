@@ -1,8 +1,10 @@
 import { join } from "node:path";
+import { errorMessage } from "../../../ground/errors.ts";
 import { appendJsonLine } from "../../../ground/files/append-line.ts";
-import { replaceFile } from "../../../ground/files/atomic-replace.ts";
 import { withFileLockWaiting } from "../../../ground/files/file-lock.ts";
+import { writeVaultCredential } from "../../../ground/vault/vault-file.ts";
 import type { Upstreams } from "../upstream/pools.ts";
+import { candidateFor } from "./candidate.ts";
 import { refreshAccessToken, TokenRefusal } from "./token-endpoint.ts";
 import { type Credential, readCredential } from "./vault.ts";
 
@@ -27,6 +29,8 @@ import { type Credential, readCredential } from "./vault.ts";
 export type Ready =
   | { kind: "ok"; credential: Credential }
   | { kind: "missing" }
+  /** A sealed file the vault key does not open: the reason names the file. */
+  | { kind: "unreadable"; reason: string }
   | { kind: "refresh-failed"; reason: string };
 
 /** How long before its expiry a token is refreshed. */
@@ -55,9 +59,20 @@ export class Credentials {
     this.now = options.now ?? Date.now;
   }
 
-  /** The credential to inject now: as stored, or refreshed first when it is about to expire. */
-  ready(name: string): Ready | Promise<Ready> {
-    const credential = readCredential(this.options.vaultDir, name);
+  /**
+   * The credential to inject now: as stored, or refreshed first when it is
+   * about to expire. A `connection rotate` check's run gets the candidate
+   * secret instead (candidate.ts), never refreshed nor stored.
+   */
+  ready(name: string, runId?: string): Ready | Promise<Ready> {
+    let credential: Credential | undefined;
+    try {
+      const candidate = runId ? candidateFor(this.options.vaultDir, runId, name) : undefined;
+      if (candidate) return { kind: "ok", credential: candidate };
+      credential = readCredential(this.options.vaultDir, name);
+    } catch (error) {
+      return { kind: "unreadable", reason: errorMessage(error) };
+    }
     if (!credential) return { kind: "missing" };
     if (!refreshDue(credential, this.now())) return { kind: "ok", credential };
     const failed = this.failures.get(name);
@@ -77,14 +92,17 @@ export class Credentials {
     const lock = join(vaultDir, `.${name}.lock`);
     return withFileLockWaiting(lock, `credential "${name}"`, LOCK_WAIT_MS, async () => {
       // read again under the lock: another gateway may have refreshed it meanwhile
-      const current = readCredential(vaultDir, name);
+      let current: Credential | undefined;
+      try {
+        current = readCredential(vaultDir, name);
+      } catch (error) {
+        return { kind: "unreadable", reason: errorMessage(error) } as const;
+      }
       if (!current) return { kind: "missing" } as const;
       if (!refreshDue(current, this.now())) return { kind: "ok", credential: current } as const;
       try {
         const next = await this.exchange(name, current);
-        await replaceFile(join(vaultDir, `${name}.json`), `${JSON.stringify(next)}\n`, {
-          mode: 0o600,
-        });
+        await writeVaultCredential(vaultDir, name, next, { command: "oauth refresh" });
         this.failures.delete(name);
         this.audit({ credential: name, outcome: "refreshed", expires: next.expires ?? null });
         return { kind: "ok", credential: next } as const;

@@ -1,8 +1,7 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Inject, InjectHeader } from "../../../ground/config/grant-schema.ts";
 import { hostName } from "../../../ground/config/host-name.ts";
 import { defaultAuth } from "../../../ground/config/providers.ts";
+import { readVaultCredential } from "../../../ground/vault/vault-file.ts";
 
 /**
  * Real credentials, host-side only: data/vault/<name>.json (0600), read at the
@@ -11,16 +10,13 @@ import { defaultAuth } from "../../../ground/config/providers.ts";
  */
 export type Credential = Record<string, unknown>;
 
+/**
+ * Undefined when absent; a sealed file the vault key does not open throws
+ * one line naming the file (vault-file.ts). Its age is in a file of its own
+ * (<name>.meta.json), so no `{field}` below can render it.
+ */
 export function readCredential(vaultDir: string, name: string): Credential | undefined {
-  if (!/^[a-z0-9_-]+$/.test(name)) return undefined;
-  try {
-    const parsed: unknown = JSON.parse(readFileSync(join(vaultDir, `${name}.json`), "utf8"));
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
-      ? (parsed as Credential)
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  return readVaultCredential(vaultDir, name);
 }
 
 /** The grant's header templates, or the credential's defaults when it names none. */

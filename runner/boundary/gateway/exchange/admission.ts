@@ -194,7 +194,7 @@ async function admitRequest(
   // a page reads as the run but never with the run's credentials (caller.ts)
   const inject = facts.actor
     ? new Map<string, string>()
-    : await injectionFor(deps, decision, grant, facts.host);
+    : await injectionFor(deps, decision, grant, facts.host, facts.runId);
   if (!(inject instanceof Map)) return inject;
   if (ruling.literal) return { kind: "refuse", decision, refusal: ruling.literal };
   const note = unmeteredNote(unmetered);
@@ -231,10 +231,18 @@ async function injectionFor(
   decision: Decision,
   grant: ScopedGrant,
   host: string,
+  runId: string | undefined,
 ): Promise<Map<string, string> | Refused> {
   if (!grant.inject) return new Map();
   const name = grant.inject.credential;
-  const ready = await deps.credentials.ready(name);
+  const ready = await deps.credentials.ready(name, runId);
+  if (ready.kind === "unreadable")
+    return credentialOutage(
+      decision,
+      grant.name,
+      ready.reason,
+      "nothing was sent; the gateway needs the vault key the file was sealed with (ROSTER_VAULT_KEY_FILE)",
+    );
   if (ready.kind === "refresh-failed")
     return credentialOutage(
       decision,

@@ -8,6 +8,7 @@ import { replaceFile } from "../../../ground/files/atomic-replace.ts";
 import { actionSpans } from "../../../ground/telemetry/action-spans.ts";
 import { tracingFor } from "../../../ground/telemetry/tracing.ts";
 import { parseByteSize } from "../../../ground/text/byte-size.ts";
+import { checkVaultOpens } from "../../../ground/vault/vault-file.ts";
 import type { TakenBy } from "../../../records/config-history/history.ts";
 import { watchJournal } from "../../../records/journal/journal.ts";
 import { AUDIT_MAX_PER_RUN_DEFAULT, AuditLog, type DecisionRecord } from "../audit/audit.ts";
@@ -154,6 +155,8 @@ export class Gateway {
 /** What every proxy server of one gateway shares: config, audit, budgets, upstreams, the desk. */
 async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
   const { paths } = options;
+  // a sealed vault its key does not open stops the start with one line naming the file
+  checkVaultOpens(paths.vault);
   const config = testedConfigSource(paths.config, { vaultDir: paths.vault });
   const loaded = config.get();
   const section = loaded.org.gateway ?? {};
