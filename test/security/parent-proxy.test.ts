@@ -3,13 +3,14 @@ import { writeFile } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
-import { connect as tlsConnect } from "node:tls";
+import { createServer as createTlsServer, connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitForDecision } from "../support/audit.ts";
 import { isCI } from "../support/docker.ts";
 import { type GatewayEnv, proxyUrlFor, startGatewayEnv } from "../support/gateway-env.ts";
 import { viaProxy } from "../support/proxy-clients.ts";
 import { Squid, squidInstalled } from "../support/squid.ts";
+import { makeServerCertificate } from "../support/test-ca.ts";
 import { Upstream } from "../support/upstream.ts";
 
 /**
@@ -64,10 +65,10 @@ verdict = "allow"
 match = { host = "*.test" }
 `;
 
-async function startEnv(squid: Squid | string, extra = ""): Promise<GatewayEnv> {
+async function startEnv(squid: Squid | string, extra = "", proxyCa = ""): Promise<GatewayEnv> {
   const made = await startGatewayEnv("");
   const caFile = join(made.root, "upstream-ca.pem");
-  await writeFile(caFile, upstream.certificate?.caPem ?? "");
+  await writeFile(caFile, `${upstream.certificate?.caPem ?? ""}\n${proxyCa}`);
   await made.writeVault("apikey", { token: "tok-123" });
   await writeFile(
     join(made.paths.config, "org.toml"),
@@ -250,6 +251,49 @@ describe.skipIf(!installed && !isCI)("the door behind a company proxy (a real Sq
       await new Promise((resolve) => dropper.close(resolve));
       await new Promise((resolve) => silent.close(resolve));
     }
+  }, 30_000);
+
+  it("speaks TLS to an https:// proxy whose CA is in upstream_ca", async () => {
+    // Squid behind a TLS front, as a proxy spoken to over TLS is: the door must verify it
+    const certificate = await makeServerCertificate(["localhost"]);
+    let fronted = 0;
+    const front = createTlsServer(
+      { key: certificate.keyPem, cert: certificate.certPem },
+      (client) => {
+        fronted++;
+        const back = connect({ host: "127.0.0.1", port: open.port });
+        client.pipe(back).pipe(client);
+        client.on("error", () => back.destroy());
+        back.on("error", () => client.destroy());
+      },
+    );
+    const accepted: Socket[] = [];
+    front.on("connection", (socket: Socket) => accepted.push(socket));
+    await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+    const proxyUrl = `https://localhost:${(front.address() as { port: number }).port}`;
+    const trusted = await startEnv(proxyUrl, "", certificate.caPem);
+    const untrusted = await startEnv(proxyUrl);
+    try {
+      const reply = await through(trusted, `https://api.test:${upstream.port}/over-tls`);
+      expect(reply.status).toBe(200);
+      expect(fronted).toBe(1);
+      await squidLogged(open, "TCP_TUNNEL/200");
+      // without the proxy's CA the door won't talk to it
+      const refused = await through(untrusted, `https://api.test:${upstream.port}/unverified`);
+      expect(refused.status).toBe(502);
+      expect(JSON.parse(refused.body).error).toMatch(
+        new RegExp(
+          `^upstream: upstream proxy ${proxyUrl}: (SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)$`,
+        ),
+      );
+      expect(upstream.seen.some((request) => request.url === "/unverified")).toBe(false);
+    } finally {
+      await trusted.cleanup();
+      await untrusted.cleanup();
+      for (const socket of accepted) socket.destroy();
+      await new Promise((resolve) => front.close(resolve));
+    }
+    expect(decoyPeers).toEqual([]);
   }, 30_000);
 
   it("goes directly to a host upstream_no_proxy names, and Squid never hears of it", async () => {
