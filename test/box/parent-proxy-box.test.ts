@@ -1,4 +1,6 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -19,8 +21,8 @@ const engine = (await testEngine()) as NonNullable<Awaited<ReturnType<typeof tes
 const installed = squidInstalled();
 
 /**
- * A real box behind a door behind a company proxy (a real Squid): git clones
- * and an API call with an injected credential work from inside the box, each
+ * A real box behind a door behind a company proxy (a real Squid): git clone,
+ * npm install and an API call with an injected credential work from inside the box, each
  * through Squid. The door's own answer for both names is 127.0.0.9, where
  * a listener counts anyone who comes; only Squid knows where they really are.
  */
@@ -28,6 +30,7 @@ describe.skipIf(!docker || (!installed && !isCI))("a box behind the door behind 
   let env: GatewayEnv;
   let api: Upstream;
   let git: Upstream;
+  let npm: Upstream;
   let squid: Squid;
   let decoys: Server[] = [];
   const decoyPeers: string[] = [];
@@ -60,8 +63,54 @@ describe.skipIf(!docker || (!installed && !isCI))("a box behind the door behind 
       "refs/heads/main",
     ]);
     api = await Upstream.start({ tls: true, names: ["api.test"] });
+    // a one-package npm registry: its packument and its tarball
+    await writeFile(
+      join(work, "package.json"),
+      JSON.stringify({ name: "demo-pkg", version: "1.0.0", main: "index.js" }),
+    );
+    execFileSync("mkdir", ["-p", join(work, "pkg/package")]);
+    execFileSync("cp", [join(work, "package.json"), join(work, "pkg/package/package.json")]);
+    await writeFile(join(work, "pkg/package/index.js"), 'module.exports = "from the registry";\n');
+    execFileSync("tar", [
+      "-czf",
+      join(work, "demo-pkg-1.0.0.tgz"),
+      "-C",
+      join(work, "pkg"),
+      "package",
+    ]);
+    const tarball = readFileSync(join(work, "demo-pkg-1.0.0.tgz"));
+    const integrity = `sha512-${createHash("sha512").update(tarball).digest("base64")}`;
+    npm = await Upstream.start({
+      tls: true,
+      names: ["npm.test"],
+      handler: (req, res) => {
+        const base = `https://npm.test:${npm.port}`;
+        if (req.url === "/demo-pkg") {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(
+            JSON.stringify({
+              name: "demo-pkg",
+              "dist-tags": { latest: "1.0.0" },
+              versions: {
+                "1.0.0": {
+                  name: "demo-pkg",
+                  version: "1.0.0",
+                  dist: { tarball: `${base}/demo-pkg/-/demo-pkg-1.0.0.tgz`, integrity },
+                },
+              },
+            }),
+          );
+        } else if (req.url === "/demo-pkg/-/demo-pkg-1.0.0.tgz") {
+          res.writeHead(200, { "content-type": "application/octet-stream" });
+          res.end(tarball);
+        } else {
+          res.writeHead(404);
+          res.end();
+        }
+      },
+    });
     git = await startGitServer(join(work, "repos"), ["git.test"]);
-    for (const upstream of [api, git]) {
+    for (const upstream of [api, git, npm]) {
       const decoy = createServer((socket) => {
         decoyPeers.push(String(socket.remoteAddress));
         socket.destroy();
@@ -70,24 +119,32 @@ describe.skipIf(!docker || (!installed && !isCI))("a box behind the door behind 
       decoys.push(decoy);
     }
     squid = await Squid.start({
-      hosts: { "api.test": "127.0.0.1", "git.test": "127.0.0.1" },
-      ports: [api.port, git.port],
+      hosts: { "api.test": "127.0.0.1", "git.test": "127.0.0.1", "npm.test": "127.0.0.1" },
+      ports: [api.port, git.port, npm.port],
       users: { alice: "s3cret" },
     });
-    await writeFile(join(work, "ca.pem"), `${api.certificate?.caPem}\n${git.certificate?.caPem}`);
+    await writeFile(
+      join(work, "ca.pem"),
+      `${api.certificate?.caPem}\n${git.certificate?.caPem}\n${npm.certificate?.caPem}`,
+    );
     env = await startGatewayEnv(
       `
 [gateway]
 upstream_proxy = "${squid.url}"
 upstream_proxy_auth = "corp-proxy"
 upstream_ca = ["${join(work, "ca.pem")}"]
-resolve = { "api.test" = "127.0.0.9", "git.test" = "127.0.0.9" }
+resolve = { "api.test" = "127.0.0.9", "git.test" = "127.0.0.9", "npm.test" = "127.0.0.9" }
 
 [[grant]]
 name = "api"
 verdict = "allow"
 match = { host = "api.test" }
 inject = { credential = "apikey", headers = [{ header = "authorization", value = "Bearer {token}" }] }
+
+[[grant]]
+name = "registry"
+verdict = "allow"
+match = { host = "npm.test", method = "GET" }
 
 [[grant]]
 name = "forge"
@@ -106,7 +163,7 @@ match = { host = "git.test" }
     await squid?.stop();
     for (const decoy of decoys) await new Promise((resolve) => decoy.close(resolve));
     decoys = [];
-    await Promise.all([api?.stop(), git?.stop()]);
+    await Promise.all([api?.stop(), git?.stop(), npm?.stop()]);
     await home?.cleanup();
     if (work) await rm(work, { recursive: true, force: true });
   });
@@ -129,13 +186,18 @@ match = { host = "git.test" }
     });
   }
 
-  it("git clone and an API call with an injected credential go through Squid", async () => {
+  it("git clone, npm install and an API call with an injected credential go through Squid", async () => {
     const run = await inBox(
-      `git clone -q https://git.test:${git.port}/demo.git /tmp/demo && cat /tmp/demo/README.md && curl -sS https://api.test:${api.port}/from-box`,
+      [
+        `git clone -q https://git.test:${git.port}/demo.git /tmp/demo && cat /tmp/demo/README.md`,
+        `curl -sS https://api.test:${api.port}/from-box`,
+        `mkdir -p /tmp/proj && cd /tmp/proj && npm install --no-audit --no-fund --loglevel=error --registry https://npm.test:${npm.port}/ demo-pkg >/dev/null && node -p 'require("demo-pkg")'`,
+      ].join(" && "),
     );
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout).toContain("cloned through the company proxy");
     expect(run.stdout).toContain('"url":"/from-box"');
+    expect(run.stdout).toContain("from the registry");
     expect(api.seen.find((request) => request.url === "/from-box")?.headers.authorization).toBe(
       "Bearer tok-box",
     );
@@ -153,6 +215,7 @@ match = { host = "git.test" }
       await new Promise((resolve) => setTimeout(resolve, 100));
     expect(logged()).toContain(`CONNECT git.test:${git.port}`);
     expect(logged()).toContain(`CONNECT api.test:${api.port}`);
+    expect(logged()).toContain(`CONNECT npm.test:${npm.port}`);
     expect(logged()).toContain("alice");
     expect(decoyPeers).toEqual([]);
   }, 180_000);
