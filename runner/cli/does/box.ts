@@ -109,10 +109,12 @@ export async function doctorCommand(flags: DoctorFlags): Promise<void> {
   const vault = vaultLine();
   if (flags.json)
     process.stdout.write(`${JSON.stringify({ ...report, ...vault.json, ...fix?.json })}\n`);
-  else
-    process.stdout.write(
-      `${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n${vault.ok ? "ok " : "-- "} vault    ${vault.line}\n`,
-    );
+  else {
+    // an engine that is down is the one thing to fix first: a vault that is fine waits its turn
+    const vaultText =
+      report.engine.ok || !vault.ok ? `${vault.ok ? "ok " : "-- "} vault    ${vault.line}\n` : "";
+    process.stdout.write(`${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n${vaultText}`);
+  }
   if (!report.engine.ok || !report.image.present || report.runtime?.ok === false || !vault.ok)
     process.exitCode = 1;
 }
