@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -253,6 +253,35 @@ describe("signed webhooks", () => {
       req.end();
     });
     expect(status).toBe(413);
+  });
+
+  it("lets go of a sender that hangs up mid-body: a refusal on the audit, nothing filed", async () => {
+    const before = tasks().length;
+    const url = new URL(`${hooks?.url ?? ""}gh`);
+    const socket = connect(Number(url.port), url.hostname);
+    await new Promise<void>((resolve, reject) => {
+      socket.once("connect", resolve);
+      socket.once("error", reject);
+    });
+    const body = issue(77);
+    socket.write(
+      `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\nx-github-event: issues\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 20)}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    const deadline = Date.now() + 10_000;
+    const hungUp = () => {
+      try {
+        return audit().some((line) => JSON.stringify(line).includes("hung up"));
+      } catch {
+        return false; // no delivery audited yet
+      }
+    };
+    while (!hungUp()) {
+      if (Date.now() > deadline) throw new Error("no audit line for the sender that hung up");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(tasks().length).toBe(before);
   });
 
   it("reads GitHub's form encoding too", async () => {

@@ -265,9 +265,18 @@ function readBounded(req: IncomingMessage): Promise<Buffer | undefined> {
       }
       chunks.push(chunk);
     });
+    let ended = false;
     req.on("end", () => {
+      ended = true;
       if (!over) resolve(Buffer.concat(chunks));
     });
-    req.on("error", reject);
+    // a sender that hangs up mid-body settles it (an error, or only a close): nothing
+    // waits on a closed socket, and the audit line says what happened
+    const hungUp = (why: string) =>
+      reject(new Error(`the sender hung up before its body ended (${why})`));
+    req.on("error", (error) => hungUp(errorMessage(error)));
+    req.on("close", () => {
+      if (!ended && !over) hungUp("closed");
+    });
   });
 }
