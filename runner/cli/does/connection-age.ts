@@ -6,15 +6,8 @@
  */
 import { rosterPaths } from "../../ground/config/paths.ts";
 import { operatorName } from "../../ground/operator.ts";
-import {
-  type CredentialMeta,
-  type CredentialOrigin,
-  type ExpiryWord,
-  expiryOf,
-  parseExpires,
-  readCredentialMeta,
-  spanWords,
-} from "../../ground/vault/credential-meta.ts";
+import { type Age, agePhrases } from "../../ground/vault/credential-age.ts";
+import { type CredentialOrigin, parseExpires } from "../../ground/vault/credential-meta.ts";
 import {
   checkVaultOpens,
   encryptVault,
@@ -38,26 +31,13 @@ export function originOf(expires: string | undefined): Omit<CredentialOrigin, "c
   };
 }
 
-export type Age = CredentialMeta & { expiry?: ExpiryWord };
-
-/** A connection's age as `ls --json` gives it; undefined when none is recorded. */
-export function ageOf(vault: string, name: string, now = Date.now()): Age | undefined {
-  const meta = readCredentialMeta(vault, name);
-  if (!meta) return undefined;
-  const expiry = expiryOf(meta, now);
-  return { ...meta, ...(expiry ? { expiry } : {}) };
-}
+export { type Age, ageOf } from "../../ground/vault/credential-age.ts";
 
 /** `  set 3d ago (connection secret by cli:ann); EXPIRES in 2d`: the words `ls` adds. */
 export function ageWords(age: Age | undefined, now = Date.now()): string {
   if (!age) return "";
-  const set = `set ${spanWords(now - Date.parse(age.set_at))} ago (${age.set_by})`;
-  if (!age.expires_at) return `  ${set}`;
-  const left = Date.parse(age.expires_at) - now;
-  if (age.renews) return `  ${set}; the gateway renews its token`;
-  if (age.expiry === "expired") return `  ${set}; EXPIRED ${spanWords(left)} ago`;
-  if (age.expiry === "expiring") return `  ${set}; EXPIRES in ${spanWords(left)}`;
-  return `  ${set}; expires in ${spanWords(left)}`;
+  const { set, expiry } = agePhrases(age, now);
+  return `  ${set}${expiry ? `; ${expiry}` : ""}`;
 }
 
 /** `roster connection rotate`: the new secret checked through the door, swapped in only when it passes. */

@@ -13,6 +13,7 @@ import { CSS, type Html, live, page, plain, SCRIPT } from "./html.ts";
 import type { ConsoleKey } from "./key.ts";
 import { type ConsolePlace, hostGuard } from "./origin.ts";
 import { approvalsPart } from "./pages/approvals.ts";
+import { connectionsPart, credentialAges, expiryNotice } from "./pages/connections.ts";
 import { type DoorFilter, doorFilters, doorPart } from "./pages/door.ts";
 import { cardsPart, workerFacts } from "./pages/overview.ts";
 import { doorPictures, runPictures, spendPictures } from "./pages/pictures.ts";
@@ -95,6 +96,7 @@ function pageRoutes(app: Hono<Env>, deps: ConsoleDeps): void {
   runRoutes(app, pages);
   sessionRoutes(app, pages);
   doorRoute(app, pages);
+  connectionsRoute(app, pages);
 }
 
 /** What the pages share: the workers in the config, a whole page or only its live part, the summaries. */
@@ -137,7 +139,8 @@ function overviewRoute(app: Hono<Env>, pages: Pages): void {
       c,
       "Overview",
       "/",
-      html`${live("decision gate turn run", "/?fragment=1", cards)}
+      html`${expiryNotice(credentialAges(paths, now.getTime()))}
+${live("decision gate turn run", "/?fragment=1", cards)}
 <section class="pictures">
 ${spendPictures(fresh.spend.days(30, now.getTime()), names)}
 ${doorPictures(door, 24)}
@@ -259,6 +262,15 @@ function doorRoute(app: Hono<Env>, pages: Pages): void {
       "/door",
       html`${doorFilters(filter, workers())}${live("decision", `/door?${query}`, part)}`,
     );
+  });
+}
+
+/** Each connection and vault credential with its age, what expires soon marked. */
+function connectionsRoute(app: Hono<Env>, pages: Pages): void {
+  const { paths, show } = pages;
+  app.get("/connections", (c) => {
+    const now = Date.now();
+    return show(c, "Connections", "/connections", connectionsPart(credentialAges(paths, now), now));
   });
 }
 

@@ -17,6 +17,7 @@ const NAV = [
   ["/store", "Store"],
   ["/sessions", "Sessions"],
   ["/door", "Door"],
+  ["/connections", "Connections"],
 ] as const;
 
 /**
