@@ -1,12 +1,19 @@
 #!/bin/sh
-":" //; ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec env -u NODE_EXTRA_CA_CERTS ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}" node --max-semi-space-size=2 --expose-gc "$0" "$@"
+":" //; ulimit -n "$(ulimit -Hn)" 2>/dev/null; n=node; m="$(readlink -f "$0" 2>/dev/null)"; m="${m%/bin/*}/.cache/host-node"; if [ -f "$m" ]; then read -r n <"$m"; [ -x "$n" ] || { echo "roster: the Node \`npm ci\` brought in (${n:-none named}, in $m) is not there: run npm ci again" >&2; exit 1; }; PATH="${n%/*}:$PATH"; export PATH; fi; exec env -u NODE_EXTRA_CA_CERTS ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}" "$n" --max-semi-space-size=2 --expose-gc "$0" "$@"
 // The `roster` command. The host runner is compiled into dist/ (by `npm ci`
 // through prepare, or `npm run build`); a checkout whose runner/ changed since
 // then runs the TypeScript directly (tsx), so `npx roster` is never stale.
 //
 // The two lines above are read by sh when the file runs as a command (Node
-// reads a string and a comment): they start Node without NODE_EXTRA_CA_CERTS,
-// the same through GNU, BSD or busybox tools. Given that variable, Node
+// reads a string and a comment). They pick the Node: the one .cache/host-node
+// names when there is that file (beside this checkout's bin/, found through the
+// symlink npx runs: scripts/host-node.mjs writes it at `npm ci` on a machine
+// whose Node is older than roster supports, and it names the Node brought in
+// from the npm registry), else the machine's `node`. The chosen Node's folder
+// goes first on PATH, so a child that runs `node` by name gets the same one. A
+// file that names a binary no longer there stops here with one line, no Node
+// started. They start it without NODE_EXTRA_CA_CERTS, the same through GNU, BSD
+// or busybox tools. Given that variable, Node
 // parses its whole trust store before running anything, which cost every
 // command ~60 ms. It is put back here for every process roster starts, and
 // roster's own outbound TLS (the executors) trusts that file explicitly
@@ -16,8 +23,41 @@
 // default soft limit of 1024 is reached by a few busy boxes. The young generation is capped
 // as for every process that runs the gateway (GATEWAY_NODE_FLAGS in
 // runner/boundary/gateway/settings/defaults.ts says why, and why gc is exposed).
-import { readdirSync, statSync } from "node:fs";
+//
+// `node bin/roster.mjs` skips those lines: started so by a Node older than
+// roster supports (tests run it with their own Node, `npm run roster` too),
+// it runs itself again through them, on the Node .cache/host-node names.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+
+const hostNode = fileURLToPath(new URL("../.cache/host-node", import.meta.url));
+if (existsSync(hostNode) && readFileSync(hostNode, "utf8").trim() !== process.execPath) {
+  // the floor is package.json's "engines"; read only on this rare path
+  const manifest = fileURLToPath(new URL("../package.json", import.meta.url));
+  const floor = Number(
+    /^>=\s*(\d+)/.exec(JSON.parse(readFileSync(manifest, "utf8")).engines?.node ?? "")?.[1],
+  );
+  if (Number(process.versions.node.split(".")[0]) < floor) {
+    const { spawn } = await import("node:child_process");
+    const again = spawn("/bin/sh", [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+      stdio: "inherit",
+    });
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
+      process.on(signal, () => again.kill(signal));
+    again.on("error", (error) => {
+      process.stderr.write(`roster: running on the Node npm ci brought in: ${error.message}\n`);
+      process.exit(1);
+    });
+    const [code, signal] = await new Promise((resolve) =>
+      again.on("exit", (...ended) => resolve(ended)),
+    );
+    if (signal) {
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+    }
+    process.exit(code ?? 1);
+  }
+}
 
 const deferred = process.env.ROSTER_DEFERRED_CA_CERTS;
 delete process.env.ROSTER_DEFERRED_CA_CERTS;

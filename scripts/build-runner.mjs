@@ -73,7 +73,7 @@ const result = await build({
   splitting: true,
   format: "esm",
   platform: "node",
-  target: "node20",
+  target: "node22",
   external,
   // its "main" is CommonJS, whose chunk would export only a default; the ES build has names
   alias: { "@peculiar/x509": "./node_modules/@peculiar/x509/build/x509.es.js" },

@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { userFailure } from "../ground/errors.ts";
+import { describeHostNode, hostNode, oldNodeRefusal } from "../ground/host-node.ts";
 import { rosterVersionLine } from "../ground/version.ts";
 import { withOurSpelling } from "./aliases.ts";
 import { registerActionCommands } from "./commands/action.ts";
@@ -26,9 +27,12 @@ import { registerCompletionCommand } from "./completion.ts";
 export function buildProgram(): Command {
   const program = new Command("roster")
     .description("Run AI workers in locked container boxes with one governed door out.")
-    // the version and the commit, read from git only when asked (version.ts)
+    // the version and the commit, read from git only when asked (version.ts), and the Node
     .addOption(
-      new Option("-V, --version", "print roster's version and the commit it was built from"),
+      new Option(
+        "-V, --version",
+        "print roster's version, the commit it was built from and the Node it runs on",
+      ),
     )
     .showHelpAfterError()
     .exitOverride()
@@ -39,7 +43,7 @@ export function buildProgram(): Command {
       await import("../services/chat/platforms.ts");
     })
     .on("option:version", () => {
-      const line = rosterVersionLine();
+      const line = `${rosterVersionLine()} on ${describeHostNode(hostNode())}`;
       process.stdout.write(`${line}\n`);
       throw new CommanderError(0, "commander.version", line);
     });
@@ -63,6 +67,13 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // bin/roster.mjs starts on a supported Node; the compiled runner or the
+  // TypeScript started some other way may not be, and is refused before it does anything
+  const tooOld = oldNodeRefusal();
+  if (tooOld) {
+    process.stderr.write(`roster: ${tooOld}\n`);
+    return 2;
+  }
   const program = buildProgram();
   try {
     // the public roster's spellings (aliases.ts) are read as ours

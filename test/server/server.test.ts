@@ -103,7 +103,8 @@ describe.skipIf(!docker)("roster server", () => {
     });
     // the version and commit it was started from, the same as this checkout's (roster -V)
     const { version } = JSON.parse(status.stdout) as { version: { server: string; here: string } };
-    const here = (await deployment.roster(["-V"])).stdout.trim();
+    // (-V goes on to name the Node it runs on; the server's record is the version and commit)
+    const here = (await deployment.roster(["-V"])).stdout.trim().split(" on Node ")[0] ?? "";
     expect(version).toEqual({ server: here, here });
     expect(version.server).toMatch(/^\d+\.\d+\.\d+ \([0-9a-f]{7,}(\+dirty)?\)$/);
     expect((await deployment.roster(["server", "status"])).stdout).toContain(`\nroster ${here}\n`);

@@ -13,9 +13,12 @@ describe("the roster command", () => {
     };
     const result = await roster(["--version"]);
     expect(result.code).toBe(0);
-    // the release, and the commit of the checkout it runs from (public-cli.test.ts checks which)
+    // the release, the commit of the checkout it runs from (public-cli.test.ts checks which)
+    // and the Node it runs on (host-node.test.ts checks which)
     expect(result.stdout.trim()).toMatch(
-      new RegExp(`^${pkg.version.replaceAll(".", "\\.")} \\([0-9a-f]{7,}(\\+dirty)?\\)$`),
+      new RegExp(
+        `^${pkg.version.replaceAll(".", "\\.")} \\([0-9a-f]{7,}(\\+dirty)?\\) on Node v\\d+\\.\\d+\\.\\d+ \\(.+\\)$`,
+      ),
     );
   });
 

@@ -23,14 +23,18 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("the public roster's command tree", () => {
-  it("-V and --version print the version and the commit this checkout is at", async () => {
+  it("-V and --version print the version, the commit this checkout is at and the Node", async () => {
     const head = execFileSync("git", ["-C", PROJECT_ROOT, "rev-parse", "--short", "HEAD"], {
       encoding: "utf8",
     }).trim();
     for (const flag of ["-V", "--version"]) {
       const result = await runRoster([flag]);
       expect(result.code).toBe(0);
-      expect(result.stdout).toMatch(new RegExp(`^\\d+\\.\\d+\\.\\d+ \\(${head}(\\+dirty)?\\)\\n$`));
+      expect(result.stdout).toMatch(
+        new RegExp(
+          `^\\d+\\.\\d+\\.\\d+ \\(${head}(\\+dirty)?\\) on Node v\\d+\\.\\d+\\.\\d+ \\(.+\\)\\n$`,
+        ),
+      );
     }
   });
 

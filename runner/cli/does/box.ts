@@ -107,13 +107,21 @@ export async function doctorCommand(flags: DoctorFlags): Promise<void> {
   // the vault is the host's side of the boundary: whether its secrets are sealed at rest
   const { vaultLine } = await import("./connection-age.ts");
   const vault = vaultLine();
+  // the host's Node: the machine's, or the one `npm ci` brought in where the machine's is too old
+  const { hostNode, hostNodeOrigin } = await import("../../ground/host-node.ts");
+  const node = hostNode();
   if (flags.json)
-    process.stdout.write(`${JSON.stringify({ ...report, ...vault.json, ...fix?.json })}\n`);
+    process.stdout.write(`${JSON.stringify({ ...report, ...vault.json, node, ...fix?.json })}\n`);
   else {
     // an engine that is down is the one thing to fix first: a vault that is fine waits its turn
     const vaultText =
       report.engine.ok || !vault.ok ? `${vault.ok ? "ok " : "-- "} vault    ${vault.line}\n` : "";
-    process.stdout.write(`${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n${vaultText}`);
+    const nodeText = report.engine.ok
+      ? `ok  node     ${node.version} at ${node.path} (${hostNodeOrigin(node)})\n`
+      : "";
+    process.stdout.write(
+      `${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n${vaultText}${nodeText}`,
+    );
   }
   if (!report.engine.ok || !report.image.present || report.runtime?.ok === false || !vault.ok)
     process.exitCode = 1;
