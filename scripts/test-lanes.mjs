@@ -13,7 +13,8 @@
 //                output streams as it comes.
 //   host lane    the suites that need no engine (scripts/host-suites.mjs) on this
 //                Node, then the ones where Node's version matters again on Node
-//                24 (scripts/test-node24.mjs), from when the box image is ready
+//                24 (scripts/test-node24.mjs; not when this Node is that one),
+//                from when the box image is ready
 //                (or the engine lane ended without one); then, once the engine's
 //                restart is over, scripts/test-engines.mjs runs the cases that
 //                depend on the engine or the box's runtime again under Podman and
@@ -22,6 +23,13 @@
 //
 // --fast: the preflight and the host suites on this Node; no engine, no image,
 // no Node 24 (a few minutes: the inner loop). The full command is what CI runs.
+//
+// "This Node" is a supported one: started on a Node older than package.json's
+// "engines" allows (a machine with Node 20, as CI's), the command runs itself
+// again on the Node `npm ci` brought in (scripts/host-node.mjs; fetched here if
+// it is missing), that Node's folder first on PATH, so vitest, every roster
+// command a test starts and every step below run on it. Its exit code is the
+// command's. --which-node says which Node the lanes would run on, and stops.
 //
 // Why two lanes: CI's machine has 2 cores, and a box test leaves part of them
 // idle (it waits on the engine), while the host lane is mostly one busy process.
@@ -45,10 +53,43 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { checkedSuites, FIRST_SUITES, SOLO_SUITES } from "./engine-suites.mjs";
+import { HostNodeError, pinnedVersion, supportedNodeFor } from "./host-node.mjs";
 import { excludeHostSuites, hostSuites, NO_ENGINE } from "./host-suites.mjs";
 import { readPasses, render, summarise, TIMINGS_DIR } from "./test-timings.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+let supported;
+try {
+  supported = supportedNodeFor({ root });
+} catch (error) {
+  if (!(error instanceof HostNodeError)) throw error;
+  console.error(`test-lanes: ${error.message}`);
+  process.exit(1);
+}
+if (supported) {
+  console.error(
+    `test-lanes: this machine's Node ${process.version} is older than roster supports: running on ${supported}`,
+  );
+  const again = spawn(supported, process.argv.slice(1), {
+    stdio: "inherit",
+    env: { ...process.env, PATH: `${dirname(supported)}:${process.env.PATH ?? ""}` },
+  });
+  for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => again.kill(signal));
+  again.on("error", (error) => {
+    console.error(`test-lanes: ${supported}: ${error.message}`);
+    process.exit(1);
+  });
+  const [code, signal] = await new Promise((resolve) =>
+    again.on("exit", (...ended) => resolve(ended)),
+  );
+  process.exit(code ?? (signal === "SIGINT" ? 130 : 1));
+}
+if (process.argv.includes("--which-node")) {
+  console.log(`test-lanes: the lanes run on Node ${process.version} (${process.execPath})`);
+  process.exit(0);
+}
+
 const vitest = join(root, "node_modules/vitest/vitest.mjs");
 const node = process.execPath;
 const fast = process.argv.includes("--fast");
@@ -192,8 +233,9 @@ const engine = lane("engine", "inherit", { ROSTER_TEST_IMAGE_READY: imageReady }
 const host = (async () => {
   while (!existsSync(imageReady) && !engineEnded)
     await new Promise((resolve) => setTimeout(resolve, 1000));
+  const again = process.version === `v${pinnedVersion(root)}` ? "" : ", then some on Node 24";
   console.error(
-    `test-lanes: the host lane (${suites.length} suites that need no engine, on this Node, then some on Node 24) starts beside this one; its output follows at the end`,
+    `test-lanes: the host lane (${suites.length} suites that need no engine, on Node ${process.version}${again}) starts beside this one; its output follows at the end`,
   );
   return lane("host", ["ignore", log, log], { DOCKER_HOST: NO_ENGINE });
 })();

