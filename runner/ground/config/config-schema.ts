@@ -11,6 +11,7 @@ import { BudgetLimit, BudgetMeter, Grant, ModelPrice, OrgGrant } from "./grant-s
 import { KnowledgeSection } from "./knowledge.ts";
 import { McpServerDeclaration } from "./mcp-schema.ts";
 import { PolicyTest } from "./policy-test-schema.ts";
+import { RetentionSection } from "./retention.ts";
 import {
   ConsoleSection,
   HeartbeatRule,
@@ -195,6 +196,8 @@ export const OrgConfig = Type.Object(
     /** Signed webhooks, each delivery a relayed task (webhook-schema.ts); off unless one is set. */
     webhook: Type.Optional(Type.Array(WebhookRule)),
     webhooks: Type.Optional(WebhooksSection),
+    /** How much of each log that grows with the deployment is kept (retention.ts). */
+    retention: Type.Optional(RetentionSection),
   },
   { additionalProperties: false },
 );

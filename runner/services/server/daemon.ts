@@ -18,6 +18,7 @@ import { tracingFor } from "../../ground/telemetry/tracing.ts";
 import { rosterVersionLine } from "../../ground/version.ts";
 import { watchJournal } from "../../records/journal/journal.ts";
 import { serverReadyPool } from "../../work/ready/server-pool.ts";
+import { LogSweeper } from "../../work/retention/log-sweep.ts";
 import { SessionRouter } from "../../work/sessions/router.ts";
 import { OfferDesk } from "../actions/offers.ts";
 import { CHAT_PLATFORMS } from "../chat/platforms.ts";
@@ -149,6 +150,7 @@ interface Services {
   dispatcher: Dispatcher;
   runs: RunSocket | undefined;
   sweep: StoreSweep | undefined;
+  logs: LogSweeper | undefined;
   metrics: RunningMetrics | undefined;
   /** Signed webhooks, each delivery a relayed task (`[[webhook]]`; none in --once). */
   hooks: RunningHooks | undefined;
@@ -213,10 +215,13 @@ async function startServices(
   if (runs) counts.runs = () => runs.active();
   // every store snapshotted once a day, beside the passes runs take as they settle
   const sweep = options.once ? undefined : new StoreSweep(paths, note);
+  // the growing logs rotated and kept to [retention], at most once a minute
+  const logs = options.once ? undefined : new LogSweeper(paths, () => config.org.retention, note);
   const beforeTick = async () => {
     counts.sessions = (await router.sessions()).length;
     listeners.offerDue();
     sweep?.tick();
+    logs?.tick();
     await ready?.tick();
   };
   // approvals at the console or in chat are decided here: they join their runs' traces
@@ -239,6 +244,7 @@ async function startServices(
     dispatcher,
     runs,
     sweep,
+    logs,
     metrics,
     hooks,
     traces,
@@ -308,6 +314,7 @@ async function stopServices(services: Services): Promise<void> {
   await services.router.closeAll();
   await services.ready?.close();
   await services.sweep?.idle();
+  await services.logs?.idle();
   services.traces?.unwatch?.();
   await services.traces?.flush().catch(() => undefined);
 }

@@ -38,6 +38,7 @@ import {
 import { ensureKnowledgeRepo } from "../../records/workers/knowledge-repo.ts";
 import { settleAfterCrash, settleRunRepos } from "../repos/backstop.ts";
 import { gatedRepos } from "../repos/clone.ts";
+import { sweepLogsWhenDue } from "../retention/log-sweep.ts";
 import { storeCredential } from "./credentials.ts";
 import { type GatewayLease, leaseGateway } from "./gateway-lease.ts";
 import { autoPrune } from "./retention.ts";
@@ -183,6 +184,8 @@ export async function provision(options: ProvisionOptions): Promise<Provisioned>
     reapAndRecord(engine, paths, note),
     // finished runs' $HOME and clones past [store] scratch_keep go (retention.ts); never fails
     autoPrune(paths, scratchKeepMs(config.org.store), note),
+    // the growing logs rotated and kept to [retention] (work/retention); never fails
+    sweepLogsWhenDue(paths, config.org.retention, note),
   ]);
   const gateway = settled[0].status === "fulfilled" ? settled[0].value : undefined;
   try {

@@ -1,6 +1,7 @@
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { FollowingAppender } from "../../../ground/files/following-appender.ts";
 import { parseByteSize } from "../../../ground/text/byte-size.ts";
 import type { RequestFacts } from "../judging/request-facts.ts";
 import type { McpOutcome } from "../mcp/outcome.ts";
@@ -166,7 +167,8 @@ const UNIDENTIFIED = "";
 const RUNS_COUNTED = 10_000;
 
 export class AuditLog {
-  private fd: number | undefined;
+  /** Follows the file across a rotation (records/retention sweeps it). */
+  private readonly out: FollowingAppender;
   private readonly open = new Set<DecisionLine>();
   /** Bytes each run's requests have added to the log (from this gateway's start). */
   private readonly written = new Map<string, number>();
@@ -193,7 +195,7 @@ export class AuditLog {
     public maxPerRun = parseByteSize(AUDIT_MAX_PER_RUN_DEFAULT),
   ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    this.fd = openSync(join(dir, "decisions.jsonl"), "a", 0o600);
+    this.out = new FollowingAppender(join(dir, "decisions.jsonl"), 0o600);
     this.tripwire = new Tripwire(dir);
   }
 
@@ -255,7 +257,7 @@ export class AuditLog {
 
   /** One line, within its run's share of the log. */
   private write(record: DecisionRecord): void {
-    if (this.fd === undefined) return;
+    if (this.out.closed) return;
     const text = `${JSON.stringify(record)}\n`;
     // lines no run's token or door names share one share: nobody may write without bound
     const runId = record.run_id ?? UNIDENTIFIED;
@@ -270,23 +272,21 @@ export class AuditLog {
         const oldest = this.written.keys().next().value;
         if (oldest !== undefined) this.written.delete(oldest);
       }
-      writeSync(this.fd, text);
+      this.out.write(text);
       return;
     }
     // the line that crosses is the run's last: it says so, and nothing of the run follows it
     this.written.delete(runId);
     this.full.add(runId);
     const full = `${AUDIT_FULL_NOTE} (${before} bytes; audit_max_per_run ${this.maxPerRun}): its later requests are refused and not written`;
-    writeSync(
-      this.fd,
+    this.out.write(
       `${JSON.stringify({ ...record, note: record.note ? `${record.note}; ${full}` : full })}\n`,
     );
   }
 
   async close(): Promise<void> {
     for (const line of [...this.open]) line.abandon("the gateway stopped mid-transfer");
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
+    this.out.close();
     await this.tripwire.flush();
     await this.onClose?.();
   }
