@@ -29,7 +29,14 @@ export function registerConnectionCommands(program: Command): void {
 
   connection
     .command("secret <name>")
-    .description("store or replace a connection's secret (from stdin, --secret-env, or asked for)")
+    .description(
+      "store or replace a connection's secret (from stdin, --secret-env, or asked for); a name no connection has is a credential of a user and a password (the parent proxy's upstream_proxy_auth, SMTP's): --field user=… and the password as the secret",
+    )
+    .option(
+      "--field <name=value>",
+      "a non-secret vault field stored beside the secret, e.g. user=alice (repeatable)",
+      repeat,
+    )
     .option("--secret-env <VAR>", "read the secret from this environment variable")
     .option("--verify", "then make one real call through the gateway and say whether it works")
     .option("--as <worker>", "verify as this grantee (default: the first)")

@@ -13,6 +13,7 @@ export type { AddFlags, PublicAddFlags };
 
 export interface SecretFlags {
   secretEnv?: string;
+  field?: string[];
   secret?: string;
   verify?: boolean;
   as?: string;
@@ -112,20 +113,38 @@ async function signInFor(
   );
 }
 
-/** `roster connection secret`: store or replace the secret, never taken as an argument. */
+/**
+ * `roster connection secret`: store or replace the secret, never taken as an
+ * argument; `--field` stores non-secret fields beside it, and for a name no
+ * connection has (the parent proxy's credential) the secret is its password.
+ */
 export async function storeSecretCommand(name: string, flags: SecretFlags): Promise<void> {
   if (flags.secret !== undefined) throw new RosterError(NO_SECRET_ARGUMENT, { exitCode: 2 });
   const { originOf } = await import("./connection-age.ts");
   const origin = originOf(flags.expires);
-  const { storeSecret } = await import("../../work/connections/manage.ts");
+  const fields = parseFields(flags.field ?? []);
+  const paths = rosterPaths();
+  const { connectionFile } = await import("../../work/connections/manage.ts");
+  const { existsSync } = await import("node:fs");
+  if (flags.verify && !existsSync(connectionFile(paths, name)))
+    throw new RosterError(
+      `--verify: "${name}" is no connection (connections/${name}.toml), so nothing is called through the gateway with it; nothing stored`,
+      { exitCode: 2 },
+    );
+  const { storeSecret } = await import("../../work/connections/store-secret.ts");
   const { readSecret } = await import("../../work/connections/secret-input.ts");
   const stored = await storeSecret(
-    rosterPaths(),
+    paths,
     name,
-    () => readSecret({ label: name, secretEnv: flags.secretEnv }),
-    origin,
+    // a connection's prompt names it; a user-and-password credential's names the password
+    ({ field, connection }) =>
+      readSecret({ label: connection ? name : `${name}'s ${field}`, secretEnv: flags.secretEnv }),
+    { fields, origin },
   );
-  process.stdout.write(`stored the secret of "${name}" in ${stored} (mode 0600)\n`);
+  const beside = stored.beside.length ? `, beside ${stored.beside.join(", ")}` : "";
+  process.stdout.write(
+    `stored the secret of "${name}" (its ${stored.field}${beside}) in ${stored.file} (mode 0600)\n`,
+  );
   if (flags.verify) await verifyCommand(name, flags);
 }
 

@@ -15,7 +15,7 @@ import { addEdge, edgesOf, removeEdge, renderConnection } from "./connection-fil
 import { forgetState, readState, stateFile, updateState } from "./connection-state.ts";
 import type { SignedIn } from "./oauth/sign-in.ts";
 import { findRecipe, type Recipe, recipes } from "./recipes.ts";
-import { secretFieldOf, storedFields } from "./stored-fields.ts";
+import { storedFields } from "./stored-fields.ts";
 
 /**
  * What the `roster connection` commands do to config/connections/, the vault
@@ -24,7 +24,8 @@ import { secretFieldOf, storedFields } from "./stored-fields.ts";
  * is stored only once its file is in place.
  */
 const NAME = /^[a-z0-9][a-z0-9_-]*$/;
-const FIELD = /^[a-z][a-z0-9_]*$/;
+/** A vault field beside the secret (`--field NAME=VALUE`). */
+export const FIELD = /^[a-z][a-z0-9_]*$/;
 
 export function connectionFile(paths: RosterPaths, name: string): string {
   return join(paths.config, "connections", `${name}.toml`);
@@ -253,30 +254,6 @@ async function addActionCredential(
     { command: "connection add", ...options.origin },
   );
   return { recipe, file: undefined, stored: join(paths.vault, `${options.name}.json`) };
-}
-
-/** Replaces (or first stores) a connection's secret; the file must exist and say which field. */
-export async function storeSecret(
-  paths: RosterPaths,
-  name: string,
-  secret: () => Promise<string>,
-  origin: Omit<CredentialOrigin, "command"> = {},
-): Promise<string> {
-  checkName(name);
-  if (!existsSync(connectionFile(paths, name)))
-    throw new RosterError(`no connection named "${name}" (connections/${name}.toml)`, {
-      exitCode: 2,
-    });
-  const field = secretFieldOf(paths, name);
-  const value = await secret();
-  // other fields stored beside the secret (a bot's owner_id) stay as they were
-  await storeCredential(
-    paths.vault,
-    name,
-    { ...storedFields(paths, name), [field]: value },
-    { command: "connection secret", ...origin },
-  );
-  return join(paths.vault, `${name}.json`);
 }
 
 export type EdgeChange = { changed: boolean; kept: boolean; file: string };

@@ -73,7 +73,8 @@ export class ParentProxy {
     return await this.tunnel(socket, name, port, authorization);
   }
 
-  private authorization(): string | undefined {
+  /** The Proxy-Authorization a new tunnel sends, from the vault credential's user and pass, read now. */
+  authorization(): string | undefined {
     const credential = this.settings.credential;
     if (!credential) return undefined;
     const value = credential.read();
