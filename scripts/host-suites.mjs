@@ -21,6 +21,7 @@ export const HOST_SUITES = [
   "test/repos/push-checks.test.ts",
   // the server's socket and the console's readers, on files a test writes
   "test/server/run-socket.test.ts",
+  "test/console/connections-page.test.ts",
   "test/console/console-peers.test.ts",
   "test/console/door-page.test.ts",
   "test/console/door-summary.test.ts",
