@@ -152,8 +152,8 @@ function eachRotatedLine(file: string, line: (text: string) => void): void {
     if (segment.rotatedAt !== undefined) readSegment(segment, line);
 }
 
-/** One rotated segment's lines, oldest first. */
-function readSegment(segment: Segment, line: (text: string) => void): void {
+/** One rotated segment's lines, oldest first (plain or gzipped): for a reader that picks its segments itself. */
+export function readSegment(segment: Segment, line: (text: string) => void): void {
   if (segment.compressed) {
     for (const text of inflatedLines(segment)) if (text) line(text);
     return;
