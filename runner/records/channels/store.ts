@@ -13,11 +13,13 @@ import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { appendJsonLine } from "../../ground/files/append-line.ts";
+import { eachLineAcross, linesFromEndAcross } from "../../ground/files/rotation/read-across.ts";
 import { assertChannelId, isChannelId } from "./ids.ts";
 
 /**
  * A channel's record on the host, data/channels/<id>/:
- *   messages.jsonl  its history, one message per line, append-only
+ *   messages.jsonl  its history, one message per line, append-only (with the
+ *                   files rotated out of it: messages.<stamp>.jsonl[.gz])
  *   purpose.md      what the channel is for (empty until someone says)
  *   files/          attachments people shared there
  *   store/          where a worker's own per-channel folder is mounted
@@ -89,43 +91,64 @@ export function ensureChannel(paths: RosterPaths, id: string): string {
   return dir;
 }
 
+/** The channel's live history file (rotated files sit beside it: ground/files/rotation). */
+export function messagesFile(paths: RosterPaths, id: string): string {
+  return join(channelDir(paths, id), "messages.jsonl");
+}
+
 /** One message onto the channel's history, in a single append so lines never tear or interleave. */
 export function appendMessage(paths: RosterPaths, id: string, record: MessageRecord): void {
   const dir = ensureChannel(paths, id);
   appendJsonLine(join(dir, "messages.jsonl"), record, CHANNEL_MODES);
 }
 
+/** The most of a history's end a read of its last messages looks at, however long the channel has lived. */
+const LAST_BUDGET_BYTES = 16 * 1024 * 1024;
+
+function messageOf(line: string): MessageRecord | undefined {
+  if (!line.trim()) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  return Value.Check(MessageRecord, parsed) ? parsed : undefined;
+}
+
 /**
- * The channel's history, oldest first (the last `last` when given). A line
- * that isn't a whole message — cut short by a crash, or written by hand — is
- * skipped: one bad line must not take the rest of the history with it.
+ * The channel's history, oldest first (the last `last` when given, read
+ * from its end: at most LAST_BUDGET_BYTES of it), across the files
+ * `[retention.channel]` rotated out of it. A line that isn't a whole
+ * message — cut short by a crash, or written by hand — is skipped: one bad
+ * line must not take the rest of the history with it.
  */
 export function readMessages(
   paths: RosterPaths,
   id: string,
   options: { last?: number } = {},
 ): MessageRecord[] {
-  const file = join(channelDir(paths, id), "messages.jsonl");
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw error;
-  }
+  const file = messagesFile(paths, id);
   const records: MessageRecord[] = [];
-  for (const line of text.split("\n")) {
-    if (!line.trim()) continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    if (Value.Check(MessageRecord, parsed)) records.push(parsed);
+  const { last } = options;
+  if (last === undefined) {
+    eachLineAcross(file, (line) => {
+      const message = messageOf(line);
+      if (message) records.push(message);
+    });
+    return records;
   }
-  if (options.last === undefined) return records;
-  return options.last > 0 ? records.slice(-options.last) : [];
+  if (last <= 0) return records;
+  linesFromEndAcross(
+    file,
+    (line) => {
+      const message = messageOf(line);
+      if (message) records.push(message);
+      return records.length < last;
+    },
+    LAST_BUDGET_BYTES,
+  );
+  return records.reverse();
 }
 
 /** The text of purpose.md, or undefined when nobody has said what the channel is for. */

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { appendJsonLine } from "../../ground/files/append-line.ts";
-import { linesFromEnd } from "../../ground/files/tail-lines.ts";
+import { linesFromEndAcross } from "../../ground/files/rotation/read-across.ts";
 
 /**
  * A worker's journal: what became of what it proposed. One JSON line per
@@ -13,7 +13,9 @@ import { linesFromEnd } from "../../ground/files/tail-lines.ts";
  * A box chooses much of what a line says (a proposal's summary, an outcome's
  * note) and how often it proposes, and the journal lives as long as the
  * worker: each line is bounded (JOURNAL_FIELD_CHARS a field) and the file is
- * only ever read from its end (readJournal), never whole.
+ * only ever read from its end (readJournal), never whole. It rotates with
+ * `[retention.journal]` (records/retention): readJournal reads on from the
+ * live file into the rotated ones beside it, as if they were still one.
  */
 export type JournalKind =
   | "action-proposed"
@@ -84,13 +86,13 @@ export function appendJournal(paths: RosterPaths, event: Omit<JournalEvent, "ts"
 
 /**
  * The last `limit` events (oldest first), read from the journal's end (at most
- * READ_BUDGET_BYTES of it, however long it has grown); a torn or foreign line
- * is skipped, never fatal.
+ * READ_BUDGET_BYTES of it, however long it has grown), across its rotated
+ * files; a torn or foreign line is skipped, never fatal.
  */
 export function readJournal(paths: RosterPaths, worker: string, limit = 30): JournalEvent[] {
   const events: JournalEvent[] = [];
   if (limit <= 0) return events;
-  linesFromEnd(
+  linesFromEndAcross(
     journalFile(paths, worker),
     (line) => {
       try {
