@@ -110,8 +110,15 @@ export async function doctorCommand(flags: DoctorFlags): Promise<void> {
   // the host's Node: the machine's, or the one `npm ci` brought in where the machine's is too old
   const { hostNode, hostNodeOrigin } = await import("../../ground/host-node.ts");
   const node = hostNode();
+  // the logs that grow with the deployment, and what [retention] keeps of them
+  const { rosterPaths } = await import("../../ground/config/paths.ts");
+  const { doctorLogs, formatDoctorLogs } = await import("./doctor-logs.ts");
+  const paths = rosterPaths();
+  const logs = await doctorLogs(paths);
   if (flags.json)
-    process.stdout.write(`${JSON.stringify({ ...report, ...vault.json, node, ...fix?.json })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ...report, ...vault.json, node, logs, ...fix?.json })}\n`,
+    );
   else {
     // an engine that is down is the one thing to fix first: a vault that is fine waits its turn
     const vaultText =
@@ -119,11 +126,19 @@ export async function doctorCommand(flags: DoctorFlags): Promise<void> {
     const nodeText = report.engine.ok
       ? `ok  node     ${node.version} at ${node.path} (${hostNodeOrigin(node)})\n`
       : "";
+    const logsText =
+      report.engine.ok || !logs.ok ? `${formatDoctorLogs(logs, paths).join("\n")}\n` : "";
     process.stdout.write(
-      `${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n${vaultText}${nodeText}`,
+      `${fix ? `${fix.text}\n` : ""}${formatDoctor(report)}\n${vaultText}${nodeText}${logsText}`,
     );
   }
-  if (!report.engine.ok || !report.image.present || report.runtime?.ok === false || !vault.ok)
+  if (
+    !report.engine.ok ||
+    !report.image.present ||
+    report.runtime?.ok === false ||
+    !vault.ok ||
+    !logs.ok
+  )
     process.exitCode = 1;
 }
 
