@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { renderInjection } from "../../runner/boundary/gateway/credentials/vault.ts";
 import { type RosterPaths, rosterPaths } from "../../runner/ground/config/paths.ts";
+import { REFRESH, readCredentialMeta } from "../../runner/ground/vault/credential-meta.ts";
 import { readVaultCredential, writeVaultCredential } from "../../runner/ground/vault/vault-file.ts";
 import { ServerMetrics } from "../../runner/services/metrics/server-metrics.ts";
 import { runRoster, runRosterWithInput } from "../support/cli.ts";
@@ -192,5 +193,27 @@ describe("the vault's ages and keys", () => {
         key: SECRET,
       },
     );
+  });
+
+  it("keeps a signed-in token's age when the gateway refreshes it, and says when it did", async () => {
+    const signedIn = new Date("2026-11-01T09:00:00Z");
+    const oauth = (access: string) => ({ access, refresh: "r-1", expires: Date.now() + 3_600_000 });
+    await writeVaultCredential(paths.vault, "gh", oauth("a-1"), {
+      command: "login",
+      operator: "cli:alice",
+      now: signedIn,
+    });
+    const refreshedAt = new Date("2026-12-01T09:00:00Z");
+    await writeVaultCredential(paths.vault, "gh", oauth("a-2"), {
+      command: REFRESH,
+      now: refreshedAt,
+    });
+    const meta = readCredentialMeta(paths.vault, "gh");
+    expect(meta).toMatchObject({
+      set_at: signedIn.toISOString(),
+      set_by: "login by cli:alice",
+      refreshed_at: refreshedAt.toISOString(),
+      renews: true,
+    });
   });
 });

@@ -19,6 +19,8 @@ export const CredentialMeta = Type.Object({
   expires_at: Type.Optional(Type.String()),
   /** An OAuth token the gateway refreshes itself: its expiry is no deadline for the operator. */
   renews: Type.Optional(Type.Boolean()),
+  /** When the gateway last refreshed it (an OAuth token): `set_at` stays the sign-in. */
+  refreshed_at: Type.Optional(Type.String()),
 });
 export type CredentialMeta = Static<typeof CredentialMeta>;
 
@@ -32,6 +34,9 @@ export interface CredentialOrigin {
   now?: Date;
 }
 
+/** The command the gateway names when it refreshes an OAuth token in place (credentials/inject.ts). */
+export const REFRESH = "oauth refresh";
+
 export function metaFile(dir: string, name: string): string {
   return join(dir, `${name}.meta.json`);
 }
@@ -44,9 +49,15 @@ export async function writeCredentialMeta(
 ): Promise<void> {
   const own = typeof credential.expires === "number" ? new Date(credential.expires) : undefined;
   const expires = own ?? origin.expiresAt;
+  const now = (origin.now ?? new Date()).toISOString();
+  // a refresh is the gateway keeping a sign-in alive, not a new secret: its age is the sign-in's
+  const before = origin.command === REFRESH ? readCredentialMeta(dir, name) : undefined;
   const meta: CredentialMeta = {
-    set_at: (origin.now ?? new Date()).toISOString(),
-    set_by: origin.operator ? `${origin.command} by ${origin.operator}` : origin.command,
+    set_at: before?.set_at ?? now,
+    set_by:
+      before?.set_by ??
+      (origin.operator ? `${origin.command} by ${origin.operator}` : origin.command),
+    ...(before ? { refreshed_at: now } : {}),
     ...(expires ? { expires_at: expires.toISOString() } : {}),
     ...(own && typeof credential.refresh === "string" ? { renews: true } : {}),
   };

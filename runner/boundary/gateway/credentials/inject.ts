@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { errorMessage } from "../../../ground/errors.ts";
 import { appendJsonLine } from "../../../ground/files/append-line.ts";
 import { withFileLockWaiting } from "../../../ground/files/file-lock.ts";
+import { REFRESH } from "../../../ground/vault/credential-meta.ts";
 import { writeVaultCredential } from "../../../ground/vault/vault-file.ts";
 import type { Upstreams } from "../upstream/pools.ts";
 import { candidateFor } from "./candidate.ts";
@@ -102,7 +103,7 @@ export class Credentials {
       if (!refreshDue(current, this.now())) return { kind: "ok", credential: current } as const;
       try {
         const next = await this.exchange(name, current);
-        await writeVaultCredential(vaultDir, name, next, { command: "oauth refresh" });
+        await writeVaultCredential(vaultDir, name, next, { command: REFRESH });
         this.failures.delete(name);
         this.audit({ credential: name, outcome: "refreshed", expires: next.expires ?? null });
         return { kind: "ok", credential: next } as const;
