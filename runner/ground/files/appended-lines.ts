@@ -12,6 +12,12 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 export interface LogPlace {
   ino: number;
   offset: number;
+  /**
+   * For a rotated log (rotation/read-across.ts): the stamp of its newest
+   * rotated file when the place was taken (0: none yet), so a rotation is
+   * seen even when the new live file got the old one's inode.
+   */
+  last?: number;
 }
 
 export interface AppendedReader {

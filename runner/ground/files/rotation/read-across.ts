@@ -117,16 +117,20 @@ export function readAppendedAcross(
   place: LogPlace,
   reader: AppendedReader,
 ): LogPlace {
+  // listed before the live file is looked at: a rotation in between makes the old file unfound (a restart), never misread
+  const segments = logSegments(file).filter((s) => s.rotatedAt !== undefined);
+  const last = segments.at(-1)?.rotatedAt ?? 0;
   const live = statSync(file, { throwIfNoEntry: false });
   if (!live) return place;
   const rotated = (text: string) => reader.line(text, ROTATED_OFFSET);
   let from = place.offset;
   const fresh = place.ino === 0 && place.offset === 0;
+  // a file gzipped or deleted frees its inode, which the next live file may get: a newer stamp tells the rotation too
+  const rotatedSince = place.last !== undefined && place.last !== last;
   if (fresh) {
     eachRotatedLine(file, rotated);
     from = 0;
-  } else if (live.ino !== place.ino) {
-    const segments = logSegments(file).filter((s) => s.rotatedAt !== undefined);
+  } else if (live.ino !== place.ino || rotatedSince) {
     const at = segments.findIndex((s) => !s.compressed && s.ino === place.ino);
     const old = segments[at];
     if (old && old.bytes >= place.offset) {
@@ -143,7 +147,7 @@ export function readAppendedAcross(
     eachRotatedLine(file, rotated);
     from = 0;
   }
-  return { ino: live.ino, offset: readLinesFrom(file, from, live.size, reader.line) };
+  return { ino: live.ino, offset: readLinesFrom(file, from, live.size, reader.line), last };
 }
 
 /** The rotated segments' lines, oldest first (not the live file's). */
