@@ -19,7 +19,7 @@ import {
 import {
   eachRefusal,
   type GroupFilter,
-  logSize,
+  logSnapshot,
   prefixOf,
   type RefusalGroup,
   RefusalGroups,
@@ -61,9 +61,9 @@ export async function suggestCommand(flags: GroupFilter & { json?: boolean }): P
     ...(flags.run ? { run: flags.run } : {}),
   };
   const grantNames = new Set(config.grants.map((grant) => grant.name));
-  const size = logSize(paths.audit);
+  const snapshot = logSnapshot(paths.audit);
   const groups = new RefusalGroups(grantNames);
-  eachRefusal(paths.audit, size, filter, (record) => groups.add(record));
+  eachRefusal(snapshot, filter, (record) => groups.add(record));
 
   const ranked = [...groups.groups.values()].sort((a, b) => b.count - a.count);
   const unanswered = [...groups.unanswered.values()].sort((a, b) => b.count - a.count);
@@ -79,8 +79,7 @@ export async function suggestCommand(flags: GroupFilter & { json?: boolean }): P
   const verified = verifyCandidates({
     root: paths.config,
     vaultDir: paths.vault,
-    auditDir: paths.audit,
-    size,
+    snapshot,
     filter,
     grantNames,
     candidates: proposed,

@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
+import type { RunStart } from "../../boundary/gateway/audit/view.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";
+import { ROTATED_OFFSET } from "../../ground/files/rotation/read-across.ts";
 import { LogSummary } from "./log-summary.ts";
 
 /**
@@ -8,8 +10,10 @@ import { LogSummary } from "./log-summary.ts";
  * log: per hour (UTC), per host, how many requests the gateway let through and
  * how many it refused, and per worker how many it refused. Each refresh reads
  * only what was appended to audit/decisions.jsonl since the last one
- * (files/appended-lines.ts; the place is kept with the counts); a log that was
- * replaced or cut short is counted again from its start. Hours older than `keepHours` are dropped.
+ * (files/appended-lines.ts; the place is kept with the counts), following a
+ * rotation into the rotated file (files/rotation/read-across.ts), so each
+ * line is counted once; a log that was replaced or cut short is counted
+ * again from its start. Hours older than `keepHours` are dropped.
  */
 export interface DoorCounts {
   allowed: number;
@@ -21,11 +25,17 @@ interface SummaryFile {
   /** Which file the offset is into (a new inode is a new log) and how far it was read. */
   ino: number;
   offset: number;
+  /** The stamp of the log's newest rotated file when it was read up to (LogPlace.last). */
+  last?: number;
   /** "2026-12-02T10" → host → counts. */
   hours: Record<string, Record<string, DoorCounts>>;
   /** "2026-12-02T10" → worker → refused requests. */
   refusedBy: Record<string, Record<string, number>>;
-  /** "2026-12-02T10" → run id → the byte offset of its first line that hour (a run page reads from there). */
+  /**
+   * "2026-12-02T10" → run id → the byte offset of its first line that hour
+   * in the live file `ino` (a run page reads from there), or ROTATED_OFFSET
+   * when that line is in a file rotated since.
+   */
   runs?: Record<string, Record<string, number>>;
 }
 
@@ -85,18 +95,29 @@ export class DoorSummary extends LogSummary<SummaryFile> {
     return { hosts, hours: perHour, refusedBy };
   }
 
-  /** Where a run's first decision line is, if it is within the kept hours. */
-  firstOffset(runId: string): number | undefined {
-    let first: number | undefined;
-    for (const runs of Object.values(this.data.runs ?? {})) {
-      const at = runs[runId];
-      if (at !== undefined && (first === undefined || at < first)) first = at;
+  /** Where a run's first decision line is, if it is within the kept hours: its first hour's. */
+  firstOffset(runId: string): RunStart | undefined {
+    const runs = this.data.runs ?? {};
+    for (const hour of Object.keys(runs).sort()) {
+      const offset = runs[hour]?.[runId];
+      if (offset !== undefined)
+        return {
+          ino: this.data.ino,
+          offset,
+          since: Date.parse(`${hour}:00:00.000Z`),
+          last: this.data.last,
+        };
     }
-    return first;
+    return undefined;
   }
 
   protected empty(): SummaryFile {
     return empty();
+  }
+
+  protected override rotated(): void {
+    for (const runs of Object.values(this.data.runs ?? {}))
+      for (const run of Object.keys(runs)) runs[run] = ROTATED_OFFSET;
   }
 
   protected add(line: string, at: number): void {

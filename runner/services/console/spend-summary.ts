@@ -135,6 +135,7 @@ export class SpendSummary extends LogSummary<SpendFile> {
       version: 1,
       ino: data.ino,
       offset: data.offset,
+      ...(typeof data.last === "number" ? { last: data.last } : {}),
       hours: revived(data.hours),
       minutes: revived(data.minutes),
     };

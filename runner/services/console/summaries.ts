@@ -35,17 +35,22 @@ export class ConsoleSummaries {
   /**
    * One run's door decisions: read from its first line on, which the door's
    * summary knows for a run begun inside its kept hours (one it does not
-   * know made none); an older run's are looked for in the whole log.
+   * know made none); an older run's are looked for in the whole log, across
+   * the files rotated out of it since the run began.
    */
   decisionsOf(record: RunRecord, now = new Date()): DecisionRecord[] {
     this.door.refresh(now.getTime());
     // a run begun before the kept hours may have lines the summary no longer places
-    const kept = Date.parse(record.started_at) > now.getTime() - (DOOR_KEEP_HOURS - 1) * 3_600_000;
+    const began = Date.parse(record.started_at);
+    const kept = began > now.getTime() - (DOOR_KEEP_HOURS - 1) * 3_600_000;
     if (kept) {
       const from = this.door.firstOffset(record.id);
       return from === undefined ? [] : runDecisionsFrom(this.audit, from, record.id);
     }
-    return readDecisions(this.audit, { run: record.id }).filter((d) => d.run_id === record.id);
+    const since = Number.isFinite(began) ? { since: began } : {};
+    return readDecisions(this.audit, { run: record.id, ...since }).filter(
+      (d) => d.run_id === record.id,
+    );
   }
 
   fresh(now = new Date()): this {

@@ -1,12 +1,12 @@
 import { join } from "node:path";
 import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
 import { isModelCall } from "../../boundary/gateway/spend/usage.ts";
-import { tailLines } from "../../ground/files/tail-lines.ts";
+import { linesFromEndAcross } from "../../ground/files/rotation/read-across.ts";
 
 /**
  * What the gateway's audit says about one run, read from the log's tail (a
  * run's last decisions are among the newest lines, however long the log has
- * grown). The box can't write this log: it is the host's own account of what
+ * grown, and across the files it was rotated into). The box can't write this log: it is the host's own account of what
  * the run asked and what it got.
  */
 const TAIL_BYTES = 4 * 1024 * 1024;
@@ -15,16 +15,22 @@ const TAIL_BYTES = 4 * 1024 * 1024;
 export function runDecisions(auditDir: string, runId: string): DecisionRecord[] {
   const out: DecisionRecord[] = [];
   if (!runId) return out;
-  for (const line of tailLines(join(auditDir, "decisions.jsonl"), TAIL_BYTES)) {
-    if (!line.includes(runId)) continue;
-    try {
-      const record = JSON.parse(line) as DecisionRecord;
-      if (record.run_id === runId && record.request) out.push(record);
-    } catch {
-      // a torn first line of the tail, or a foreign one: not a decision
-    }
-  }
-  return out;
+  // newest first, within the same byte budget whether or not the log was rotated
+  linesFromEndAcross(
+    join(auditDir, "decisions.jsonl"),
+    (line) => {
+      if (!line.includes(runId)) return true;
+      try {
+        const record = JSON.parse(line) as DecisionRecord;
+        if (record.run_id === runId && record.request) out.push(record);
+      } catch {
+        // a line still being written, or a foreign one: not a decision
+      }
+      return true;
+    },
+    TAIL_BYTES,
+  );
+  return out.reverse();
 }
 
 /** The run's last model call, as the gateway recorded it. */

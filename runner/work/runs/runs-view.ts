@@ -10,7 +10,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import type { DecisionRecord } from "../../boundary/gateway/audit/audit.ts";
-import { readDecisions } from "../../boundary/gateway/audit/view.ts";
+import { type LogFilter, readDecisions } from "../../boundary/gateway/audit/view.ts";
 import { AGENTS } from "../../ground/config/agent.ts";
 import { shortDigest } from "../../ground/config/config-digest.ts";
 import { columns } from "../../ground/text/table.ts";
@@ -211,7 +211,7 @@ export function runJson(run: RunLocation, auditDir?: string): Record<string, unk
   const record = readRecord(run.dir);
   if (!record) return { id: run.id, error: "no record" };
   const usage = auditDir
-    ? runUsage(readDecisions(auditDir, { run: record.id }), record.id)
+    ? runUsage(readDecisions(auditDir, runFilter(record)), record.id)
     : undefined;
   const input = join(run.dir, "prompt/input.md");
   const talk = conversation(run.dir);
@@ -236,7 +236,7 @@ export function runJson(run: RunLocation, auditDir?: string): Record<string, unk
 export function showRun(run: RunLocation, auditDir?: string): string {
   const record = readRecord(run.dir);
   if (!record) return `run ${run.id}: no record`;
-  const decisions = auditDir ? readDecisions(auditDir, { run: record.id }) : [];
+  const decisions = auditDir ? readDecisions(auditDir, runFilter(record)) : [];
   const usage = runUsage(decisions, record.id);
   const leak = auditDir ? sentinelLeakOf(auditDir, record) : record.sentinel_leak;
   const lines = [
@@ -304,4 +304,10 @@ function configLines(record: RunRecord, decisions: DecisionRecord[]): string[] {
         `judged    by config ${shortDigest(digest)} (${count} decision(s) at the door)`,
     ),
   ];
+}
+
+/** One run's lines: none is older than the run, so files rotated out before it began are not read. */
+function runFilter(record: RunRecord): LogFilter {
+  const began = Date.parse(record.started_at);
+  return { run: record.id, ...(Number.isFinite(began) ? { since: began } : {}) };
 }

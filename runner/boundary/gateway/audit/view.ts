@@ -1,6 +1,9 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { readLinesFrom } from "../../../ground/files/appended-lines.ts";
+import { eachLineAcross, ROTATED_OFFSET } from "../../../ground/files/rotation/read-across.ts";
+import { SETTLE_MS } from "../../../ground/files/rotation/rotate.ts";
+import { logSegments } from "../../../ground/files/rotation/segments.ts";
 import type { DecisionRecord } from "./audit.ts";
 
 /**
@@ -10,12 +13,15 @@ import type { DecisionRecord } from "./audit.ts";
 export interface LogFilter {
   run?: string;
   deniedOnly?: boolean;
+  /** Nothing before this time (ms) is wanted: the files rotated out before it are not read. */
+  since?: number;
 }
 
 /**
- * Each decision the filter names, in the log's order: the log read a chunk at
- * a time (it grows for as long as the deployment lives: one string of it
- * would not fit), and a line parsed only when it may be the run's.
+ * Each decision the filter names, in the log's order, across the files it
+ * was rotated into (files/rotation/read-across.ts): read a chunk at a time
+ * (it grows for as long as the deployment lives: one string of it would not
+ * fit), and a line parsed only when it may be the run's.
  */
 export function eachDecision(
   auditDir: string,
@@ -23,21 +29,26 @@ export function eachDecision(
   take: (record: DecisionRecord) => void,
 ): void {
   const file = join(auditDir, "decisions.jsonl");
-  const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
-  readLinesFrom(file, 0, size, (line) => {
-    if (!line.trim() || (filter.run && !line.includes(filter.run))) return;
-    let record: DecisionRecord;
-    try {
-      record = JSON.parse(line) as DecisionRecord;
-    } catch {
-      return;
-    }
-    // action dispositions share the file; `roster approvals` shows those
-    if (!record.request) return;
-    if (filter.run && !(record.run_id ?? "").startsWith(filter.run)) return;
-    if (filter.deniedOnly && record.status < 400) return;
-    take(record);
-  });
+  // the door may still append to the file it had open for a moment after the rename
+  const across = filter.since === undefined ? {} : { since: filter.since - SETTLE_MS };
+  eachLineAcross(
+    file,
+    (line) => {
+      if (!line.trim() || (filter.run && !line.includes(filter.run))) return;
+      let record: DecisionRecord;
+      try {
+        record = JSON.parse(line) as DecisionRecord;
+      } catch {
+        return;
+      }
+      // action dispositions share the file; `roster approvals` shows those
+      if (!record.request) return;
+      if (filter.run && !(record.run_id ?? "").startsWith(filter.run)) return;
+      if (filter.deniedOnly && record.status < 400) return;
+      take(record);
+    },
+    across,
+  );
 }
 
 /** The decisions the filter names (one run's: what a view of that run needs). */
@@ -48,18 +59,32 @@ export function readDecisions(auditDir: string, filter: LogFilter = {}): Decisio
 }
 
 /**
- * One run's decisions, read from a byte offset on (the console's running
- * summary knows where a run's first line is) rather than the whole log.
+ * Where a run's first decision line is, as the console's door summary keeps
+ * it: a byte offset into the live file whose inode is `ino` (ROTATED_OFFSET
+ * when it was in a file since rotated), and the start of the hour it was
+ * written in.
+ */
+export interface RunStart {
+  ino: number;
+  offset: number;
+  since: number;
+  /** The stamp of the newest rotated file then (LogPlace.last): a rotation since, even to a reused inode, is seen. */
+  last?: number | undefined;
+}
+
+/**
+ * One run's decisions, read from its first line on rather than the whole
+ * log. When that place is in no file the live one is any more (rotated
+ * since), the run's lines are looked for across the rotated files from the
+ * hour it began: the same lines either way.
  */
 export function runDecisionsFrom(
   auditDir: string,
-  offset: number,
+  start: RunStart,
   runId: string,
 ): DecisionRecord[] {
   const out: DecisionRecord[] = [];
-  const file = join(auditDir, "decisions.jsonl");
-  const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
-  readLinesFrom(file, Math.min(offset, size), size, (line) => {
+  const take = (line: string) => {
     if (!line.includes(runId)) return;
     try {
       const record = JSON.parse(line) as DecisionRecord;
@@ -67,7 +92,23 @@ export function runDecisionsFrom(
     } catch {
       // a torn line is no decision
     }
-  });
+  };
+  const file = join(auditDir, "decisions.jsonl");
+  // the live file the place is in: its inode, and no rotation since (a new live file may get a freed inode)
+  const newest = () =>
+    logSegments(file)
+      .filter((s) => s.rotatedAt !== undefined)
+      .at(-1)?.rotatedAt ?? 0;
+  const last = newest();
+  const live = statSync(file, { throwIfNoEntry: false });
+  const same = live?.ino === start.ino && (start.last === undefined || start.last === last);
+  if (live && same && start.offset !== ROTATED_OFFSET && start.offset <= live.size) {
+    readLinesFrom(file, start.offset, live.size, take);
+    // rotated while it was read: what it held past the offset is now a rotated file's
+    if (newest() === last) return out;
+    out.length = 0;
+  }
+  eachLineAcross(file, take, { since: start.since - SETTLE_MS });
   return out;
 }
 

@@ -1,8 +1,11 @@
-import { statSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import { workerOfSubject, workerSubject } from "../../../ground/config/subject.ts";
-import { readLinesFrom } from "../../../ground/files/appended-lines.ts";
+import {
+  eachSnapshotLine,
+  type LogSnapshot,
+  snapshotOf,
+} from "../../../ground/files/log-snapshot.ts";
 import type { DecisionRecord } from "../audit/audit.ts";
 import type { PolicyRequest } from "./check.ts";
 import { grantHostProblem } from "./grant-text.ts";
@@ -170,19 +173,19 @@ export function prefixOf(group: RefusalGroup): string {
 }
 
 /**
- * Each refused decision in the first `size` bytes of the log that the filter
- * names, read a chunk at a time: the suggestion reads the same bytes twice
- * (grouping, then verifying), so a line written meanwhile is in neither.
+ * Each refused decision the filter names in the log as it stood at the
+ * snapshot (its rotated files, then the live file as far as it went), read
+ * a chunk at a time: the suggestion reads the same lines twice (grouping,
+ * then verifying), so a line written meanwhile is in neither, and a
+ * rotation meanwhile changes neither (files/log-snapshot.ts).
  */
 export function eachRefusal(
-  auditDir: string,
-  size: number,
+  snapshot: LogSnapshot,
   filter: GroupFilter,
   take: (record: DecisionRecord) => void,
 ): void {
-  const file = join(auditDir, "decisions.jsonl");
   const subject = filter.worker ? workerSubject(filter.worker) : undefined;
-  readLinesFrom(file, 0, size, (line) => {
+  eachSnapshotLine(snapshot, (line) => {
     if (!line.includes('"status":4') && !line.includes('"status":5')) return;
     if ((subject && !line.includes(`"${subject}"`)) || (filter.run && !line.includes(filter.run)))
       return;
@@ -201,7 +204,7 @@ export function eachRefusal(
   });
 }
 
-/** The log's size now: what both readings stop at. */
-export function logSize(auditDir: string): number {
-  return statSync(join(auditDir, "decisions.jsonl"), { throwIfNoEntry: false })?.size ?? 0;
+/** The decision log now: what both readings read. */
+export function logSnapshot(auditDir: string): LogSnapshot {
+  return snapshotOf(join(auditDir, "decisions.jsonl"));
 }

@@ -1,9 +1,11 @@
-import { existsSync } from "node:fs";
 import { Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { LoadedConfig } from "../../../ground/config/load.ts";
 import { workerOfSubject, workerSubject } from "../../../ground/config/subject.ts";
-import { eachBoundedLine } from "../../../ground/files/bounded-lines.ts";
+import { type BoundedLines, eachBoundedLine } from "../../../ground/files/bounded-lines.ts";
+import { readSegment } from "../../../ground/files/rotation/read-across.ts";
+import { SETTLE_MS } from "../../../ground/files/rotation/rotate.ts";
+import { logSegments, type Segment } from "../../../ground/files/rotation/segments.ts";
 import type { DecisionRecord } from "../audit/audit.ts";
 import { Rejudge, same } from "./replay-judge.ts";
 import { type Decided, requestSaid, whatTheLineSays } from "./replay-record.ts";
@@ -13,8 +15,8 @@ import { type Decided, requestSaid, whatTheLineSays } from "./replay-record.ts";
  * by the door's own ruling under a config (the deployment's, or a draft's),
  * and each decision that would flip listed by worker and by the rule under
  * the old and the new decision, with counts and the three latest examples.
- * The log is streamed (eachBoundedLine): memory holds the groups, never the
- * log. What the line says was decided is replay-record.ts; judging it again
+ * The log is streamed (eachBoundedLine), across the files it was rotated
+ * into, oldest first (eachLogLine): memory holds the groups, never the log. What the line says was decided is replay-record.ts; judging it again
  * with what the line no longer keeps is replay-judge.ts. A line that can't be
  * judged again is counted under its reason, never guessed.
  */
@@ -108,8 +110,7 @@ export function replayLog(
   const subject = options.worker ? workerSubject(options.worker) : undefined;
   const since = options.since;
   // a deployment no box has used yet has no log: nothing to replay
-  if (!existsSync(file)) return report;
-  eachBoundedLine(file, options.maxLineBytes ?? MAX_LINE_BYTES, {
+  eachLogLine(file, options.maxLineBytes ?? MAX_LINE_BYTES, since, {
     tooLong: () => {
       report.lines++;
       report.skipped.tooLong++;
@@ -155,6 +156,39 @@ export function replayLog(
   report.reruledGroups = reruled.sorted();
   report.notReplayed = [...reasons.values()].sort((a, b) => b.count - a.count);
   return report;
+}
+
+/**
+ * Every line of the log and of the files rotated out of it, oldest first,
+ * each bounded as eachBoundedLine bounds it; the files rotated out before
+ * `since` hold no line as new and are not read (the door may still append
+ * to the file it had open for a moment after the rename: SETTLE_MS).
+ */
+function eachLogLine(
+  file: string,
+  maxLineBytes: number,
+  since: number | undefined,
+  reader: BoundedLines,
+): void {
+  const gzipped = (segment: Segment) =>
+    readSegment(segment, (text) =>
+      Buffer.byteLength(text) > maxLineBytes ? reader.tooLong() : reader.line(text),
+    );
+  for (const segment of logSegments(file)) {
+    const rotatedAt = segment.rotatedAt;
+    if (since !== undefined && rotatedAt !== undefined && rotatedAt < since - SETTLE_MS) continue;
+    if (segment.compressed) {
+      gzipped(segment);
+      continue;
+    }
+    try {
+      eachBoundedLine(segment.path, maxLineBytes, reader);
+    } catch {
+      // gzipped between listing and reading: the same lines, in the .gz
+      if (rotatedAt !== undefined)
+        gzipped({ ...segment, path: `${segment.path}.gz`, compressed: true });
+    }
+  }
 }
 
 /** The line's ts, read before the whole line is parsed (the gateway writes it second). */

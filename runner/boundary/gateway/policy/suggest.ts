@@ -5,6 +5,7 @@ import { formatConfigError } from "../../../ground/config/config-error.ts";
 import { type LoadedConfig, loadConfig } from "../../../ground/config/load.ts";
 import { workerOfSubject } from "../../../ground/config/subject.ts";
 import { replaceFileSync } from "../../../ground/files/atomic-replace.ts";
+import type { LogSnapshot } from "../../../ground/files/log-snapshot.ts";
 import { policyCheck } from "./check.ts";
 import type { ConfigFileEdit } from "./config-edit.ts";
 import {
@@ -84,7 +85,7 @@ function write(path: string, text: string | undefined): void {
 const DISTINCT_KEPT = 10_000;
 
 /**
- * Every candidate judged: the log's first `size` bytes read again, and
+ * Every candidate judged: the log's snapshot read again (the same lines), and
  * each refused request of a candidate's group asked of the config the
  * candidate makes. A request the door would still refuse, or allow by
  * another rule, rules the candidate out, with the reason.
@@ -92,8 +93,7 @@ const DISTINCT_KEPT = 10_000;
 export function verifyCandidates(options: {
   root: string;
   vaultDir?: string;
-  auditDir: string;
-  size: number;
+  snapshot: LogSnapshot;
   filter: GroupFilter;
   grantNames: ReadonlySet<string>;
   candidates: readonly Candidate[];
@@ -108,7 +108,7 @@ export function verifyCandidates(options: {
       key,
       typeof config === "string" ? { ok: false, why: config } : { ok: true, checked: 0 },
     );
-  eachRefusal(options.auditDir, options.size, options.filter, (record) => {
+  eachRefusal(options.snapshot, options.filter, (record) => {
     if (notForAGrant(record, grantNames)) return;
     const worker = workerOfSubject(record.subject ?? "");
     const key = RefusalGroups.key(worker, record.request.host);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { CelCall, CompiledMeter } from "../../../ground/config/budget-cel.ts";
 import type {
@@ -10,6 +10,7 @@ import type {
 import { hostMatches } from "../../../ground/config/host-pattern.ts";
 import { appendJsonLines } from "../../../ground/files/append-line.ts";
 import { mcpMatches, scopeApplies } from "../judging/judge.ts";
+import { LEDGER_HORIZON_MS, readUsage, type UsageLine } from "./ledger.ts";
 import { type Answer, celAmount, celBool, celCall, type MeteredCall } from "./meter-cel.ts";
 import { costOf, tokensOf } from "./prices.ts";
 import type { ModelUsage } from "./usage.ts";
@@ -22,8 +23,8 @@ import type { ModelUsage } from "./usage.ts";
  * cap the spend per window (epoch-aligned; a month is 30 days) at org or
  * worker scope. The call
  * that crosses a limit completes; the next is refused with 402. Every spend is
- * appended to audit/usage.jsonl and counters are rebuilt from it at start, so a
- * restart never resets a budget.
+ * appended to audit/usage.jsonl and counters are rebuilt from it at start
+ * (ledger.ts, across its rotated files), so a restart never resets a budget.
  */
 const WINDOW_MS: Record<Window, number> = {
   minute: 60_000,
@@ -31,13 +32,6 @@ const WINDOW_MS: Record<Window, number> = {
   day: 86_400_000,
   month: 30 * 86_400_000,
 };
-
-interface UsageLine {
-  ts_ms: number;
-  subject: string;
-  currency: string;
-  amount: number;
-}
 
 export interface LimitStanding {
   scope: string;
@@ -161,7 +155,7 @@ export class Budgets {
   ) {
     mkdirSync(auditDir, { recursive: true, mode: 0o700 });
     this.file = join(auditDir, "usage.jsonl");
-    this.usage = readUsage(this.file);
+    this.usage = readUsage(this.file, Date.now() - LEDGER_HORIZON_MS);
   }
 
   reconfigure(meters: CompiledMeter[], limits: ScopedLimit[], prices: ModelPrice[] = []): void {
@@ -266,8 +260,8 @@ export function spentSince(
   since: number,
 ): Record<string, number> {
   const spent: Record<string, number> = {};
-  for (const line of readUsage(join(auditDir, "usage.jsonl"))) {
-    if (line.ts_ms < since || !scopeApplies(subject, line.subject)) continue;
+  for (const line of readUsage(join(auditDir, "usage.jsonl"), since)) {
+    if (!scopeApplies(subject, line.subject)) continue;
     spent[line.currency] = (spent[line.currency] ?? 0) + line.amount;
   }
   return spent;
@@ -308,33 +302,4 @@ export function limitStanding(
 export function windowStart(window: Window, now = Date.now()): number {
   const length = WINDOW_MS[window];
   return Math.floor(now / length) * length;
-}
-
-function readUsage(file: string): UsageLine[] {
-  if (!existsSync(file)) return [];
-  const lines: UsageLine[] = [];
-  const horizon = Date.now() - WINDOW_MS.month * 2;
-  for (const raw of readFileSync(file, "utf8").split("\n")) {
-    if (!raw.trim()) continue;
-    try {
-      const line = JSON.parse(raw) as Partial<UsageLine>;
-      if (
-        typeof line.ts_ms === "number" &&
-        line.ts_ms >= horizon &&
-        typeof line.subject === "string" &&
-        typeof line.currency === "string" &&
-        typeof line.amount === "number"
-      ) {
-        lines.push({
-          ts_ms: line.ts_ms,
-          subject: line.subject,
-          currency: line.currency,
-          amount: line.amount,
-        });
-      }
-    } catch {
-      // a torn last line from a crash is skipped, never fatal
-    }
-  }
-  return lines;
 }

@@ -3,7 +3,7 @@ import { html } from "hono/html";
 import type { DecisionRecord } from "../../../boundary/gateway/audit/audit.ts";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
 import { workerOfSubject, workerSubject } from "../../../ground/config/subject.ts";
-import { linesFromEnd } from "../../../ground/files/tail-lines.ts";
+import { linesFromEndAcross } from "../../../ground/files/rotation/read-across.ts";
 import { type Html, when } from "../html.ts";
 
 /** Door: the gateway's decisions, newest first, filterable; refreshed live. */
@@ -43,9 +43,9 @@ export function doorPart(
     (!filter.verdict ||
       (filter.verdict === "refused" ? d.status >= 400 : d.verdict === filter.verdict)) &&
     (!filter.host || d.request.host.includes(filter.host));
-  // newest first, from the log's end: a page never reads the whole log
+  // newest first, from the log's end and on into the files rotated out of it: a page never reads the whole log
   const shown: DecisionRecord[] = [];
-  const whole = linesFromEnd(
+  const whole = linesFromEndAcross(
     join(paths.audit, "decisions.jsonl"),
     (line) => {
       let record: DecisionRecord;
