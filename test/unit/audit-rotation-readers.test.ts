@@ -26,6 +26,7 @@ import { ROTATED_OFFSET } from "../../runner/ground/files/rotation/read-across.t
 import { type RetentionPolicy, rotateIfDue } from "../../runner/ground/files/rotation/rotate.ts";
 import { logSegments } from "../../runner/ground/files/rotation/segments.ts";
 import { DoorSummary } from "../../runner/services/console/door-summary.ts";
+import { ConsoleFeed } from "../../runner/services/console/feed.ts";
 import { doorPart } from "../../runner/services/console/pages/door.ts";
 import { SpendSummary } from "../../runner/services/console/spend-summary.ts";
 import { runDecisions } from "../../runner/work/runs/run-decisions.ts";
@@ -211,6 +212,39 @@ describe("the decision log's readers, across its rotated files", () => {
   });
 });
 
+describe("the console's live feed", () => {
+  it("still hears the door's decisions after the log was rotated and gzipped", async () => {
+    const paths = rosterPaths({ ROSTER_ROOT: dir });
+    const feed = new ConsoleFeed(paths, () => []);
+    feed.start();
+    let heard = 0;
+    feed.subscribe((event) => {
+      if (event === "decision") heard++;
+    });
+    const file = join(paths.audit, "decisions.jsonl");
+    const until = async (done: () => boolean) => {
+      const deadline = Date.now() + 10_000;
+      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(done()).toBe(true);
+    };
+    try {
+      appendFileSync(file, '{"a":1}\n');
+      await until(() => heard > 0);
+      heard = 0;
+      // the rename is heard; the gzip's files are other names
+      await rotate(file);
+      await until(() => heard > 0);
+      await gzipAll(file);
+      expect(logSegments(file).map((s) => s.compressed)).toEqual([true]);
+      heard = 0;
+      appendFileSync(file, '{"a":2}\n');
+      await until(() => heard > 0);
+    } finally {
+      feed.close();
+    }
+  });
+});
+
 const LIMITS: ScopedLimit[] = [
   { scope: "org", currency: "tokens", window: "minute", max: 1_000 },
   { scope: "org", currency: "tokens", window: "hour", max: 10_000 },
@@ -243,6 +277,18 @@ describe("the spend ledger, across its rotated files", () => {
       expect(spentSince(join(dir, "rotated"), "org", since)).toEqual(
         spentSince(join(dir, "one"), "org", since),
       );
+  });
+
+  it("refuses to count from a ledger whose rotated file can't be read, rather than forget its spend", async () => {
+    const now = Date.now();
+    const lines = spend(join(dir, "one"), now);
+    const auditDir = join(dir, "rotated");
+    await rotatedCopy(lines, join(auditDir, "usage.jsonl"));
+    const gz = logSegments(join(auditDir, "usage.jsonl")).find((s) => s.compressed);
+    if (!gz) throw new Error("no gzipped file");
+    writeFileSync(gz.path, "not gzip at all");
+    expect(() => new Budgets(auditDir, [], LIMITS)).toThrow(`${gz.path}: can't be read`);
+    expect(() => spentSince(auditDir, "org", 0)).toThrow(`${gz.path}: can't be read`);
   });
 
   it("keeps the console's spend sums right when they are refreshed across rotations", async () => {
