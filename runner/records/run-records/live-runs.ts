@@ -7,12 +7,13 @@ import { listRuns, type RunRecord, readRecord } from "./run-record.ts";
  * that governs them lives (a record left running by a runner that died is a
  * crash the next start settles, not a live run). What refuses a restore or a
  * removal while a box of the worker writes its store, and what `worker ls`
- * calls running.
+ * calls running. A run that has answered and whose store snapshot is still
+ * to be taken (`pending`) is live too: its store is not to be changed yet.
  */
 export function liveRecords(paths: RosterPaths, worker: string): RunRecord[] {
   return listRuns(paths.state, worker).flatMap((run) => {
     const record = readRecord(run.dir);
-    if (record?.state !== "running") return [];
+    if (record?.state !== "running" && !record?.pending) return [];
     if (record.runner_pid !== undefined && !processAlive(record.runner_pid)) return [];
     return [record];
   });

@@ -75,6 +75,20 @@ export interface RunRecord {
    * time and host. Copied from the gateway's mark when the run ends.
    */
   sentinel_leak?: SentinelLeak;
+  /** Only between the run's answer and its bookkeeping (pending-end.ts): what is left to do. */
+  pending?: PendingBookkeeping;
+  /** When the bookkeeping after the answer (`ended_at`) was done: the store snapshot taken. */
+  settled_at?: string;
+}
+
+/**
+ * A run that has answered and whose store snapshot is not taken yet: written
+ * with the record's end before the answer goes out, so a server that dies in
+ * between leaves what its next start needs to take the snapshot.
+ */
+export interface PendingBookkeeping {
+  /** The run's `[store]` limits for that snapshot: max_size in bytes, and the reserve. */
+  store: { max_bytes: number; reserve: number };
 }
 
 /** What a run's record keeps of the sentinel tripwire (the gateway's audit/tripwires/<run>.json). */

@@ -16,12 +16,15 @@ import {
 } from "../../records/run-records/run-record.ts";
 import { allTasks } from "../../records/task-list/store.ts";
 import { settleAfterCrash } from "../../work/repos/backstop.ts";
+import { finishPending } from "../../work/runs/bookkeeping.ts";
 import { settleFromRun } from "../../work/tasks/settle-run.ts";
 
 /**
  * What a server start finds after the last one died (SIGKILL, a crash, the
  * machine going down): boxes whose runner is gone are killed; records still
- * "running" under a dead runner are finished as `crash`; tasks claimed by
+ * "running" under a dead runner are finished as `crash`; a run that had given
+ * its answer and not yet taken its store snapshot (`pending`) has the snapshot
+ * taken and its record finished now (docs/runs.md); tasks claimed by
  * such a run are settled as the host attests it (tasks/attest.ts): one that
  * reported is failed, never run again; one that had not goes back to the queue.
  */
@@ -31,6 +34,8 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export interface Recovery {
   reaped: number;
   crashed: string[];
+  /** Runs that had answered when their runner died: snapshot taken, record finished. */
+  finished: string[];
   settled: string[];
   requeued: string[];
 }
@@ -46,11 +51,20 @@ export async function recover(engine: BoxEngine, paths: RosterPaths): Promise<Re
     await rm(dir, { recursive: true, force: true });
   }
   const crashed: string[] = [];
+  const completed: string[] = [];
   for (const run of listRuns(paths.state)) {
     const record = readRecord(run.dir);
-    if (record?.state !== "running") continue;
+    if (record?.state !== "running" && !record?.pending) continue;
     const alive = record.runner_pid !== undefined && processAlive(record.runner_pid);
     if (alive) continue;
+    if (record.pending) {
+      // its box had exited and its answer gone out: only the bookkeeping was left
+      // (what the pass says is in the run's store-changes.txt)
+      await finishPending(paths, run.dir, record, () => undefined);
+      await revokeRunTokens(paths.identity, run.id);
+      completed.push(run.id);
+      continue;
+    }
     await writeRecord(
       run.dir,
       finished(
@@ -86,5 +100,5 @@ export async function recover(engine: BoxEngine, paths: RosterPaths): Promise<Re
     if (settled?.attestation.state === "pending") requeued.push(task.id);
     else if (settled) done.push(task.id);
   }
-  return { reaped: reaped.length, crashed, settled: done, requeued };
+  return { reaped: reaped.length, crashed, finished: completed, settled: done, requeued };
 }

@@ -20,6 +20,9 @@ import { runSocketPath } from "./state.ts";
  * stderr, then one final line: `{exit, run}` for a run, `{exit, envelope}`
  * for an exec, or `{error, exit}` when no box could start. A client that goes
  * away (Ctrl-C, killed) aborts its box: it is stopped and the record says so.
+ * A run's final line goes out, and its answer ends, as soon as its box has
+ * exited and how it ended is known; the store snapshot and the record's last
+ * write follow here after (the worker's next run waits for them).
  */
 
 const WorkerName = Type.String({ pattern: "^[a-z0-9][a-z0-9_-]*$", maxLength: 64 });
@@ -64,7 +67,7 @@ const REQUEST_TIMEOUT_MS = 10_000;
 export interface RunSocket {
   /** Boxes handed over and not yet finished: they count toward the server's cap. */
   active(): number;
-  /** Stops taking boxes, aborts those in flight and waits until their records are final. */
+  /** Stops taking boxes, aborts those in flight and waits until their records are final (bookkeeping too). */
   close(): Promise<void>;
 }
 
@@ -77,6 +80,8 @@ interface Job {
   takeReady: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
   takeReadyExec: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
   turn: RunSocketOptions["turn"];
+  /** Work that follows the answer (a run's bookkeeping): the server waits for it when it stops. */
+  after: (work: Promise<unknown>) => void;
 }
 
 /** A route: the request it accepts, checked against its schema, and the box it starts. */
@@ -123,7 +128,9 @@ const routes = new Map<string, Route>([
         json: run.json,
         write: (text) => job.send({ out: text }),
         ...(job.takeReady ? { takeReady: job.takeReady } : {}),
+        answerFirst: true,
       });
+      job.after(result.settled);
       const record = result.record;
       job.send({
         exit: result.exitCode,
@@ -200,12 +207,15 @@ async function readBody(
   }
 }
 
-/** Starts an accepted box, its lines streamed to the client; `done` once the answer has ended. */
+/**
+ * Starts an accepted box, its lines streamed to the client; `answered` once
+ * the answer has ended, `done` once what follows it has too.
+ */
 function startJob(
   res: ServerResponse,
   start: (job: Job) => Promise<void>,
   options: RunSocketOptions,
-): { abort: AbortController; done: Promise<void> } {
+): { abort: AbortController; answered: Promise<void>; done: Promise<void> } {
   res.writeHead(200, { "content-type": "application/x-ndjson" });
   const send: Send = (line) => {
     if (!res.writableEnded && !res.destroyed) res.write(`${JSON.stringify(line)}\n`);
@@ -223,8 +233,10 @@ function startJob(
     takeReady: options.takeReady,
     takeReadyExec: options.takeReadyExec,
     turn: options.turn,
+    after: (work) => following.push(work),
   };
-  const done = (async () => {
+  const following: Promise<unknown>[] = [];
+  const answered = (async () => {
     try {
       await start(job);
     } catch (error) {
@@ -236,14 +248,25 @@ function startJob(
       res.end();
     }
   })();
-  return { abort, done };
+  const done = answered.then(async () => {
+    for (const work of following)
+      await work.catch((error: unknown) =>
+        options.note(`run socket: a run's bookkeeping failed: ${errorMessage(error)}`),
+      );
+  });
+  return { abort, answered, done };
 }
 
 export async function serveRuns(options: RunSocketOptions): Promise<RunSocket> {
   const path = runSocketPath(options.paths);
   // a socket file left by a server that died: no live server holds it (the caller checked)
   await rm(path, { force: true });
-  const inFlight = new Set<{ abort: AbortController; done: Promise<void>; box: boolean }>();
+  const inFlight = new Set<{
+    abort: AbortController;
+    done: Promise<void>;
+    box: boolean;
+    answered: boolean;
+  }>();
 
   const timeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   // the stalled-request sweep must run often enough for the timeout to mean something
@@ -277,8 +300,12 @@ export async function serveRuns(options: RunSocketOptions): Promise<RunSocket> {
       return;
     }
     // a turn runs in a session's box, which the server counts already
-    const entry = { ...startJob(res, start, options), box: req.url !== "/turns" };
+    const job = startJob(res, start, options);
+    const entry = { abort: job.abort, done: job.done, box: req.url !== "/turns", answered: false };
     inFlight.add(entry);
+    // a run answered has no box left: its bookkeeping does not count toward the cap
+    await job.answered;
+    entry.answered = true;
     await entry.done;
     inFlight.delete(entry);
   }
@@ -292,7 +319,7 @@ export async function serveRuns(options: RunSocketOptions): Promise<RunSocket> {
   });
   await chmod(path, 0o600);
   return {
-    active: () => [...inFlight].filter((entry) => entry.box).length,
+    active: () => [...inFlight].filter((entry) => entry.box && !entry.answered).length,
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const entry of inFlight) entry.abort.abort();

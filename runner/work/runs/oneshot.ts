@@ -36,12 +36,19 @@ export interface OneShotOptions {
   onRecord?: (record: RunRecord) => void | Promise<void>;
   /** Takes a server's ready box for the worker, if it has one (docs/ready-boxes.md). */
   takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
+  /**
+   * Return once the answer is final (the box gone, how it ended known), before
+   * the store snapshot and the record's last write: `settled` follows them.
+   */
+  answerFirst?: boolean;
 }
 
 export interface OneShotResult {
   exitCode: number;
   record: RunRecord | undefined;
   answer: string | undefined;
+  /** The record once its bookkeeping is done (already so unless answerFirst). */
+  settled: Promise<RunRecord>;
 }
 
 /** A limit stopped it: the ceiling, the stall watch, the disk watch, its output, a used-up budget. */
@@ -98,16 +105,14 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
   const budget = outcome.endedBy === "exit" && modelError ? run.budgetStop() : undefined;
   const endedBy: EndedBy = budget ? "budget" : (limit?.endedBy ?? outcome.endedBy);
   const error = budget ? `stopped: ${describeBudgetStop(budget)}` : limit?.message;
-  const record = await run.settle({
-    endedBy,
-    exitCode: outcome.exitCode,
-    ...(error ? { error } : {}),
-  });
+  const ending = { endedBy, exitCode: outcome.exitCode, ...(error ? { error } : {}) };
+  // the record as the run ends: its answer depends on nothing the snapshot changes
+  const record = options.answerFirst ? await run.answer(ending) : await run.settle(ending);
   if (!options.json && answer) options.write(`${answer.trimEnd()}\n`);
   if (record.error && endedBy !== "exit") options.note(`run ${record.id}: ${record.error}`);
   if (record.sentinel_leak)
     options.note(`run ${record.id}: ${describeSentinelLeak(record.sentinel_leak)}`);
   // 2: a limit stopped it; 130: interrupted; otherwise the box's own
   const exitCode = endedBy === "signal" ? 130 : LIMITS.includes(endedBy) ? 2 : outcome.exitCode;
-  return { exitCode, record, answer };
+  return { exitCode, record, answer, settled: run.settle(ending) };
 }

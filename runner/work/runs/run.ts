@@ -1,10 +1,12 @@
 import type { EndedBy as BoxEndedBy, BoxHandle, BoxOutcome } from "../../boundary/box/lifecycle.ts";
-import { snapshotAfterRun } from "../../boundary/store/passes.ts";
+import { holdSettling, waitForSnapshots } from "../../boundary/store/settle-lock.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
+import { pendingRecord } from "../../records/run-records/pending-end.ts";
 import { finished, type RunRecord, writeRecord } from "../../records/run-records/run-record.ts";
 import { assertNotPaused } from "../../records/workers/pause.ts";
 import type { CompiledPrompt } from "../prompt/compile.ts";
+import { finishBookkeeping } from "./bookkeeping.ts";
 import type { BoxOutput } from "./box-output.ts";
 import { type BudgetStop, budgetStop } from "./budget-stop.ts";
 import type { DiskWatch } from "./disk-watch.ts";
@@ -69,7 +71,8 @@ export function failedRunId(error: unknown): string | undefined {
 export class Run {
   private turnTimer: NodeJS.Timeout | undefined;
   private disk: DiskWatch | undefined;
-  private settling: Promise<RunRecord> | undefined;
+  /** The run's end, once asked for: its answer, and its settling (the answer, then the bookkeeping). */
+  private ended: { answered: Promise<RunRecord>; settled: Promise<RunRecord> } | undefined;
   /** The limit the owner stopped the box for, in the words the record and a sender get. */
   private limit: LimitReached | undefined;
   /** The run as a trace, when telemetry exports one (run-trace.ts). */
@@ -121,9 +124,20 @@ export class Run {
     const traced = trace ? withTrace(request, trace) : request;
     try {
       assertCeiling(starting.record.ceiling_min ?? 0);
+      // the worker's runs before this one have answered, their snapshots may not be taken yet:
+      // this box starts on a store they have taken (store/settle-lock.ts)
+      const snapshotsTaken = waitForSnapshots(request.paths, box.worker.name, {
+        signal: request.signal,
+        onWait: () =>
+          request.note(
+            `${box.worker.name}'s last run is taking its store snapshot: the run starts once it is taken`,
+          ),
+      });
+      snapshotsTaken.catch(() => undefined);
       await writeStartRecord(request, starting);
       await writeRunContext(request.paths, starting.dir, starting.record);
       await request.onRecord?.(starting.record);
+      await snapshotsTaken;
       const run = await Run.launch(traced, starting);
       run.trace = trace;
       return run;
@@ -258,14 +272,39 @@ export class Run {
   /**
    * Ends the run for good, once (later calls get the same record): the box is
    * killed if it still runs, its logs closed, its repos settled, the record
-   * finished, the token revoked and the gateway given back.
+   * held as pending, the store snapshot taken, the record finished, the token
+   * revoked and the gateway given back.
    */
   settle(ending: RunEnding): Promise<RunRecord> {
-    this.settling ??= this.finish(ending);
-    return this.settling;
+    return this.end(ending).settled;
   }
 
-  private async finish(ending: RunEnding): Promise<RunRecord> {
+  /**
+   * Settles the run (as settle) and resolves as soon as its answer is final:
+   * the box is gone, its repos settled and its record written finished, its
+   * store snapshot still `pending` (taken next, then the record's last write).
+   */
+  answer(ending: RunEnding): Promise<RunRecord> {
+    return this.end(ending).answered;
+  }
+
+  private end(ending: RunEnding): { answered: Promise<RunRecord>; settled: Promise<RunRecord> } {
+    if (!this.ended) {
+      let tell: (record: RunRecord) => void = () => undefined;
+      const answered = new Promise<RunRecord>((resolve) => {
+        tell = resolve;
+      });
+      const settled = this.finish(ending, (record) => tell(record));
+      // a settling that fails before the answer is the answer's failure too
+      this.ended = { answered: Promise.race([answered, settled]), settled };
+    }
+    return this.ended;
+  }
+
+  private async finish(
+    ending: RunEnding,
+    answered: (record: RunRecord) => void,
+  ): Promise<RunRecord> {
     this.endTurn();
     this.disk?.stop();
     // pi keeps its transcript as it goes: nothing is lost by not waiting for it
@@ -276,29 +315,34 @@ export class Run {
         dir: this.dir,
         records: this.current.repos,
       });
-      // the store as the run left it, before the record says it ended
-      await snapshotAfterRun({
-        paths: this.request.paths,
-        worker: this.worker.name,
-        run: this.id,
-        runDir: this.dir,
-        channel: this.current.channel_id,
-        note: this.request.note,
-        maxBytes: this.worker.store.maxBytes,
-        reserve: this.worker.store.reserve,
-      });
-      let record = finished(
+      let ended = finished(
         { ...this.current, ...(repos ? { repos } : {}) },
         ending.endedBy,
         ending.exitCode,
         ending.error,
       );
-      if (ending.state) record = { ...record, state: ending.state };
-      if (ending.turns !== undefined) record = { ...record, turns: ending.turns };
+      if (ending.state) ended = { ...ended, state: ending.state };
+      if (ending.turns !== undefined) ended = { ...ended, turns: ending.turns };
       // the gateway's mark if the box tripped the sentinel wire (audit/tripwire.ts)
-      record = markedRecord(this.request.paths.audit, record);
-      this.current = record;
-      await writeRecord(this.dir, record);
+      ended = markedRecord(this.request.paths.audit, ended);
+      // from here to the record's last write the worker's next run waits (store/settle-lock.ts)
+      const release = await holdSettling(this.request.paths, this.worker.name, this.request.note);
+      let record: RunRecord;
+      try {
+        // written before the answer goes out: a server that dies now is finished by its next start
+        const pending = pendingRecord(ended, {
+          max_bytes: this.worker.store.maxBytes,
+          reserve: this.worker.store.reserve,
+        });
+        this.current = pending;
+        await writeRecord(this.dir, pending);
+        answered(pending);
+        // the store as the run left it, before the record says it ended
+        record = await finishBookkeeping(this.request.paths, this.dir, pending, this.request.note);
+        this.current = record;
+      } finally {
+        await release();
+      }
       // a session's channel may have heard from more people since it began
       await writeRunContext(this.request.paths, this.dir, record).catch(() => undefined);
       await this.trace?.end(record);
