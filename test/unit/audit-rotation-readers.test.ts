@@ -25,6 +25,7 @@ import { compressSettled } from "../../runner/ground/files/rotation/compress.ts"
 import { ROTATED_OFFSET } from "../../runner/ground/files/rotation/read-across.ts";
 import { type RetentionPolicy, rotateIfDue } from "../../runner/ground/files/rotation/rotate.ts";
 import { logSegments } from "../../runner/ground/files/rotation/segments.ts";
+import { readInbox } from "../../runner/services/actions/desk-view.ts";
 import { DoorSummary } from "../../runner/services/console/door-summary.ts";
 import { ConsoleFeed } from "../../runner/services/console/feed.ts";
 import { doorPart } from "../../runner/services/console/pages/door.ts";
@@ -209,6 +210,24 @@ describe("the decision log's readers, across its rotated files", () => {
     const next = new DoorSummary(auditDir, join(dir, "door.json"));
     expect(next.refresh()).toBe(0);
     expect(next.window(2)).toEqual(whole.window(2));
+  });
+});
+
+describe("the inbox", () => {
+  it("shows the newest messages across the rotated files, oldest first", async () => {
+    const paths = rosterPaths({ ROSTER_ROOT: dir });
+    const lines = Array.from({ length: 30 }, (_, i) =>
+      JSON.stringify({
+        ts: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString(),
+        worker: "elf",
+        text: `m${i}`,
+      }),
+    );
+    await rotatedCopy(lines, join(paths.audit, "messages.jsonl"));
+    expect(readInbox(paths, 25).map((m) => m.text)).toEqual(
+      Array.from({ length: 25 }, (_, i) => `m${i + 5}`),
+    );
+    expect(readInbox(paths, 100)).toHaveLength(30);
   });
 });
 

@@ -1,6 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { workerOfSubject } from "../../ground/config/subject.ts";
+import { linesFromEndAcross } from "../../ground/files/rotation/read-across.ts";
 import { executorFor } from "./desk.ts";
 import { inboxFile } from "./executors/message-user.ts";
 import type { Gate } from "./gates.ts";
@@ -43,17 +43,24 @@ export interface InboxMessage {
   text: string;
 }
 
+/** How far back `roster inbox` looks for the newest messages, however long the log has grown. */
+const INBOX_LOOKBACK_BYTES = 16 * 2 ** 20;
+
+/** The newest `limit` messages, oldest first, read from the log's end and on into its rotated files. */
 export function readInbox(paths: RosterPaths, limit: number): InboxMessage[] {
-  const file = inboxFile(paths.audit);
-  if (!existsSync(file)) return [];
   const messages: InboxMessage[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (!line.trim()) continue;
-    try {
-      messages.push(JSON.parse(line) as InboxMessage);
-    } catch {
-      // a torn line is skipped, the rest still reads
-    }
-  }
-  return messages.slice(-limit);
+  if (limit <= 0) return messages;
+  linesFromEndAcross(
+    inboxFile(paths.audit),
+    (line) => {
+      try {
+        messages.push(JSON.parse(line) as InboxMessage);
+      } catch {
+        // a torn line is skipped, the rest still reads
+      }
+      return messages.length < limit;
+    },
+    INBOX_LOOKBACK_BYTES,
+  );
+  return messages.reverse();
 }
