@@ -310,25 +310,27 @@ export class Run {
     // pi keeps its transcript as it goes: nothing is lost by not waiting for it
     return teardown(this.request.paths, this.held, { kill: "signal" }, async () => {
       this.output.close();
-      const repos = await this.held.box.settleRepos({
-        id: this.id,
-        dir: this.dir,
-        records: this.current.repos,
-      });
-      let ended = finished(
-        { ...this.current, ...(repos ? { repos } : {}) },
-        ending.endedBy,
-        ending.exitCode,
-        ending.error,
-      );
-      if (ending.state) ended = { ...ended, state: ending.state };
-      if (ending.turns !== undefined) ended = { ...ended, turns: ending.turns };
-      // the gateway's mark if the box tripped the sentinel wire (audit/tripwire.ts)
-      ended = markedRecord(this.request.paths.audit, ended);
-      // from here to the record's last write the worker's next run waits (store/settle-lock.ts)
-      const release = await holdSettling(this.request.paths, this.worker.name, this.request.note);
+      // from the answer to the record's last write the worker's next run waits (store/settle-lock.ts);
+      // taken while the repos settle (it never rejects)
+      const holding = holdSettling(this.request.paths, this.worker.name, this.request.note);
       let record: RunRecord;
       try {
+        const repos = await this.held.box.settleRepos({
+          id: this.id,
+          dir: this.dir,
+          records: this.current.repos,
+        });
+        let ended = finished(
+          { ...this.current, ...(repos ? { repos } : {}) },
+          ending.endedBy,
+          ending.exitCode,
+          ending.error,
+        );
+        if (ending.state) ended = { ...ended, state: ending.state };
+        if (ending.turns !== undefined) ended = { ...ended, turns: ending.turns };
+        // the gateway's mark if the box tripped the sentinel wire (audit/tripwire.ts)
+        ended = markedRecord(this.request.paths.audit, ended);
+        await holding;
         // written before the answer goes out: a server that dies now is finished by its next start
         const pending = pendingRecord(ended, {
           max_bytes: this.worker.store.maxBytes,
@@ -341,7 +343,7 @@ export class Run {
         record = await finishBookkeeping(this.request.paths, this.dir, pending, this.request.note);
         this.current = record;
       } finally {
-        await release();
+        await (await holding)();
       }
       // a session's channel may have heard from more people since it began
       await writeRunContext(this.request.paths, this.dir, record).catch(() => undefined);
