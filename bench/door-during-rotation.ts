@@ -9,10 +9,8 @@
  * requests/s of each and how many rotations a round saw.
  *   npx tsx bench/door-during-rotation.ts [rounds]
  */
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:https";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
@@ -20,26 +18,17 @@ import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { sweepLogs } from "../runner/records/retention/sweep.ts";
 import { gatewayHealthy } from "./gateway-process.ts";
-import { freePort, makeServerCertificate } from "./harness.ts";
+import { freePort } from "./harness.ts";
+import { hey } from "./hey.ts";
+import { startKbUpstream } from "./kb-upstream.ts";
 
 const ROUNDS = Number(process.argv[2] ?? 3);
 const REQUESTS = 8_000;
 
-const certificate = await makeServerCertificate(["127.0.0.1"]);
 const work = mkdtempSync(join(tmpdir(), "roster-bench-rotation-"));
-const upstreamCa = join(work, "upstream-ca.pem");
-writeFileSync(upstreamCa, certificate.caPem);
-const body = Buffer.alloc(1024, 0x61);
-const upstream = createServer(
-  { key: certificate.keyPem, cert: certificate.certPem },
-  (_req, res) => {
-    res.writeHead(200, { "content-length": body.length });
-    res.end(body);
-  },
-);
-upstream.keepAliveTimeout = 60_000;
-await new Promise<void>((ready) => upstream.listen(0, "127.0.0.1", ready));
-const origin = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}/1k`;
+const upstream = await startKbUpstream(["127.0.0.1"], work);
+const upstreamCa = upstream.caFile;
+const origin = `https://127.0.0.1:${upstream.port}/1k`;
 
 interface Result {
   p50: number;
@@ -47,27 +36,12 @@ interface Result {
   rps: number;
   rotations: number;
 }
-function hey(requests: number, proxy: string, trust: string): Promise<Omit<Result, "rotations">> {
-  return new Promise((done, fail) =>
-    execFile(
-      "hey",
-      ["-c", "8", "-n", String(requests), "-t", "10", "-x", proxy, origin],
-      { env: { ...process.env, SSL_CERT_FILE: trust }, maxBuffer: 1 << 24 },
-      (error, stdout) => {
-        if (error) return fail(error);
-        const text = String(stdout);
-        const ok = Number(/\[200\]\s+(\d+) responses/.exec(text)?.[1] ?? 0);
-        if (ok < Math.floor(requests / 8) * 8)
-          return fail(new Error(`only ${ok} answered 200:\n${text}`));
-        const n = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
-        done({
-          p50: n(/50% in ([\d.]+) secs/) * 1000,
-          p99: n(/99% in ([\d.]+) secs/) * 1000,
-          rps: n(/Requests\/sec:\s+([\d.]+)/),
-        });
-      },
-    ),
-  );
+type Measured = Omit<Result, "rotations">;
+/** One round through `proxy`, every request answered 200, or the bench stops. */
+async function round(requests: number, proxy: string, trust: string): Promise<Measured> {
+  const got = await hey({ url: origin, requests, concurrency: 8, trustFile: trust, proxy });
+  if (got.failures > 0) throw new Error(`${got.failures} of ${requests} were not answered 200`);
+  return { p50: got.p50, p99: got.p99, rps: got.rps };
 }
 
 const root = join(work, "root");
@@ -93,11 +67,11 @@ try {
   await gatewayHealthy(port, gateway);
   const token = await mintToken(paths.identity, { subject: "org/bench", runId: "bench" });
   const trust = join(work, "trust.pem");
-  writeFileSync(trust, readFileSync(join(paths.ca, "ca.crt"), "utf8") + certificate.caPem);
+  writeFileSync(trust, readFileSync(join(paths.ca, "ca.crt"), "utf8") + upstream.caPem);
   const proxy = `http://${token}:x@127.0.0.1:${port}`;
-  await hey(1000, proxy, trust); // warm
-  for (let round = 0; round < ROUNDS; round++) {
-    rounds.quiet.push({ ...(await hey(REQUESTS, proxy, trust)), rotations: 0 });
+  await round(1000, proxy, trust); // warm
+  for (let r = 0; r < ROUNDS; r++) {
+    rounds.quiet.push({ ...(await round(REQUESTS, proxy, trust)), rotations: 0 });
     let sweeping = true;
     let rotations = 0;
     const sweeper = (async () => {
@@ -107,7 +81,7 @@ try {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })();
-    const result = await hey(REQUESTS, proxy, trust);
+    const result = await round(REQUESTS, proxy, trust);
     sweeping = false;
     await sweeper;
     rounds.rotating.push({ ...result, rotations });
@@ -115,7 +89,7 @@ try {
 } finally {
   if (gateway.exitCode === null) gateway.kill("SIGTERM");
   await exited;
-  upstream.close();
+  upstream.server.close();
 }
 
 const median = (values: number[]) =>

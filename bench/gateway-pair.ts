@@ -10,15 +10,14 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:https";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { gatewayHealthy } from "./gateway-process.ts";
-import { freePort, makeServerCertificate } from "./harness.ts";
+import { freePort } from "./harness.ts";
+import { startKbUpstream } from "./kb-upstream.ts";
 
 const other = process.argv[2] ? resolve(process.argv[2]) : undefined;
 if (!other || !existsSync(join(other, "bin/roster.mjs")))
@@ -27,21 +26,10 @@ const ROUNDS = Number(process.argv[3] ?? 3);
 const REQUESTS = 20_000;
 const trees = { other, this: PROJECT_ROOT };
 
-const certificate = await makeServerCertificate(["127.0.0.1"]);
 const work = mkdtempSync(join(tmpdir(), "roster-bench-pair-"));
-const upstreamCa = join(work, "upstream-ca.pem");
-writeFileSync(upstreamCa, certificate.caPem);
-const body = Buffer.alloc(1024, 0x61);
-const upstream = createServer(
-  { key: certificate.keyPem, cert: certificate.certPem },
-  (_req, res) => {
-    res.writeHead(200, { "content-length": body.length });
-    res.end(body);
-  },
-);
-upstream.keepAliveTimeout = 60_000;
-await new Promise<void>((ready) => upstream.listen(0, "127.0.0.1", ready));
-const origin = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}/1k`;
+const upstream = await startKbUpstream(["127.0.0.1"], work);
+const upstreamCa = upstream.caFile;
+const origin = `https://127.0.0.1:${upstream.port}/1k`;
 
 const procStat = (pid: number) =>
   readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
@@ -88,7 +76,7 @@ for (let round = 0; round < ROUNDS; round++) {
       await gatewayHealthy(port, gateway);
       const token = await mintToken(paths.identity, { subject: "org/bench", runId: "bench" });
       const trust = join(work, `trust-${name}-${round}.pem`);
-      writeFileSync(trust, readFileSync(join(paths.ca, "ca.crt"), "utf8") + certificate.caPem);
+      writeFileSync(trust, readFileSync(join(paths.ca, "ca.crt"), "utf8") + upstream.caPem);
       const proxy = `http://${token}:x@127.0.0.1:${port}`;
       await hey(2000, proxy, trust); // warm
       const pid = gateway.pid ?? 0;
@@ -110,7 +98,7 @@ for (let round = 0; round < ROUNDS; round++) {
     }
   }
 }
-upstream.close();
+upstream.server.close();
 
 const row = (name: string, list: Round[]) =>
   `| ${name} | ${list.map((one) => one.cpu.toFixed(3)).join(", ")} | ${median(list.map((one) => one.cpu)).toFixed(3)} | ${median(list.map((one) => one.rps)).toFixed(0)} | ${median(list.map((one) => one.rss)).toFixed(1)} |`;

@@ -8,10 +8,8 @@
  * Needs hey and squid on PATH (Debian's packages).
  *   npx tsx bench/parent-proxy.ts [rounds]
  */
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:https";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
@@ -19,27 +17,18 @@ import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
 import { Squid } from "../test/support/squid.ts";
 import { gatewayHealthy } from "./gateway-process.ts";
-import { freePort, makeServerCertificate } from "./harness.ts";
+import { freePort } from "./harness.ts";
+import { hey } from "./hey.ts";
+import { startKbUpstream } from "./kb-upstream.ts";
 
 const ROUNDS = Number(process.argv[2] ?? 3);
 const REQUESTS = 4_000;
 const NAME = "api.bench.test";
 
-const certificate = await makeServerCertificate([NAME]);
 const work = mkdtempSync(join(tmpdir(), "roster-bench-proxy-"));
-const upstreamCa = join(work, "upstream-ca.pem");
-writeFileSync(upstreamCa, certificate.caPem);
-const body = Buffer.alloc(1024, 0x61);
-const upstream = createServer(
-  { key: certificate.keyPem, cert: certificate.certPem },
-  (_req, res) => {
-    res.writeHead(200, { "content-length": body.length });
-    res.end(body);
-  },
-);
-upstream.keepAliveTimeout = 60_000;
-await new Promise<void>((ready) => upstream.listen(0, "127.0.0.1", ready));
-const upstreamPort = (upstream.address() as AddressInfo).port;
+const upstream = await startKbUpstream([NAME], work);
+const upstreamCa = upstream.caFile;
+const upstreamPort = upstream.port;
 const origin = `https://${NAME}:${upstreamPort}/1k`;
 // Squid's hosts file and the door's `resolve` both say loopback (the door judges the
 // address before it asks the proxy for the name)
@@ -50,27 +39,12 @@ interface Result {
   p99: number;
   rps: number;
 }
-function hey(requests: number, proxy: string, trust: string): Promise<Result> {
-  return new Promise((done, fail) =>
-    execFile(
-      "hey",
-      ["-c", "8", "-n", String(requests), "-t", "10", "-x", proxy, origin],
-      { env: { ...process.env, SSL_CERT_FILE: trust }, maxBuffer: 1 << 24 },
-      (error, stdout) => {
-        if (error) return fail(error);
-        const text = String(stdout);
-        const ok = Number(/\[200\]\s+(\d+) responses/.exec(text)?.[1] ?? 0);
-        if (ok < Math.floor(requests / 8) * 8)
-          return fail(new Error(`only ${ok} of ${requests} answered 200:\n${text}`));
-        const n = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
-        done({
-          p50: n(/50% in ([\d.]+) secs/) * 1000,
-          p99: n(/99% in ([\d.]+) secs/) * 1000,
-          rps: n(/Requests\/sec:\s+([\d.]+)/),
-        });
-      },
-    ),
-  );
+type Measured = Result;
+/** One round through `proxy`, every request answered 200, or the bench stops. */
+async function round(requests: number, proxy: string, trust: string): Promise<Measured> {
+  const got = await hey({ url: origin, requests, concurrency: 8, trustFile: trust, proxy });
+  if (got.failures > 0) throw new Error(`${got.failures} of ${requests} were not answered 200`);
+  return { p50: got.p50, p99: got.p99, rps: got.rps };
 }
 
 const root = join(work, "root");
@@ -100,18 +74,18 @@ try {
     squid: { proxy: squid.url, trust: upstreamCa },
     door: { proxy: `http://${token}:x@127.0.0.1:${port}`, trust: doorTrust },
   };
-  for (const route of Object.values(routes)) await hey(500, route.proxy, route.trust); // warm
-  for (let round = 0; round < ROUNDS; round++)
+  for (const route of Object.values(routes)) await round(500, route.proxy, route.trust); // warm
+  for (let r = 0; r < ROUNDS; r++)
     for (const [name, route] of Object.entries(routes) as [
       "squid" | "door",
       { proxy: string; trust: string },
     ][])
-      rounds[name].push(await hey(REQUESTS, route.proxy, route.trust));
+      rounds[name].push(await round(REQUESTS, route.proxy, route.trust));
 } finally {
   if (gateway.exitCode === null) gateway.kill("SIGTERM");
   await exited;
   await squid.stop();
-  upstream.close();
+  upstream.server.close();
 }
 
 const median = (values: number[]) =>
