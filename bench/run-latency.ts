@@ -5,14 +5,15 @@
  * with a running gateway (`roster gateway start`), handed to a running
  * server (`roster server start`, which runs the box itself), and handed to a
  * server that keeps a ready box (docs/ready-boxes.md):
- * time to the model's first request, time to process exit, the box's exit to
+ * time to the model's first request, time to process exit (and its ratio to
+ * the paired floor run's own exit: the whole-process pair), the box's exit to
  * the process's, host CPU per run and the CLI's peak RSS (GNU time, children
  * included). Each roster run is paired with a run of pi's floor just before
  * it, and a ratio is the median of those pairs' own ratios: the machine's
  * drift between rows (pi's floor alone moved 827–1230 ms between runs) then
  * cancels out. `roster` is run by its own shebang, as a shell runs it. Needs
  * Docker and the box image.
- *   npx tsx bench/run-latency.ts            (TELEMETRY=on: metrics and traces on in every deployment)
+ *   npx tsx bench/run-latency.ts [rounds]   (TELEMETRY=on: metrics and traces on in every deployment)
  */
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -28,7 +29,7 @@ import { OtlpReceiver } from "../test/support/otlp-receiver.ts";
 import { freePort, ModelServer, makeRosterRoot, ROSTER_BIN, type RosterRoot } from "./harness.ts";
 import { piFloor } from "./pi-floor.ts";
 
-const ROUNDS = 5;
+const ROUNDS = Number(process.argv[2] ?? 5);
 
 /**
  * TELEMETRY=on: every deployment serves /metrics and exports traces to a
@@ -56,6 +57,8 @@ interface Sample {
   tail?: number;
   /** pi's floor to its first model request in the run just before this one. */
   floorFirst?: number;
+  /** pi's floor to its process's exit in that run: the whole-process pair. */
+  floorExit?: number;
   cpu?: number;
   rssMb?: number;
 }
@@ -110,7 +113,7 @@ async function floorSample(): Promise<Sample> {
 async function rosterSamples(deployment: RosterRoot, rounds: number): Promise<Sample[]> {
   const samples: Sample[] = [];
   for (let i = 0; i < rounds; i++) {
-    const floorFirst = (await floorSample()).first;
+    const { first: floorFirst, exit: floorExit } = await floorSample();
     const wall = Date.now();
     const run = await sample(
       [ROSTER_BIN, "run", "elf", "hi"],
@@ -124,6 +127,7 @@ async function rosterSamples(deployment: RosterRoot, rounds: number): Promise<Sa
       ...run,
       tail: ended ? exitedAt - Date.parse(ended) : Number.NaN,
       floorFirst,
+      floorExit,
     });
   }
   return samples;
@@ -232,22 +236,23 @@ const row = (label: string, samples: Sample[]) => {
   const first = median(samples.map((s) => s.first));
   const ratio = median(samples.map((s) => s.first / (s.floorFirst ?? s.first)));
   const exit = median(samples.map((s) => s.exit));
+  const exitRatio = median(samples.map((s) => s.exit / (s.floorExit ?? s.exit)));
   const tail = median(samples.map((s) => s.tail ?? Number.NaN));
   const cpu = median(samples.map((s) => s.cpu ?? Number.NaN));
   const rss = Math.max(...samples.map((s) => s.rssMb ?? 0));
   console.log(
-    `| ${label} | ${first.toFixed(0)} | ${ratio.toFixed(2)}x | ${exit.toFixed(0)} | ${Number.isNaN(tail) ? "-" : tail.toFixed(0)} | ${Number.isNaN(cpu) ? "-" : cpu.toFixed(2)} | ${rss ? rss.toFixed(0) : "-"} |`,
+    `| ${label} | ${first.toFixed(0)} | ${ratio.toFixed(2)}x | ${exit.toFixed(0)} | ${exitRatio.toFixed(2)}x | ${Number.isNaN(tail) ? "-" : tail.toFixed(0)} | ${Number.isNaN(cpu) ? "-" : cpu.toFixed(2)} | ${rss ? rss.toFixed(0) : "-"} |`,
   );
 };
 console.log(
   `Docker ${(await client.version()).Version}, Node ${process.version}, medians of ${ROUNDS}; each roster run paired with a run of pi's floor just before it (${bare.length} floor runs)${receiver ? `; telemetry on (metrics served, ${spans} spans received)` : ""}\n`,
 );
 console.log(
-  "| run | to first model request ms | vs pi floor (median of the pairs' ratios) | to exit ms | record final → exit ms | host CPU s | peak RSS MB |",
+  "| run | to first model request ms | vs pi floor (median of the pairs' ratios) | to exit ms | whole process vs pi floor (pairs) | record final → exit ms | host CPU s | peak RSS MB |",
 );
-console.log("| --- | --- | --- | --- | --- | --- | --- |");
+console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
 console.log(
-  `| floor: docker run --rm ${BOX_IMAGE} true | - | - | ${floor.toFixed(0)} | - | - | - |`,
+  `| floor: docker run --rm ${BOX_IMAGE} true | - | - | ${floor.toFixed(0)} | - | - | - | - |`,
 );
 row("floor: hardened docker run of pi -p", bare);
 row("roster run, fresh root (first run)", cold);
