@@ -188,6 +188,9 @@ describe.skipIf(!docker)("a handed run's answer before its bookkeeping", () => {
 
     const again = await deployment.roster(["server", "start", "--once", "--no-listen"]);
     expect(again.code, again.stderr).toBe(0);
+    expect(`${again.stdout}${again.stderr}`).toContain(
+      `run ${id} had answered before the last server stopped; its snapshot is taken and its record finished`,
+    );
     const record = recordOf(id);
     expect(record).toMatchObject({ state: "done", ended_by: "exit", exit_code: 0 });
     expect(record?.pending).toBeUndefined();

@@ -350,6 +350,10 @@ async function recoverFirst(
   const recovered = await recover(engine, paths);
   if (recovered.reaped) note(`reaped ${recovered.reaped} orphaned box(es)`);
   for (const id of recovered.crashed) note(`run ${id} crashed with the last server; recorded`);
+  for (const id of recovered.finished)
+    note(
+      `run ${id} had answered before the last server stopped; its snapshot is taken and its record finished`,
+    );
   for (const id of recovered.settled) note(`task ${id} had reported its outcome; settled`);
   for (const id of recovered.requeued) note(`task ${id} was interrupted; requeued`);
 }
