@@ -1,4 +1,5 @@
 import type { EndedBy as BoxEndedBy, BoxHandle, BoxOutcome } from "../../boundary/box/lifecycle.ts";
+import { revokeToken } from "../../boundary/gateway/doors/identity.ts";
 import { holdSettling, waitForSnapshots } from "../../boundary/store/settle-lock.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { errorMessage } from "../../ground/errors.ts";
@@ -338,6 +339,8 @@ export class Run {
         });
         this.current = pending;
         await writeRecord(this.dir, pending);
+        // the box is gone: the run's authority ends with its answer, not after the bookkeeping
+        if (this.held.token) await revokeToken(this.request.paths.identity, this.held.token);
         answered(pending);
         // the store as the run left it, before the record says it ended
         record = await finishBookkeeping(this.request.paths, this.dir, pending, this.request.note);
