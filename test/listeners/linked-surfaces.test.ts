@@ -157,6 +157,8 @@ describe.skipIf(!docker)("linked surfaces", () => {
   it("one conversation: the reply goes where Ana last wrote, in one session, with one history", async () => {
     fromDiscord("send: hello on discord");
     await inDiscord("hello on discord");
+    // the reply is kept once Discord has answered the send: Ana writes again after that, as a person would
+    await historyOf(DISCORD_DM_ID, 2);
     fromSlack("send: hello on slack");
     await inSlack("hello on slack");
     // the worker saw the Discord message in the same session: the Slack turn's request carries it
