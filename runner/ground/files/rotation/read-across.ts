@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { type AppendedReader, type LogPlace, readLinesFrom } from "../appended-lines.ts";
 import { linesFromEnd } from "../tail-lines.ts";
@@ -47,10 +47,10 @@ export function eachLineAcross(
       readSegment(segment, line);
       continue;
     }
-    // the live file up to its size now: a line being written waits for the next reading
+    // the live file up to its size now
     const size = statSync(segment.path, { throwIfNoEntry: false })?.size ?? 0;
     try {
-      readLinesFrom(segment.path, 0, size, (text) => line(text));
+      everyLine(segment.path, size, line);
     } catch {
       // rotated (or deleted) between listing and reading: its lines are in the next listing
     }
@@ -163,8 +163,27 @@ export function readSegment(segment: Segment, line: (text: string) => void): voi
     return;
   }
   try {
-    readLinesFrom(segment.path, 0, segment.bytes, (text) => line(text));
+    everyLine(segment.path, segment.bytes, line);
   } catch {
     // deleted by retention meanwhile
+  }
+}
+
+/**
+ * Every line of a file read whole, the last one too when nothing ends it (a
+ * history written by hand; a line being written now, which its reader's
+ * parse then skips as torn): what reading the file as one string gave.
+ */
+function everyLine(path: string, size: number, line: (text: string) => void): void {
+  const done = readLinesFrom(path, 0, size, (text) => line(text));
+  if (done >= size) return;
+  const fd = openSync(path, "r");
+  try {
+    const rest = Buffer.alloc(size - done);
+    const got = readSync(fd, rest, 0, rest.length, done);
+    const text = rest.toString("utf8", 0, got);
+    if (text.trim()) line(text);
+  } finally {
+    closeSync(fd);
   }
 }
