@@ -38,8 +38,11 @@ export function buildProgram(): Command {
     .exitOverride()
     // before any command runs (not for --help): the chat platforms' terms reach the
     // config, the boxes and the router (ground/chat/terms.ts); loaded here, not at
-    // start, so `roster --help` and completion load no schema library
-    .hook("preAction", async () => {
+    // start, so `roster --help` and completion load no schema library. `roster run`
+    // loads them itself, only when it starts the box: handed to a server, it reads
+    // no config, and the ~470 KB they bring cost its answer ~0.1 s (cli/does/run.ts)
+    .hook("preAction", async (_program, action) => {
+      if (action.name() === "run" && action.parent === program) return;
       await import("../services/chat/platforms.ts");
     })
     .on("option:version", () => {

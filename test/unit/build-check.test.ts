@@ -71,4 +71,30 @@ describe("the compiled runner's staleness check", () => {
     for (const library of ["@sinclair/typebox", "smol-toml", "dockerode", "docker-modem"])
       expect(sources, `${library} is loaded at start`).not.toContain(`// node_modules/${library}/`);
   });
+
+  it("hands a run to a server loading neither the config nor Node's bundled undici", async () => {
+    // what `roster run` loads before the server has the run is time on its answer
+    const outdir = await mkdtemp(join(tmpdir(), "roster-dist-"));
+    dirs.push(outdir);
+    await run(process.execPath, [script, "--outdir", outdir]);
+    const chunk = (prefix: string) => {
+      const name = readdirSync(outdir).find((file) =>
+        new RegExp(`^${prefix}-[A-Z0-9]+\\.js$`).test(file),
+      );
+      expect(name, `a ${prefix} chunk`).toBeDefined();
+      return join(outdir, String(name));
+    };
+    const probe = `
+      const { pathToFileURL } = await import("node:url");
+      for (const file of ${JSON.stringify([chunk("run"), chunk("run-client")])})
+        await import(pathToFileURL(file).href);
+      console.log(process.moduleLoadList.filter((name) => name.includes("undici")).length);`;
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe]);
+    // an ES import of node:http reads its lazy WebSocket getter, which loads undici (~50 ms)
+    expect(stdout.trim()).toBe("0");
+    const runChunk = readFileSync(chunk("run"), "utf8");
+    expect(runChunk, "the run command's chunk imports the platforms statically").not.toMatch(
+      /^import\b[^;]*"\.\/platforms-/m,
+    );
+  });
 });

@@ -3,6 +3,13 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { REPO_DEFAULTS } from "../../runner/ground/config/connections.ts";
+import {
+  cloneDir,
+  cloneRunRepos,
+  originMountpoint,
+  runBranch,
+} from "../../runner/work/repos/clone.ts";
 import { refsFingerprint } from "../../runner/work/repos/clone-refs.ts";
 
 /** The backstop's fast path: a clone whose refs did not move has nothing to back up. */
@@ -44,5 +51,51 @@ describe("a clone's refs fingerprint", () => {
     dirs.push(other);
     symlinkSync(join(dir, ".git"), join(other, ".git"));
     expect(await refsFingerprint(other)).toBeUndefined();
+  });
+});
+
+describe("a run's clone of a gated repo", () => {
+  it("is on the run's branch, its origin the box's read-only mount, its author the worker", async () => {
+    const canonical = repo();
+    const runDir = mkdtempSync(join(tmpdir(), "roster-run-"));
+    const home = mkdtempSync(join(tmpdir(), "roster-home-"));
+    dirs.push(runDir, home);
+    const cloned = await cloneRunRepos({
+      mounts: [
+        {
+          name: "notes",
+          path: canonical,
+          readOnly: false,
+          kind: "host-repo",
+          gated: {
+            branch: "main",
+            allowExecutables: false,
+            maxFileBytes: REPO_DEFAULTS.maxFileBytes,
+            maxPushBytes: REPO_DEFAULTS.maxPushBytes,
+            maxDeletionsUngated: REPO_DEFAULTS.maxDeletionsUngated,
+            writeFrom: "clean",
+            scanParticipants: true,
+          },
+        },
+      ],
+      runDir,
+      runId: "r1",
+      home,
+      worker: "elf",
+    });
+    const dest = cloneDir(runDir, "notes");
+    const read = (...args: string[]) =>
+      execFileSync("git", ["-C", dest, ...args], { encoding: "utf8" }).trim();
+    expect(read("branch", "--show-current")).toBe(runBranch("r1"));
+    expect(read("config", "remote.origin.url")).toBe(originMountpoint("notes"));
+    // its objects are borrowed through the box's paths: what the box's git commits as is its config
+    expect(`${read("config", "user.name")} <${read("config", "user.email")}>`).toBe(
+      "elf <elf@workers.roster.invalid>",
+    );
+    expect(cloned.repos[0]).toMatchObject({
+      connection: "notes",
+      branch: "run/r1",
+      target: "main",
+    });
   });
 });

@@ -27,10 +27,6 @@ export async function runCommand(worker: string, words: string[], flags: RunFlag
   const prompt = words.join(" ").trim();
   if (!prompt) throw new RosterError("the prompt is empty", { exitCode: 2 });
   const paths = rosterPaths();
-  const { initRoots } = await import("./init.ts");
-  const created = await initRoots(paths);
-  if (created.some((path) => path.endsWith("org.toml")))
-    process.stderr.write(`roster: initialised ${paths.config} from org.example.toml\n`);
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once("SIGINT", onSignal);
@@ -58,6 +54,13 @@ export async function runCommand(worker: string, words: string[], flags: RunFlag
         return;
       }
     }
+    // started here: the chat platforms' terms first (cli/main.ts says why not before), then
+    // the roots a first run makes
+    await import("../../services/chat/platforms.ts");
+    const { initRoots } = await import("./init.ts");
+    const created = await initRoots(paths);
+    if (created.some((path) => path.endsWith("org.toml")))
+      process.stderr.write(`roster: initialised ${paths.config} from org.example.toml\n`);
     const { runOneShot } = await import("../../work/runs/oneshot.ts");
     const result = await runOneShot({
       paths,

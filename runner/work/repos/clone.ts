@@ -71,12 +71,18 @@ export async function cloneRunRepos(options: {
       );
     const dest = cloneDir(options.runDir, connection);
     await mkdir(join(options.runDir, "repos"), { recursive: true });
+    // commits made in the clone are the worker's: said as the clone is made (a git
+    // process less each, on the path every run's start waits on)
     await git(options.runDir, [
       "clone",
       "--quiet",
       "--shared",
       "--branch",
       policy.branch,
+      "--config",
+      `user.name=${options.worker}`,
+      "--config",
+      `user.email=${options.worker}@workers.roster.invalid`,
       canonical,
       dest,
     ]);
@@ -84,8 +90,6 @@ export async function cloneRunRepos(options: {
     await git(dest, ["checkout", "--quiet", "-b", branch]);
     // from here on the paths are the box's: origin is the read-only mount, objects borrowed through it
     await git(dest, ["remote", "set-url", "origin", originMountpoint(connection)]);
-    await git(dest, ["config", "user.name", options.worker]);
-    await git(dest, ["config", "user.email", `${options.worker}@workers.roster.invalid`]);
     await writeFile(
       join(dest, ".git/objects/info/alternates"),
       `../../../.origins/${connection}/objects\n`,
