@@ -4,6 +4,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   realpathSync,
   rmSync,
   writeFileSync,
@@ -56,6 +57,16 @@ describe("the Node the host runs on", () => {
     expect(byNode.stdout).toContain(` on Node ${want} (`);
     if (markedNode(join(PROJECT_ROOT, ".cache", "host-node")))
       expect(byNode.stdout).toMatch(/\(brought in by npm ci; /);
+  });
+
+  it("keeps V8's compiled code for the next start in the checkout's .cache/", async () => {
+    const asCommand = await run(ROSTER_BIN, ["-V"]);
+    const version = /on Node (v[\d.]+)/.exec(asCommand.stdout)?.[1] ?? "";
+    expect(major(version)).toBeGreaterThanOrEqual(22);
+    // 22.0 had no compile cache yet: roster starts there as before
+    if (version.startsWith("v22.0.")) return;
+    const kept = readdirSync(join(PROJECT_ROOT, ".cache", "compiled"));
+    expect(kept.some((entry) => entry.startsWith(`${version}-`))).toBe(true);
   });
 
   it("`roster box doctor --json` says which, even with no engine to report on", async () => {
