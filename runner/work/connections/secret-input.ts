@@ -44,8 +44,10 @@ async function readStdin(): Promise<string> {
 /** Reads one line from the terminal in raw mode, so nothing typed is shown. */
 export async function askQuietly(prompt: string): Promise<string> {
   const input = process.stdin;
-  process.stderr.write(prompt);
+  // the terminal stops echoing before the prompt shows: what is typed the moment it
+  // appears (a fast typist, a paste, a password manager) is never shown
   input.setRawMode(true);
+  process.stderr.write(prompt);
   input.resume();
   let typed = "";
   try {
