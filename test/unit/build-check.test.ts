@@ -29,6 +29,17 @@ async function check(outdir: string): Promise<{ code: number; output: string }> 
   }
 }
 
+/** One build, in a folder of this file's own, for the tests that read what the CLI loads. */
+let built: Promise<string> | undefined;
+function freshBuild(): Promise<string> {
+  built ??= mkdtemp(join(tmpdir(), "roster-dist-")).then(async (outdir) => {
+    dirs.push(outdir);
+    await run(process.execPath, [script, "--outdir", outdir]);
+    return outdir;
+  });
+  return built;
+}
+
 describe("the compiled runner's staleness check", () => {
   it("passes on fresh output and fails, naming a file, on changed, missing or extra output", async () => {
     const outdir = await mkdtemp(join(tmpdir(), "roster-dist-"));
@@ -54,9 +65,7 @@ describe("the compiled runner's staleness check", () => {
   it("starts the CLI without loading the schema, TOML or Docker libraries", async () => {
     // every command pays for what the entry imports statically: keep those
     // libraries behind the commands that use them (~60 ms of each start)
-    const outdir = await mkdtemp(join(tmpdir(), "roster-dist-"));
-    dirs.push(outdir);
-    await run(process.execPath, [script, "--outdir", outdir]);
+    const outdir = await freshBuild();
     const loaded = new Set<string>();
     const visit = (file: string) => {
       if (loaded.has(file)) return;
@@ -74,9 +83,7 @@ describe("the compiled runner's staleness check", () => {
 
   it("hands a run to a server loading neither the config nor Node's bundled undici", async () => {
     // what `roster run` loads before the server has the run is time on its answer
-    const outdir = await mkdtemp(join(tmpdir(), "roster-dist-"));
-    dirs.push(outdir);
-    await run(process.execPath, [script, "--outdir", outdir]);
+    const outdir = await freshBuild();
     const chunk = (prefix: string) => {
       const name = readdirSync(outdir).find((file) =>
         new RegExp(`^${prefix}-[A-Z0-9]+\\.js$`).test(file),
