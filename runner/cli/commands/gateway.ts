@@ -23,6 +23,8 @@ export function registerGatewayCommands(program: Command): void {
     .addOption(new Option("--embedded").hideHelp())
     // the server's gateway, its supervised child (runner/boundary/gateway/process/supervised.ts)
     .addOption(new Option("--for-server").hideHelp())
+    // one of the gateway's shards, its child (runner/boundary/gateway/process/shards.ts)
+    .addOption(new Option("--shard").hideHelp())
     .action(async (flags: GatewayStartFlags) =>
       (await doesGateway()).startGatewayCommand(flags, await actionHost()),
     );

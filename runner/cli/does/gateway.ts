@@ -15,6 +15,7 @@ export interface GatewayStartFlags {
   addr?: ListenAddress[];
   embedded?: boolean;
   forServer?: boolean;
+  shard?: boolean;
 }
 
 /**
@@ -26,6 +27,10 @@ export async function startGatewayCommand(
   actions: ActionHostFactory,
 ): Promise<void> {
   const paths = rosterPaths();
+  if (flags.shard) {
+    const shard = await import("../../boundary/gateway/process/shard.ts");
+    return shard.serveShard(shard.shardStartFrom(process.env));
+  }
   if (flags.embedded) {
     if (!flags.addr) throw new RosterError("--embedded needs --addr", { exitCode: 2 });
     const { serveEmbedded } = await import("../../boundary/gateway/process/embedded-child.ts");

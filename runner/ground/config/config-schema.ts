@@ -52,6 +52,15 @@ export const GatewaySection = Type.Object(
     upstream_no_proxy: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     /** Static name → address answers, checked before DNS (like curl --resolve). */
     resolve: Type.Optional(Type.Record(Type.String(), Type.String())),
+    /**
+     * Processes serving the runs' doors beside the gateway's own
+     * (boundary/gateway/process/shards.ts): "auto" (the default) is one per core
+     * but one, at most 8, on a host of 4 cores or more, else none; 0 serves
+     * every door in the gateway's process. Read at the gateway's start.
+     */
+    shards: Type.Optional(
+      Type.Union([Type.Literal("auto"), Type.Integer({ minimum: 0, maximum: 64 })]),
+    ),
     /** Largest request body buffered for judging, in bytes. */
     max_body_bytes: Type.Optional(Type.Integer({ minimum: 0 })),
     /**

@@ -72,6 +72,11 @@ export class DoorMetrics {
     return this.registry.metrics();
   }
 
+  /** Every series as prom-client's JSON, for a gateway adding its shards' up (shard-metrics.ts). */
+  series(): Promise<object[]> {
+    return this.registry.getMetricsAsJSON();
+  }
+
   get contentType(): string {
     return this.registry.contentType;
   }

@@ -74,6 +74,8 @@ export class BodyBudget {
  * The bounds for a body limit: a box may have two of the largest bodies held
  * at once, all boxes together four (256 MiB with the default 64 MiB limit).
  */
-export function bodyBudgetFor(maxBodyBytes: number): BodyBudget {
-  return new BodyBudget(2 * maxBodyBytes, 4 * maxBodyBytes);
+export function bodyBudgetFor(maxBodyBytes: number, shards = 1): BodyBudget {
+  // shards (process/shards.ts) split the overall bound, each keeping room for one box's
+  const perBox = 2 * maxBodyBytes;
+  return new BodyBudget(perBox, Math.max(perBox, Math.ceil((4 * maxBodyBytes) / shards)));
 }

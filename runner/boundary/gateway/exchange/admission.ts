@@ -19,7 +19,7 @@ import {
   type Target,
 } from "../judging/request-facts.ts";
 import type { ConfigSource } from "../settings/config-source.ts";
-import { type Budgets, type MeterReading, unmeteredNote } from "../spend/budget.ts";
+import { type BudgetBook, type MeterReading, unmeteredNote } from "../spend/budget.ts";
 import type { Answer } from "../spend/meter-cel.ts";
 import { budgetRefusal, MODEL_CURRENCIES } from "../spend/model-meter.ts";
 import type { ClosedPorts } from "../upstream/closed-ports.ts";
@@ -41,7 +41,7 @@ import { type ConnectRuling, type Refused, ruleOn, ruleOnConnect } from "./rulin
 export interface AdmissionDeps {
   config: ConfigSource;
   audit: AuditLog;
-  budgets: Budgets;
+  budgets: BudgetBook;
   /** The vault, read when a request is forwarded (OAuth tokens refreshed on the way). */
   credentials: Credentials;
   /** Host services no box may reach (the console), checked before any grant. */
@@ -182,13 +182,15 @@ async function admitRequest(
   // a model call starts only while the tokens and usd windows have room (checked before
   // any fixed spend is charged); the one that crosses a cap finishes, the next is refused
   const modelOver =
-    model && facts.subject ? deps.budgets.check(facts.subject, MODEL_CURRENCIES) : undefined;
+    model && facts.subject ? await deps.budgets.check(facts.subject, MODEL_CURRENCIES) : undefined;
   // a meter that failed spends nothing, but its used-up windows still refuse (budget.ts);
   // an answer meter's windows need room now, as a model call's do
   const checked = [...unmetered.flatMap((failure) => failure.currencies), ...later];
   const over =
     modelOver ??
-    (facts.subject ? deps.budgets.charge(facts.subject, spend, Date.now(), checked) : undefined);
+    (facts.subject
+      ? await deps.budgets.charge(facts.subject, spend, Date.now(), checked)
+      : undefined);
   if (over)
     return { kind: "refuse", decision, note: "budget", refusal: budgetRefusal(grant.name, over) };
   // a page reads as the run but never with the run's credentials (caller.ts)

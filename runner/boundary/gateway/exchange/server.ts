@@ -3,7 +3,6 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { TLSSocket } from "node:tls";
 import { hostName } from "../../../ground/config/host-name.ts";
-import type { DoorMetrics } from "../audit/door-metrics.ts";
 import { type Identity, TokenResolver } from "../doors/identity.ts";
 import { parseAbsolute, parseConnectTarget, whereOf } from "../judging/proxy-targets.ts";
 import { denied, type Refusal, sendRefusal, writeRawRefusal } from "../judging/refusals.ts";
@@ -32,7 +31,15 @@ export interface ServerDeps extends ExchangeDeps {
   /** Opens and closes run doors (run-doors.ts); set once the gateway has its doors. */
   doors?: DoorControl;
   /** The door's numbers at /metrics, when telemetry asks for them. */
-  metrics?: DoorMetrics;
+  metrics?: MetricsSource;
+}
+
+/** What /metrics serves: the door's numbers (audit/door-metrics.ts), its shards' added in. */
+export interface MetricsSource {
+  text(): Promise<string>;
+  /** The same as prom-client's JSON, which adds up across processes. */
+  series(): Promise<object[]>;
+  readonly contentType: string;
 }
 
 interface TunnelContext {

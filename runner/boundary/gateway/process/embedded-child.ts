@@ -48,6 +48,8 @@ export async function serveEmbedded(
       actions,
       recordState: forServer,
       takenBy: forServer ? "server" : "run",
+      // a run's gateway serves one run: one process is its door
+      ...(forServer ? {} : { shards: 0 }),
       ...(forServer ? { supervisor: process.ppid } : {}),
     });
   } catch (error) {

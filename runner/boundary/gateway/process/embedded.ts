@@ -1,10 +1,9 @@
 import { type ChildProcess, fork } from "node:child_process";
-import { join } from "node:path";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
-import { PROJECT_ROOT } from "../../../ground/version.ts";
 // types only: the run's side must not load the gateway itself (TLS, executors, chat clients)
 import { GATEWAY_NODE_FLAGS } from "../settings/defaults.ts";
 import type { ListenAddress } from "./gateway.ts";
+import { deferCaCerts, ROSTER_BIN } from "./roster-child.ts";
 
 /**
  * The gateway `roster run` embeds when no standalone one is running, as a
@@ -53,7 +52,6 @@ export interface EmbeddedGateway {
   kill(): void;
 }
 
-const ROSTER_BIN = join(PROJECT_ROOT, "bin/roster.mjs");
 const READY_TIMEOUT_MS = 60_000;
 export const STOP_GRACE_MS = 5_000;
 
@@ -174,15 +172,4 @@ function formatAddr(address: ListenAddress): string {
   return address.host.includes(":")
     ? `[${address.host}]:${address.port}`
     : `${address.host}:${address.port}`;
-}
-
-/**
- * The child's environment with NODE_EXTRA_CA_CERTS set aside for bin/roster.mjs
- * to put back, as the command's own start does: the gateway then listens ~60 ms
- * sooner. Its upstream trust store reads the file from the variable put back
- * (trust-store.ts), and the executors of its action host trust it explicitly.
- */
-export function deferCaCerts(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const { NODE_EXTRA_CA_CERTS: file, ...rest } = env;
-  return file ? { ...rest, ROSTER_DEFERRED_CA_CERTS: file } : env;
 }

@@ -1,34 +1,24 @@
 import { mkdir, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { RosterPaths } from "../../../ground/config/paths.ts";
-import type { TelemetrySection } from "../../../ground/config/server-schema.ts";
 import { replaceFile } from "../../../ground/files/atomic-replace.ts";
-import { actionSpans } from "../../../ground/telemetry/action-spans.ts";
-import { tracingFor } from "../../../ground/telemetry/tracing.ts";
-import { parseByteSize } from "../../../ground/text/byte-size.ts";
-import { checkVaultOpens } from "../../../ground/vault/vault-file.ts";
 import type { TakenBy } from "../../../records/config-history/history.ts";
-import { watchJournal } from "../../../records/journal/journal.ts";
-import { AUDIT_MAX_PER_RUN_DEFAULT, AuditLog, type DecisionRecord } from "../audit/audit.ts";
-import type { DoorMetrics } from "../audit/door-metrics.ts";
-import { bodyBudgetFor } from "../bodies/budget.ts";
-import { Credentials } from "../credentials/inject.ts";
-import { readCredential } from "../credentials/vault.ts";
+import type { AuditLog } from "../audit/audit.ts";
 import { closeDoor, openDoor } from "../doors/door.ts";
-import { DOOR_CAP_RULE, RunDoors } from "../doors/run-doors.ts";
+import type { RunDoors } from "../doors/run-doors.ts";
 import type { ActionHostFactory } from "../exchange/action-host.ts";
-import { requestFacts } from "../exchange/admission.ts";
-import { arrivedAtDoor } from "../exchange/caller.ts";
 import { createProxyServers, type ServerDeps } from "../exchange/server.ts";
-import { testedConfigSource } from "../policy/vetting.ts";
-import { type GatewayTimeouts, resolveTimeouts } from "../settings/defaults.ts";
-import { Budgets } from "../spend/budget.ts";
-import { CertificateAuthority } from "../trust/ca.ts";
-import { ClosedPorts } from "../upstream/closed-ports.ts";
-import { type Upstreams, upstreamsFor } from "../upstream/pools.ts";
+import { type GatewayTimeouts, shardCount } from "../settings/defaults.ts";
+import type { CertificateAuthority } from "../trust/ca.ts";
+import type { Upstreams } from "../upstream/pools.ts";
 import { keepTaken, noteToStderr, watchConfig } from "./config-watch.ts";
+import { serverDeps } from "./deps.ts";
+import { openRunDoors } from "./run-door-proxy.ts";
+import { withShardMetrics } from "./shard-metrics.ts";
+import { Shards } from "./shards.ts";
 
 /**
  * The gateway as one object: start it (the CLI's `roster gateway start`, the
@@ -61,6 +51,8 @@ export interface GatewayOptions {
   note?: (text: string) => void;
   /** Whose gateway this is, as the config history says who took a config: "gateway" by default. */
   takenBy?: Exclude<TakenBy, "rollback">;
+  /** Shards serving the run doors, over `[gateway] shards` (a run's own gateway: none). */
+  shards?: number;
 }
 
 export interface GatewayState {
@@ -84,8 +76,10 @@ export class Gateway {
     readonly addresses: ListenAddress[],
     /** Where the door's socket is (undefined: this gateway serves no box). */
     readonly door: string | undefined,
-    /** Each run's own door (undefined: this gateway serves no box). */
+    /** Each run's own door, served in this process (undefined: by shards, or no box). */
     readonly runDoors: RunDoors | undefined,
+    /** The processes serving the run doors, when the gateway has shards (shards.ts). */
+    readonly shards: Shards | undefined,
     private readonly stateFile: string | undefined,
     private readonly unwatch: () => void,
   ) {}
@@ -102,7 +96,7 @@ export class Gateway {
       unwatch();
       throw error;
     }
-    const { servers, bound, inner, runDoors } = listening;
+    const { servers, bound, inner, runDoors, shards } = listening;
     const stateFile = (options.recordState ?? true) ? await recordState(options, bound) : undefined;
     return new Gateway(
       servers,
@@ -113,6 +107,7 @@ export class Gateway {
       bound,
       options.door,
       runDoors,
+      shards,
       stateFile,
       unwatch,
     );
@@ -140,6 +135,7 @@ export class Gateway {
   async stop(options: { removeRunDoors?: boolean } = {}): Promise<void> {
     this.unwatch();
     await this.runDoors?.closeAll(options.removeRunDoors ?? false);
+    await this.shards?.closeAll(options.removeRunDoors ?? false);
     for (const server of this.servers) {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -152,101 +148,13 @@ export class Gateway {
   }
 }
 
-/** What every proxy server of one gateway shares: config, audit, budgets, upstreams, the desk. */
-async function serverDeps(options: GatewayOptions): Promise<ServerDeps> {
-  const { paths } = options;
-  // a sealed vault its key does not open stops the start with one line naming the file
-  checkVaultOpens(paths.vault);
-  const config = testedConfigSource(paths.config, { vaultDir: paths.vault });
-  const loaded = config.get();
-  const section = loaded.org.gateway ?? {};
-  const ca = await CertificateAuthority.open(paths.ca);
-  const auditShare = (org: typeof loaded.org) =>
-    parseByteSize(org.gateway?.audit_max_per_run ?? AUDIT_MAX_PER_RUN_DEFAULT);
-  const audit = new AuditLog(paths.audit, auditShare(loaded.org));
-  // each line names the config that judged it, which the history keeps (keepTaken)
-  audit.configDigest = () => config.digest;
-  config.onChange((next) => {
-    audit.maxPerRun = auditShare(next.org);
-  });
-  const budgets = new Budgets(
-    paths.audit,
-    loaded.meters,
-    loaded.limits,
-    loaded.org.budget?.price ?? [],
-  );
-  config.onChange((next) =>
-    budgets.reconfigure(next.meters, next.limits, next.org.budget?.price ?? []),
-  );
-  const timeouts = resolveTimeouts(section.timeouts, options.timeouts);
-  // the console's and the gateway's own ports are closed by every gateway (embedded ones
-  // too), by name and by the address a name resolves to
-  const closed = ClosedPorts.forConfig(loaded.org, options.closedPorts);
-  // the parent proxy's credential is read from the vault at each new tunnel, never kept
-  const upstreams = upstreamsFor(section, timeouts, closed, (name) =>
-    readCredential(paths.vault, name),
-  );
-  const maxBodyBytes = section.max_body_bytes ?? 64 * 1024 * 1024;
-  // counted and traced only where a monitoring stack reads them: the libraries load for nobody else
-  const metrics = await watchDoor(audit, loaded.org.telemetry);
-  return {
-    ...(metrics ? { metrics } : {}),
-    config,
-    audit,
-    budgets,
-    upstreams,
-    actions: options.actions(paths, config),
-    credentials: new Credentials({ vaultDir: paths.vault, auditDir: paths.audit, upstreams }),
-    maxBodyBytes,
-    bodies: bodyBudgetFor(maxBodyBytes),
-    closed,
-    ca,
-    identityDir: paths.identity,
-    configRoot: paths.config,
-    resolve: upstreams.options.resolve,
-    timeouts,
-  };
-}
-
-/**
- * What telemetry asks of the door, told of every audit line from now on: its
- * metrics (`metrics_listen`), returned for /metrics, and its decisions as
- * spans under their runs (`otlp_endpoint`), sent before the audit log closes.
- */
-async function watchDoor(
-  audit: AuditLog,
-  telemetry: TelemetrySection | undefined,
-): Promise<DoorMetrics | undefined> {
-  const observers: Array<(record: DecisionRecord, seconds: number) => void> = [];
-  let metrics: DoorMetrics | undefined;
-  if (telemetry?.metrics_listen) {
-    const { DoorMetrics } = await import("../audit/door-metrics.ts");
-    const made = new DoorMetrics();
-    metrics = made;
-    observers.push((record, seconds) => made.record(record, seconds));
-  }
-  const tracing = tracingFor(telemetry?.otlp_endpoint, "roster-gateway");
-  if (tracing) {
-    const { doorSpans } = await import("../audit/door-spans.ts");
-    const traced = await tracing;
-    observers.push(doorSpans(traced));
-    // the action host answers in this process: its decisions join their runs' traces
-    watchJournal(actionSpans(traced));
-    audit.onClose = () => traced.shutdown().catch(() => undefined);
-  }
-  if (observers.length)
-    audit.observer = (record, seconds) => {
-      for (const observe of observers) observe(record, seconds);
-    };
-  return metrics;
-}
-
 interface Listening {
   servers: Server[];
   bound: ListenAddress[];
   /** The proxy that serves what a CONNECT tunnel carries (the last one made). */
   inner: Server;
   runDoors: RunDoors | undefined;
+  shards: Shards | undefined;
 }
 
 /**
@@ -259,6 +167,14 @@ async function listenAll(deps: ServerDeps, options: GatewayOptions): Promise<Lis
   const bound: ListenAddress[] = [];
   let inner: Server | undefined;
   let runDoors: RunDoors | undefined;
+  let shards: Shards | undefined;
+  const count = options.door
+    ? (options.shards ?? shardCount(deps.config.get().org.gateway?.shards, availableParallelism()))
+    : 0;
+  // shards start while the gateway listens: once its port answers, its doors open
+  const starting =
+    options.door && count > 0 ? startShards(deps, options, options.door, count) : undefined;
+  starting?.catch(() => undefined);
   try {
     for (const address of options.listen) {
       const proxy = createProxyServers(deps);
@@ -276,21 +192,30 @@ async function listenAll(deps: ServerDeps, options: GatewayOptions): Promise<Lis
       inner = doorProxy.inner;
       await openDoor(doorProxy.outer, options.door);
       servers.push(doorProxy.outer, doorProxy.inner);
-      const proxy = createProxyServers(deps);
-      servers.push(proxy.outer, proxy.inner);
-      runDoors = openRunDoors(deps, proxy.outer, options.door, options.paths.identity);
-      deps.doors = runDoors;
-      await runDoors.reopen();
+      if (starting) {
+        shards = await starting;
+        await shards.reopen();
+      } else {
+        const proxy = createProxyServers(deps);
+        servers.push(proxy.outer, proxy.inner);
+        runDoors = openRunDoors(deps, proxy.outer, options.door, options.paths.identity);
+        deps.doors = runDoors;
+        await runDoors.reopen();
+      }
     }
   } catch (error) {
     await runDoors?.closeAll(false);
+    await starting?.then(
+      (started) => started.closeAll(false),
+      () => undefined,
+    );
     // a door this gateway opened goes with its server (closing it unlinks the
     // socket); one it found taken is another gateway's, and stays
     for (const server of servers) server.close();
     throw error;
   }
   if (!inner) throw new Error("the gateway needs at least one address to listen on");
-  return { servers, bound, inner, runDoors };
+  return { servers, bound, inner, runDoors, shards };
 }
 
 function listenOn(server: Server, port: number, host: string): Promise<void> {
@@ -321,40 +246,22 @@ async function recordState(options: GatewayOptions, bound: ListenAddress[]): Pro
   return stateFile;
 }
 
-/**
- * The run doors, served by a proxy of their own: a connection is handed to it
- * once its door has admitted it, and a box reaching its cap is audited once.
- */
-function openRunDoors(
+/** The shards serving the run doors, given this process's budgets and action host; /metrics adds theirs. */
+async function startShards(
   deps: ServerDeps,
-  outer: Server,
+  options: GatewayOptions,
   ownerDir: string,
-  identityDir: string,
-): RunDoors {
-  return new RunDoors({
+  count: number,
+): Promise<Shards> {
+  const shards = await Shards.start({
+    paths: options.paths,
     ownerDir,
-    identityDir,
-    accept: (socket, door) => {
-      // the run is the door the bytes came through (caller.ts), known before a byte is read
-      arrivedAtDoor(socket, door.identity);
-      outer.emit("connection", socket);
-    },
-    onCap: (door, cap) =>
-      deps.audit.record(
-        requestFacts({
-          target: { protocol: "http", host: "door", port: 0 },
-          method: "OPEN",
-          rawPath: "/",
-          headers: {},
-          identity: door.identity,
-          bodySize: 0,
-        }),
-        {
-          verdict: "deny",
-          rule: DOOR_CAP_RULE,
-          status: 503,
-          note: `the box holds ${cap} connections to its door, the most one box may: further ones are closed at once (written once per run)`,
-        },
-      ),
+    count,
+    budgets: deps.budgets,
+    actions: deps.actions,
+    note: options.note ?? noteToStderr,
   });
+  deps.doors = shards;
+  if (deps.metrics) deps.metrics = withShardMetrics(deps.metrics, shards);
+  return shards;
 }

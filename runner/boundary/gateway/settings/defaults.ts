@@ -62,3 +62,14 @@ export function resolveTimeouts(
   }
   return merged;
 }
+
+/**
+ * How many shards (process/shards.ts) serve the runs' doors: `[gateway] shards`,
+ * or for "auto" one per core but one, at most 8, when the host has 4 cores or
+ * more. On fewer, the boxes' own work already fills the cores a shard would
+ * take, and one process serves every door.
+ */
+export function shardCount(setting: "auto" | number | undefined, cores: number): number {
+  if (typeof setting === "number") return setting;
+  return cores >= 4 ? Math.min(8, cores - 1) : 0;
+}

@@ -12,7 +12,7 @@ import { appendJsonLines } from "../../../ground/files/append-line.ts";
 import { mcpMatches, scopeApplies } from "../judging/judge.ts";
 import { LEDGER_HORIZON_MS, readUsage, type UsageLine } from "./ledger.ts";
 import { type Answer, celAmount, celBool, celCall, type MeteredCall } from "./meter-cel.ts";
-import { costOf, tokensOf } from "./prices.ts";
+import { modelSpendOf } from "./prices.ts";
 import type { ModelUsage } from "./usage.ts";
 
 /**
@@ -143,7 +143,30 @@ function tableMatches(match: BudgetTableMatch, call: MeteredCall): boolean {
   return !match.mcp || mcpMatches(match.mcp, call.mcp ?? null);
 }
 
-export class Budgets {
+/**
+ * What the door asks of the budgets: this process's own counters (Budgets),
+ * or a shard's view of the one set its parent keeps (shared-budgets.ts),
+ * where a check or a charge is a question to that parent. A charge checks and
+ * spends in one step wherever the counters are, so two doors sharing a limit
+ * can never both spend its last unit.
+ */
+export interface BudgetBook {
+  check(
+    subject: string,
+    currencies: string[],
+  ): BudgetRefusal | undefined | Promise<BudgetRefusal | undefined>;
+  charge(
+    subject: string,
+    spend: Record<string, number>,
+    now: number,
+    alsoChecked: string[],
+  ): BudgetRefusal | undefined | Promise<BudgetRefusal | undefined>;
+  /** A spend that happened (a model's usage, an answer meter's): counted whatever the limits say. */
+  record(subject: string, spend: Record<string, number>): void;
+  modelSpend(usage: ModelUsage): Record<string, number>;
+}
+
+export class Budgets implements BudgetBook {
   private usage: UsageLine[] = [];
   private readonly file: string;
 
@@ -225,8 +248,7 @@ export class Budgets {
 
   /** A model call's spend from its reported usage: `tokens`, and `usd` when a price names the model. */
   modelSpend(usage: ModelUsage): Record<string, number> {
-    const usd = costOf(usage, this.prices);
-    return { tokens: tokensOf(usage), ...(usd !== undefined ? { usd } : {}) };
+    return modelSpendOf(usage, this.prices);
   }
 
   /**

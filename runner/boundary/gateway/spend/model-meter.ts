@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Refusal } from "../judging/refusals.ts";
-import { type BudgetRefusal, type Budgets, type MeterReading, unmeteredNote } from "./budget.ts";
+import { type BudgetBook, type BudgetRefusal, type MeterReading, unmeteredNote } from "./budget.ts";
 import type { Answer } from "./meter-cel.ts";
 import { type ModelUsage, UsageMeter } from "./usage.ts";
 
@@ -34,7 +34,7 @@ export function meterFor(headers: IncomingHttpHeaders): UsageMeter | undefined {
 /** The usage a finished answer reported, recorded as the worker's spend; for its audit line. */
 export async function settleUsage(
   meter: UsageMeter,
-  budgets: Budgets,
+  budgets: BudgetBook,
   subject: string | undefined,
 ): Promise<(ModelUsage & { cost_usd?: number }) | undefined> {
   const usage = await meter.finish();
@@ -52,7 +52,7 @@ export async function settleUsage(
  */
 export function settleAnswer(
   settle: ((answer: Answer) => MeterReading) | undefined,
-  budgets: Budgets,
+  budgets: BudgetBook,
   subject: string | undefined,
   answer: Answer,
 ): { spend?: Record<string, number>; note?: string } {

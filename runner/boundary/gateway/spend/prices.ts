@@ -44,3 +44,9 @@ export function costOf(usage: ModelUsage, table: ModelPrice[]): number | undefin
 /** All the tokens a call used, the `tokens` currency budgets count. */
 export const tokensOf = (usage: ModelUsage) =>
   usage.input + usage.output + usage.cache_read + usage.cache_write;
+
+/** A model call's spend from its reported usage: `tokens`, and `usd` when a price names the model. */
+export function modelSpendOf(usage: ModelUsage, table: ModelPrice[]): Record<string, number> {
+  const usd = costOf(usage, table);
+  return { tokens: tokensOf(usage), ...(usd !== undefined ? { usd } : {}) };
+}
