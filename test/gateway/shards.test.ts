@@ -31,6 +31,9 @@ beforeAll(async () => {
 shards = 2
 resolve = { "allowed.test" = "127.0.0.1", "metered.test" = "127.0.0.1" }
 
+[telemetry]
+metrics_listen = "127.0.0.1:9"
+
 [[grant]]
 name = "allowed"
 verdict = "allow"
@@ -163,6 +166,9 @@ function toActionHost(dir: string, token: string, path: string, body: unknown): 
   });
 }
 
+/** Requests each run sends in the load test, over 4 clients. */
+const clientsEach = 160;
+
 const shards = () => {
   const running = env.gateway.shards;
   if (!running) throw new Error("the gateway started no shards");
@@ -248,7 +254,7 @@ describe("a gateway with shards", () => {
     const dirs = await Promise.all(runs.map((run) => lease.openDoor(run)));
     expect(new Set(runs.map((run) => shards().shardOf(run))).size).toBe(2);
     const clients = 4;
-    const each = 40;
+    const each = clientsEach / clients;
     // each client's requests go one after another, so its numbers must be audited in order
     await Promise.all(
       runs.flatMap((_, r) =>
@@ -281,6 +287,17 @@ describe("a gateway with shards", () => {
       }
     }
     for (const run of runs) await lease.closeDoor(run);
+  });
+
+  it("adds every shard's numbers up on the gateway's /metrics", async () => {
+    const allowed = readDecisions(env.paths.audit).filter(
+      (line) => line.rule === "allowed" && line.verdict === "allow",
+    ).length;
+    expect(allowed).toBeGreaterThan(clientsEach);
+    const text = await (await fetch(`http://127.0.0.1:${env.gateway.port}/metrics`)).text();
+    expect(text).toContain(
+      `roster_door_decisions_total{worker="elf",verdict="allow",rule="allowed"} ${allowed}`,
+    );
   });
 
   it("replaces a shard that dies, reopening its runs' doors in the same folders", async () => {

@@ -64,7 +64,13 @@ export function testRuntime(env: NodeJS.ProcessEnv = process.env): "runc" | "run
 
 export async function makeRosterRoot(
   modelBaseUrl: string,
-  options: { modelKey?: string; extraOrg?: string; runtime?: "runc" | "runsc" } = {},
+  options: {
+    modelKey?: string;
+    extraOrg?: string;
+    /** Lines added to org.toml's [gateway] table. */
+    gatewayExtra?: string;
+    runtime?: "runc" | "runsc";
+  } = {},
 ): Promise<RosterRoot> {
   const root = await mkdtemp(join(tmpdir(), "roster-root-"));
   const paths = rosterPaths({ ROSTER_ROOT: root });
