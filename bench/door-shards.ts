@@ -7,7 +7,10 @@
  * fixed time. Reports requests/s, and the CPU per request of the gateway's
  * own process and of its shards (from /proc), so the cost a shard adds and
  * what the gateway itself still spends per request are both read off.
- *   npx tsx bench/door-shards.ts [rounds] [seconds] [connections per run]
+ * With --metered every request is also charged to an org budget (a meter and
+ * a limit it never reaches), so a shard asks the gateway before each one: the
+ * gateway's CPU per request is then the price of keeping budgets exact.
+ *   npx tsx bench/door-shards.ts [rounds] [seconds] [connections per run] [--metered]
  */
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -21,9 +24,12 @@ import { gatewayHealthy } from "./gateway-process.ts";
 import { freePort, ROSTER_BIN } from "./harness.ts";
 import { startKbUpstream } from "./kb-upstream.ts";
 
-const ROUNDS = Number(process.argv[2] ?? 3);
-const SECONDS = Number(process.argv[3] ?? 8);
-const PER_RUN = Number(process.argv[4] ?? 4);
+const METERED = process.argv.includes("--metered");
+const [rounds_, seconds_, perRun_] = process.argv.slice(2).filter((arg) => !arg.startsWith("--"));
+const ROUNDS = Number(rounds_ ?? 3);
+const SECONDS = Number(seconds_ ?? 8);
+const PER_RUN = Number(perRun_ ?? 4);
+const BUDGET = `\n[budget]\ncurrencies = ["calls"]\n\n[[budget.meter]]\nmatch = { rule = "bench" }\nspend = { calls = 1 }\n\n[[budget.limit]]\ncurrency = "calls"\nwindow = "day"\nmax = 100000000\n`;
 const SETTINGS = [0, 1, 2];
 
 const work = mkdtempSync(join(tmpdir(), "roster-bench-shards-"));
@@ -90,7 +96,7 @@ for (let round = 0; round < ROUNDS; round++) {
     mkdirSync(paths.config, { recursive: true });
     writeFileSync(
       join(paths.config, "org.toml"),
-      `[gateway]\nshards = ${shards}\nupstream_ca = ["${upstream.caFile}"]\nresolve = { "upstream.test" = "127.0.0.1" }\n\n[[grant]]\nname = "bench"\nverdict = "allow"\nmatch = { host = "upstream.test" }\n`,
+      `[gateway]\nshards = ${shards}\nupstream_ca = ["${upstream.caFile}"]\nresolve = { "upstream.test" = "127.0.0.1" }\n\n[[grant]]\nname = "bench"\nverdict = "allow"\nmatch = { host = "upstream.test" }\n${METERED ? BUDGET : ""}`,
     );
     const port = await freePort();
     const gateway = spawn(ROSTER_BIN, ["gateway", "start", "--addr", `127.0.0.1:${port}`], {
@@ -159,7 +165,7 @@ for (let round = 0; round < ROUNDS; round++) {
 upstream.server.close();
 
 const lines = [
-  `The door with 0, 1 and 2 shards, ${ROUNDS} alternating rounds of ${SECONDS} s (2 runs, ${PER_RUN} keep-alive HTTPS connections each, 1 KB):`,
+  `The door with 0, 1 and 2 shards, ${ROUNDS} alternating rounds of ${SECONDS} s (2 runs, ${PER_RUN} keep-alive HTTPS connections each, 1 KB${METERED ? ", every request metered" : ""}):`,
   "",
   "| shards | req/s per round | median req/s | gateway CPU ms/req | shards' CPU ms/req | total CPU ms/req |",
   "|---|---|---|---|---|---|",

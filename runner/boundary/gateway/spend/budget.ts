@@ -14,6 +14,7 @@ import { LEDGER_HORIZON_MS, readUsage, type UsageLine } from "./ledger.ts";
 import { type Answer, celAmount, celBool, celCall, type MeteredCall } from "./meter-cel.ts";
 import { modelSpendOf } from "./prices.ts";
 import type { ModelUsage } from "./usage.ts";
+import { WindowTotals } from "./window-totals.ts";
 
 /**
  * Budgets: meters put a spend on matching calls (a table by rule, host,
@@ -169,6 +170,7 @@ export interface BudgetBook {
 export class Budgets implements BudgetBook {
   private usage: UsageLine[] = [];
   private readonly file: string;
+  private readonly totals = new WindowTotals(() => this.usage);
 
   constructor(
     auditDir: string,
@@ -185,6 +187,7 @@ export class Budgets implements BudgetBook {
     this.meters = meters;
     this.limits = limits;
     this.prices = prices;
+    this.totals.clear();
   }
 
   /** The spend a call costs, per currency, from every matching meter (spendFor). */
@@ -244,6 +247,7 @@ export class Budgets implements BudgetBook {
     if (lines.length === 0) return;
     appendJsonLines(this.file, lines);
     this.usage.push(...lines);
+    for (const line of lines) this.totals.add(line);
   }
 
   /** A model call's spend from its reported usage: `tokens`, and `usd` when a price names the model. */
@@ -262,13 +266,7 @@ export class Budgets implements BudgetBook {
   }
 
   private used(scope: string, currency: string, since: number): number {
-    let total = 0;
-    for (const line of this.usage) {
-      if (line.ts_ms >= since && line.currency === currency && scopeApplies(scope, line.subject)) {
-        total += line.amount;
-      }
-    }
-    return total;
+    return this.totals.used(scope, currency, since);
   }
 }
 
