@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; ulimit -n "$(ulimit -Hn)" 2>/dev/null; n=node; m="$(readlink -f "$0" 2>/dev/null)"; m="${m%/bin/*}/.cache/host-node"; if [ -f "$m" ]; then read -r n <"$m"; [ -x "$n" ] || { echo "roster: the Node \`npm ci\` brought in (${n:-none named}, in $m) is not there: run npm ci again" >&2; exit 1; }; PATH="${n%/*}:$PATH"; export PATH; fi; exec env -u NODE_EXTRA_CA_CERTS ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}" "$n" --max-semi-space-size=2 --expose-gc "$0" "$@"
+":" //; ulimit -n "$(ulimit -Hn)" 2>/dev/null; n=node; m="$0"; if [ -L "$m" ]; then m="$(readlink -f "$m" 2>/dev/null)"; fi; case "$m" in /*) ;; *) m="$PWD/$m" ;; esac; m="${m%/bin/*}/.cache/host-node"; if [ -f "$m" ]; then read -r n <"$m"; [ -x "$n" ] || { echo "roster: the Node \`npm ci\` brought in (${n:-none named}, in $m) is not there: run npm ci again" >&2; exit 1; }; PATH="${n%/*}:$PATH"; export PATH; fi; ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}"; export ROSTER_DEFERRED_CA_CERTS; unset NODE_EXTRA_CA_CERTS; exec "$n" --max-semi-space-size=2 --expose-gc "$0" "$@"
 // The `roster` command. The host runner is compiled into dist/ (by `npm ci`
 // through prepare, or `npm run build`); a checkout whose runner/ changed since
 // then runs the TypeScript directly (tsx), so `npx roster` is never stale.
@@ -7,13 +7,15 @@
 // The two lines above are read by sh when the file runs as a command (Node
 // reads a string and a comment). They pick the Node: the one .cache/host-node
 // names when there is that file (beside this checkout's bin/, found through the
-// symlink npx runs: scripts/host-node.mjs writes it at `npm ci` on a machine
+// symlink npx runs, and only then with `readlink`: scripts/host-node.mjs writes
+// it at `npm ci` on a machine
 // whose Node is older than roster supports, and it names the Node brought in
 // from the npm registry), else the machine's `node`. The chosen Node's folder
 // goes first on PATH, so a child that runs `node` by name gets the same one. A
 // file that names a binary no longer there stops here with one line, no Node
-// started. They start it without NODE_EXTRA_CA_CERTS, the same through GNU, BSD
-// or busybox tools. Given that variable, Node
+// started. They start it without NODE_EXTRA_CA_CERTS, with the shell's own
+// `unset` and `exec` (no helper process: each cost ~10 ms of every command's
+// start here). Given that variable, Node
 // parses its whole trust store before running anything, which cost every
 // command ~60 ms. It is put back here for every process roster starts, and
 // roster's own outbound TLS (the executors) trusts that file explicitly
