@@ -60,29 +60,7 @@ describe("a run's clone of a gated repo", () => {
     const runDir = mkdtempSync(join(tmpdir(), "roster-run-"));
     const home = mkdtempSync(join(tmpdir(), "roster-home-"));
     dirs.push(runDir, home);
-    const cloned = await cloneRunRepos({
-      mounts: [
-        {
-          name: "notes",
-          path: canonical,
-          readOnly: false,
-          kind: "host-repo",
-          gated: {
-            branch: "main",
-            allowExecutables: false,
-            maxFileBytes: REPO_DEFAULTS.maxFileBytes,
-            maxPushBytes: REPO_DEFAULTS.maxPushBytes,
-            maxDeletionsUngated: REPO_DEFAULTS.maxDeletionsUngated,
-            writeFrom: "clean",
-            scanParticipants: true,
-          },
-        },
-      ],
-      runDir,
-      runId: "r1",
-      home,
-      worker: "elf",
-    });
+    const cloned = await cloneRunRepos(cloneOf(canonical, "main", runDir, home));
     const dest = cloneDir(runDir, "notes");
     const read = (...args: string[]) =>
       execFileSync("git", ["-C", dest, ...args], { encoding: "utf8" }).trim();
@@ -96,6 +74,44 @@ describe("a run's clone of a gated repo", () => {
       connection: "notes",
       branch: "run/r1",
       target: "main",
+      base: read("rev-parse", "HEAD"),
     });
   });
+
+  it("is refused, naming the connection and the branch, when the repo has no such branch", async () => {
+    const canonical = repo();
+    const runDir = mkdtempSync(join(tmpdir(), "roster-run-"));
+    const home = mkdtempSync(join(tmpdir(), "roster-home-"));
+    dirs.push(runDir, home);
+    await expect(cloneRunRepos(cloneOf(canonical, "trunk", runDir, home))).rejects.toThrow(
+      `connection "notes": ${canonical} has no branch "trunk" to start a run from`,
+    );
+  });
 });
+
+/** A run's clone of `canonical` as the connection "notes", from `branch`. */
+function cloneOf(canonical: string, branch: string, runDir: string, home: string) {
+  return {
+    mounts: [
+      {
+        name: "notes",
+        path: canonical,
+        readOnly: false,
+        kind: "host-repo" as const,
+        gated: {
+          branch,
+          allowExecutables: false,
+          maxFileBytes: REPO_DEFAULTS.maxFileBytes,
+          maxPushBytes: REPO_DEFAULTS.maxPushBytes,
+          maxDeletionsUngated: REPO_DEFAULTS.maxDeletionsUngated,
+          writeFrom: "clean" as const,
+          scanParticipants: true,
+        },
+      },
+    ],
+    runDir,
+    runId: "r1",
+    home,
+    worker: "elf",
+  };
+}

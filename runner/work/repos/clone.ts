@@ -63,17 +63,15 @@ export async function cloneRunRepos(options: {
   const out: ClonedRepos = { mounts: [], repos: [], record: {} };
   for (const repo of gatedRepos(options.mounts)) {
     const { connection, canonical, policy } = repo;
-    const base = await resolveRef(canonical, `refs/heads/${policy.branch}`);
-    if (!base)
-      throw new RosterError(
-        `connection "${connection}": ${canonical} has no branch "${policy.branch}" to start a run from`,
-        { exitCode: 2 },
-      );
     const dest = cloneDir(options.runDir, connection);
     await mkdir(join(options.runDir, "repos"), { recursive: true });
+    // the base is asked of the canonical repo while the clone is made, and the run branch
+    // made while origin is pointed at the box's mount: each pair touches different files,
+    // and every run's start waits on this
+    const resolving = resolveRef(canonical, `refs/heads/${policy.branch}`);
     // commits made in the clone are the worker's: said as the clone is made (a git
     // process less each, on the path every run's start waits on)
-    await git(options.runDir, [
+    const cloning = git(options.runDir, [
       "clone",
       "--quiet",
       "--shared",
@@ -86,10 +84,19 @@ export async function cloneRunRepos(options: {
       canonical,
       dest,
     ]);
+    const [base, cloned] = await Promise.allSettled([resolving, cloning]);
+    if (base.status !== "fulfilled" || !base.value)
+      throw new RosterError(
+        `connection "${connection}": ${canonical} has no branch "${policy.branch}" to start a run from`,
+        { exitCode: 2 },
+      );
+    if (cloned.status === "rejected") throw cloned.reason;
     const branch = runBranch(options.runId);
-    await git(dest, ["checkout", "--quiet", "-b", branch]);
-    // from here on the paths are the box's: origin is the read-only mount, objects borrowed through it
-    await git(dest, ["remote", "set-url", "origin", originMountpoint(connection)]);
+    await Promise.all([
+      git(dest, ["checkout", "--quiet", "-b", branch]),
+      // from here on the paths are the box's: origin is the read-only mount, objects borrowed through it
+      git(dest, ["remote", "set-url", "origin", originMountpoint(connection)]),
+    ]);
     await writeFile(
       join(dest, ".git/objects/info/alternates"),
       `../../../.origins/${connection}/objects\n`,
@@ -102,14 +109,14 @@ export async function cloneRunRepos(options: {
     out.repos.push({
       connection,
       dir: cloneMountpoint(connection),
-      base,
+      base: base.value,
       branch,
       target: policy.branch,
       mode: "write",
     });
     const refs = await refsFingerprint(dest);
     out.record[connection] = {
-      base_commit: base,
+      base_commit: base.value,
       mode: "write",
       state: "active",
       ...(refs ? { refs } : {}),
