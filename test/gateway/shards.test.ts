@@ -319,4 +319,24 @@ describe("a gateway with shards", () => {
     expect(await throughDoor(dir, token, "allowed.test")).toBe(200);
     await lease.closeDoor("run-survives");
   });
+
+  it("starts no more shards once five have died within a minute, serving new doors from those left", async () => {
+    // the test above killed one; four more deaths make five
+    for (let death = 2; death <= 5; death++) {
+      const dead = shards().pids[0] ?? 0;
+      process.kill(dead, "SIGKILL");
+      const deadline = Date.now() + 20_000;
+      const settled = () =>
+        death < 5 ? (shards().pids[0] ?? dead) !== dead : shards().pids.length === 1;
+      while (!settled() && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(settled(), `after death ${death}`).toBe(true);
+    }
+    expect(shards().pids).toHaveLength(1);
+    const token = await env.token("elf", "run-after-loop");
+    const dir = await lease.openDoor("run-after-loop");
+    expect(shards().shardOf("run-after-loop")).toBe(0);
+    expect(await throughDoor(dir, token, "allowed.test")).toBe(200);
+    await lease.closeDoor("run-after-loop");
+  });
 });

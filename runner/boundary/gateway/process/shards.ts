@@ -25,6 +25,8 @@ import { Link, LinkError } from "./shard-link.ts";
  */
 const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 5_000;
+/** Shard deaths within a minute after which no more are started: a crash loop serves nobody. */
+const MOST_DEATHS_A_MINUTE = 5;
 
 interface Shard {
   child: ChildProcess;
@@ -48,6 +50,7 @@ export class Shards {
   private readonly shards: Shard[] = [];
   private readonly assigned = new Map<string, Shard>();
   private stopping = false;
+  private readonly deaths: number[] = [];
 
   private constructor(private readonly options: ShardsOptions) {}
 
@@ -198,6 +201,17 @@ export class Shards {
     if (index < 0) return;
     const runs = [...shard.runs];
     for (const runId of runs) this.forget(runId, shard);
+    const now = Date.now();
+    this.deaths.push(now);
+    while ((this.deaths[0] ?? now) < now - 60_000) this.deaths.shift();
+    if (this.deaths.length >= MOST_DEATHS_A_MINUTE) {
+      // fail closed: its runs' doors stay shut, and new doors go to the shards still up
+      this.shards.splice(index, 1);
+      this.options.note(
+        `gateway shard ${shard.child.pid ?? "?"} stopped (${describe(shard.child)}), the ${this.deaths.length}th shard death within a minute: no other is started in its place (${this.shards.length} left); its ${runs.length} run(s) lose their doors`,
+      );
+      return;
+    }
     this.options.note(
       `gateway shard ${shard.child.pid ?? "?"} stopped (${describe(shard.child)}); starting another for its ${runs.length} run(s)`,
     );
