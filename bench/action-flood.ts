@@ -19,7 +19,7 @@ import { join, resolve } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { gatewayHealthy } from "./gateway-process.ts";
+import { gatewayHealthy, stopGateway } from "./gateway-process.ts";
 import { freePort } from "./harness.ts";
 
 const other = process.argv[2] ? resolve(process.argv[2]) : undefined;
@@ -235,10 +235,7 @@ for (let round = 0; round < ROUNDS; round++) {
         });
       }
     } finally {
-      if (gateway.exitCode === null) gateway.kill("SIGTERM");
-      const late = setTimeout(() => gateway.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(late);
+      await stopGateway(gateway, exited);
     }
   }
 }

@@ -20,7 +20,7 @@ import { DOOR_SOCKET } from "../runner/boundary/box/layout.ts";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { leaseGateway } from "../runner/work/runs/gateway-lease.ts";
-import { gatewayHealthy } from "./gateway-process.ts";
+import { gatewayHealthy, stopGateway } from "./gateway-process.ts";
 import { freePort, ROSTER_BIN } from "./harness.ts";
 import { startKbUpstream } from "./kb-upstream.ts";
 
@@ -155,10 +155,7 @@ for (let round = 0; round < ROUNDS; round++) {
       });
       await lease.release();
     } finally {
-      if (gateway.exitCode === null) gateway.kill("SIGTERM");
-      const late = setTimeout(() => gateway.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(late);
+      await stopGateway(gateway, exited);
     }
   }
 }

@@ -15,7 +15,7 @@ import { join, resolve } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
 import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { gatewayHealthy } from "./gateway-process.ts";
+import { gatewayHealthy, stopGateway } from "./gateway-process.ts";
 import { freePort } from "./harness.ts";
 import { startKbUpstream } from "./kb-upstream.ts";
 
@@ -90,11 +90,7 @@ for (let round = 0; round < ROUNDS; round++) {
         rss: peakMiB(pid),
       });
     } finally {
-      if (gateway.exitCode === null) gateway.kill("SIGTERM");
-      // a gateway still closing after 5 s is not this bench's to wait for
-      const late = setTimeout(() => gateway.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(late);
+      await stopGateway(gateway, exited);
     }
   }
 }

@@ -17,3 +17,11 @@ export async function gatewayHealthy(port: number, gateway: ChildProcess): Promi
   }
   throw new Error("the gateway did not answer /healthz");
 }
+
+/** SIGTERM, then its exit; a gateway still closing after 5 s is not the bench's to wait for. */
+export async function stopGateway(gateway: ChildProcess, exited: Promise<unknown>): Promise<void> {
+  if (gateway.exitCode === null) gateway.kill("SIGTERM");
+  const late = setTimeout(() => gateway.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(late);
+}

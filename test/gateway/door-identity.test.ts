@@ -1,12 +1,11 @@
 import { readFileSync } from "node:fs";
-import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOOR_SOCKET } from "../../runner/boundary/box/layout.ts";
 import type { DecisionRecord } from "../../runner/boundary/gateway/audit/audit.ts";
 import { readJournal } from "../../runner/records/journal/journal.ts";
 import { OUTCOME_BURST } from "../../runner/services/actions/route-shares.ts";
 import { type GatewayLease, leaseGateway } from "../../runner/work/runs/gateway-lease.ts";
+import { throughDoor } from "../support/door-client.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { echoHandler, Upstream } from "../support/upstream.ts";
 
@@ -47,61 +46,6 @@ afterAll(async () => {
   await env?.cleanup();
   await upstream?.stop();
 });
-
-interface Answer {
-  status: number;
-  rule: string;
-  body: string;
-}
-
-/** One absolute-form request through a run's door socket, with or without a token. */
-function throughDoor(
-  dir: string,
-  url: string,
-  options: {
-    token?: string;
-    method?: string;
-    headers?: Record<string, string>;
-    body?: string;
-  } = {},
-): Promise<Answer> {
-  const target = new URL(url);
-  return new Promise((resolve, reject) => {
-    const ask = request(
-      {
-        socketPath: join(dir, DOOR_SOCKET),
-        method: options.method ?? "GET",
-        path: url,
-        headers: {
-          host: target.host,
-          ...(options.token
-            ? {
-                "proxy-authorization": `Basic ${Buffer.from(`${options.token}:x`).toString("base64")}`,
-              }
-            : {}),
-          ...options.headers,
-        },
-        agent: false,
-      },
-      (response) => {
-        let body = "";
-        response.on("data", (chunk: Buffer) => {
-          body += chunk.toString();
-        });
-        response.on("end", () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            rule: String(response.headers["x-roster-rule"] ?? ""),
-            body,
-          }),
-        );
-      },
-    );
-    ask.setTimeout(10_000, () => ask.destroy(new Error("no answer within 10 s")));
-    ask.on("error", reject);
-    ask.end(options.body);
-  });
-}
 
 const linesOf = (runId: string): DecisionRecord[] =>
   readFileSync(join(env.paths.audit, "decisions.jsonl"), "utf8")

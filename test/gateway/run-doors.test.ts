@@ -20,6 +20,7 @@ import {
 } from "../../runner/boundary/gateway/doors/run-doors.ts";
 import { rosterPaths } from "../../runner/ground/config/paths.ts";
 import { type GatewayLease, leaseGateway } from "../../runner/work/runs/gateway-lease.ts";
+import { throughDoor } from "../support/door-client.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { Upstream } from "../support/upstream.ts";
 
@@ -55,32 +56,9 @@ afterAll(async () => {
   await upstream?.stop();
 });
 
-/** One request through a door's socket, as a box's client sends it; resolves to status and ms. */
-function throughDoor(dir: string, token: string): Promise<{ status: number; ms: number }> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const ask = request(
-      {
-        socketPath: join(dir, DOOR_SOCKET),
-        path: `http://allowed.test:${upstream.port}/hello`,
-        headers: {
-          host: `allowed.test:${upstream.port}`,
-          "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}`,
-        },
-        agent: false,
-      },
-      (response) => {
-        response.resume();
-        response.on("end", () =>
-          resolve({ status: response.statusCode ?? 0, ms: performance.now() - started }),
-        );
-      },
-    );
-    ask.setTimeout(10_000, () => ask.destroy(new Error("no answer within 10 s")));
-    ask.on("error", reject);
-    ask.end();
-  });
-}
+/** One request to the allowed host through a door's socket; resolves to status and ms. */
+const allowedThrough = (dir: string, token: string) =>
+  throughDoor(dir, `http://allowed.test:${upstream.port}/hello`, { token });
 
 /**
  * A compromised box in a process of its own: opens `count` connections to its
@@ -131,7 +109,7 @@ describe("a run's own door", () => {
     expect(statSync(join(dir, DOOR_SOCKET)).isSocket()).toBe(true);
     expect(statSync(dir).mode & 0o777).toBe(0o755);
     expect(await lease.openDoor("run-own-door")).toBe(dir);
-    expect((await throughDoor(dir, token)).status).toBe(200);
+    expect((await allowedThrough(dir, token)).status).toBe(200);
     await lease.closeDoor("run-own-door");
     expect(existsSync(dir)).toBe(false);
   });
@@ -154,15 +132,15 @@ describe("a run's own door", () => {
     // a door of another run can't carry it either: the gateway knows no such token
     const other = await env.token("elf", "run-beside-ready");
     const beside = await lease.openDoor("run-beside-ready");
-    expect((await throughDoor(beside, token)).status).toBe(403);
-    expect((await throughDoor(beside, other)).status).toBe(200);
+    expect((await allowedThrough(beside, token)).status).toBe(403);
+    expect((await allowedThrough(beside, other)).status).toBe(200);
 
     await bindToken(env.paths.identity, token);
     const dir = await lease.openDoor("run-ready");
-    expect((await throughDoor(dir, token)).status).toBe(200);
+    expect((await allowedThrough(dir, token)).status).toBe(200);
     // revoked: refused at once, and it can't be bound again
     await revokeToken(env.paths.identity, token);
-    expect((await throughDoor(dir, token)).status).toBe(403);
+    expect((await allowedThrough(dir, token)).status).toBe(403);
     await expect(bindToken(env.paths.identity, token)).rejects.toThrow(/ENOENT/);
     await lease.closeDoor("run-ready");
     await lease.closeDoor("run-beside-ready");
@@ -177,7 +155,7 @@ describe("a run's own door", () => {
     const inode = statSync(dir).ino;
     await env.restart();
     expect(statSync(dir).ino).toBe(inode);
-    expect((await throughDoor(dir, token)).status).toBe(200);
+    expect((await allowedThrough(dir, token)).status).toBe(200);
     expect(existsSync(endedDir)).toBe(false);
   });
 
@@ -188,7 +166,7 @@ describe("a run's own door", () => {
     const floodDir = await lease.openDoor("run-flood");
     const calmDir = await lease.openDoor("run-calm");
     const baseline: number[] = [];
-    for (let i = 0; i < 20; i++) baseline.push((await throughDoor(calmDir, calmToken)).ms);
+    for (let i = 0; i < 20; i++) baseline.push((await allowedThrough(calmDir, calmToken)).ms);
 
     const attempts = 20_000;
     const box = flood(floodDir, attempts);
@@ -200,7 +178,7 @@ describe("a run's own door", () => {
         settled = true;
       });
       while (!settled || during.length < 20) {
-        const { status, ms } = await throughDoor(calmDir, calmToken);
+        const { status, ms } = await allowedThrough(calmDir, calmToken);
         if (status === 200) answered++;
         during.push(ms);
       }
@@ -249,7 +227,7 @@ describe("a run's own door", () => {
       const token = await mintToken(paths.identity, { subject: "org/elf", runId: "run-embedded" });
       const dir = await embedded.openDoor("run-embedded");
       expect(dir).toBe(runDoorDir(embedded.door, "run-embedded"));
-      expect((await throughDoor(dir, token)).status).toBe(200);
+      expect((await allowedThrough(dir, token)).status).toBe(200);
       await embedded.release();
       expect(existsSync(dir)).toBe(false);
     } finally {
@@ -313,7 +291,7 @@ describe("door control", () => {
     expect(await ask("DELETE", {})).toBe(403);
     expect(await ask("DELETE", { "x-roster-control": "0".repeat(64) })).toBe(403);
     expect(await ask("POST", {})).toBe(403);
-    expect((await throughDoor(dir, token)).status).toBe(200);
+    expect((await allowedThrough(dir, token)).status).toBe(200);
     const audited = readDecisions(env.paths.audit).filter(
       (line) => line.note === "gateway door control without its key",
     );

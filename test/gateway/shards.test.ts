@@ -1,5 +1,4 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { request } from "node:http";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,6 +7,7 @@ import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
 import { revokeToken } from "../../runner/boundary/gateway/doors/identity.ts";
 import { readJournal } from "../../runner/records/journal/journal.ts";
 import { type GatewayLease, leaseGateway } from "../../runner/work/runs/gateway-lease.ts";
+import { throughDoor } from "../support/door-client.ts";
 import { type GatewayEnv, startGatewayEnv } from "../support/gateway-env.ts";
 import { Upstream } from "../support/upstream.ts";
 
@@ -68,26 +68,9 @@ afterAll(async () => {
 
 const auth = (token: string) => `Basic ${Buffer.from(`${token}:x`).toString("base64")}`;
 
-/** One absolute-form request through a door's socket, on a connection of its own. */
-function throughDoor(dir: string, token: string, host: string, path = "/"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ask = request(
-      {
-        socketPath: join(dir, DOOR_SOCKET),
-        path: `http://${host}:${upstream.port}${path}`,
-        headers: { host: `${host}:${upstream.port}`, "proxy-authorization": auth(token) },
-        agent: false,
-      },
-      (response) => {
-        response.resume();
-        response.on("end", () => resolve(response.statusCode ?? 0));
-      },
-    );
-    ask.setTimeout(10_000, () => ask.destroy(new Error("no answer within 10 s")));
-    ask.on("error", reject);
-    ask.end();
-  });
-}
+/** One request through a door to `host` (allowed.test, metered.test), resolving to its status. */
+const statusThrough = async (dir: string, token: string, host: string, path = "/") =>
+  (await throughDoor(dir, `http://${host}:${upstream.port}${path}`, { token })).status;
 
 /**
  * A live tunnel through a door: CONNECT once, then plain HTTP requests one
@@ -140,31 +123,15 @@ async function tunnel(dir: string, token: string) {
 }
 
 /** A POST to the action host through a door, as the box's tools send one. */
-function toActionHost(dir: string, token: string, path: string, body: unknown): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const text = JSON.stringify(body);
-    const ask = request(
-      {
-        socketPath: join(dir, DOOR_SOCKET),
-        method: "POST",
-        path: `http://actions.roster.internal${path}`,
-        headers: {
-          host: "actions.roster.internal",
-          "proxy-authorization": auth(token),
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(text),
-        },
-        agent: false,
-      },
-      (response) => {
-        response.resume();
-        response.on("end", () => resolve(response.statusCode ?? 0));
-      },
-    );
-    ask.on("error", reject);
-    ask.end(text);
-  });
-}
+const toActionHost = async (dir: string, token: string, path: string, body: unknown) =>
+  (
+    await throughDoor(dir, `http://actions.roster.internal${path}`, {
+      token,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    })
+  ).status;
 
 /** Requests each run sends in the load test, over 4 clients. */
 const clientsEach = 160;
@@ -187,10 +154,10 @@ describe("a gateway with shards", () => {
       0, 1,
     ]);
     expect(statSync(join(dirA, DOOR_SOCKET)).isSocket()).toBe(true);
-    expect(await throughDoor(dirA, first, "allowed.test")).toBe(200);
-    expect(await throughDoor(dirB, second, "allowed.test")).toBe(200);
+    expect(await statusThrough(dirA, first, "allowed.test")).toBe(200);
+    expect(await statusThrough(dirB, second, "allowed.test")).toBe(200);
     // the token must still be this door's own run's, in a shard as in the gateway
-    expect(await throughDoor(dirA, second, "allowed.test")).toBe(403);
+    expect(await statusThrough(dirA, second, "allowed.test")).toBe(403);
     await lease.closeDoor("run-shard-a");
     await lease.closeDoor("run-shard-b");
     expect(existsSync(dirA)).toBe(false);
@@ -217,11 +184,11 @@ describe("a gateway with shards", () => {
     const dirTwo = await lease.openDoor("run-spend-2");
     expect(shards().shardOf("run-spend-1")).not.toBe(shards().shardOf("run-spend-2"));
     // the org's limit is 3 calls a day: two through one shard, one through the other
-    expect(await throughDoor(dirOne, one, "metered.test")).toBe(200);
-    expect(await throughDoor(dirOne, one, "metered.test")).toBe(200);
-    expect(await throughDoor(dirTwo, two, "metered.test")).toBe(200);
-    expect(await throughDoor(dirTwo, two, "metered.test")).toBe(402);
-    expect(await throughDoor(dirOne, one, "metered.test")).toBe(402);
+    expect(await statusThrough(dirOne, one, "metered.test")).toBe(200);
+    expect(await statusThrough(dirOne, one, "metered.test")).toBe(200);
+    expect(await statusThrough(dirTwo, two, "metered.test")).toBe(200);
+    expect(await statusThrough(dirTwo, two, "metered.test")).toBe(402);
+    expect(await statusThrough(dirOne, one, "metered.test")).toBe(402);
     // each spend is in the one ledger, written once
     const ledger = readFileSync(join(env.paths.audit, "usage.jsonl"), "utf8").trim().split("\n");
     expect(ledger).toHaveLength(3);
@@ -260,7 +227,7 @@ describe("a gateway with shards", () => {
       runs.flatMap((_, r) =>
         Array.from({ length: clients }, async (_unused, client) => {
           for (let n = 0; n < each; n++) {
-            const status = await throughDoor(
+            const status = await statusThrough(
               dirs[r] ?? "",
               tokens[r] ?? "",
               "allowed.test",
@@ -303,7 +270,7 @@ describe("a gateway with shards", () => {
   it("replaces a shard that dies, reopening its runs' doors in the same folders", async () => {
     const token = await env.token("elf", "run-survives");
     const dir = await lease.openDoor("run-survives");
-    expect(await throughDoor(dir, token, "allowed.test")).toBe(200);
+    expect(await statusThrough(dir, token, "allowed.test")).toBe(200);
     const index = shards().shardOf("run-survives") ?? -1;
     const dead = shards().pids[index] ?? 0;
     expect(dead).toBeGreaterThan(0);
@@ -312,11 +279,12 @@ describe("a gateway with shards", () => {
     const deadline = Date.now() + 20_000;
     while (Date.now() < deadline) {
       const replaced = shards().pids[index] !== dead && shards().shardOf("run-survives") === index;
-      if (replaced && (await throughDoor(dir, token, "allowed.test").catch(() => 0)) === 200) break;
+      if (replaced && (await statusThrough(dir, token, "allowed.test").catch(() => 0)) === 200)
+        break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(shards().pids[index]).not.toBe(dead);
-    expect(await throughDoor(dir, token, "allowed.test")).toBe(200);
+    expect(await statusThrough(dir, token, "allowed.test")).toBe(200);
     await lease.closeDoor("run-survives");
   });
 
@@ -336,7 +304,24 @@ describe("a gateway with shards", () => {
     const token = await env.token("elf", "run-after-loop");
     const dir = await lease.openDoor("run-after-loop");
     expect(shards().shardOf("run-after-loop")).toBe(0);
-    expect(await throughDoor(dir, token, "allowed.test")).toBe(200);
+    expect(await statusThrough(dir, token, "allowed.test")).toBe(200);
     await lease.closeDoor("run-after-loop");
+  });
+
+  it("reopens live runs' doors over its shards when restarted in place", async () => {
+    const tokens = await Promise.all(
+      ["run-kept-1", "run-kept-2"].map((run) => env.token("elf", run)),
+    );
+    const dirs = await Promise.all(["run-kept-1", "run-kept-2"].map((run) => lease.openDoor(run)));
+    const inodes = dirs.map((dir) => statSync(dir).ino);
+    await env.restart();
+    expect(shards().pids).toHaveLength(2);
+    expect(new Set(["run-kept-1", "run-kept-2"].map((run) => shards().shardOf(run)))).toEqual(
+      new Set([0, 1]),
+    );
+    for (const [i, dir] of dirs.entries()) {
+      expect(statSync(dir).ino).toBe(inodes[i]);
+      expect(await statusThrough(dir, tokens[i] ?? "", "allowed.test")).toBe(200);
+    }
   });
 });

@@ -11,6 +11,7 @@ import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { type RunServer, startRunServer } from "../support/run-server.ts";
 
 /**
  * A run handed to a running server answers as soon as its box has exited:
@@ -25,8 +26,7 @@ const docker = await testDocker();
 describe.skipIf(!docker)("a handed run's answer before its bookkeeping", () => {
   let model: ModelServer;
   let deployment: RosterRoot;
-  let server: ReturnType<RosterRoot["spawnRoster"]> | undefined;
-  let serverLog = "";
+  let server: RunServer | undefined;
 
   const elf = { worker: "elf" };
   const recordOf = (id: string) => readRecord(runDir(deployment.paths.state, "elf", id));
@@ -54,16 +54,7 @@ describe.skipIf(!docker)("a handed run's answer before its bookkeeping", () => {
   }
 
   async function startServer(): Promise<void> {
-    serverLog = "";
-    server = deployment.spawnRoster(["server", "start", "--no-listen", "--no-console"]);
-    server.stderr.on("data", (chunk: Buffer) => {
-      serverLog += chunk.toString();
-    });
-    await until(
-      () => existsSync(join(deployment.paths.state, "server.sock")) && /gateway on/.test(serverLog),
-      "the server to take runs",
-      60_000,
-    );
+    server = await startRunServer(deployment);
   }
 
   beforeAll(async () => {
@@ -81,11 +72,7 @@ describe.skipIf(!docker)("a handed run's answer before its bookkeeping", () => {
     model.reset();
   });
   afterAll(async () => {
-    if (server && server.exitCode === null && server.signalCode === null) {
-      const stopped = new Promise((resolve) => server?.once("exit", resolve));
-      server.kill("SIGTERM");
-      await stopped;
-    }
+    await server?.stop();
     await model?.stop();
     await deployment?.cleanup();
   });

@@ -1,13 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
 import type { GatewayState } from "../../runner/boundary/gateway/process/gateway.ts";
-import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+import { type RunServer, startRunServer } from "../support/run-server.ts";
 
 /**
  * A deployment made by `roster init` with `[gateway] shards = 2`: the
@@ -19,28 +19,15 @@ const docker = await testDocker();
 describe.skipIf(!docker)("a server whose gateway has shards", () => {
   let model: ModelServer;
   let deployment: RosterRoot;
-  let server: ReturnType<RosterRoot["spawnRoster"]> | undefined;
-  let serverLog = "";
+  let server: RunServer | undefined;
 
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
     deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), { gatewayExtra: "shards = 2" });
-    server = deployment.spawnRoster(["server", "start", "--no-listen", "--no-console"]);
-    server.stderr.on("data", (chunk: Buffer) => {
-      serverLog += chunk.toString();
-    });
-    await until(
-      () => existsSync(join(deployment.paths.state, "server.sock")) && /gateway on/.test(serverLog),
-      "the server to take runs",
-      60_000,
-    );
+    server = await startRunServer(deployment);
   });
   afterAll(async () => {
-    if (server && server.exitCode === null && server.signalCode === null) {
-      const stopped = new Promise((resolve) => server?.once("exit", resolve));
-      server.kill("SIGTERM");
-      await stopped;
-    }
+    await server?.stop();
     await model?.stop();
     await deployment?.cleanup();
   });
@@ -60,7 +47,7 @@ describe.skipIf(!docker)("a server whose gateway has shards", () => {
       deployment.roster(["run", "elf", "second"]),
     ]);
     for (const run of runs) {
-      expect(run.code, `${run.stderr}\n${serverLog}`).toBe(0);
+      expect(run.code, `${run.stderr}\n${server?.log()}`).toBe(0);
       expect(run.stdout).toBe("through a shard\n");
     }
     const ids = runs.map((run) => /run (\S+): done/.exec(run.stderr)?.[1] ?? "");
