@@ -141,7 +141,11 @@ export class Shards {
 
   private leastLoaded(): Shard {
     let best: Shard | undefined;
-    for (const shard of this.shards) if (!best || shard.runs.size < best.runs.size) best = shard;
+    for (const shard of this.shards) {
+      // a shard that has died and is being replaced takes no new door
+      if (shard.child.exitCode !== null || shard.child.signalCode !== null) continue;
+      if (!best || shard.runs.size < best.runs.size) best = shard;
+    }
     if (!best) throw new DoorError(503, "the gateway has no shard to open a door in");
     return best;
   }
