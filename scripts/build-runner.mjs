@@ -12,6 +12,9 @@ import { build } from "esbuild";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
 const check = args.includes("--check");
+/** dist/'s list of the sources it was built from (bin/roster.mjs reads it). */
+const SOURCES_MANIFEST = "sources.json";
+
 // --outdir <dir>: build or check elsewhere than dist/ (the staleness test does)
 const at = args.indexOf("--outdir");
 const outdir = at >= 0 && args[at + 1] ? resolve(args[at + 1]) : join(root, "dist");
@@ -108,10 +111,17 @@ const result = await build({
   // flat chunks: runner/ground/version.ts finds the checkout by walking up from wherever it lands
   chunkNames: "[name]-[hash]",
   write: false,
+  metafile: true,
   logLevel: "warning",
 });
 
 const built = new Map(result.outputFiles.map((file) => [relative(outdir, file.path), file.text]));
+// the runner's sources this build is made of: bin/roster.mjs stats just these to tell
+// whether dist/ is current (a source added since is read only through one changed since)
+const sources = Object.keys(result.metafile.inputs)
+  .filter((input) => input.startsWith("runner/"))
+  .sort();
+built.set(SOURCES_MANIFEST, `${JSON.stringify(sources, null, 1)}\n`);
 
 function existing(dir, prefix = "") {
   if (!existsSync(dir)) return [];
