@@ -4,8 +4,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readDecisions } from "../../runner/boundary/gateway/audit/view.ts";
 import type { GatewayState } from "../../runner/boundary/gateway/process/gateway.ts";
+import { traceparentOf } from "../../runner/ground/telemetry/tracing.ts";
+import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
+import { OtlpReceiver } from "../support/otlp-receiver.ts";
 import { makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
 import { type RunServer, startRunServer } from "../support/run-server.ts";
 
@@ -20,15 +23,21 @@ describe.skipIf(!docker)("a server whose gateway has shards", () => {
   let model: ModelServer;
   let deployment: RosterRoot;
   let server: RunServer | undefined;
+  let collector: OtlpReceiver;
 
   beforeAll(async () => {
     model = await new ModelServer().start("127.0.0.1");
-    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), { gatewayExtra: "shards = 2" });
+    collector = await OtlpReceiver.start();
+    deployment = await makeRosterRoot(model.baseUrl("127.0.0.1"), {
+      gatewayExtra: "shards = 2",
+      extraOrg: `[telemetry]\notlp_endpoint = "${collector.url}"\n`,
+    });
     server = await startRunServer(deployment);
   });
   afterAll(async () => {
     await server?.stop();
     await model?.stop();
+    await collector?.stop();
     await deployment?.cleanup();
   });
 
@@ -56,5 +65,34 @@ describe.skipIf(!docker)("a server whose gateway has shards", () => {
       const mine = lines.filter((line) => line.run_id === id && line.verdict === "allow");
       expect(mine.length, `audit lines of ${id}`).toBeGreaterThan(0);
     }
+  });
+
+  it("traces the action host's decisions on a run a shard serves, each once, from the gateway", async () => {
+    model.play(
+      { toolCalls: [{ name: "file_task", arguments: { prompt: "look again tomorrow" } }] },
+      { text: "filed" },
+    );
+    const run = await deployment.roster(["run", "elf", "file a task"]);
+    expect(run.code, `${run.stderr}\n${server?.log()}`).toBe(0);
+    const id = /run (\S+): done/.exec(run.stderr)?.[1] ?? "";
+    const [, traceId] = traceparentOf(id).split("-");
+    const decided = await until(() => {
+      const found = collector.spans.filter(
+        (span) =>
+          span.traceId === traceId &&
+          span.name.startsWith("action ") &&
+          span.attributes["roster.intent"] === "file-task",
+      );
+      return found.length ? found : undefined;
+    }, "the action host's decision at the collector");
+    // a decision the gateway traced twice would come in its next batch: give it the time
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const names = collector.spans
+      .filter(
+        (span) => span.traceId === traceId && span.attributes["roster.intent"] === "file-task",
+      )
+      .map((span) => span.name);
+    expect(decided.every((span) => span.service === "roster-gateway")).toBe(true);
+    expect(names).toEqual([...new Set(names)]);
   });
 });
