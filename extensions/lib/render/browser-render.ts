@@ -34,6 +34,13 @@ export const RENDER_LIMITS: RenderLimits = {
   maxBytes: 20 * 1024 * 1024,
 };
 
+/**
+ * How long Chromium may take to start, apart from a page's `render_secs`: that
+ * bounds a page, and a short one (2 s) on a busy host would otherwise leave
+ * every page unrendered before any was asked for.
+ */
+const BROWSER_START_MS = 15_000;
+
 /** `[box] render_secs`, as the host hands it to the box. */
 function renderMs(secs: string | undefined): number | undefined {
   const value = Number(secs);
@@ -98,7 +105,7 @@ export class Renderer {
           "--disable-sync",
           "--no-first-run",
         ],
-        timeout: limits.timeoutMs,
+        timeout: Math.max(limits.timeoutMs, BROWSER_START_MS),
       });
       return new Renderer(browser, forwarder, home);
     } catch (error) {
