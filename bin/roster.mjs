@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; ulimit -n "$(ulimit -Hn)" 2>/dev/null; n=node; m="$0"; if [ -L "$m" ]; then m="$(readlink -f "$m" 2>/dev/null)"; fi; case "$m" in /*) ;; *) m="$PWD/$m" ;; esac; m="${m%/bin/*}/.cache/host-node"; if [ -f "$m" ]; then read -r n <"$m"; [ -x "$n" ] || { echo "roster: the Node \`npm ci\` brought in (${n:-none named}, in $m) is not there: run npm ci again" >&2; exit 1; }; PATH="${n%/*}:$PATH"; export PATH; fi; ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}"; export ROSTER_DEFERRED_CA_CERTS; unset NODE_EXTRA_CA_CERTS; exec "$n" --max-semi-space-size=2 --expose-gc "$0" "$@"
+":" //; ulimit -n "$(ulimit -Hn)" 2>/dev/null; n=node; m="$0"; if [ -L "$m" ]; then m="$(readlink -f "$m" 2>/dev/null)"; fi; case "$m" in /*) ;; *) m="$PWD/$m" ;; esac; m="${m%/bin/*}/.cache/host-node"; if [ -f "$m" ]; then read -r n <"$m"; [ -x "$n" ] || { echo "roster: the Node \`npm ci\` brought in (${n:-none named}, in $m) is not there: run npm ci again" >&2; exit 1; }; PATH="${n%/*}:$PATH"; export PATH; fi; ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}"; export ROSTER_DEFERRED_CA_CERTS; unset NODE_EXTRA_CA_CERTS; exec "$n" --max-semi-space-size=2 "$0" "$@"
 // The `roster` command. The host runner is compiled into dist/ (by `npm ci`
 // through prepare, or `npm run build`); a checkout whose runner/ changed since
 // then runs the TypeScript directly (tsx), so `npx roster` is never stale.
@@ -24,7 +24,7 @@
 // embedded, forked from this) hold a descriptor per box connection, and a
 // default soft limit of 1024 is reached by a few busy boxes. The young generation is capped
 // as for every process that runs the gateway (GATEWAY_NODE_FLAGS in
-// runner/boundary/gateway/settings/defaults.ts says why, and why gc is exposed).
+// runner/boundary/gateway/settings/defaults.ts says why, and why gc is not exposed).
 //
 // `node bin/roster.mjs` skips those lines: started so by a Node older than
 // roster supports (tests run it with their own Node, `npm run roster` too),
@@ -91,17 +91,31 @@ function compiledIsFresh() {
   return true;
 }
 
-let main;
-if (compiledIsFresh()) {
+const fresh = compiledIsFresh();
+if (fresh) {
   // V8's compiled code for dist/ kept between starts (Node 22.1 and later; a no-op
   // before): each roster process starts ~15 ms sooner. Kept in the checkout's own
   // .cache/, which only its owner writes, never a temp folder another user could
   // fill; where it can't be written Node compiles as before.
   nodeModule.enableCompileCache?.(fileURLToPath(new URL("../.cache/compiled", import.meta.url)));
-  ({ main } = await import("../dist/roster.js"));
 } else {
   const { register } = await import("tsx/esm/api");
   register();
-  ({ main } = await import("../runner/cli/main.ts"));
 }
-process.exitCode = await main(process.argv);
+// `roster run` (`roster worker run`) with a server running is handed over
+// without building the command tree (runner/cli/handed-run.ts says what it
+// takes); anything it leaves, and every other command, goes to the tree.
+let status;
+if (process.argv[2] === "run" || process.argv[2] === "worker") {
+  const { handedRun } = fresh
+    ? await import("../dist/handed.js")
+    : await import("../runner/cli/handed-run.ts");
+  status = await handedRun(process.argv);
+}
+if (status === undefined) {
+  const { main } = fresh
+    ? await import("../dist/roster.js")
+    : await import("../runner/cli/main.ts");
+  status = await main(process.argv);
+}
+process.exitCode = status;

@@ -92,7 +92,8 @@ const requiredBuiltins = {
 
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { roster: "runner/cli/main.ts" },
+  // handed: `roster run` given to a running server, without the command tree (bin/roster.mjs)
+  entryPoints: { roster: "runner/cli/main.ts", handed: "runner/cli/handed-run.ts" },
   bundle: true,
   // lazy imports stay lazy: a command loads only what it uses
   splitting: true,

@@ -1,5 +1,4 @@
 import { Command, CommanderError, Option } from "commander";
-import { userFailure } from "../ground/errors.ts";
 import { describeHostNode, hostNode, oldNodeRefusal } from "../ground/host-node.ts";
 import { rosterVersionLine } from "../ground/version.ts";
 import { withOurSpelling } from "./aliases.ts";
@@ -18,6 +17,7 @@ import { registerTalkCommands } from "./commands/talk.ts";
 import { registerTaskCommands } from "./commands/task.ts";
 import { registerWorkerCommands } from "./commands/worker.ts";
 import { registerCompletionCommand } from "./completion.ts";
+import { failureStatus } from "./failure.ts";
 
 /**
  * The `roster` command tree. Commands are thin: they parse, call into a runner/
@@ -88,12 +88,6 @@ export async function main(argv: string[]): Promise<number> {
       // help and version exit "successfully" through the same path
       return error.exitCode === 0 ? 0 : 2;
     }
-    const failure = userFailure(error);
-    if (failure) {
-      process.stderr.write(`roster: ${failure.message}\n`);
-      if (failure.hint) process.stderr.write(`  ${failure.hint}\n`);
-      return failure.exitCode;
-    }
-    throw error;
+    return failureStatus(error);
   }
 }

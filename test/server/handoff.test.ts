@@ -64,6 +64,19 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
         .map((line) => JSON.parse(line) as { type: string });
       expect(events.at(-1)?.type).toBe("agent_settled");
 
+      // handed over before the command tree loads (bin/roster.mjs): the public spelling and
+      // a flag's = form mean what they mean to the tree, and its refusals are the tree's
+      model.play({ text: "in two minutes" });
+      const spelled = await deployment.roster(["worker", "run", "--ceiling=2", "elf", "quick"]);
+      expect(spelled.code, spelled.stderr).toBe(0);
+      expect(spelled.stdout).toBe("in two minutes\n");
+      expect(latest()).toMatchObject({ ceiling_min: 2, runner_pid: server.pid });
+      const empty = await deployment.roster(["run", "elf", " "]);
+      expect(empty).toMatchObject({ code: 2, stderr: "roster: the prompt is empty\n" });
+      const soon = await deployment.roster(["run", "--ceiling", "soon", "elf", "hi"]);
+      expect(soon.code).toBe(2);
+      expect(soon.stderr).toContain('--ceiling must be a positive number of minutes (got "soon")');
+
       // box exec goes the same way: the envelope is the command's, the box the server's
       const exec = await deployment.roster(["box", "exec", "elf", "--", "echo here; exit 3"]);
       expect(exec.code, exec.stderr).toBe(3);

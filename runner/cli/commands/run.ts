@@ -6,6 +6,7 @@
 import type { Command } from "commander";
 import { rosterPaths } from "../../ground/config/paths.ts";
 import type { RunFlags } from "../does/run.ts";
+import { DEFAULT_CEILING } from "../run-words.ts";
 
 // Implementations load when a command runs, so `roster --help` stays instant.
 const doesConfig = () => import("../does/config.ts");
@@ -44,7 +45,7 @@ export function registerRunCommands(program: Command): void {
   program
     .command("run <worker> <prompt...>")
     .description("run a worker once in a locked box and print its answer")
-    .option("--ceiling <minutes>", "wall-clock limit in minutes", "30")
+    .option("--ceiling <minutes>", "wall-clock limit in minutes", DEFAULT_CEILING)
     .option("--json", "stream pi's JSON events on stdout instead of the readable view")
     .option("--local", "start the box from this process even when a server is running")
     .action(async (worker: string, words: string[], flags: RunFlags) =>

@@ -1,3 +1,5 @@
+import { fullCollection } from "./full-collection.ts";
+
 /**
  * Request bodies held in memory for judging (an MCP call's JSON, an action's
  * request), bounded per box and overall, so that no box — nor all of them at
@@ -51,15 +53,14 @@ export class BodyBudget {
     if (this.total === 0 && this.taken >= COLLECT_AFTER_BYTES) this.collectSoon();
   }
 
-  /** A full collection a moment after a burst has ended (the gateway runs with --expose-gc). */
+  /** A full collection a moment after a burst has ended (full-collection.ts). */
   private collectSoon(): void {
-    const gc = (globalThis as { gc?: () => void }).gc;
-    if (!gc || this.collecting) return;
+    if (this.collecting) return;
     this.collecting = setTimeout(() => {
       this.collecting = undefined;
       if (this.total > 0) return;
       this.taken = 0;
-      gc();
+      fullCollection();
     }, COLLECT_DELAY_MS);
     this.collecting.unref();
   }

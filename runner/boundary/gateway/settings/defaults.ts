@@ -32,11 +32,10 @@ export type GatewayTimeouts = typeof GATEWAY_TIMEOUT_DEFAULTS;
  * pile up between scavenges (bench/gateway.ts). bin/roster.mjs's first lines
  * pass the same flag to every `roster` command, the server included.
  *
- * `--expose-gc` lets the gateway ask for a full collection once a burst of
- * large request bodies it held for judging is over (bodies/budget.ts), so its
- * memory comes back then rather than whenever V8 next looks.
+ * Not `--expose-gc`: the full collection after a burst of held bodies is
+ * exposed when first asked for (bodies/full-collection.ts says why).
  */
-export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2", "--expose-gc"];
+export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2"];
 
 /** Defaults, then org.toml's `[gateway.timeouts]` (seconds), then the caller's overrides (ms). */
 export function resolveTimeouts(
