@@ -252,11 +252,12 @@ export class ReadyPool {
   /** Why a box may not serve a run now, or undefined. */
   private async unfit(box: ReadyBox): Promise<string | undefined> {
     if (box.ended()) return "its box ended";
-    const key = await readyKey(this.options.paths.config, box.box.engine, box.box.image).catch(
-      () => undefined,
-    );
+    // both only read (files, the engine, git), and a run's start waits on them: asked at once
+    const [key, moved] = await Promise.all([
+      readyKey(this.options.paths.config, box.box.engine, box.box.image).catch(() => undefined),
+      movedRepo(box.box.worker.mounts, box.home.repos.repos).catch(() => "?"),
+    ]);
     if (key !== box.key) return "its config or image changed";
-    const moved = await movedRepo(box.box.worker.mounts, box.home.repos.repos).catch(() => "?");
     return moved ? `repo ${moved} moved on since it was cloned` : undefined;
   }
 

@@ -18,13 +18,16 @@ export async function readyKey(
   engine: BoxEngine,
   image: string,
 ): Promise<string> {
+  // the engine is asked while the files are read: a ready box's hand-off waits on both
+  const asked = engine.image(image);
+  asked.catch(() => undefined);
   const hash = createHash("sha256");
   for (const file of await filesUnder(configRoot)) {
     hash.update(`${relative(configRoot, file)}\0`);
     hash.update(await readFile(file));
     hash.update("\0");
   }
-  const id = (await engine.image(image))?.id ?? "missing";
+  const id = (await asked)?.id ?? "missing";
   return `${hash.digest("hex").slice(0, 16)}:${id}`;
 }
 
@@ -48,10 +51,14 @@ export async function movedRepo(
   mounts: ConnectionMount[],
   cloned: RunRepo[],
 ): Promise<string | undefined> {
-  for (const repo of gatedRepos(mounts)) {
-    const head = await resolveRef(repo.canonical, `refs/heads/${repo.policy.branch}`);
+  const repos = gatedRepos(mounts);
+  // one git process per repo, all at once
+  const heads = await Promise.all(
+    repos.map((repo) => resolveRef(repo.canonical, `refs/heads/${repo.policy.branch}`)),
+  );
+  return repos.find((repo, at) => {
+    const head = heads[at];
     const base = cloned.find((one) => one.connection === repo.connection)?.base;
-    if (!head || head !== base) return repo.connection;
-  }
-  return undefined;
+    return !head || head !== base;
+  })?.connection;
 }
