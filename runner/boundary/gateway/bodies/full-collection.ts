@@ -7,7 +7,8 @@ import { runInNewContext } from "node:vm";
  * every process with `--expose-gc`: V8 refuses the code cache Node ships for
  * its own modules when the flags differ from the ones it was built with, so
  * that flag made every `roster` command compile Node's modules from source
- * (about 12 ms of a handed run's start here; bench/RESULTS.md). Turned on now,
+ * (about 12 ms of each start here, measured in pairs with and without it;
+ * bench/RESULTS.md has what it did to whole commands). Turned on now,
  * the flag costs only what this process loads after a burst. A process started
  * with `--expose-gc` (a bench, a debugging session) keeps its own `gc`.
  */
