@@ -15,6 +15,7 @@ import { proxyUrl } from "../../runner/boundary/gateway/doors/identity.ts";
 import { readJournal } from "../../runner/records/journal/journal.ts";
 import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
 import { newTaskId, readTasks, updateTasks } from "../../runner/records/task-list/store.ts";
+import { REFILL_AFTER_TAKE_MS } from "../../runner/work/ready/pool.ts";
 import { readReadyStatus, readyStatusFile } from "../../runner/work/ready/server-pool.ts";
 import { testDocker } from "../support/docker.ts";
 import { textOf } from "../support/model-server.ts";
@@ -26,9 +27,10 @@ import { latestRecord } from "../support/roster-root.ts";
 /**
  * Ready boxes (docs/ready-boxes.md) through a real server, real boxes and the
  * real gateway: a run handed to the server takes the box made for it and
- * another is made behind it; before hand-off the box's token is refused and
- * it has no record; two runs never share one; a config edit or a dead box
- * means the run starts the usual way, and still succeeds.
+ * another is made behind it, once the run has had a moment of the host;
+ * before hand-off the box's token is refused and it has no record; two runs
+ * never share one; a config edit or a dead box means the run starts the
+ * usual way, and still succeeds.
  */
 const docker = await testDocker();
 const ROOM = "discord-111111111111111-222222222222222";
@@ -122,6 +124,17 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
     expect(existsSync(join(kept.deployment.paths.identity, `${token}.json`))).toBe(false);
     const behind = await nextReady(box.run);
     expect(behind.container).not.toBe(box.container);
+    // and it was made only once the run had had the host for its start (pool.ts)
+    const handedAt = Date.parse(readRecord(dir)?.started_at ?? "");
+    const madeAt = Date.parse(
+      JSON.parse(
+        execFileSync("docker", ["inspect", "-f", "{{json .Created}}", behind.container], {
+          encoding: "utf8",
+        }),
+      ) as string,
+    );
+    // the hold begins as the box is taken, a moment before the record's started_at
+    expect(madeAt - handedAt).toBeGreaterThan(REFILL_AFTER_TAKE_MS - 200);
   }, 240_000);
 
   it("a task's run in a ready box reports its outcome and is judged by the task's channel (both learned at hand-off)", async () => {

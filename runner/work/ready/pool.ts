@@ -48,6 +48,15 @@ const slotKey = (slot: Slot) =>
 /** How often an idle box's memory is asked of the engine again. */
 const MEMORY_EVERY_MS = 30_000;
 
+/**
+ * How long after a box is taken its slot's next one waits to be made. The
+ * run that took it starts in the next few hundred milliseconds (pi reads the
+ * prompt and asks the model); a box made meanwhile (the engine creating a
+ * container, pi loading) takes the same cores, and on a small host made a
+ * ready run's start a third slower (bench/RESULTS.md).
+ */
+export const REFILL_AFTER_TAKE_MS = 1_000;
+
 export interface ReadyEntry {
   worker: string;
   channel?: string;
@@ -67,6 +76,8 @@ export class ReadyPool {
   private readonly lastAsked = new Map<string, { slot: Slot; at: number }>();
   private readonly discarding = new Set<Promise<void>>();
   private readonly memory = new WeakMap<ReadyBox, { at: number; bytes: number | undefined }>();
+  /** Slots whose box was just taken: none is made for them until the time given (REFILL_AFTER_TAKE_MS). */
+  private readonly held = new Map<string, { until: number; timer: NodeJS.Timeout }>();
   private closed = false;
 
   constructor(private readonly options: ReadyPoolOptions) {}
@@ -92,8 +103,23 @@ export class ReadyPool {
       if (why) this.discard(candidate, why);
       else found = candidate;
     }
+    // the run that took one gets the host for its start: its slot's next box is made after it
+    if (refill && found) this.hold(slot, REFILL_AFTER_TAKE_MS);
     if (refill) this.fill(slot);
     return found;
+  }
+
+  /** No box is made for this slot for `ms` (the tick's refill included); then one is. */
+  private hold(slot: Slot, ms: number): void {
+    const key = slotKey(slot);
+    const before = this.held.get(key);
+    if (before) clearTimeout(before.timer);
+    const timer = setTimeout(() => {
+      this.held.delete(key);
+      this.fill(slot);
+    }, ms);
+    timer.unref();
+    this.held.set(key, { until: Date.now() + ms, timer });
   }
 
   /** This slot will want a box soon (a channel whose session just ended): one is made. */
@@ -184,6 +210,8 @@ export class ReadyPool {
   /** Discards every ready box and waits until they are gone. */
   async close(): Promise<void> {
     this.closed = true;
+    for (const { timer } of this.held.values()) clearTimeout(timer);
+    this.held.clear();
     for (const list of this.ready.values())
       for (const box of list.splice(0)) this.discard(box, "the server stops");
     this.changed();
@@ -211,6 +239,7 @@ export class ReadyPool {
   private fill(slot: Slot): void {
     if (this.closed) return;
     const key = slotKey(slot);
+    if ((this.held.get(key)?.until ?? 0) > Date.now()) return;
     const have = (this.ready.get(key)?.length ?? 0) + (this.making.get(key) ?? 0);
     // a channel has one session at a time: one box is enough for it
     const size = slot.channel ? Math.min(1, this.options.size()) : this.options.size();
