@@ -8,13 +8,14 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { boxContainerName, boxUser } from "../../runner/boundary/box/layout.ts";
 import { restoreStore } from "../../runner/boundary/store/restore.ts";
 import { listSnapshots, takeSnapshot } from "../../runner/boundary/store/snapshots.ts";
+import { lockHostFile } from "../../runner/ground/files/host-lock.ts";
 import { processAlive } from "../../runner/ground/files/process-alive.ts";
 import { listRuns, readRecord } from "../../runner/records/run-records/run-record.ts";
 import { testDocker } from "../support/docker.ts";
@@ -83,17 +84,18 @@ describe.skipIf(!docker)("restores and snapshots racing live boxes", () => {
     const restoring = deployment.spawnRoster(["worker", "restore", "elf", "--from", wholeName]);
     children.push(restoring);
     const restored = exited(restoring);
-    // the restore has begun: it holds the worker's start lock (as flock(1) sees it),
+    // the restore has begun: it holds the worker's start lock (a shared take is refused),
     // or, at the latest, its copy back is under way (its keep-list is written just before)
     const startLock = join(deployment.paths.data, "workers/elf/start.lock");
     await waitFor(
-      () => {
+      async () => {
         if (readdirSync(snapshots).some((name) => name.startsWith(".restore-keep-"))) return true;
+        const probe = await open(startLock, "r+").catch(() => undefined);
+        if (!probe) return undefined;
         try {
-          execFileSync("flock", ["-n", "-s", startLock, "true"]);
-          return undefined;
-        } catch {
-          return true;
+          return (await lockHostFile(probe, "shared", 0)) ? undefined : true;
+        } finally {
+          await probe.close();
         }
       },
       60_000,
@@ -275,10 +277,14 @@ function exited(child: ChildProcess): Promise<{ code: number; stderr: string }> 
   });
 }
 
-async function waitFor<T>(probe: () => T | undefined, ms = 60_000, every = 50): Promise<T> {
+async function waitFor<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 60_000,
+  every = 50,
+): Promise<T> {
   const until = Date.now() + ms;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > until) throw new Error("timed out waiting");
     await new Promise((resolve) => setTimeout(resolve, every));

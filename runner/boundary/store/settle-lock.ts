@@ -3,7 +3,7 @@ import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
-import { flockFd } from "../../ground/files/flock.ts";
+import { lockHostFile } from "../../ground/files/host-lock.ts";
 
 /**
  * A worker's settle lock: between a run's answer and its store snapshot, the
@@ -15,10 +15,10 @@ import { flockFd } from "../../ground/files/flock.ts";
  * that moment is taken.
  *
  * Like the start lock, the file is the host's own (data/workers/<w>/settle.lock,
- * never inside the store) and the lock is a flock on our descriptor, dropped
- * by the kernel when this process dies: a server killed between an answer and
- * its snapshot holds nothing, and its next start finishes the snapshot
- * (services/server/recover.ts).
+ * never inside the store) and the lock is on our descriptor
+ * (files/host-lock.ts), dropped by the kernel when this process dies: a server
+ * killed between an answer and its snapshot holds nothing, and its next start
+ * finishes the snapshot (services/server/recover.ts).
  */
 const SETTLE_LOCK = "settle.lock";
 
@@ -30,7 +30,7 @@ async function openSettleLock(paths: RosterPaths, worker: string): Promise<FileH
   await mkdir(dir, { recursive: true, mode: 0o755 });
   return open(
     join(dir, SETTLE_LOCK),
-    constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW,
+    constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW,
     0o600,
   );
 }
@@ -49,7 +49,7 @@ export async function holdSettling(
   try {
     file = await openSettleLock(paths, worker);
     // only a start holds it exclusively, and only for a moment
-    await flockFd(file, "shared", START_WAITS_FOR_SNAPSHOT_MS);
+    await lockHostFile(file, "shared", START_WAITS_FOR_SNAPSHOT_MS);
   } catch (error) {
     note(`${worker}'s settle lock was not taken: ${errorMessage(error)}`);
   }
@@ -83,9 +83,9 @@ export async function waitForSnapshots(
   const waitMs = options.waitMs ?? START_WAITS_FOR_SNAPSHOT_MS;
   const file = await openSettleLock(paths, worker);
   try {
-    if (await flockFd(file, "exclusive", 0)) return;
+    if (await lockHostFile(file, "exclusive", 0)) return;
     options.onWait?.();
-    if (!(await flockFd(file, "exclusive", waitMs, options.signal)))
+    if (!(await lockHostFile(file, "exclusive", waitMs, options.signal)))
       throw new SnapshotPending(worker, waitMs);
   } finally {
     await file.close();

@@ -3,7 +3,7 @@ import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
-import { flockFd } from "../../ground/files/flock.ts";
+import { lockHostFile } from "../../ground/files/host-lock.ts";
 
 /**
  * A worker's start lock: a run start and a restore exclude each other. A run
@@ -15,8 +15,9 @@ import { flockFd } from "../../ground/files/flock.ts";
  * and its record.
  *
  * The file is the host's own, beside the worker's store and never inside it
- * (data/workers/<w>/start.lock: no box mounts that folder), and the lock is a
- * flock on our descriptor, released by the kernel when this process dies.
+ * (data/workers/<w>/start.lock: no box mounts that folder), and the lock is
+ * on our descriptor (files/host-lock.ts), released by the kernel when this
+ * process dies.
  */
 const START_LOCK = "start.lock";
 
@@ -41,7 +42,7 @@ async function openStartLock(paths: RosterPaths, worker: string): Promise<FileHa
   await mkdir(dir, { recursive: true, mode: 0o755 });
   return open(
     join(dir, START_LOCK),
-    constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW,
+    constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW,
     0o600,
   );
 }
@@ -62,9 +63,9 @@ export async function withStartLock<T>(
   const file = await openStartLock(paths, worker);
   try {
     const kind = mode === "start" ? "shared" : "exclusive";
-    if (!(await flockFd(file, kind, 0))) {
+    if (!(await lockHostFile(file, kind, 0))) {
       options.onWait?.();
-      if (!(await flockFd(file, kind, options.waitMs, options.signal)))
+      if (!(await lockHostFile(file, kind, options.waitMs, options.signal)))
         throw new StartLockBusy(worker, mode, options.waitMs);
     }
     return await body();
