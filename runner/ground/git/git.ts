@@ -79,6 +79,72 @@ export async function git(dir: string, args: string[], options: GitOptions = {})
   return (await gitBytes(dir, args, options)).toString("utf8");
 }
 
+/**
+ * Several git commands, one after another, each in its own folder, stopping
+ * at the first that fails: one process for the host to start (a shell that
+ * runs them), where each git would be one more fork of a host process whose
+ * every fork stops its loop for ~10 ms. Resolves with what they printed;
+ * rejects with GitError naming the first step's arguments and the failing
+ * one's stderr. Nothing given is read by the shell: the script names only
+ * positional parameters, and every folder and argument is one of them.
+ */
+export async function gitSteps(
+  steps: { dir: string; args: string[] }[],
+  options: GitOptions = {},
+): Promise<string> {
+  const values: string[] = [];
+  const param = (value: string) => {
+    values.push(value);
+    return `"\${${values.length}}"`;
+  };
+  const script = steps
+    .map(({ dir, args }) =>
+      ["git", "-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null"]
+        .map((word) => `'${word}'`)
+        .concat(["-C", param(dir)], args.map(param))
+        .join(" "),
+    )
+    .join(" && ");
+  const first = steps[0]?.args ?? [];
+  try {
+    return await shell(script, values, options);
+  } catch (error) {
+    if (error instanceof GitError) throw new GitError(first, error.code, error.stderr);
+    throw error;
+  }
+}
+
+/** `sh -c script sh ...values`, in git's environment, as gitBytes runs git. */
+function shell(script: string, values: string[], options: GitOptions): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("sh", ["-c", script, "sh", ...values], {
+      env: GIT_ENV,
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: options.timeoutMs ?? 5 * 60_000,
+    });
+    const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
+    const out: Buffer[] = [];
+    let size = 0;
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) child.kill("SIGKILL");
+      else out.push(chunk);
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (stderr.length < 16_384) stderr += chunk.toString("utf8");
+    });
+    child.once("error", (error) => reject(new GitError(["sh"], null, error.message)));
+    child.once("close", (code) => {
+      if (code === 0 && size <= maxBytes) resolve(Buffer.concat(out).toString("utf8"));
+      else
+        reject(
+          new GitError(["sh"], code, size > maxBytes ? `output over ${maxBytes} bytes` : stderr),
+        );
+    });
+  });
+}
+
 /** A ref's commit, or undefined when the ref does not exist. */
 export async function resolveRef(dir: string, ref: string): Promise<string | undefined> {
   try {

@@ -4,7 +4,7 @@ import type { BoxMount } from "../../boundary/box/container-spec.ts";
 import { BOX_HOME } from "../../boundary/box/layout.ts";
 import type { ConnectionMount, RepoPolicy } from "../../ground/config/connections.ts";
 import { RosterError } from "../../ground/errors.ts";
-import { git, resolveRef } from "../../ground/git/git.ts";
+import { gitSteps, resolveRef } from "../../ground/git/git.ts";
 import type { RepoRecord } from "../../records/run-records/run-record.ts";
 import { refsFingerprint } from "./clone-refs.ts";
 
@@ -65,38 +65,42 @@ export async function cloneRunRepos(options: {
     const { connection, canonical, policy } = repo;
     const dest = cloneDir(options.runDir, connection);
     await mkdir(join(options.runDir, "repos"), { recursive: true });
-    // the base is asked of the canonical repo while the clone is made, and the run branch
-    // made while origin is pointed at the box's mount: each pair touches different files,
-    // and every run's start waits on this
-    const resolving = resolveRef(canonical, `refs/heads/${policy.branch}`);
-    // commits made in the clone are the worker's: said as the clone is made (a git
-    // process less each, on the path every run's start waits on)
-    const cloning = git(options.runDir, [
-      "clone",
-      "--quiet",
-      "--shared",
-      "--branch",
-      policy.branch,
-      "--config",
-      `user.name=${options.worker}`,
-      "--config",
-      `user.email=${options.worker}@workers.roster.invalid`,
-      canonical,
-      dest,
-    ]);
-    const [base, cloned] = await Promise.allSettled([resolving, cloning]);
-    if (base.status !== "fulfilled" || !base.value)
-      throw new RosterError(
-        `connection "${connection}": ${canonical} has no branch "${policy.branch}" to start a run from`,
-        { exitCode: 2 },
-      );
-    if (cloned.status === "rejected") throw cloned.reason;
     const branch = runBranch(options.runId);
-    await Promise.all([
-      git(dest, ["checkout", "--quiet", "-b", branch]),
-      // from here on the paths are the box's: origin is the read-only mount, objects borrowed through it
-      git(dest, ["remote", "set-url", "origin", originMountpoint(connection)]),
+    // one process for the four steps, on the path every run's start waits on: the
+    // clone (its commits the worker's, said as it is made), the run branch, origin
+    // pointed at the box's read-only mount (objects borrowed through it), and the
+    // base: the commit the clone has, so it is the one the run starts from
+    const steps = gitSteps([
+      {
+        dir: options.runDir,
+        args: [
+          "clone",
+          "--quiet",
+          "--shared",
+          "--branch",
+          policy.branch,
+          "--config",
+          `user.name=${options.worker}`,
+          "--config",
+          `user.email=${options.worker}@workers.roster.invalid`,
+          canonical,
+          dest,
+        ],
+      },
+      { dir: dest, args: ["checkout", "--quiet", "-b", branch] },
+      { dir: dest, args: ["remote", "set-url", "origin", originMountpoint(connection)] },
+      { dir: dest, args: ["rev-parse", "--verify", "HEAD^{commit}"] },
     ]);
+    const base = await steps.then(
+      (out) => out.trim(),
+      async (error: unknown) => {
+        if (await resolveRef(canonical, `refs/heads/${policy.branch}`)) throw error;
+        throw new RosterError(
+          `connection "${connection}": ${canonical} has no branch "${policy.branch}" to start a run from`,
+          { exitCode: 2 },
+        );
+      },
+    );
     await writeFile(
       join(dest, ".git/objects/info/alternates"),
       `../../../.origins/${connection}/objects\n`,
@@ -109,14 +113,14 @@ export async function cloneRunRepos(options: {
     out.repos.push({
       connection,
       dir: cloneMountpoint(connection),
-      base: base.value,
+      base,
       branch,
       target: policy.branch,
       mode: "write",
     });
     const refs = await refsFingerprint(dest);
     out.record[connection] = {
-      base_commit: base.value,
+      base_commit: base,
       mode: "write",
       state: "active",
       ...(refs ? { refs } : {}),
