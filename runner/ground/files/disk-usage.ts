@@ -1,13 +1,65 @@
 import { execFile } from "node:child_process";
 import { statfs } from "node:fs/promises";
+import { treeUsage } from "./tree-usage.ts";
 
 /**
  * How much of the disk a folder takes, and how much of a filesystem is free:
- * `du` for the first (blocks on disk, so a sparse file counts what it really
- * holds; symlinks never followed; one filesystem), statfs for the second.
+ * `du`'s count for the first (blocks on disk, so a sparse file counts what it
+ * really holds; symlinks never followed; one filesystem), statfs for the second.
  */
+
+/**
+ * Entries counted in this process before a measure hands the folders to `du`
+ * instead. A stat here costs this process ~25 µs (bench/RESULTS.md), a `du`
+ * the fork of this whole process: ~10 ms for a server, as much as 400
+ * entries. A run's $HOME, clones and fresh store hold about 70.
+ */
+export const WALK_UP_TO = 256;
+
+/**
+ * Filesystems a walk in this process may read (statfs f_type): local ones,
+ * whose stat calls answer. On any other (NFS, SMB, FUSE, 9p) a stat can hang
+ * for as long as the server is away, and would hold one of the few threads
+ * every file call of this process shares; `du` hangs alone there, and is killed.
+ */
+const LOCAL_FILESYSTEMS = new Set([
+  0xef53, // ext2, ext3, ext4
+  0x58465342, // xfs
+  0x9123683e, // btrfs
+  0x01021994, // tmpfs
+  0x794c7630, // overlay
+  0x2fc12fc1, // zfs
+  0xf2f52010, // f2fs
+]);
+
+async function local(folder: string): Promise<boolean> {
+  const stats = await statfs(folder).catch(() => undefined);
+  // a folder that isn't there counts 0 either way
+  return stats === undefined || LOCAL_FILESYSTEMS.has(stats.type);
+}
+
+/**
+ * Bytes on disk under each folder (0 for one that isn't there), and how they
+ * were counted: in this process for a small tree on a local filesystem
+ * (tree-usage.ts, up to `walkUpTo` entries; 0 never), by a `du` process
+ * otherwise.
+ */
+export async function measureDisk(
+  folders: string[],
+  walkUpTo = WALK_UP_TO,
+): Promise<{ sizes: number[]; by: "walk" | "du" }> {
+  const walkable = walkUpTo > 0 && (await Promise.all(folders.map(local))).every(Boolean);
+  const walked = walkable ? await treeUsage(folders, walkUpTo) : undefined;
+  return walked ? { sizes: walked, by: "walk" } : { sizes: await duUsage(folders), by: "du" };
+}
+
 /** Bytes on disk under each folder (0 for one that isn't there). */
-export function diskUsage(folders: string[]): Promise<number[]> {
+export async function diskUsage(folders: string[]): Promise<number[]> {
+  return (await measureDisk(folders)).sizes;
+}
+
+/** The same, asked of `du`. */
+export function duUsage(folders: string[]): Promise<number[]> {
   return new Promise((resolve) => {
     execFile(
       "du",

@@ -1,18 +1,20 @@
 import { statfs } from "node:fs/promises";
 import { describeSize, type StoreLimits } from "../../ground/config/store-limits.ts";
-import { diskUsage } from "../../ground/files/disk-usage.ts";
+import { measureDisk, WALK_UP_TO } from "../../ground/files/disk-usage.ts";
 import type { DurableFolder } from "../home/build-home.ts";
 
 /**
  * What a box may take of the host's disk while it runs: each folder it
  * writes that outlives it (its store, a session's channel store, its $HOME
- * and repo clones) is measured with `du` (on-disk blocks, so a sparse file
- * counts what it really holds; symlinks never followed; one filesystem) every
- * moment, and the box is stopped the first time one is over its limit
+ * and repo clones) is measured as `du` measures it (on-disk blocks, so a
+ * sparse file counts what it really holds; symlinks never followed; one
+ * filesystem; counted in this process while the folders are small, by `du`
+ * from the first look they are not: files/disk-usage.ts) every moment, and
+ * the box is stopped the first time one is over its limit
  * (`[store] max_size`, `[store] home_max_size`); and when the data
  * filesystem's free share falls under `[store] reserve`, a box whose folders
  * grew since the last look is stopped too — the one filling the disk, while
- * boxes that aren't writing go on. A look costs what `du` costs: the next one
+ * boxes that aren't writing go on. A look costs what it costs: the next one
  * waits at least five times as long as the last took, so a 100,000-file store
  * is never measured back to back; and while nothing grows the looks slow down
  * (to DISK_QUIET_MS), back to every DISK_LOOK_MS the moment something does.
@@ -44,6 +46,8 @@ export class DiskWatch {
   private delayMs = DISK_LOOK_MS;
   /** When `previous` was measured: growth over this time is the folder's rate. */
   private previousAt = 0;
+  /** Counted in this process while the folders stay small; by `du` from the first look they don't. */
+  private walkUpTo = WALK_UP_TO;
 
   constructor(private readonly options: DiskWatchOptions) {}
 
@@ -56,11 +60,12 @@ export class DiskWatch {
     this.schedule(DISK_FAST_MS);
   }
 
-  /** Bytes on disk of each folder, those measured with it included: one `du` for all. */
+  /** Bytes on disk of each folder, those measured with it included: one count for all. */
   private async measure(): Promise<number[]> {
     const { folders } = this.options;
     const paths = folders.flatMap((folder) => [folder.path, ...(folder.with ?? [])]);
-    const sizes = await diskUsage(paths);
+    const { sizes, by } = await measureDisk(paths, this.walkUpTo);
+    if (by === "du") this.walkUpTo = 0;
     let at = 0;
     return folders.map((folder) => {
       const count = 1 + (folder.with?.length ?? 0);
