@@ -40,12 +40,27 @@ export interface GitOptions {
   timeoutMs?: number;
 }
 
+/** The flags every host git runs with: no repository's hooks, no ownership refusal. */
+const GIT_FLAGS = ["-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null"];
+
 /** Runs git in `dir` (`-C`), resolving with stdout as bytes; rejects with GitError on a non-zero exit. */
 export function gitBytes(dir: string, args: string[], options: GitOptions = {}): Promise<Buffer> {
+  return runGit("git", [...GIT_FLAGS, "-C", dir, ...args], args, options);
+}
+
+/**
+ * Runs `file` (git, or a shell running git) in git's environment, its output
+ * bounded; a failure is a GitError naming `named`.
+ */
+function runGit(
+  file: string,
+  argv: string[],
+  named: string[],
+  options: GitOptions,
+): Promise<Buffer> {
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
-  const full = ["-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-C", dir, ...args];
   return new Promise((resolve, reject) => {
-    const child = spawn("git", full, {
+    const child = spawn(file, argv, {
       env: GIT_ENV,
       stdio: ["pipe", "pipe", "pipe"],
       timeout: options.timeoutMs ?? 5 * 60_000,
@@ -64,11 +79,11 @@ export function gitBytes(dir: string, args: string[], options: GitOptions = {}):
     child.stderr.on("data", (chunk: Buffer) => {
       if (stderr.length < 16_384) stderr += chunk.toString("utf8");
     });
-    child.once("error", (error) => reject(new GitError(args, null, error.message)));
+    child.once("error", (error) => reject(new GitError(named, null, error.message)));
     child.once("close", (code) => {
-      if (overflow) reject(new GitError(args, code, `output over ${maxBytes} bytes`));
+      if (overflow) reject(new GitError(named, code, `output over ${maxBytes} bytes`));
       else if (code === 0) resolve(Buffer.concat(out));
-      else reject(new GitError(args, code, stderr));
+      else reject(new GitError(named, code, stderr));
     });
     child.stdin.on("error", () => {}); // git may exit before reading all of its input
     child.stdin.end(options.input);
@@ -99,50 +114,15 @@ export async function gitSteps(
   };
   const script = steps
     .map(({ dir, args }) =>
-      ["git", "-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null"]
+      ["git", ...GIT_FLAGS]
         .map((word) => `'${word}'`)
         .concat(["-C", param(dir)], args.map(param))
         .join(" "),
     )
     .join(" && ");
-  const first = steps[0]?.args ?? [];
-  try {
-    return await shell(script, values, options);
-  } catch (error) {
-    if (error instanceof GitError) throw new GitError(first, error.code, error.stderr);
-    throw error;
-  }
-}
-
-/** `sh -c script sh ...values`, in git's environment, as gitBytes runs git. */
-function shell(script: string, values: string[], options: GitOptions): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("sh", ["-c", script, "sh", ...values], {
-      env: GIT_ENV,
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: options.timeoutMs ?? 5 * 60_000,
-    });
-    const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
-    const out: Buffer[] = [];
-    let size = 0;
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) child.kill("SIGKILL");
-      else out.push(chunk);
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (stderr.length < 16_384) stderr += chunk.toString("utf8");
-    });
-    child.once("error", (error) => reject(new GitError(["sh"], null, error.message)));
-    child.once("close", (code) => {
-      if (code === 0 && size <= maxBytes) resolve(Buffer.concat(out).toString("utf8"));
-      else
-        reject(
-          new GitError(["sh"], code, size > maxBytes ? `output over ${maxBytes} bytes` : stderr),
-        );
-    });
-  });
+  const named = steps[0]?.args ?? [];
+  const out = await runGit("sh", ["-c", script, "sh", ...values], named, options);
+  return out.toString("utf8");
 }
 
 /** A ref's commit, or undefined when the ref does not exist. */
@@ -166,11 +146,12 @@ export async function isAncestor(dir: string, ancestor: string, of: string): Pro
 
 /** The same, synchronously, for renderers that must answer at once (the approval desk). */
 export function gitSync(dir: string, args: string[], maxBytes = 8 * 1024 * 1024): string {
-  const result = spawnSync(
-    "git",
-    ["-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-C", dir, ...args],
-    { env: GIT_ENV, maxBuffer: maxBytes, timeout: 60_000, encoding: "utf8" },
-  );
+  const result = spawnSync("git", [...GIT_FLAGS, "-C", dir, ...args], {
+    env: GIT_ENV,
+    maxBuffer: maxBytes,
+    timeout: 60_000,
+    encoding: "utf8",
+  });
   if (result.status !== 0)
     throw new GitError(args, result.status, result.stderr || String(result.error ?? ""));
   return result.stdout;
