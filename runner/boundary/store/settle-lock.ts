@@ -1,9 +1,8 @@
-import { constants } from "node:fs";
-import { type FileHandle, mkdir, open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, RosterError } from "../../ground/errors.ts";
-import { lockHostFile } from "../../ground/files/host-lock.ts";
+import { lockHostFile, openHostLock } from "../../ground/files/host-lock.ts";
 
 /**
  * A worker's settle lock: between a run's answer and its store snapshot, the
@@ -25,14 +24,8 @@ const SETTLE_LOCK = "settle.lock";
 /** How long a start waits for the snapshots before it: a pass waits 30 s for a box's lock, and copies. */
 export const START_WAITS_FOR_SNAPSHOT_MS = 10 * 60_000;
 
-async function openSettleLock(paths: RosterPaths, worker: string): Promise<FileHandle> {
-  const dir = join(paths.data, "workers", worker);
-  await mkdir(dir, { recursive: true, mode: 0o755 });
-  return open(
-    join(dir, SETTLE_LOCK),
-    constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW,
-    0o600,
-  );
+function openSettleLock(paths: RosterPaths, worker: string): Promise<FileHandle> {
+  return openHostLock(join(paths.data, "workers", worker, SETTLE_LOCK));
 }
 
 /**

@@ -1,9 +1,8 @@
-import { constants } from "node:fs";
-import { type FileHandle, mkdir, open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
-import { lockHostFile } from "../../ground/files/host-lock.ts";
+import { lockHostFile, openHostLock } from "../../ground/files/host-lock.ts";
 
 /**
  * A worker's start lock: a run start and a restore exclude each other. A run
@@ -37,14 +36,8 @@ export class StartLockBusy extends RosterError {
   }
 }
 
-async function openStartLock(paths: RosterPaths, worker: string): Promise<FileHandle> {
-  const dir = join(paths.data, "workers", worker);
-  await mkdir(dir, { recursive: true, mode: 0o755 });
-  return open(
-    join(dir, START_LOCK),
-    constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW,
-    0o600,
-  );
+function openStartLock(paths: RosterPaths, worker: string): Promise<FileHandle> {
+  return openHostLock(join(paths.data, "workers", worker, START_LOCK));
 }
 
 /**

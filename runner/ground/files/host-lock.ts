@@ -1,4 +1,6 @@
-import type { FileHandle } from "node:fs/promises";
+import { constants } from "node:fs";
+import { type FileHandle, mkdir, open } from "node:fs/promises";
+import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { tryLock } from "fs-native-extensions";
 
@@ -13,7 +15,7 @@ import { tryLock } from "fs-native-extensions";
  * two of these locks on its way to the box.
  *
  * It does not see flock(2) locks nor they it, so every taker of one file
- * takes it here. An exclusive lock needs the file open for writing.
+ * takes it here, on a file opened by openHostLock.
  *
  * Resolves true when taken, false when still busy after waitMs (0: don't
  * wait); rejects when `signal` aborts the wait. A wait asks again and again,
@@ -43,4 +45,14 @@ export async function lockHostFile(
     pollMs = Math.min(POLL_MAX_MS, pollMs * 2);
   }
   return false;
+}
+
+/**
+ * A lock file opened to be locked here, made (0600, with its folder) if it
+ * isn't there: read-write, which an exclusive lock needs, and never through a
+ * symlink.
+ */
+export async function openHostLock(path: string): Promise<FileHandle> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o755 });
+  return open(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
 }
