@@ -76,8 +76,8 @@ export class ReadyPool {
   private readonly lastAsked = new Map<string, { slot: Slot; at: number }>();
   private readonly discarding = new Set<Promise<void>>();
   private readonly memory = new WeakMap<ReadyBox, { at: number; bytes: number | undefined }>();
-  /** Slots whose box was just taken: none is made for them until the time given (REFILL_AFTER_TAKE_MS). */
-  private readonly held = new Map<string, { until: number; timer: NodeJS.Timeout }>();
+  /** Slots whose box was just taken: none is made for them until their timer ends (REFILL_AFTER_TAKE_MS). */
+  private readonly held = new Map<string, NodeJS.Timeout>();
   private closed = false;
 
   constructor(private readonly options: ReadyPoolOptions) {}
@@ -112,14 +112,13 @@ export class ReadyPool {
   /** No box is made for this slot for `ms` (the tick's refill included); then one is. */
   private hold(slot: Slot, ms: number): void {
     const key = slotKey(slot);
-    const before = this.held.get(key);
-    if (before) clearTimeout(before.timer);
+    clearTimeout(this.held.get(key));
     const timer = setTimeout(() => {
       this.held.delete(key);
       this.fill(slot);
     }, ms);
     timer.unref();
-    this.held.set(key, { until: Date.now() + ms, timer });
+    this.held.set(key, timer);
   }
 
   /** This slot will want a box soon (a channel whose session just ended): one is made. */
@@ -210,7 +209,7 @@ export class ReadyPool {
   /** Discards every ready box and waits until they are gone. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const { timer } of this.held.values()) clearTimeout(timer);
+    for (const timer of this.held.values()) clearTimeout(timer);
     this.held.clear();
     for (const list of this.ready.values())
       for (const box of list.splice(0)) this.discard(box, "the server stops");
@@ -239,7 +238,7 @@ export class ReadyPool {
   private fill(slot: Slot): void {
     if (this.closed) return;
     const key = slotKey(slot);
-    if ((this.held.get(key)?.until ?? 0) > Date.now()) return;
+    if (this.held.has(key)) return;
     const have = (this.ready.get(key)?.length ?? 0) + (this.making.get(key) ?? 0);
     // a channel has one session at a time: one box is enough for it
     const size = slot.channel ? Math.min(1, this.options.size()) : this.options.size();
