@@ -101,6 +101,8 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
 
     // the hand-off: this run is that box's, told its own run id and task
     kept.model.play({ text: "second, in a ready box" });
+    // before the take, whatever the hand-off then costs on a busy machine
+    const handing = Date.now();
     const second = await kept.deployment.roster(["run", "elf", "the second task"], {
       timeoutMs: 60_000,
     });
@@ -124,8 +126,8 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
     expect(existsSync(join(kept.deployment.paths.identity, `${token}.json`))).toBe(false);
     const behind = await nextReady(box.run);
     expect(behind.container).not.toBe(box.container);
-    // and it was made only once the run had had the host for its start (pool.ts)
-    const handedAt = Date.parse(readRecord(dir)?.started_at ?? "");
+    // and it was made only once the run had had the host for its start (pool.ts):
+    // its create came at least the hold after the take, so after the command began
     const madeAt = Date.parse(
       JSON.parse(
         execFileSync("docker", ["inspect", "-f", "{{json .Created}}", behind.container], {
@@ -133,8 +135,7 @@ describe.skipIf(!docker)("ready boxes in the server", () => {
         }),
       ) as string,
     );
-    // the hold begins as the box is taken, a moment before the record's started_at
-    expect(madeAt - handedAt).toBeGreaterThan(REFILL_AFTER_TAKE_MS - 200);
+    expect(madeAt - handing).toBeGreaterThanOrEqual(REFILL_AFTER_TAKE_MS);
   }, 240_000);
 
   it("a task's run in a ready box reports its outcome and is judged by the task's channel (both learned at hand-off)", async () => {
