@@ -1,4 +1,5 @@
 import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
 import { connectEngine } from "../../boundary/box/connect.ts";
 import { loadTestedConfig } from "../../boundary/gateway/policy/vetting.ts";
 import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
@@ -18,6 +19,7 @@ import { tracingFor } from "../../ground/telemetry/tracing.ts";
 import { rosterVersionLine } from "../../ground/version.ts";
 import { watchJournal } from "../../records/journal/journal.ts";
 import { serverReadyPool } from "../../work/ready/server-pool.ts";
+import { SpareClones } from "../../work/repos/spare-clones.ts";
 import { LogSweeper } from "../../work/retention/log-sweep.ts";
 import { SessionRouter } from "../../work/sessions/router.ts";
 import { OfferDesk } from "../actions/offers.ts";
@@ -144,6 +146,7 @@ async function announce(
 /** What the server runs behind its door, each stopped by stopServices. */
 interface Services {
   ready: ReturnType<typeof serverReadyPool> | undefined;
+  spares: SpareClones | undefined;
   router: SessionRouter;
   listeners: ListenerSupervisor;
   webConsole: RunningConsole | undefined;
@@ -184,6 +187,10 @@ async function startServices(
         // read live: a task the dispatcher just started counts before the next tick
         busy: (): number => others() + counts.dispatched(),
       });
+  // each gated repo's clone made before the run that takes it (not in --once: one run each)
+  const spares = options.once
+    ? undefined
+    : await new SpareClones(join(paths.state, "spare-clones")).open();
   const router = new SessionRouter({
     paths,
     note,
@@ -209,9 +216,10 @@ async function startServices(
     env,
     otherBoxes: others,
     ...takeReady,
+    ...(spares ? { spares } : {}),
   });
   counts.dispatched = () => dispatcher.active;
-  const runs = options.once ? undefined : await takeOverRuns(options, env, ready, router);
+  const runs = options.once ? undefined : await takeOverRuns(options, env, ready, router, spares);
   if (runs) counts.runs = () => runs.active();
   // every store snapshotted once a day, beside the passes runs take as they settle
   const sweep = options.once ? undefined : new StoreSweep(paths, note);
@@ -238,6 +246,7 @@ async function startServices(
   const hooks = options.once ? undefined : await startHooks(paths, config.org, note);
   return {
     ready,
+    spares,
     router,
     listeners,
     webConsole,
@@ -284,6 +293,7 @@ async function takeOverRuns(
   env: NodeJS.ProcessEnv,
   ready: ReturnType<typeof serverReadyPool> | undefined,
   router: SessionRouter,
+  spares: SpareClones | undefined,
 ): Promise<RunSocket | undefined> {
   try {
     return await serveRuns({
@@ -293,6 +303,7 @@ async function takeOverRuns(
       // a linked terminal's lines are turns of its group's one session, held here
       turn: (request, send) => handedTurn(options.paths, router, request, send),
       ...(ready ? { takeReady: ready.takeReady, takeReadyExec: ready.takeReadyExec } : {}),
+      ...(spares ? { spares } : {}),
     });
   } catch (error) {
     options.note(
@@ -313,6 +324,7 @@ async function stopServices(services: Services): Promise<void> {
   await services.dispatcher.stop();
   await services.router.closeAll();
   await services.ready?.close();
+  await services.spares?.close();
   await services.sweep?.idle();
   await services.logs?.idle();
   services.traces?.unwatch?.();

@@ -2,6 +2,7 @@ import { loadConfig } from "../../ground/config/load.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage } from "../../ground/errors.ts";
 import { type Task, updateTasks } from "../../records/task-list/store.ts";
+import type { AheadClones } from "../../work/repos/clone.ts";
 import { runOneShot } from "../../work/runs/oneshot.ts";
 import type { ReadyStart } from "../../work/runs/run-request.ts";
 import { settleFromRun } from "../../work/tasks/settle-run.ts";
@@ -28,6 +29,8 @@ export interface DispatchOptions {
   otherBoxes?: () => number;
   /** The server's ready boxes: a task takes one when there is one. */
   takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
+  /** The server's clones made ahead: a task's gated repos come from them when current. */
+  spares?: AheadClones;
   /** The dispatcher's clock: what a tick without a time takes as now (tests move it). */
   clock?: () => Date;
 }
@@ -113,6 +116,7 @@ export class Dispatcher {
         note: () => undefined,
         signal: this.abort.signal,
         ...(this.options.takeReady ? { takeReady: this.options.takeReady } : {}),
+        ...(this.options.spares ? { spares: this.options.spares } : {}),
         ...(this.options.env ? { env: this.options.env } : {}),
         onRecord: async (record) => {
           runId = record.id;

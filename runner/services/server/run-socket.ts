@@ -4,6 +4,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage, userFailure } from "../../ground/errors.ts";
+import type { AheadClones } from "../../work/repos/clone.ts";
 import type { ReadyStart } from "../../work/runs/run-request.ts";
 import { TERM_CHANNEL_PATTERN } from "../chat/terminal/ids.ts";
 import { runSocketPath } from "./state.ts";
@@ -79,6 +80,7 @@ interface Job {
   signal: AbortSignal;
   takeReady: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
   takeReadyExec: ((worker: string) => Promise<ReadyStart | undefined>) | undefined;
+  spares: AheadClones | undefined;
   turn: RunSocketOptions["turn"];
   /** Work that follows the answer (a run's bookkeeping): the server waits for it when it stops. */
   after: (work: Promise<unknown>) => void;
@@ -113,6 +115,7 @@ function forJob(job: Job, worker: string) {
     signal: job.signal,
     env: job.env,
     note: (text: string) => job.send({ note: text }),
+    ...(job.spares ? { spares: job.spares } : {}),
   };
 }
 
@@ -178,6 +181,8 @@ export interface RunSocketOptions {
   takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
   /** And `box exec` takes one of those made for commands. */
   takeReadyExec?: (worker: string) => Promise<ReadyStart | undefined>;
+  /** The server's clones made ahead: a run's gated repos come from them when current. */
+  spares?: AheadClones;
   /** A linked terminal's turn, in its group's one session (handed-turn.ts). */
   turn?: (request: TurnRequest, send: (line: Record<string, unknown>) => void) => Promise<void>;
 }
@@ -232,6 +237,7 @@ function startJob(
     signal: abort.signal,
     takeReady: options.takeReady,
     takeReadyExec: options.takeReadyExec,
+    spares: options.spares,
     turn: options.turn,
     after: (work) => following.push(work),
   };

@@ -8,7 +8,7 @@ import { piAgentConfig } from "../../ground/config/model.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import type { WorkerView } from "../../ground/config/worker-view.ts";
 import { readLive, scheduleView } from "../../records/task-list/store.ts";
-import { type ClonedRepos, cloneRunRepos } from "../repos/clone.ts";
+import { type AheadClones, type ClonedRepos, cloneRunRepos } from "../repos/clone.ts";
 
 /**
  * The run's $HOME: one tree, where who wrote it decides the mode.
@@ -55,6 +55,8 @@ export interface RunHomeOptions {
   runId: string;
   /** A session's channel: its record read-only at ~/channel, the worker's store for it at ~/channel/store. */
   channel?: string;
+  /** A server's clones made ahead of their runs (repos/spare-clones.ts). */
+  spares?: AheadClones | undefined;
 }
 
 /** The host folders a run's $HOME is made of. */
@@ -95,6 +97,7 @@ export async function buildRunHome(options: RunHomeOptions): Promise<RunHome> {
     runId,
     home,
     worker: worker.name,
+    spares: options.spares,
   });
   // the box runs as the image's user: a root runner hands it what it writes
   if (process.getuid?.() === 0) {

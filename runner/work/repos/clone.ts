@@ -1,5 +1,5 @@
 import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { BoxMount } from "../../boundary/box/container-spec.ts";
 import { BOX_HOME } from "../../boundary/box/layout.ts";
 import type { ConnectionMount, RepoPolicy } from "../../ground/config/connections.ts";
@@ -52,6 +52,61 @@ export interface ClonedRepos {
   record: Record<string, RepoRecord>;
 }
 
+/** Whose clone of which repo: what a clone made ahead (spare-clones.ts) must match to be taken. */
+export interface CloneKey {
+  /** Commits made in the clone are the worker's. */
+  worker: string;
+  connection: string;
+  canonical: string;
+  /** The branch the clone starts from. */
+  branch: string;
+}
+
+/**
+ * Clones made before their run (a server keeps them: spare-clones.ts). `take`
+ * moves one to `dest` on the run's branch and answers its base, or answers
+ * undefined (none, or the branch has moved since) for the run to clone itself;
+ * `want` asks for the next.
+ */
+export interface AheadClones {
+  take(key: CloneKey, dest: string, runBranch: string): Promise<string | undefined>;
+  want(key: CloneKey): void;
+}
+
+/**
+ * The git steps that clone `key` into `dest` with origin pointed at the box's
+ * read-only mount (objects borrowed through it) and print the commit it has:
+ * the run's base. The clone's commits are the worker's, said as it is made.
+ * With `runBranch`, the run's branch is made right after the clone.
+ */
+export function cloneSteps(
+  key: CloneKey,
+  dest: string,
+  runBranch?: string,
+): { dir: string; args: string[] }[] {
+  return [
+    {
+      dir: dirname(dest),
+      args: [
+        "clone",
+        "--quiet",
+        "--shared",
+        "--branch",
+        key.branch,
+        "--config",
+        `user.name=${key.worker}`,
+        "--config",
+        `user.email=${key.worker}@workers.roster.invalid`,
+        key.canonical,
+        dest,
+      ],
+    },
+    ...(runBranch ? [{ dir: dest, args: ["checkout", "--quiet", "-b", runBranch] }] : []),
+    { dir: dest, args: ["remote", "set-url", "origin", originMountpoint(key.connection)] },
+    { dir: dest, args: ["rev-parse", "--verify", "HEAD^{commit}"] },
+  ];
+}
+
 export async function cloneRunRepos(options: {
   mounts: ConnectionMount[];
   runDir: string;
@@ -59,6 +114,8 @@ export async function cloneRunRepos(options: {
   home: string;
   /** Commits made in the clone are the worker's. */
   worker: string;
+  /** A server's clones made ahead: one is taken when it is current. */
+  spares?: AheadClones | undefined;
 }): Promise<ClonedRepos> {
   const out: ClonedRepos = { mounts: [], repos: [], record: {} };
   for (const repo of gatedRepos(options.mounts)) {
@@ -66,41 +123,10 @@ export async function cloneRunRepos(options: {
     const dest = cloneDir(options.runDir, connection);
     await mkdir(join(options.runDir, "repos"), { recursive: true });
     const branch = runBranch(options.runId);
-    // one process for the four steps, on the path every run's start waits on: the
-    // clone (its commits the worker's, said as it is made), the run branch, origin
-    // pointed at the box's read-only mount (objects borrowed through it), and the
-    // base: the commit the clone has, so it is the one the run starts from
-    const steps = gitSteps([
-      {
-        dir: options.runDir,
-        args: [
-          "clone",
-          "--quiet",
-          "--shared",
-          "--branch",
-          policy.branch,
-          "--config",
-          `user.name=${options.worker}`,
-          "--config",
-          `user.email=${options.worker}@workers.roster.invalid`,
-          canonical,
-          dest,
-        ],
-      },
-      { dir: dest, args: ["checkout", "--quiet", "-b", branch] },
-      { dir: dest, args: ["remote", "set-url", "origin", originMountpoint(connection)] },
-      { dir: dest, args: ["rev-parse", "--verify", "HEAD^{commit}"] },
-    ]);
-    const base = await steps.then(
-      (out) => out.trim(),
-      async (error: unknown) => {
-        if (await resolveRef(canonical, `refs/heads/${policy.branch}`)) throw error;
-        throw new RosterError(
-          `connection "${connection}": ${canonical} has no branch "${policy.branch}" to start a run from`,
-          { exitCode: 2 },
-        );
-      },
-    );
+    const key: CloneKey = { worker: options.worker, connection, canonical, branch: policy.branch };
+    const base =
+      (await options.spares?.take(key, dest, branch)) ?? (await cloneNow(key, dest, branch));
+    options.spares?.want(key);
     await writeFile(
       join(dest, ".git/objects/info/alternates"),
       `../../../.origins/${connection}/objects\n`,
@@ -132,4 +158,22 @@ export async function cloneRunRepos(options: {
     await writeFile(join(options.home, ".gitconfig"), "[safe]\n\tdirectory = *\n");
   }
   return out;
+}
+
+/**
+ * The clone made now, in one process on the path every run's start waits on:
+ * the clone, the run branch, origin and the base (the commit the clone has,
+ * so it is the one the run starts from).
+ */
+async function cloneNow(key: CloneKey, dest: string, branch: string): Promise<string> {
+  return gitSteps(cloneSteps(key, dest, branch)).then(
+    (out) => out.trim(),
+    async (error: unknown) => {
+      if (await resolveRef(key.canonical, `refs/heads/${key.branch}`)) throw error;
+      throw new RosterError(
+        `connection "${key.connection}": ${key.canonical} has no branch "${key.branch}" to start a run from`,
+        { exitCode: 2 },
+      );
+    },
+  );
 }

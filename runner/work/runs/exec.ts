@@ -1,5 +1,6 @@
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import { errorMessage } from "../../ground/errors.ts";
+import type { AheadClones } from "../repos/clone.ts";
 import type { ExecEnvelope } from "./exec-envelope.ts";
 import { failedRunId, Run } from "./run.ts";
 import type { ReadyStart } from "./run-request.ts";
@@ -23,6 +24,8 @@ export interface ExecOptions {
   signal?: AbortSignal;
   /** Takes a server's ready box for the worker's commands, if it has one (docs/ready-boxes.md). */
   takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
+  /** A server's clones made ahead of their runs (repos/spare-clones.ts). */
+  spares?: AheadClones;
 }
 
 /** Each stream's cap: enough for any honest answer, never a host's memory. */
@@ -86,6 +89,7 @@ export async function runExec(options: ExecOptions): Promise<ExecEnvelope> {
       note: options.note,
       ...(options.env ? { env: options.env } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.spares ? { spares: options.spares } : {}),
     });
   } catch (error) {
     // refused before any record (config, image, gateway): the caller reports it as it is

@@ -2,6 +2,7 @@ import type { RosterPaths } from "../../ground/config/paths.ts";
 import { RosterError } from "../../ground/errors.ts";
 import type { EndedBy, RunRecord } from "../../records/run-records/run-record.ts";
 import type { TaskOrigin } from "../prompt/compile.ts";
+import type { AheadClones } from "../repos/clone.ts";
 import { describeBudgetStop } from "./budget-stop.ts";
 import { assistantText, describeEvent, modelErrorOf, parseEvent } from "./pi-events.ts";
 import { Run } from "./run.ts";
@@ -36,6 +37,8 @@ export interface OneShotOptions {
   onRecord?: (record: RunRecord) => void | Promise<void>;
   /** Takes a server's ready box for the worker, if it has one (docs/ready-boxes.md). */
   takeReady?: (worker: string) => Promise<ReadyStart | undefined>;
+  /** A server's clones made ahead of their runs (repos/spare-clones.ts). */
+  spares?: AheadClones;
   /**
    * Return once the answer is final (the box gone, how it ended known), before
    * the store snapshot and the record's last write: `settled` follows them.
@@ -91,6 +94,7 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotResult
     onLine,
     note: options.note,
     ...(options.onRecord ? { onRecord: options.onRecord } : {}),
+    ...(options.spares ? { spares: options.spares } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });

@@ -2,6 +2,7 @@ import type { BoxHandle } from "../../boundary/box/lifecycle.ts";
 import type { RosterPaths } from "../../ground/config/paths.ts";
 import type { EndedBy, RunRecord } from "../../records/run-records/run-record.ts";
 import type { RunHome } from "../home/build-home.ts";
+import type { AheadClones } from "../repos/clone.ts";
 import type { EngineDrive } from "./engine-prompt.ts";
 import type { Provisioned } from "./start-1-provision.ts";
 
@@ -26,6 +27,8 @@ export interface RunRequest {
    * over instead of starting one (hand-off.ts). Only for a run that drives pi.
    */
   ready?: ReadyStart;
+  /** A server's clones made ahead of their runs: the run's gated repos come from them when current. */
+  spares?: AheadClones;
   /** The box keeps stdin open (a session's RPC). */
   interactive?: boolean;
   /** The stall watch: over the whole box, per turn (beginTurn/endTurn), or none. */

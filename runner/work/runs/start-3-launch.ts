@@ -38,7 +38,7 @@ export async function boxParts(request: RunRequest, starting: Starting): Promise
     };
   const channel = engineOf(request)?.session?.channel;
   const origins = channelsOf(request.paths, starting.record);
-  return prepareBox(request.paths, starting, { channel, origins });
+  return prepareBox(request.paths, starting, { channel, origins, spares: request.spares });
 }
 
 /** The record names the repos cloned for the run, once there are any. */

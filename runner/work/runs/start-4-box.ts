@@ -13,6 +13,7 @@ import { workerSubject } from "../../ground/config/subject.ts";
 import { newRunId, runDir } from "../../records/run-records/run-record.ts";
 import { assertNotPaused } from "../../records/workers/pause.ts";
 import { buildRunHome, type RunHome } from "../home/build-home.ts";
+import type { AheadClones } from "../repos/clone.ts";
 import type { ReadyStart } from "./run-request.ts";
 import type { Provisioned } from "./start-1-provision.ts";
 
@@ -71,6 +72,8 @@ export async function prepareBox(
     ahead?: boolean;
     /** The channels the run's input came from (run-context.ts); its channel's, or none, by default. */
     origins?: string[];
+    /** A server's clones made ahead of their runs (repos/spare-clones.ts). */
+    spares?: AheadClones | undefined;
   },
 ): Promise<BoxParts> {
   const { id, dir, box } = start;
@@ -82,6 +85,7 @@ export async function prepareBox(
     runDir: dir,
     runId: id,
     ...(options.channel ? { channel: options.channel } : {}),
+    spares: options.spares,
   });
   // what a grant or an action limited to a class of channels is judged by, for the whole run
   const origins = options.origins ?? (options.channel ? [options.channel] : []);
