@@ -89,7 +89,7 @@ function runClones(repo: string, runId: string, spares: SpareClones) {
         path: repo,
         readOnly: false,
         kind: "host-repo" as const,
-        gated: { ...REPO_DEFAULTS, branch: "main" },
+        gated: { ...REPO_DEFAULTS, branch: "main", allowExecutables: false },
       },
     ],
     runDir,
