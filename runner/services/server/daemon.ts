@@ -196,6 +196,7 @@ async function startServices(
     note,
     env,
     ...(ready ? { ready: ready.sessions } : {}),
+    ...(spares ? { spares } : {}),
     queueBound: 64,
     replyBy: (provider) =>
       provider === "linked"

@@ -9,6 +9,7 @@ import {
   type MessageRecord,
   readMessages,
 } from "../../records/channels/store.ts";
+import type { AheadClones } from "../repos/clone.ts";
 import type { ReadySessions } from "../runs/run-request.ts";
 import type { TurnListener, TurnResult } from "./pi-rpc.ts";
 import { Session, type SessionEnd, SessionError } from "./session.ts";
@@ -65,6 +66,8 @@ export interface RouterOptions {
   idleMs?: number;
   /** A server's ready boxes for sessions (docs/ready-boxes.md). */
   ready?: ReadySessions;
+  /** A server's clones made ahead of their runs (repos/spare-clones.ts). */
+  spares?: AheadClones;
   /** Told when a session starts and when it ends. */
   onStart?: (session: Session, inbound: Inbound) => void;
   onEnd?: (end: SessionEnd, inbound: Inbound) => void;
@@ -208,6 +211,7 @@ export class SessionRouter {
     const ready = await this.options.ready?.take(inbound.worker, home);
     const session = await Session.open({
       ...(ready ? { ready } : {}),
+      ...(this.options.spares ? { spares: this.options.spares } : {}),
       paths: this.options.paths,
       worker: inbound.worker,
       channel: home,

@@ -9,6 +9,7 @@ import type { EndedBy } from "../../records/run-records/run-record.ts";
 import { readMemory } from "../memory/read.ts";
 import { memoryTurnBlock } from "../prompt/memory.ts";
 import { recordTurn } from "../prompt/turn-record.ts";
+import type { AheadClones } from "../repos/clone.ts";
 import { runAgent } from "../runs/agent-command.ts";
 import { describeBudgetStop } from "../runs/budget-stop.ts";
 import { codexThread } from "../runs/codex-command.ts";
@@ -52,6 +53,8 @@ export interface SessionSpec {
   env?: NodeJS.ProcessEnv;
   /** A server's ready box made for this channel, taken over instead of starting one. */
   ready?: ReadyStart;
+  /** A server's clones made ahead of their runs (repos/spare-clones.ts). */
+  spares?: AheadClones;
 }
 
 export interface SessionEnd {
@@ -158,6 +161,7 @@ export class Session {
     try {
       run = await Run.start({
         ...(spec.ready ? { ready: spec.ready } : {}),
+        ...(spec.spares ? { spares: spec.spares } : {}),
         paths: spec.paths,
         worker: spec.worker,
         kind: "session",
