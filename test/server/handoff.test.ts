@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { listRuns, readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
@@ -6,7 +7,21 @@ import { readTasks } from "../../runner/records/task-list/store.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
 import { ModelServer } from "../support/model-server.ts";
+import { mainOf, sh } from "../support/repos.ts";
 import { latestRecord, makeRosterRoot, type RosterRoot } from "../support/roster-root.ts";
+
+/** A commit landed on a bare repo's main, as a push the desk approved would land it; its id. */
+function landCommit(bare: string): string {
+  const work = mkdtempSync(join(tmpdir(), "roster-land-"));
+  try {
+    sh(work, ["clone", "-q", bare, "."]);
+    sh(work, ["commit", "-q", "--allow-empty", "-m", "landed between two runs"]);
+    sh(work, ["push", "-q", "origin", "HEAD:main"]);
+    return mainOf(bare);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
 
 /**
  * `roster run` and `roster box exec` with a server running: the server takes
@@ -54,6 +69,12 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
       // the server's process governed it, through the server's own gateway
       expect(latest()).toMatchObject({ state: "done", runner_pid: server.pid });
 
+      // the server clones elf's knowledge repo for its next run ahead of it (spare-clones.ts)
+      const spares = join(deployment.paths.state, "spare-clones");
+      const knowledge = join(deployment.paths.data, "workers/elf/knowledge.git");
+      const spareCount = () => (existsSync(spares) ? readdirSync(spares).length : 0);
+      await until(() => spareCount() === 1, "a spare clone of elf's knowledge repo", 20_000);
+
       // --json streams pi's events through the server just the same
       model.play({ text: "as events" });
       const json = await deployment.roster(["run", "--json", "elf", "events please"]);
@@ -63,6 +84,12 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
         .split("\n")
         .map((line) => JSON.parse(line) as { type: string });
       expect(events.at(-1)?.type).toBe("agent_settled");
+      // it took the spare: its clone was made before it, at the branch as it is
+      expect(latest()?.repos?.knowledge?.base_commit).toBe(mainOf(knowledge));
+      await until(() => spareCount() === 1, "the next spare clone", 20_000);
+
+      // a commit lands on the branch after the spare was made: the next run starts from it
+      const landed = landCommit(knowledge);
 
       // handed over before the command tree loads (bin/roster.mjs): the public spelling and
       // a flag's = form mean what they mean to the tree, and its refusals are the tree's
@@ -71,6 +98,7 @@ describe.skipIf(!docker)("roster run handed to a running server", () => {
       expect(spelled.code, spelled.stderr).toBe(0);
       expect(spelled.stdout).toBe("in two minutes\n");
       expect(latest()).toMatchObject({ ceiling_min: 2, runner_pid: server.pid });
+      expect(latest()?.repos?.knowledge?.base_commit).toBe(landed);
       const empty = await deployment.roster(["run", "elf", " "]);
       expect(empty).toMatchObject({ code: 2, stderr: "roster: the prompt is empty\n" });
       const soon = await deployment.roster(["run", "--ceiling", "soon", "elf", "hi"]);
