@@ -55,10 +55,10 @@ describe("disk use counted in this process", () => {
       [a, join(root, "none")],
     ];
     for (const folders of cases) {
-      const walked = await treeUsage(folders, 1_000);
+      const walked = treeUsage(folders, 1_000);
       expect(walked, folders.join(" ")).toEqual(await duUsage(folders));
     }
-    const [withSparse = 0] = (await treeUsage([a], 1_000)) ?? [];
+    const [withSparse = 0] = treeUsage([a], 1_000) ?? [];
     expect(withSparse).toBeLessThan(1024 * 1024);
     expect(withSparse).toBeGreaterThan(64 * 1024);
   });
@@ -67,7 +67,7 @@ describe("disk use counted in this process", () => {
     const many = join(root, "many");
     mkdirSync(many);
     for (let i = 0; i < 120; i++) writeFileSync(join(many, `f${i}`), "y");
-    expect(await treeUsage([many], 100)).toBeUndefined();
+    expect(treeUsage([many], 100)).toBeUndefined();
     const measured = await measureDisk([many], 100);
     expect(measured.by).toBe("du");
     expect(measured.sizes).toEqual(await duUsage([many]));
@@ -87,7 +87,7 @@ describe("disk use counted in this process", () => {
       deep,
       segment,
     ]);
-    expect(await treeUsage([deep], 1_000)).toBeUndefined();
+    expect(treeUsage([deep], 1_000)).toBeUndefined();
     const measured = await measureDisk([deep]);
     expect(measured.by).toBe("du");
     expect(measured.sizes[0]).toBeGreaterThan(200_000);

@@ -49,7 +49,7 @@ export async function measureDisk(
   walkUpTo = WALK_UP_TO,
 ): Promise<{ sizes: number[]; by: "walk" | "du" }> {
   const walkable = walkUpTo > 0 && (await Promise.all(folders.map(local))).every(Boolean);
-  const walked = walkable ? await treeUsage(folders, walkUpTo) : undefined;
+  const walked = walkable ? treeUsage(folders, walkUpTo) : undefined;
   return walked ? { sizes: walked, by: "walk" } : { sizes: await duUsage(folders), by: "du" };
 }
 
