@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { gitSteps } from "../../ground/git/git.ts";
+import { readBranchTip, startBranchAt } from "../../ground/git/refs-on-disk.ts";
 import { type AheadClones, type CloneKey, cloneSteps } from "./clone.ts";
 
 /**
@@ -60,22 +61,8 @@ export class SpareClones implements AheadClones {
     // taken before any wait: a run starting beside this one can't take it too
     this.#spares.delete(slot);
     if (!sameKey(spare.key, key)) return this.#drop(spare);
-    let tip: string;
     try {
-      tip = (
-        await gitSteps([
-          {
-            dir: key.canonical,
-            args: ["rev-parse", "--verify", `refs/heads/${key.branch}^{commit}`],
-          },
-          { dir: spare.dir, args: ["checkout", "--quiet", "-b", runBranch] },
-        ])
-      ).trim();
-    } catch {
-      return this.#drop(spare);
-    }
-    if (tip !== spare.base) return this.#drop(spare);
-    try {
+      if (!(await branchedIfCurrent(spare, key, runBranch))) return this.#drop(spare);
       await rename(spare.dir, dest);
     } catch {
       return this.#drop(spare);
@@ -123,6 +110,22 @@ export class SpareClones implements AheadClones {
     void rm(spare.dir, { recursive: true, force: true }).catch(() => undefined);
     return undefined;
   }
+}
+
+/**
+ * Whether the spare is still at the tip of its branch, and if so, on the
+ * run's branch now. Read from git's files when they are plain (no process:
+ * git/refs-on-disk.ts), else asked of git in one process.
+ */
+async function branchedIfCurrent(spare: Spare, key: CloneKey, runBranch: string): Promise<boolean> {
+  const tip = await readBranchTip(key.canonical, key.branch);
+  if (tip !== undefined && tip !== spare.base) return false;
+  if (tip !== undefined && (await startBranchAt(spare.dir, runBranch, spare.base))) return true;
+  const asked = await gitSteps([
+    { dir: key.canonical, args: ["rev-parse", "--verify", `refs/heads/${key.branch}^{commit}`] },
+    { dir: spare.dir, args: ["checkout", "--quiet", "-b", runBranch] },
+  ]);
+  return asked.trim() === spare.base;
 }
 
 const slotOf = (key: CloneKey) => `${key.worker}\0${key.connection}`;
