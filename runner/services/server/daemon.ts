@@ -1,5 +1,4 @@
 import { mkdir, rm } from "node:fs/promises";
-import { join } from "node:path";
 import { connectEngine } from "../../boundary/box/connect.ts";
 import { loadTestedConfig } from "../../boundary/gateway/policy/vetting.ts";
 import type { ListenAddress } from "../../boundary/gateway/process/gateway.ts";
@@ -34,7 +33,7 @@ import { chatCommands } from "../slash/from-chat.ts";
 import { Dispatcher } from "./dispatch.ts";
 import { handedTurn } from "./handed-turn.ts";
 import { recover } from "./recover.ts";
-import { type RunSocket, serveRuns } from "./run-socket.ts";
+import { type RunSocket, type RunSocketOptions, serveRuns } from "./run-socket.ts";
 import { readServerState, type ServerState, serverLockFile, serverStateFile } from "./state.ts";
 import { startWebConsole } from "./web-console.ts";
 
@@ -176,7 +175,7 @@ async function startServices(
   const { paths, note } = options;
   const counts = { sessions: 0, runs: (): number => 0, dispatched: (): number => 0 };
   const others = () => counts.sessions + counts.runs();
-  // boxes started before their run (not in --once: nothing would take them)
+  // boxes and gated repos' clones made before their run (not in --once: nothing would take them)
   const ready = options.once
     ? undefined
     : serverReadyPool({
@@ -187,10 +186,7 @@ async function startServices(
         // read live: a task the dispatcher just started counts before the next tick
         busy: (): number => others() + counts.dispatched(),
       });
-  // each gated repo's clone made before the run that takes it (not in --once: one run each)
-  const spares = options.once
-    ? undefined
-    : await new SpareClones(join(paths.state, "spare-clones")).open();
+  const spares = options.once ? undefined : await SpareClones.inState(paths.state);
   const router = new SessionRouter({
     paths,
     note,
@@ -209,18 +205,18 @@ async function startServices(
     !options.once && !options.noConsole && config.org.console?.enabled !== false
       ? await startWebConsole(paths, config, router, note)
       : undefined;
-  const takeReady = ready ? { takeReady: ready.takeReady } : {};
+  const ahead = { ...(ready ? { takeReady: ready.takeReady } : {}), ...(spares ? { spares } : {}) };
   const dispatcher = new Dispatcher({
     paths,
     cap: options.cap,
     note,
     env,
     otherBoxes: others,
-    ...takeReady,
-    ...(spares ? { spares } : {}),
+    ...ahead,
   });
   counts.dispatched = () => dispatcher.active;
-  const runs = options.once ? undefined : await takeOverRuns(options, env, ready, router, spares);
+  const forRuns = { ...ahead, ...(ready ? { takeReadyExec: ready.takeReadyExec } : {}) };
+  const runs = options.once ? undefined : await takeOverRuns(options, env, router, forRuns);
   if (runs) counts.runs = () => runs.active();
   // every store snapshotted once a day, beside the passes runs take as they settle
   const sweep = options.once ? undefined : new StoreSweep(paths, note);
@@ -286,15 +282,14 @@ function startListeners(
 /**
  * `roster run` hands its runs to this server: they always run (someone is
  * waiting at a terminal), and due tasks wait for them; a linked terminal hands
- * it its lines. A socket that can't be
- * served is reported; each `roster run` then starts its own box.
+ * it its lines. A socket that can't be served is reported; each `roster run`
+ * then starts its own box. What was made ahead (`ahead`) is theirs to take.
  */
 async function takeOverRuns(
   options: ServerOptions,
   env: NodeJS.ProcessEnv,
-  ready: ReturnType<typeof serverReadyPool> | undefined,
   router: SessionRouter,
-  spares: SpareClones | undefined,
+  ahead: Pick<RunSocketOptions, "takeReady" | "takeReadyExec" | "spares">,
 ): Promise<RunSocket | undefined> {
   try {
     return await serveRuns({
@@ -303,8 +298,7 @@ async function takeOverRuns(
       note: options.note,
       // a linked terminal's lines are turns of its group's one session, held here
       turn: (request, send) => handedTurn(options.paths, router, request, send),
-      ...(ready ? { takeReady: ready.takeReady, takeReadyExec: ready.takeReadyExec } : {}),
-      ...(spares ? { spares } : {}),
+      ...ahead,
     });
   } catch (error) {
     options.note(

@@ -54,6 +54,11 @@ export class SpareClones implements AheadClones {
     return this;
   }
 
+  /** A server's spares, kept in its state folder (`state/spare-clones/`), opened. */
+  static inState(state: string): Promise<SpareClones> {
+    return new SpareClones(join(state, "spare-clones")).open();
+  }
+
   async take(key: CloneKey, dest: string, runBranch: string): Promise<string | undefined> {
     const slot = slotOf(key);
     const spare = this.#spares.get(slot);
