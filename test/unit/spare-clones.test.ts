@@ -77,6 +77,16 @@ async function spareCount(spares: SpareClones, folder: string, count: number): P
   throw new Error(`${folder} never held just ${count} spare(s) ready`);
 }
 
+/** A canonical repo and one spare of it, ready. */
+async function oneSpare() {
+  const repo = canonical();
+  const { spares, folder } = await spareClones();
+  const key: CloneKey = { worker: "elf", connection: "notes", canonical: repo.dir, branch: "main" };
+  spares.want(key);
+  await spareCount(spares, folder, 1);
+  return { repo, spares, folder, key };
+}
+
 /** A run's clones of `repo` as the connection "notes", from main. */
 function runClones(repo: string, runId: string, spares: SpareClones) {
   const runDir = temp("roster-run-");
@@ -136,16 +146,7 @@ describe("spare clones", () => {
   });
 
   it("are taken once, and only for their own worker, repo and branch", async () => {
-    const repo = canonical();
-    const { spares, folder } = await spareClones();
-    const key: CloneKey = {
-      worker: "elf",
-      connection: "notes",
-      canonical: repo.dir,
-      branch: "main",
-    };
-    spares.want(key);
-    await spareCount(spares, folder, 1);
+    const { repo, spares, folder, key } = await oneSpare();
     const elsewhere = temp("roster-run-");
     // another branch of the same connection: not this spare (dropped, not handed over)
     expect(
@@ -164,16 +165,7 @@ describe("spare clones", () => {
   });
 
   it("leave nothing behind when the server stops, and none is made after", async () => {
-    const repo = canonical();
-    const { spares, folder } = await spareClones();
-    const key: CloneKey = {
-      worker: "elf",
-      connection: "notes",
-      canonical: repo.dir,
-      branch: "main",
-    };
-    spares.want(key);
-    await spareCount(spares, folder, 1);
+    const { spares, folder, key } = await oneSpare();
     await spares.close();
     expect(existsSync(folder)).toBe(false);
     spares.want(key);
