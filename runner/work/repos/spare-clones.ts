@@ -26,9 +26,10 @@ interface Spare {
  * One spare per worker and connection, in `dir` (the server's state): made
  * a while after a run of that worker starts, by the same steps as a run's own
  * clone but its branch; taken by the next run when its key still matches and
- * the canonical branch has not moved since, checked in the one host process
- * that names the run's branch. Anything else is a miss, the spare is
- * dropped and the run clones as before: a run never starts from a stale base.
+ * the canonical branch has not moved since (read from git's files, as the
+ * run's branch is then made: no process on the run's path). Anything else is
+ * a miss, the spare is dropped and the run clones as before: a run never
+ * starts from a stale base.
  * A spare holds a checkout (its objects are the canonical repo's, borrowed);
  * it is removed when taken, stale or the server stops, and the folder is
  * emptied when the next server starts.
