@@ -164,6 +164,27 @@ describe("spare clones", () => {
     expect(readdirSync(elsewhere)).toEqual(["b"]);
   });
 
+  it("that can't be made (no such branch) leave nothing behind, and no run is given one", async () => {
+    const repo = canonical();
+    const { spares, folder } = await spareClones();
+    const key: CloneKey = {
+      worker: "elf",
+      connection: "notes",
+      canonical: repo.dir,
+      branch: "trunk",
+    };
+    spares.want(key);
+    expect(spares.making).toBe(true);
+    for (let i = 0; i < 1000 && spares.making; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(spares.making).toBe(false);
+    expect(readdirSync(folder)).toEqual([]);
+    expect(spares.count).toBe(0);
+    const run = temp("roster-run-");
+    expect(await spares.take(key, join(run, "a"), "run/a")).toBeUndefined();
+    expect(existsSync(join(run, "a"))).toBe(false);
+  });
+
   it("leave nothing behind when the server stops, and none is made after", async () => {
     const { spares, folder, key } = await oneSpare();
     await spares.close();

@@ -49,6 +49,11 @@ export class SpareClones implements AheadClones {
     return this.#spares.size;
   }
 
+  /** Whether a spare is waiting to be made or being made. */
+  get making(): boolean {
+    return this.#making.size > 0;
+  }
+
   /** Empties the folder a server before this one may have left spares in. */
   async open(): Promise<this> {
     await rm(this.dir, { recursive: true, force: true });
