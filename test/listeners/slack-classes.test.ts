@@ -14,7 +14,9 @@ import { SlackStandIn } from "../support/slack-stand-in.ts";
  * ["public"] }` or `["private"]`: the Slack listener records each room's
  * class from the channel_type Slack puts on its events, and the worker's
  * reply goes out only from a room of the action's class. A private channel
- * has a C id like a public one; only Slack's word tells them apart.
+ * has a C id like a public one; only Slack's word tells them apart, and a
+ * word missed while the link was down is asked again (conversations.info)
+ * before a message caught up from history goes on.
  */
 const docker = await testDocker();
 
@@ -96,14 +98,41 @@ describe.skipIf(!docker)("public and private Slack rooms for an action's channel
     expect(recordedClass(HALL_ID, deployment.paths)).toBe("public");
   });
 
+  /** Slack's notice of a room's new kind, sent once, on a link open at that moment. */
+  const convertLive = async (channel: string, to: "private" | "public") => {
+    await until(() => slack.connected > 0, "a Socket Mode link to send the notice on");
+    expect(slack.convert(channel, to, ANA).delivered).toBe(true);
+  };
+
   it("a public channel made private is private from Slack's event on", async () => {
-    slack.convert(HALL, "private", ANA);
+    await convertLive(HALL, "private");
     await until(
       () => recordedClass(HALL_ID, deployment.paths) === "private",
       "the conversion to be recorded",
     );
     post(HALL, "send: now private");
     await until(() => answered("now private"), "the converted room's send to come back");
+    expect(sent(HALL).map((m) => m.text)).toEqual(["hello hall"]);
+  });
+
+  it("a room made private while the link was down is private for the message caught up after it", async () => {
+    await convertLive(HALL, "public");
+    await until(
+      () => recordedClass(HALL_ID, deployment.paths) === "public",
+      "the room made public again to be recorded",
+    );
+    // the link drops while that reading is seconds old; Slack's notice then reaches nobody
+    slack.refuseConnections(true);
+    slack.dropConnections();
+    expect(slack.convert(HALL, "private", ANA).delivered).toBe(false);
+    expect(post(HALL, "send: while away").delivered).toBe(false);
+    slack.refuseConnections(false);
+    const refused = await until(
+      () => answered("while away"),
+      "the caught-up message's send to come back",
+    );
+    expect(textOf(refused.body.messages?.at(-1)?.content)).toContain("only for runs started from");
+    expect(recordedClass(HALL_ID, deployment.paths)).toBe("private");
     expect(sent(HALL).map((m) => m.text)).toEqual(["hello hall"]);
   });
 

@@ -238,9 +238,14 @@ export class SlackStandIn {
   /**
    * A member makes a channel private (or public): its kind changes, and Slack
    * posts the notice in it, sent as a `channel_convert_to_private` (or
-   * `_public`) message event carrying the new channel_type.
+   * `_public`) message event carrying the new channel_type; `delivered` is
+   * false when nothing was connected to send it to (it is never sent again).
    */
-  convert(channel: string, to: "private" | "public", user: string): { ts: string } {
+  convert(
+    channel: string,
+    to: "private" | "public",
+    user: string,
+  ): { ts: string; delivered: boolean } {
     this.conversations.set(channel, to);
     const ts = this.clock.next();
     const message: StoredMessage = {
@@ -254,8 +259,7 @@ export class SlackStandIn {
           : "made this channel *public*. Any member in this workspace can see and join it.",
       team: IDENTITY.teamId,
     };
-    this.feed.add(channel, message);
-    return { ts };
+    return { ts, delivered: this.feed.add(channel, message) };
   }
 
   /** A user presses a button in a stored message: block_actions in an `interactive` envelope. */

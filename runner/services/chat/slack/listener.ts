@@ -107,6 +107,8 @@ export class SlackListener implements ChatAdapter {
     }
     this.socket.on("connected", () => {
       this.host.status("connected");
+      // what was heard before a gap may be stale: caught-up messages ask Slack again
+      this.classes.reconnected();
       void this.catchUp();
     });
     this.socket.on("reconnecting", () =>

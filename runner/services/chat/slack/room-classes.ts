@@ -14,9 +14,9 @@ import { type RoomClass, recordClass } from "../../../records/channels/surface-c
  * `channel_convert_to_private` with "group"), so a room's class follows
  * Slack's at once and no earlier reading can outlast it. A message with no
  * kind (one read from history on catching up) is classed by
- * conversations.info (`is_private`), asked at most once a minute a room; a
- * reading that fails forgets the class: unknown admits nothing. A message's
- * text never classes anything.
+ * conversations.info (`is_private`), asked at most once a minute a room and
+ * again after the link to Slack was down; a reading that fails forgets the
+ * class: unknown admits nothing. A message's text never classes anything.
  */
 const FRESH_MS = 60_000;
 
@@ -57,6 +57,16 @@ export class SlackRoomClasses {
     private readonly paths: RosterPaths,
     private readonly note: (text: string) => void,
   ) {}
+
+  /**
+   * A link that dropped may have missed the event of a room made private or
+   * public (Slack doesn't send it again): every reading taken before the gap
+   * is stale, so each room's next message without a kind (one caught up from
+   * history) asks conversations.info again.
+   */
+  reconnected(): void {
+    this.readAt.clear();
+  }
 
   /**
    * Takes the class an event carries, at once (before its message waits in
