@@ -1,7 +1,7 @@
 /**
  * The door's CPU per request against the two floors under any proxy written
- * in Node, in one run, rounds alternating: hey (8 clients, 1 KB answers from
- * an HTTPS upstream on loopback) through
+ * in Node, in one run, rounds alternating: hey (8 clients, answers of 1 KB, or
+ * of the KiB asked for, from an HTTPS upstream on loopback) through
  *   - roster's door (`roster gateway start`: CONNECT, TLS intercepted, judged,
  *     audited, metered),
  *   - a bare Node TLS relay (bench/tls-relay.ts: TLS and bytes, no HTTP),
@@ -9,7 +9,7 @@
  *     client, nothing else).
  * CPU is read from /proc for each proxy's process, so hey and the upstream
  * are not counted. Prints each round and the medians.
- *   npx tsx bench/door-floors.ts [rounds] [requests]
+ *   npx tsx bench/door-floors.ts [rounds] [requests] [KiB]
  */
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -27,10 +27,11 @@ import { startTlsRelay } from "./tls-relay.ts";
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const REQUESTS = Number(process.argv[3] ?? 10_000);
+const KIB = Number(process.argv[4] ?? 1);
 if (!heyAvailable()) throw new Error("hey is not on PATH (Debian's `hey` package)");
 
 const work = mkdtempSync(join(tmpdir(), "roster-bench-floors-"));
-const upstream = await startKbUpstream(["127.0.0.1"], work);
+const upstream = await startKbUpstream(["127.0.0.1"], work, KIB * 1024);
 const root = join(work, "root");
 const paths = rosterPaths({ ROSTER_ROOT: root });
 mkdirSync(paths.config, { recursive: true });
@@ -119,7 +120,7 @@ const median = (values: number[]) => {
 const cpu = new Map(routes.map((route) => [route.name, [] as number[]]));
 const rates = new Map(routes.map((route) => [route.name, [] as number[]]));
 try {
-  for (const route of routes) await drive(route.url, route.proxy, 2_000); // pools, leaf certs, JIT
+  for (const route of routes) await drive(route.url, route.proxy, Math.min(2_000, REQUESTS)); // pools, leaf certs, JIT
   for (let round = 0; round < ROUNDS; round++) {
     for (const route of routes) {
       const before = cpuMs(route.pid);
@@ -130,7 +131,7 @@ try {
   }
   const door = median(cpu.get("roster's door") ?? []);
   const lines = [
-    `hey -c 8, ${REQUESTS} requests of 1 KB a round, ${ROUNDS} rounds alternating, Node ${process.version}`,
+    `hey -c 8, ${REQUESTS} requests of ${KIB} KiB a round, ${ROUNDS} rounds alternating, Node ${process.version}`,
     "",
     "| route | CPU ms/req per round | median CPU ms/req | vs the door | median req/s |",
     "|---|---|---|---|---|",

@@ -1,6 +1,6 @@
 /**
  * The upstream the door benches send through: HTTPS on loopback, answering
- * every request with 1 KB, its certificate from a CA of its own (written to
+ * every request with 1 KB (or the size asked for), its certificate from a CA of its own (written to
  * `caFile` for whoever must trust it), connections kept alive for a minute.
  */
 import { writeFileSync } from "node:fs";
@@ -16,11 +16,15 @@ export interface KbUpstream {
   caPem: string;
 }
 
-export async function startKbUpstream(names: string[], dir: string): Promise<KbUpstream> {
+export async function startKbUpstream(
+  names: string[],
+  dir: string,
+  bytes = 1024,
+): Promise<KbUpstream> {
   const certificate = await makeServerCertificate(names);
   const caFile = join(dir, "upstream-ca.pem");
   writeFileSync(caFile, certificate.caPem);
-  const body = Buffer.alloc(1024, 0x61);
+  const body = Buffer.alloc(bytes, 0x61);
   const server = createServer(
     { key: certificate.keyPem, cert: certificate.certPem },
     (_req, res) => {
