@@ -103,6 +103,13 @@ const BENCHES: Bench[] = [
     needs: ["mitmdump"],
   },
   {
+    file: "door-floors",
+    title: "The door against Node's own floors",
+    compares:
+      "roster's door beside a bare Node TLS relay and a bare Node HTTP relay (Node's https server and client, nothing else), CPU a request",
+    needs: ["hey"],
+  },
+  {
     file: "usage-meter",
     title: "Model usage metering",
     compares: "a metered model stream beside the same stream unmetered",
