@@ -11,14 +11,13 @@
  * are not counted. Prints each round and the medians.
  *   npx tsx bench/door-floors.ts [rounds] [requests] [KiB]
  */
-import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
-import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { gatewayHealthy, stopGateway } from "./gateway-process.ts";
+import { benchRoot, gatewayHealthy, spawnGateway, stopGateway } from "./gateway-process.ts";
 import { freePort, makeServerCertificate } from "./harness.ts";
 import { heyAvailable } from "./hey.ts";
 import { startHttpRelay } from "./http-relay.ts";
@@ -33,19 +32,9 @@ if (!heyAvailable()) throw new Error("hey is not on PATH (Debian's `hey` package
 const work = mkdtempSync(join(tmpdir(), "roster-bench-floors-"));
 const upstream = await startKbUpstream(["127.0.0.1"], work, KIB * 1024);
 const root = join(work, "root");
-const paths = rosterPaths({ ROSTER_ROOT: root });
-mkdirSync(paths.config, { recursive: true });
-writeFileSync(
-  join(paths.config, "org.toml"),
-  `[gateway]\nupstream_ca = ["${upstream.caFile}"]\n\n[[grant]]\nname = "bench"\nverdict = "allow"\nmatch = { host = "127.0.0.1" }\n`,
-);
+const paths = benchRoot(root, upstream.caFile);
 const port = await freePort();
-const gateway = spawn(
-  join(PROJECT_ROOT, "bin/roster.mjs"),
-  ["gateway", "start", "--addr", `127.0.0.1:${port}`],
-  { env: { ...process.env, ROSTER_ROOT: root }, stdio: "ignore" },
-);
-const exited = new Promise((gone) => gateway.once("exit", gone));
+const { gateway, exited } = spawnGateway(PROJECT_ROOT, root, port);
 await gatewayHealthy(port, gateway);
 const token = await mintToken(paths.identity, { subject: "org/bench", runId: "bench" });
 

@@ -9,13 +9,12 @@
  *   npx tsx bench/door-profile.ts [requests]
  */
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
-import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { gatewayHealthy } from "./gateway-process.ts";
+import { benchRoot, gatewayHealthy } from "./gateway-process.ts";
 import { freePort } from "./harness.ts";
 import { startKbUpstream } from "./kb-upstream.ts";
 
@@ -23,12 +22,7 @@ const REQUESTS = Number(process.argv[2] ?? 20_000);
 const work = mkdtempSync(join(tmpdir(), "roster-bench-profile-"));
 const upstream = await startKbUpstream(["127.0.0.1"], work);
 const root = join(work, "root");
-const paths = rosterPaths({ ROSTER_ROOT: root });
-mkdirSync(paths.config, { recursive: true });
-writeFileSync(
-  join(paths.config, "org.toml"),
-  `[gateway]\nupstream_ca = ["${upstream.caFile}"]\n\n[[grant]]\nname = "bench"\nverdict = "allow"\nmatch = { host = "127.0.0.1" }\n`,
-);
+const paths = benchRoot(root, upstream.caFile);
 const profiles = join(work, "profiles");
 const port = await freePort();
 const gateway = spawn(

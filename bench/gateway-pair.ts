@@ -8,14 +8,13 @@
  * about a change to the gateway's hot path. Needs hey on PATH.
  *   npx tsx bench/gateway-pair.ts <other checkout> [rounds]
  */
-import { execFile, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { mintToken } from "../runner/boundary/gateway/doors/identity.ts";
-import { rosterPaths } from "../runner/ground/config/paths.ts";
 import { PROJECT_ROOT } from "../runner/ground/version.ts";
-import { gatewayHealthy, stopGateway } from "./gateway-process.ts";
+import { benchRoot, gatewayHealthy, spawnGateway, stopGateway } from "./gateway-process.ts";
 import { freePort } from "./harness.ts";
 import { startKbUpstream } from "./kb-upstream.ts";
 
@@ -59,19 +58,9 @@ const rounds: Record<keyof typeof trees, Round[]> = { other: [], this: [] };
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, tree] of Object.entries(trees) as [keyof typeof trees, string][]) {
     const root = join(work, `${name}-${round}`);
-    const paths = rosterPaths({ ROSTER_ROOT: root });
-    mkdirSync(paths.config, { recursive: true });
-    writeFileSync(
-      join(paths.config, "org.toml"),
-      `[gateway]\nupstream_ca = ["${upstreamCa}"]\n\n[[grant]]\nname = "bench"\nverdict = "allow"\nmatch = { host = "127.0.0.1" }\n`,
-    );
+    const paths = benchRoot(root, upstreamCa);
     const port = await freePort();
-    const gateway = spawn(
-      join(tree, "bin/roster.mjs"),
-      ["gateway", "start", "--addr", `127.0.0.1:${port}`],
-      { env: { ...process.env, ROSTER_ROOT: root }, stdio: "ignore" },
-    );
-    const exited = new Promise((gone) => gateway.once("exit", gone));
+    const { gateway, exited } = spawnGateway(tree, root, port);
     try {
       await gatewayHealthy(port, gateway);
       const token = await mintToken(paths.identity, { subject: "org/bench", runId: "bench" });

@@ -7,7 +7,7 @@
  * shows what Node's HTTP on the two sides costs on this machine; whatever the
  * door costs beyond this is roster's own work.
  */
-import { spawn } from "node:child_process";
+import { type RelayOptions, startRelayProcess, type TlsRelay } from "./tls-relay.ts";
 
 const RELAY = `
 import { Agent, createServer, request } from "node:https";
@@ -33,33 +33,6 @@ server.keepAliveTimeout = 60_000;
 server.listen(0, "127.0.0.1", () => console.log(server.address().port));
 `;
 
-export interface HttpRelay {
-  port: number;
-  pid: number | undefined;
-  stop(): void;
-}
-
-export async function startHttpRelay(options: {
-  keyPem: string;
-  certPem: string;
-  /** The CA the upstream's certificate is signed by. */
-  caPem: string;
-  upstreamPort: number;
-}): Promise<HttpRelay> {
-  const child = spawn(process.execPath, ["--input-type=module", "-e", RELAY], {
-    env: {
-      ...process.env,
-      RELAY_KEY: options.keyPem,
-      RELAY_CERT: options.certPem,
-      RELAY_CA: options.caPem,
-      RELAY_UPSTREAM_PORT: String(options.upstreamPort),
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once("error", reject);
-    child.once("exit", (code) => reject(new Error(`the HTTP relay exited (${code})`)));
-    child.stdout.once("data", (data: Buffer) => resolve(Number(String(data).trim())));
-  });
-  return { port, pid: child.pid, stop: () => child.kill("SIGTERM") };
+export function startHttpRelay(options: RelayOptions): Promise<TlsRelay> {
+  return startRelayProcess("the HTTP relay", RELAY, options);
 }

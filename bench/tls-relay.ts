@@ -28,14 +28,25 @@ export interface TlsRelay {
   stop(): void;
 }
 
-export async function startTlsRelay(options: {
+export interface RelayOptions {
   keyPem: string;
   certPem: string;
   /** The CA the upstream's certificate is signed by. */
   caPem: string;
   upstreamPort: number;
-}): Promise<TlsRelay> {
-  const child = spawn(process.execPath, ["--input-type=module", "-e", RELAY], {
+}
+
+export function startTlsRelay(options: RelayOptions): Promise<TlsRelay> {
+  return startRelayProcess("the TLS relay", RELAY, options);
+}
+
+/** A relay's module source run in a Node process of its own, once it prints the port it listens on. */
+export async function startRelayProcess(
+  name: string,
+  source: string,
+  options: RelayOptions,
+): Promise<TlsRelay> {
+  const child = spawn(process.execPath, ["--input-type=module", "-e", source], {
     env: {
       ...process.env,
       RELAY_KEY: options.keyPem,
@@ -47,7 +58,7 @@ export async function startTlsRelay(options: {
   });
   const port = await new Promise<number>((resolve, reject) => {
     child.once("error", reject);
-    child.once("exit", (code) => reject(new Error(`the TLS relay exited (${code})`)));
+    child.once("exit", (code) => reject(new Error(`${name} exited (${code})`)));
     child.stdout.once("data", (data: Buffer) => resolve(Number(String(data).trim())));
   });
   return { port, pid: child.pid, stop: () => child.kill("SIGTERM") };
