@@ -7,7 +7,7 @@
  * shows what Node's HTTP on the two sides costs on this machine; whatever the
  * door costs beyond this is roster's own work.
  */
-import { type RelayOptions, startRelayProcess, type TlsRelay } from "./tls-relay.ts";
+import { type RelayOptions, type RelayProcess, startRelayProcess } from "./tls-relay.ts";
 
 const RELAY = `
 import { Agent, createServer, request } from "node:https";
@@ -33,6 +33,6 @@ server.keepAliveTimeout = 60_000;
 server.listen(0, "127.0.0.1", () => console.log(server.address().port));
 `;
 
-export function startHttpRelay(options: RelayOptions): Promise<TlsRelay> {
+export function startHttpRelay(options: RelayOptions): Promise<RelayProcess> {
   return startRelayProcess("the HTTP relay", RELAY, options);
 }

@@ -1,7 +1,8 @@
 /**
  * The upstream the door benches send through: HTTPS on loopback, answering
- * every request with 1 KB (or the size asked for), its certificate from a CA of its own (written to
- * `caFile` for whoever must trust it), connections kept alive for a minute.
+ * every request with 1 KB (or the size asked for), its certificate from a CA
+ * of its own (written to `caFile` for whoever must trust it), connections
+ * kept alive for a minute.
  */
 import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";

@@ -22,7 +22,8 @@ const server = createServer({ key, cert }, (client) => {
 server.listen(0, "127.0.0.1", () => console.log(server.address().port));
 `;
 
-export interface TlsRelay {
+/** A floor relay running in a process of its own (this file's, or bench/http-relay.ts). */
+export interface RelayProcess {
   port: number;
   pid: number | undefined;
   stop(): void;
@@ -36,7 +37,7 @@ export interface RelayOptions {
   upstreamPort: number;
 }
 
-export function startTlsRelay(options: RelayOptions): Promise<TlsRelay> {
+export function startTlsRelay(options: RelayOptions): Promise<RelayProcess> {
   return startRelayProcess("the TLS relay", RELAY, options);
 }
 
@@ -45,7 +46,7 @@ export async function startRelayProcess(
   name: string,
   source: string,
   options: RelayOptions,
-): Promise<TlsRelay> {
+): Promise<RelayProcess> {
   const child = spawn(process.execPath, ["--input-type=module", "-e", source], {
     env: {
       ...process.env,
