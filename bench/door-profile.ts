@@ -1,12 +1,13 @@
 /**
  * Where the door's CPU goes: `roster gateway start` under V8's sampling
  * profiler (--cpu-prof) while hey drives 1 KB requests through the
- * intercepted tunnel (8 clients, as bench/gateway.ts), then the profile's
+ * intercepted tunnel (8 clients, as bench/gateway.ts; answers of the KiB
+ * asked for, 1 by default), then the profile's
  * busy time sorted into what it was spent on. Prints the CPU per request
  * measured from /proc (the profiler's own cost included: read it as a share,
  * not a speed) and the table; keeps the .cpuprofile for Chrome's or VS
  * Code's viewer. Needs hey on PATH.
- *   npx tsx bench/door-profile.ts [requests]
+ *   npx tsx bench/door-profile.ts [requests] [KiB]
  */
 import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -19,8 +20,9 @@ import { freePort } from "./harness.ts";
 import { startKbUpstream } from "./kb-upstream.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 20_000);
+const KIB = Number(process.argv[3] ?? 1);
 const work = mkdtempSync(join(tmpdir(), "roster-bench-profile-"));
-const upstream = await startKbUpstream(["127.0.0.1"], work);
+const upstream = await startKbUpstream(["127.0.0.1"], work, KIB * 1024);
 const root = join(work, "root");
 const paths = benchRoot(root, upstream.caFile);
 const profiles = join(work, "profiles");
@@ -65,7 +67,8 @@ const drive = (requests: number) =>
       (error, stdout) => (error ? fail(error) : done(String(stdout))),
     ),
   );
-await drive(2000); // warm
+const WARM = Math.min(2000, REQUESTS);
+await drive(WARM); // warm
 const before = cpuMs();
 const text = await drive(REQUESTS);
 const perRequest = (cpuMs() - before) / REQUESTS;
@@ -129,7 +132,7 @@ profile.samples.forEach((id, index) => {
 });
 const rps = /Requests\/sec:\s+([\d.]+)/.exec(text)?.[1];
 const lines = [
-  `The door under --cpu-prof, ${REQUESTS} requests (hey, 8 clients, 1 KB): ${perRequest.toFixed(3)} ms of CPU a request with the profiler on, ${rps} req/s; ${(busy / 1000).toFixed(0)} ms busy in the profile (${join(profiles, file)})`,
+  `The door under --cpu-prof, ${REQUESTS} requests (hey, 8 clients, ${KIB} KiB): ${perRequest.toFixed(3)} ms of CPU a request with the profiler on, ${rps} req/s; ${(busy / 1000).toFixed(0)} ms busy in the profile (${join(profiles, file)})`,
   "",
   "| spent on | share of the busy time | ms a request |",
   "|---|---|---|",
@@ -137,7 +140,7 @@ const lines = [
     .sort((a, b) => b[1] - a[1])
     .map(
       ([what, micros]) =>
-        `| ${what} | ${((100 * micros) / busy).toFixed(1)}% | ${(micros / 1000 / (REQUESTS + 2000)).toFixed(3)} |`,
+        `| ${what} | ${((100 * micros) / busy).toFixed(1)}% | ${(micros / 1000 / (REQUESTS + WARM)).toFixed(3)} |`,
     ),
   "",
 ];

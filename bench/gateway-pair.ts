@@ -2,11 +2,13 @@
  * The gateway against itself at another commit, in one run: `roster gateway
  * start` from this checkout and from another (built: its dist/ current),
  * alternating round by round on fresh roots, each driven by hey (8 clients,
- * 1 KB responses through the intercepted tunnel). Reports each round's
+ * 1 KB responses, or the KiB asked for, through the intercepted tunnel). Reports each round's
  * gateway CPU per request (from /proc), requests/s and peak RSS, and the
  * ratio of the medians, this checkout over the other. For "no slower" claims
- * about a change to the gateway's hot path. Needs hey on PATH.
- *   npx tsx bench/gateway-pair.ts <other checkout> [rounds]
+ * about a change to the gateway's hot path. With an idle time, each gateway
+ * rests that many seconds between its warm-up and the measured burst, as a
+ * door does between a run's model calls. Needs hey on PATH.
+ *   npx tsx bench/gateway-pair.ts <other checkout> [rounds] [requests] [KiB] [idle s]
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -22,11 +24,13 @@ const other = process.argv[2] ? resolve(process.argv[2]) : undefined;
 if (!other || !existsSync(join(other, "bin/roster.mjs")))
   throw new Error("usage: npx tsx bench/gateway-pair.ts <other checkout, built> [rounds]");
 const ROUNDS = Number(process.argv[3] ?? 3);
-const REQUESTS = 20_000;
+const REQUESTS = Number(process.argv[4] ?? 20_000);
+const KIB = Number(process.argv[5] ?? 1);
+const IDLE_S = Number(process.argv[6] ?? 0);
 const trees = { other, this: PROJECT_ROOT };
 
 const work = mkdtempSync(join(tmpdir(), "roster-bench-pair-"));
-const upstream = await startKbUpstream(["127.0.0.1"], work);
+const upstream = await startKbUpstream(["127.0.0.1"], work, KIB * 1024);
 const upstreamCa = upstream.caFile;
 const origin = `https://127.0.0.1:${upstream.port}/1k`;
 
@@ -67,7 +71,8 @@ for (let round = 0; round < ROUNDS; round++) {
       const trust = join(work, `trust-${name}-${round}.pem`);
       writeFileSync(trust, readFileSync(join(paths.ca, "ca.crt"), "utf8") + upstream.caPem);
       const proxy = `http://${token}:x@127.0.0.1:${port}`;
-      await hey(2000, proxy, trust); // warm
+      await hey(Math.min(2000, REQUESTS), proxy, trust); // warm
+      await new Promise((rested) => setTimeout(rested, IDLE_S * 1000));
       const pid = gateway.pid ?? 0;
       const before = cpuMs(pid);
       const text = await hey(REQUESTS, proxy, trust);
@@ -91,7 +96,7 @@ const ratio = (pick: (one: Round) => number) =>
   (median(rounds.this.map(pick)) / median(rounds.other.map(pick))).toFixed(2);
 process.stdout.write(
   [
-    `The gateway, this checkout against ${other}, ${ROUNDS} alternating rounds of ${REQUESTS} requests (hey, 8 clients, 1 KB):`,
+    `The gateway, this checkout against ${other}, ${ROUNDS} alternating rounds of ${REQUESTS} requests (hey, 8 clients, ${KIB} KiB${IDLE_S ? `, after ${IDLE_S} s idle` : ""}):`,
     "",
     "| checkout | CPU ms/req per round | median CPU ms/req | median req/s | median peak RSS MiB |",
     "|---|---|---|---|---|",

@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; ulimit -n "$(ulimit -Hn)" 2>/dev/null; n=node; m="$0"; if [ -L "$m" ]; then m="$(readlink -f "$m" 2>/dev/null)"; fi; case "$m" in /*) ;; *) m="$PWD/$m" ;; esac; m="${m%/bin/*}/.cache/host-node"; if [ -f "$m" ]; then read -r n <"$m"; [ -x "$n" ] || { echo "roster: the Node \`npm ci\` brought in (${n:-none named}, in $m) is not there: run npm ci again" >&2; exit 1; }; PATH="${n%/*}:$PATH"; export PATH; fi; ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}"; export ROSTER_DEFERRED_CA_CERTS; unset NODE_EXTRA_CA_CERTS; exec "$n" --max-semi-space-size=2 "$0" "$@"
+":" //; ulimit -n "$(ulimit -Hn)" 2>/dev/null; n=node; m="$0"; if [ -L "$m" ]; then m="$(readlink -f "$m" 2>/dev/null)"; fi; case "$m" in /*) ;; *) m="$PWD/$m" ;; esac; m="${m%/bin/*}/.cache/host-node"; if [ -f "$m" ]; then read -r n <"$m"; [ -x "$n" ] || { echo "roster: the Node \`npm ci\` brought in (${n:-none named}, in $m) is not there: run npm ci again" >&2; exit 1; }; PATH="${n%/*}:$PATH"; export PATH; fi; ROSTER_DEFERRED_CA_CERTS="${NODE_EXTRA_CA_CERTS-}"; export ROSTER_DEFERRED_CA_CERTS; unset NODE_EXTRA_CA_CERTS; g=; [ "$1" = gateway ] && g=--initial-old-space-size=64; exec "$n" --max-semi-space-size=2 $g "$0" "$@"
 // The `roster` command. The host runner is compiled into dist/ (by `npm ci`
 // through prepare, or `npm run build`); a checkout whose runner/ changed since
 // then runs the TypeScript directly (tsx), so `npx roster` is never stale.
@@ -23,7 +23,8 @@
 // raised to the hard one first: the server and every gateway (standalone or
 // embedded, forked from this) hold a descriptor per box connection, and a
 // default soft limit of 1024 is reached by a few busy boxes. The young generation is capped
-// as for every process that runs the gateway (GATEWAY_NODE_FLAGS in
+// as for every process that runs the gateway, and `roster gateway …` gets the
+// gateway's larger first old-generation limit (GATEWAY_NODE_FLAGS in
 // runner/boundary/gateway/settings/defaults.ts says why, and why gc is not exposed).
 //
 // `node bin/roster.mjs` skips those lines: started so by a Node older than

@@ -32,10 +32,19 @@ export type GatewayTimeouts = typeof GATEWAY_TIMEOUT_DEFAULTS;
  * pile up between scavenges (bench/gateway.ts). bin/roster.mjs's first lines
  * pass the same flag to every `roster` command, the server included.
  *
+ * An old generation allowed 64 MiB before its first full collection: at the
+ * start of each burst of large answers after a quiet spell (a run's model
+ * calls), V8 otherwise ran four or five full collections in a few hundred
+ * ms with the old generation under 20 MiB, each marking the gateway's whole
+ * heap (its code and sources are most of it) on the helper threads. That was
+ * about a tenth of the door's CPU at 1 MiB answers; memory under load held
+ * (bench/RESULTS.md, "The door's full collections at a burst's start").
+ * bin/roster.mjs adds it for `roster gateway …` only.
+ *
  * Not `--expose-gc`: the full collection after a burst of held bodies is
  * exposed when first asked for (bodies/full-collection.ts says why).
  */
-export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2"];
+export const GATEWAY_NODE_FLAGS = ["--max-semi-space-size=2", "--initial-old-space-size=64"];
 
 /** Defaults, then org.toml's `[gateway.timeouts]` (seconds), then the caller's overrides (ms). */
 export function resolveTimeouts(
