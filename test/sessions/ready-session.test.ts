@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readRecord, runDir } from "../../runner/records/run-records/run-record.ts";
+import { REFILL_AFTER_TAKE_MS } from "../../runner/work/ready/pool.ts";
+import { discardReadyBox } from "../../runner/work/ready/ready-box.ts";
 import { serverReadyPool } from "../../runner/work/ready/server-pool.ts";
 import { until } from "../support/chat-turns.ts";
 import { testDocker } from "../support/docker.ts";
@@ -13,8 +15,9 @@ import { termRouter } from "../support/term-router.ts";
  * session ended gets a box made for it (its folder mounted), and the next
  * session in that channel takes it over, told its own run id and channel; no
  * other box is made for the channel while that session lasts, and a box made
- * for one channel never serves another. Real boxes, the real gateway, roster's
- * own session router and pool, in the test's process.
+ * for one channel never serves another. A run's take holds its slot's next
+ * box back, a tick during the take included. Real boxes, the real gateway,
+ * roster's own session router and pool, in the test's process.
  */
 const docker = await testDocker();
 
@@ -109,6 +112,36 @@ describe.skipIf(!docker)("a session in a ready box", () => {
       expect(running(made.container)).toBe(true);
     } finally {
       await other.router.closeAll();
+    }
+  }, 240_000);
+
+  it("a tick while a run's take checks its box makes none behind it before the hold ends", async () => {
+    const slot = { worker: "elf" };
+    // asked once for a run: the pool makes elf's runs a box
+    expect(await pool.pool.take(slot)).toBeUndefined();
+    await until(
+      async () =>
+        (await pool.pool.list()).find((entry) => entry.worker === "elf" && !entry.channel),
+      "a ready box for elf's runs",
+      90_000,
+    );
+    const before = pool.pool.count();
+    const started = Date.now();
+    const taking = pool.pool.take(slot);
+    // the server's tick, landing while the take checks the box (its config, the engine, git):
+    // its refill is decided before its first wait
+    const ticking = pool.tick();
+    expect(pool.pool.count()).toBe(before - 1);
+    const taken = await taking;
+    try {
+      expect(pool.pool.count()).toBe(before - 1);
+      expect(taken?.worker).toBe("elf");
+      await ticking;
+      // one is made behind it, once the run has had the host for its start
+      await until(() => pool.pool.count() === before, "a box made behind the take", 30_000);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(REFILL_AFTER_TAKE_MS);
+    } finally {
+      if (taken) await discardReadyBox(deployment.paths, taken);
     }
   }, 240_000);
 });

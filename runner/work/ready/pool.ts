@@ -78,6 +78,8 @@ export class ReadyPool {
   private readonly memory = new WeakMap<ReadyBox, { at: number; bytes: number | undefined }>();
   /** Slots whose box was just taken: none is made for them until their timer ends (REFILL_AFTER_TAKE_MS). */
   private readonly held = new Map<string, NodeJS.Timeout>();
+  /** Slots whose ready boxes a take is checking now: none is made for them until it decides. */
+  private readonly checking = new Map<string, number>();
   private closed = false;
 
   constructor(private readonly options: ReadyPoolOptions) {}
@@ -95,13 +97,21 @@ export class ReadyPool {
     else this.lastAsked.delete(key);
     const list = this.ready.get(key) ?? [];
     let found: ReadyBox | undefined;
-    while (!found && list.length) {
-      const candidate = list.shift();
-      if (!candidate) break;
-      this.changed();
-      const why = await this.unfit(candidate);
-      if (why) this.discard(candidate, why);
-      else found = candidate;
+    // while a candidate is checked, a tick makes no box for the slot: the take decides
+    this.checking.set(key, (this.checking.get(key) ?? 0) + 1);
+    try {
+      while (!found && list.length) {
+        const candidate = list.shift();
+        if (!candidate) break;
+        this.changed();
+        const why = await this.unfit(candidate);
+        if (why) this.discard(candidate, why);
+        else found = candidate;
+      }
+    } finally {
+      const left = (this.checking.get(key) ?? 1) - 1;
+      if (left > 0) this.checking.set(key, left);
+      else this.checking.delete(key);
     }
     // the run that took one gets the host for its start: its slot's next box is made after it
     if (refill && found) this.hold(slot, REFILL_AFTER_TAKE_MS);
@@ -238,7 +248,7 @@ export class ReadyPool {
   private fill(slot: Slot): void {
     if (this.closed) return;
     const key = slotKey(slot);
-    if (this.held.has(key)) return;
+    if (this.held.has(key) || this.checking.has(key)) return;
     const have = (this.ready.get(key)?.length ?? 0) + (this.making.get(key) ?? 0);
     // a channel has one session at a time: one box is enough for it
     const size = slot.channel ? Math.min(1, this.options.size()) : this.options.size();
