@@ -22,7 +22,9 @@ import { startKbUpstream } from "./kb-upstream.ts";
 
 const other = process.argv[2] ? resolve(process.argv[2]) : undefined;
 if (!other || !existsSync(join(other, "bin/roster.mjs")))
-  throw new Error("usage: npx tsx bench/gateway-pair.ts <other checkout, built> [rounds]");
+  throw new Error(
+    "usage: npx tsx bench/gateway-pair.ts <other checkout, built> [rounds] [requests] [KiB] [idle s]",
+  );
 const ROUNDS = Number(process.argv[3] ?? 3);
 const REQUESTS = Number(process.argv[4] ?? 20_000);
 const KIB = Number(process.argv[5] ?? 1);
