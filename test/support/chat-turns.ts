@@ -10,6 +10,7 @@ import { readListenerStatuses } from "../../runner/services/listeners/supervisor
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { type RecordedRequest, type Turn, textOf } from "./model-server.ts";
 import type { RosterRoot } from "./roster-root.ts";
+import { stopProcess } from "./stop-process.ts";
 
 /** The message block of a turn's input (the last user message), parsed. */
 export function messageOf(request: RecordedRequest): { channel: string; text: string } | undefined {
@@ -72,8 +73,9 @@ export async function until<T>(
 
 /**
  * `roster server start` for a listener test: started, and waited on until
- * elf's listener is connected; stopped with SIGTERM. ROSTER_TEST_LOG=1 shows
- * the server's log.
+ * elf's listener is connected; stopped with SIGTERM. A server that exits
+ * first, or never connects, or does not stop, fails the test with the end of
+ * its log (ROSTER_TEST_LOG=1 shows all of it as it comes).
  */
 export function serverFor(deployment: RosterRoot): {
   start(): Promise<void>;
@@ -82,7 +84,9 @@ export function serverFor(deployment: RosterRoot): {
   log(): string;
 } {
   let server: ChildProcess | undefined;
+  let ended: string | undefined;
   let log = "";
+  const logTail = () => `; the end of its log:\n${log.slice(-4_000) || "(nothing)"}`;
   const elf = () =>
     readListenerStatuses(deployment.paths).find((status) => status.worker === "elf");
   return {
@@ -92,16 +96,24 @@ export function serverFor(deployment: RosterRoot): {
         log += chunk.toString("utf8");
         if (process.env.ROSTER_TEST_LOG) process.stderr.write(chunk);
       });
+      ended = undefined;
+      child.once("exit", (code, signal) => {
+        ended = signal ? `signal ${signal}` : `exit code ${code}`;
+      });
       server = child;
-      await until(() => elf()?.state === "connected" && elf()?.pid, "the listener to connect");
+      try {
+        await until(() => {
+          if (ended) throw new Error(`the server ended (${ended}) before elf's listener connected`);
+          return elf()?.state === "connected" && elf()?.pid;
+        }, "the listener to connect");
+      } catch (error) {
+        throw new Error(`${error instanceof Error ? error.message : String(error)}${logTail()}`);
+      }
     },
     async stop() {
       const child = server;
-      if (!child) return;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
       server = undefined;
+      await stopProcess(child, { detail: logTail });
     },
     log: () => log,
   };

@@ -3,6 +3,7 @@ import { until } from "./chat-turns.ts";
 import { ModelServer } from "./model-server.ts";
 import { freePort, makeRosterRoot, type RosterRoot } from "./roster-root.ts";
 import { SmtpSink } from "./smtp.ts";
+import { stopProcess } from "./stop-process.ts";
 
 /**
  * A real `roster server start` with its console on a free loopback port,
@@ -49,9 +50,7 @@ export async function startConsoleServer(options: {
     base: new URL(login).origin,
     login,
     stop: async () => {
-      const stopped = new Promise((resolve) => server.once("exit", resolve));
-      server.kill("SIGTERM");
-      await stopped;
+      await stopProcess(server);
       await model.stop();
       await smtp.stop();
       await deployment.cleanup();
