@@ -2,7 +2,8 @@
 // What a test run cost, from the files test/support/timing-reporter.ts wrote
 // under test-output/timings/ (one per vitest pass: docker, podman, runsc,
 // host on this Node, host on Node 24): each pass's time, the ten slowest
-// files, and every file over its budget (scripts/test-budgets.mjs).
+// files, every file over its budget (scripts/test-budgets.mjs), and last, each
+// failed file with what failed in it and the first lines of why.
 // scripts/test-lanes.mjs prints it as `npm test` ends; run it alone to see
 // the last run's again: `node scripts/test-timings.mjs [--json]`.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -40,6 +41,7 @@ export function summarise(passes) {
     })),
     slowest,
     over_budget: over,
+    failed: all.filter((file) => file.state === "failed"),
   };
 }
 
@@ -70,6 +72,18 @@ export function render(summary, total) {
   } else lines.push("every file within its budget (scripts/test-budgets.mjs)");
   for (const file of summary.stale_budgets)
     lines.push(`scripts/test-budgets.mjs names ${file}, which is not there: mend the list`);
+  // last, so the end of a long run's output says what broke and why
+  if (summary.failed.length) {
+    lines.push("WHAT FAILED:");
+    for (const file of summary.failed) {
+      lines.push(`  ${file.file} [${file.pass}]`);
+      for (const failure of file.failures ?? [])
+        lines.push(
+          `    ${failure.name}`,
+          ...failure.error.split("\n").map((line) => `      ${line}`),
+        );
+    }
+  }
   return lines.join("\n");
 }
 
