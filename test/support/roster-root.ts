@@ -1,4 +1,6 @@
 import { execFileSync } from "node:child_process";
+import { randomInt } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -27,19 +29,55 @@ export interface RosterRoot {
   cleanup(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Where freePort picks from: below the range the kernel hands out to outgoing
+ * connections (net.ipv4.ip_local_port_range). A port picked inside that range
+ * and closed again could become some connection's source port before the
+ * server meant for it binds it, and that bind then fails (EADDRINUSE): with
+ * the whole suite's connections going on around it, a rare server that
+ * never starts.
+ */
+const PICK_FROM = 20_000;
+/** Ports this process has handed out: never the same one twice. */
+const handedOut = new Set<number>();
+
+function ephemeralStart(): number {
+  try {
+    const start = Number(
+      readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0],
+    );
+    return Number.isInteger(start) && start > 0 ? start : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Whether a listener can take this loopback port now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      try {
-        const port = listeningPort(server);
-        server.close(() => resolve(port));
-      } catch (error) {
-        server.close(() => reject(error));
-      }
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * A loopback port nothing listens on, for a server a test starts a moment
+ * later: picked at random below the ephemeral range (PICK_FROM), so no
+ * outgoing connection can take it in between.
+ */
+export async function freePort(): Promise<number> {
+  const end = ephemeralStart();
+  if (end - PICK_FROM < 1_000)
+    throw new Error(`ip_local_port_range starts at ${end}: no room below it to pick a port from`);
+  for (let tries = 0; tries < 200; tries++) {
+    const port = PICK_FROM + randomInt(end - PICK_FROM);
+    if (handedOut.has(port)) continue;
+    // taken before the check, so two picks at once never share one
+    handedOut.add(port);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free loopback port between ${PICK_FROM} and ${end} in 200 tries`);
 }
 
 /** The port a listening server took; throws when it listens on none (a port 0 aims at nothing). */
