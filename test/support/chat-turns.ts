@@ -10,7 +10,7 @@ import { readListenerStatuses } from "../../runner/services/listeners/supervisor
 import { storeCredential } from "../../runner/work/runs/credentials.ts";
 import { type RecordedRequest, type Turn, textOf } from "./model-server.ts";
 import type { RosterRoot } from "./roster-root.ts";
-import { stopProcess } from "./stop-process.ts";
+import { endOfLog, stopProcess } from "./stop-process.ts";
 
 /** The message block of a turn's input (the last user message), parsed. */
 export function messageOf(request: RecordedRequest): { channel: string; text: string } | undefined {
@@ -86,7 +86,7 @@ export function serverFor(deployment: RosterRoot): {
   let server: ChildProcess | undefined;
   let ended: string | undefined;
   let log = "";
-  const logTail = () => `; the end of its log:\n${log.slice(-4_000) || "(nothing)"}`;
+  const logTail = () => endOfLog(log);
   const elf = () =>
     readListenerStatuses(deployment.paths).find((status) => status.worker === "elf");
   return {

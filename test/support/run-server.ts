@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { until } from "./chat-turns.ts";
 import type { RosterRoot } from "./roster-root.ts";
-import { stopProcess } from "./stop-process.ts";
+import { endOfLog, stopProcess } from "./stop-process.ts";
 
 /**
  * `roster server start` on a test deployment, with no chat listener and no
@@ -30,6 +30,6 @@ export async function startRunServer(deployment: RosterRoot): Promise<RunServer>
   return {
     child,
     log: () => log,
-    stop: () => stopProcess(child, { detail: () => `; the end of its log:\n${log.slice(-4_000)}` }),
+    stop: () => stopProcess(child, { detail: () => endOfLog(log) }),
   };
 }

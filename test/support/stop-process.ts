@@ -16,14 +16,22 @@ export async function stopProcess(
 ): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const withinMs = options.withinMs ?? STOP_WITHIN_MS;
+  let timer: NodeJS.Timeout | undefined;
   const exited = new Promise<boolean>((resolve) => {
     child.once("exit", () => resolve(true));
-    setTimeout(() => resolve(false), withinMs).unref();
+    timer = setTimeout(() => resolve(false), withinMs);
   });
   child.kill("SIGTERM");
-  if (await exited) return;
+  const stopped = await exited;
+  clearTimeout(timer);
+  if (stopped) return;
   child.kill("SIGKILL");
   throw new Error(
     `pid ${child.pid} did not stop within ${withinMs / 1000} s of SIGTERM${options.detail?.() ?? ""}`,
   );
+}
+
+/** The end of a process's log, for an error about it. */
+export function endOfLog(log: string): string {
+  return `; the end of its log:\n${log.slice(-4_000) || "(nothing)"}`;
 }
